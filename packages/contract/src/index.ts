@@ -1,0 +1,9 @@
+// @agentrt/contract: the event contract 7.0.0 as code — schemas, types, ownership, config.
+export * from "./errors.ts";
+export * from "./stream-path.ts";
+export * from "./config.ts";
+export * from "./payloads.ts";
+export * from "./events.ts";
+export * from "./validate.ts";
+export * from "./ownership.ts";
+export * from "./json-schema.ts";

@@ -1,0 +1,37 @@
+import { defineConfig } from "vitest/config";
+
+// Tiers (conventions.md §9): unit tests are pure and fast; integration tests start their own
+// nats-server per file; e2e and chaos run every service as a real process.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["packages/**/*.unit.test.ts", "services/**/*.unit.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "int",
+          include: ["packages/**/*.int.test.ts", "services/**/*.int.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          pool: "forks",
+          maxWorkers: 2,
+        },
+      },
+      {
+        test: {
+          name: "system",
+          include: ["test/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+          pool: "forks",
+          maxWorkers: 1,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
