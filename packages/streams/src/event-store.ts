@@ -1,0 +1,106 @@
+// The event store port. Two adapters implement it — JetStream (`JetStreamEventStore`) and
+// in-memory (`MemoryEventStore`, for pure unit tests) — and both pass the same shared suite.
+//
+// Guarantees (architecture.md): dense per-stream offsets from 1; a batch commits atomically,
+// in order, with consecutive offsets and nothing interleaved; an idempotency key is unique per
+// stream forever; createdAt is stamped by the store; reads and live subscriptions start at
+// any offset with no gap or duplicate at the switch from history to live; ephemeral events
+// (the live lane) reach live subscribers only and never touch storage.
+
+import type { AgentEvent } from "@agentrt/contract";
+
+/** The most events one append may carry, and the most encoded bytes one batch may take. */
+export const MAX_BATCH_EVENTS = 1000;
+export const MAX_BATCH_BYTES = 900_000;
+
+export interface AppendOptions {
+  /**
+   * Optimistic concurrency: commit only if the stream's last durable offset is exactly this
+   * (0 for an empty stream). A mismatch throws `conflict`.
+   */
+  readonly expectedLastOffset?: number;
+}
+
+/**
+ * `committed`: the whole batch was written; `events` are the new events with their offsets.
+ * `duplicate`: at least one event's idempotency key already existed on the stream, so NOTHING
+ * of the batch was written (a keyed batch is all-or-nothing, which is what lets a zombie's
+ * late settlement batch collapse entirely); `events` are the stored originals of the keys
+ * that matched, in batch order.
+ */
+export type AppendResult =
+  | { readonly status: "committed"; readonly events: readonly AgentEvent[] }
+  | { readonly status: "duplicate"; readonly events: readonly AgentEvent[] };
+
+export interface ReadOptions {
+  /** First offset to return (default 1). */
+  readonly fromOffset?: number;
+  /** The most events to return (default: all). */
+  readonly limit?: number;
+}
+
+export interface SubscribeOptions {
+  /** First durable offset to deliver (default 1). History is replayed, then live events follow. */
+  readonly fromOffset?: number;
+  /** Also deliver live-lane (ephemeral) events published while subscribed. Default false. */
+  readonly ephemeral?: boolean;
+}
+
+/** A live subscription: iterate it; `close()` ends the iteration. */
+export interface Subscription extends AsyncIterable<AgentEvent> {
+  close(): Promise<void>;
+}
+
+/** One committed batch as seen on the partition feed (what reducers fold). */
+export interface FeedBatch {
+  /** Monotonic position of this batch in the store (JetStream sequence), for resuming. */
+  readonly sequence: number;
+  readonly streamPath: string;
+  readonly events: readonly AgentEvent[];
+}
+
+export interface FeedOptions {
+  /** Partitions to follow; default every partition. */
+  readonly partitions?: readonly number[];
+  /** Resume after this feed sequence (default 0: from the beginning). */
+  readonly afterSequence?: number;
+}
+
+export interface FeedSubscription extends AsyncIterable<FeedBatch> {
+  close(): Promise<void>;
+}
+
+export interface StreamSummary {
+  readonly streamPath: string;
+  readonly lastOffset: number;
+}
+
+export interface EventStore {
+  /** The fixed number of partitions stream paths hash into. */
+  readonly partitionCount: number;
+  partitionOf(streamPath: string): number;
+
+  /**
+   * Validates and appends a batch (see `AppendResult`). Throws a ContractViolationError for an
+   * invalid payload, unknown type, bad path, ephemeral misuse or an oversized batch, having
+   * committed nothing. A batch of live-lane events is published, not stored.
+   */
+  append(streamPath: string, events: readonly unknown[], options?: AppendOptions): Promise<AppendResult>;
+
+  /** Durable events from `fromOffset`, in offset order (never ephemeral ones). */
+  read(streamPath: string, options?: ReadOptions): Promise<AgentEvent[]>;
+
+  /** The last durable offset of a stream (0 when empty). */
+  lastOffset(streamPath: string): Promise<number>;
+
+  /** History from `fromOffset` then live events, each offset exactly once and in order. */
+  subscribe(streamPath: string, options?: SubscribeOptions): Subscription;
+
+  /** Every committed batch of the chosen partitions, in commit order, then live. */
+  feed(options?: FeedOptions): FeedSubscription;
+
+  /** Streams that have at least one durable event, optionally under a path prefix. */
+  listStreams(prefix?: string): Promise<StreamSummary[]>;
+
+  close(): Promise<void>;
+}
