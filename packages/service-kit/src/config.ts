@@ -1,0 +1,23 @@
+// Service configuration comes from the environment and is parsed with zod at start-up; a bad
+// value fails fast with the variable's name and the rule it broke.
+
+import type { z } from "zod";
+import { AgentRuntimeError } from "@agentrt/contract";
+
+export class ConfigError extends AgentRuntimeError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super("invalid_payload", message, { details });
+  }
+}
+
+/**
+ * Parses `env` with a schema whose keys are environment variable names. Empty strings count as
+ * unset so `FOO= service` falls back to the default.
+ */
+export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const result = schema.safeParse(cleaned);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`, { problems });
+}

@@ -1,0 +1,10 @@
+// @agentrt/service-kit: what every service process shares — config, logging, metrics, the
+// ops endpoint, the NATS connection, graceful shutdown, work queues and partition leases.
+export * from "./config.ts";
+export * from "./logger.ts";
+export * from "./metrics.ts";
+export * from "./ops-server.ts";
+export * from "./nats.ts";
+export * from "./run-service.ts";
+export * from "./work-queue.ts";
+export * from "./leases.ts";

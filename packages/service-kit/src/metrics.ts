@@ -1,0 +1,26 @@
+// Prometheus metrics: one registry per service with default process metrics and the
+// service name as a default label, so every metric of the system can be told apart.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface Metrics {
+  readonly registry: Registry;
+  counter(name: string, help: string, labelNames?: readonly string[]): Counter<string>;
+  gauge(name: string, help: string, labelNames?: readonly string[]): Gauge<string>;
+  histogram(name: string, help: string, labelNames?: readonly string[], buckets?: number[]): Histogram<string>;
+}
+
+export const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export function createMetrics(service: string, options: { collectDefaults?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: "agentrt_" });
+  return {
+    registry,
+    counter: (name, help, labelNames = []) => new Counter({ name, help, labelNames: [...labelNames], registers: [registry] }),
+    gauge: (name, help, labelNames = []) => new Gauge({ name, help, labelNames: [...labelNames], registers: [registry] }),
+    histogram: (name, help, labelNames = [], buckets = LATENCY_BUCKETS_SECONDS) =>
+      new Histogram({ name, help, labelNames: [...labelNames], buckets, registers: [registry] }),
+  };
+}

@@ -1,0 +1,29 @@
+// One NATS connection per service process, created in the composition root and passed down;
+// reconnects forever so a restarted NATS node never kills a service.
+
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { Logger } from "pino";
+
+export type { NatsConnection } from "@nats-io/nats-core";
+
+export async function connectNats(options: { url: string; name: string; logger?: Logger }): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: options.url.split(",").map((s) => s.trim()),
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    pingInterval: 5_000,
+  });
+  const logger = options.logger;
+  if (logger) {
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
+          logger.warn({ status: status.type, server: "server" in status ? status.server : undefined }, "nats connection status");
+        }
+      }
+    })();
+  }
+  return nc;
+}

@@ -1,0 +1,46 @@
+// Runs a service's composition root: starts it, fails fast on start-up errors, and on SIGTERM
+// or SIGINT stops it (drain NATS, close servers) and exits.
+
+import type { Logger } from "pino";
+
+export interface RunningService {
+  stop(): Promise<void>;
+}
+
+export async function runService(options: {
+  name: string;
+  logger: Logger;
+  start: () => Promise<RunningService>;
+  /** Give up stopping after this long and exit anyway. */
+  stopTimeoutMs?: number;
+}): Promise<void> {
+  const { logger } = options;
+  let running: RunningService;
+  try {
+    running = await options.start();
+  } catch (error) {
+    logger.fatal({ err: error }, `${options.name} failed to start`);
+    process.exit(1);
+  }
+  logger.info(`${options.name} started`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, `${options.name} stopping`);
+    const timer = setTimeout(() => {
+      logger.error(`${options.name} did not stop in time; exiting`);
+      process.exit(1);
+    }, options.stopTimeoutMs ?? 10_000);
+    timer.unref();
+    running
+      .stop()
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, `${options.name} failed to stop cleanly`);
+        process.exit(1);
+      });
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+}

@@ -1,0 +1,206 @@
+// Work queues on JetStream: the reducer hands LLM requests and script runs to drivers and
+// hosts through one work-queue stream. An item is only a hint: the event stream is the truth,
+// so consumers re-read it and a duplicate or stale item is simply acked.
+//
+// Claims are durable pull consumers with explicit acks. A worker heartbeats `working()` while
+// busy; a worker that dies stops heartbeating, its item is redelivered after `ackWaitMs` and
+// another incarnation takes over.
+
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  RetentionPolicy,
+  StorageType,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/nats-core";
+import { z } from "zod";
+import type { Logger } from "pino";
+
+export const WORK_STREAM = "AGENT_WORK";
+
+export const llmWorkItemSchema = z.strictObject({ streamPath: z.string(), requestOffset: z.number().int().positive() });
+export const scriptWorkItemSchema = z.strictObject({
+  streamPath: z.string(),
+  requestedOffset: z.number().int().positive(),
+  executionId: z.string().min(1),
+});
+
+export type LlmWorkItem = z.infer<typeof llmWorkItemSchema>;
+export type ScriptWorkItem = z.infer<typeof scriptWorkItemSchema>;
+
+export type WorkKind = "llm" | "script";
+
+const itemSchemas = { llm: llmWorkItemSchema, script: scriptWorkItemSchema } as const;
+export type WorkItemOf<K extends WorkKind> = K extends "llm" ? LlmWorkItem : ScriptWorkItem;
+
+export function workSubject(kind: WorkKind, partition: number): string {
+  return `work.${kind}.${partition}`;
+}
+
+export function workMessageId(kind: WorkKind, item: LlmWorkItem | ScriptWorkItem): string {
+  return kind === "llm"
+    ? `llm:${item.streamPath}@${(item as LlmWorkItem).requestOffset}`
+    : `script:${item.streamPath}@${(item as ScriptWorkItem).executionId}`;
+}
+
+/** Creates the work-queue stream when missing (idempotent). */
+export async function ensureWorkStream(jsm: JetStreamManager, options: { replicas?: number } = {}): Promise<void> {
+  const config = {
+    name: WORK_STREAM,
+    subjects: ["work.>"],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    num_replicas: options.replicas ?? 1,
+    duplicate_window: nanos(120_000),
+  };
+  try {
+    await jsm.streams.info(WORK_STREAM);
+  } catch {
+    try {
+      await jsm.streams.add(config);
+    } catch (error) {
+      // Another process created it between our check and our add.
+      await jsm.streams.info(WORK_STREAM).catch(() => {
+        throw error;
+      });
+    }
+  }
+}
+
+export async function publishWork<K extends WorkKind>(
+  js: JetStreamClient,
+  kind: K,
+  partition: number,
+  item: WorkItemOf<K>,
+  options: { redrive?: boolean } = {},
+): Promise<void> {
+  // A re-drive (adoption of an abandoned request) must not be swallowed by the dedup window.
+  const msgID = options.redrive ? `${workMessageId(kind, item)}#${Date.now()}` : workMessageId(kind, item);
+  await js.publish(workSubject(kind, partition), JSON.stringify(item), { msgID });
+}
+
+/** What a handler tells the queue: done, try again later, or never again. */
+export type WorkOutcome = { readonly type: "ack" } | { readonly type: "retry"; readonly delayMs: number } | { readonly type: "drop" };
+
+export interface WorkContext {
+  /** How many times this item has been delivered (1 on the first attempt). */
+  readonly deliveryCount: number;
+  /** Aborted when the consumer stops. */
+  readonly signal: AbortSignal;
+}
+
+export interface ConsumeWorkOptions<K extends WorkKind> {
+  readonly kind: K;
+  readonly durable: string;
+  readonly handler: (item: WorkItemOf<K>, context: WorkContext) => Promise<WorkOutcome>;
+  readonly logger: Logger;
+  readonly concurrency?: number;
+  readonly ackWaitMs?: number;
+  readonly heartbeatMs?: number;
+  readonly maxDeliver?: number;
+}
+
+export interface WorkConsumer {
+  stop(): Promise<void>;
+}
+
+/** Pulls work items and runs the handler for each, at most `concurrency` at a time. */
+export async function consumeWork<K extends WorkKind>(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  options: ConsumeWorkOptions<K>,
+): Promise<WorkConsumer> {
+  const ackWaitMs = options.ackWaitMs ?? 30_000;
+  const heartbeatMs = options.heartbeatMs ?? Math.max(250, Math.floor(ackWaitMs / 3));
+  const concurrency = options.concurrency ?? 8;
+  const consumerConfig = {
+    durable_name: options.durable,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(ackWaitMs),
+    max_deliver: options.maxDeliver ?? -1,
+    max_ack_pending: 10_000,
+    filter_subject: `work.${options.kind}.>`,
+  };
+  try {
+    await jsm.consumers.info(WORK_STREAM, options.durable);
+  } catch {
+    await jsm.consumers.add(WORK_STREAM, consumerConfig).catch(async (error: unknown) => {
+      await jsm.consumers.info(WORK_STREAM, options.durable).catch(() => {
+        throw error;
+      });
+    });
+  }
+  const consumer = await js.consumers.get(WORK_STREAM, options.durable);
+  const abort = new AbortController();
+  const inFlight = new Set<Promise<void>>();
+  const schema = itemSchemas[options.kind];
+
+  const handle = async (msg: JsMsg): Promise<void> => {
+    const parsed = schema.safeParse(safeJson(msg.string()));
+    if (!parsed.success) {
+      options.logger.error({ subject: msg.subject }, "dropping malformed work item");
+      msg.term();
+      return;
+    }
+    const heartbeat = setInterval(() => msg.working(), heartbeatMs);
+    try {
+      const outcome = await options.handler(parsed.data as WorkItemOf<K>, {
+        deliveryCount: msg.info.deliveryCount,
+        signal: abort.signal,
+      });
+      if (outcome.type === "ack") msg.ack();
+      else if (outcome.type === "retry") msg.nak(outcome.delayMs);
+      else msg.term();
+    } catch (error) {
+      options.logger.error({ err: error, item: parsed.data }, "work handler failed; will retry");
+      msg.nak(Math.min(30_000, 500 * 2 ** Math.min(msg.info.deliveryCount, 6)));
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+
+  const loop = (async () => {
+    while (!abort.signal.aborted) {
+      const free = concurrency - inFlight.size;
+      if (free <= 0) {
+        await Promise.race(inFlight);
+        continue;
+      }
+      try {
+        const batch = await consumer.fetch({ max_messages: free, expires: 1_000 });
+        for await (const msg of batch) {
+          if (abort.signal.aborted) {
+            msg.nak();
+            continue;
+          }
+          const task = handle(msg).finally(() => inFlight.delete(task));
+          inFlight.add(task);
+        }
+      } catch (error) {
+        if (abort.signal.aborted) break;
+        options.logger.warn({ err: error }, "work fetch failed; retrying");
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  })();
+
+  return {
+    async stop() {
+      abort.abort();
+      await loop;
+      await Promise.allSettled(inFlight);
+    },
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
