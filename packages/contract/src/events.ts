@@ -48,6 +48,13 @@ export const EPHEMERAL_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>(
   "render/script-delta",
 ]);
 
+/**
+ * Durable types that a writer may instead publish on the live lane. `agent/runtime-changed`
+ * is there for live UIs and "need not be durable" (contract.md), so the reducer publishes it
+ * ephemerally rather than doubling every stream's length.
+ */
+export const MAY_BE_EPHEMERAL_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>(["agent/runtime-changed"]);
+
 export function isEventType(type: unknown): type is EventType {
   return typeof type === "string" && Object.hasOwn(eventPayloadSchemas, type);
 }

@@ -10,6 +10,7 @@ import {
   eventPayloadSchemas,
   isEphemeralType,
   isEventType,
+  MAY_BE_EPHEMERAL_EVENT_TYPES,
 } from "./events.ts";
 import { streamPathProblem } from "./stream-path.ts";
 
@@ -97,7 +98,7 @@ export function parseEventInput(raw: unknown, index?: number): EventInput {
       { type },
     );
   }
-  if (!isEphemeralType(type) && ephemeral === true) {
+  if (!isEphemeralType(type) && !MAY_BE_EPHEMERAL_EVENT_TYPES.has(type) && ephemeral === true) {
     throw new ContractViolationError(
       "ephemeral_misuse",
       `${where}: "${type}" is durable and cannot be appended as ephemeral.`,
@@ -119,7 +120,7 @@ export function parseEventInput(raw: unknown, index?: number): EventInput {
     type,
     payload: parsed,
     ...(idempotencyKey === undefined ? {} : { idempotencyKey: idempotencyKey as string }),
-    ...(isEphemeralType(type) ? { ephemeral: true } : {}),
+    ...(isEphemeralType(type) || ephemeral === true ? { ephemeral: true } : {}),
   } as EventInput;
 }
 

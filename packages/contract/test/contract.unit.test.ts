@@ -157,3 +157,14 @@ describe("parseStoredEvent", () => {
     expect(ok).toEqual({ ok: true, event: { streamPath: "/a", offset: 1, createdAt: "2026-01-01T00:00:00.000Z", type: "agent/created", payload: { by: "x" } } });
   });
 });
+
+describe("the live lane", () => {
+  it("lets agent/runtime-changed ride the live lane when asked, and stay durable otherwise", () => {
+    const runtime = {
+      type: "agent/runtime-changed",
+      payload: { runtime: { triggers: { pending: 1, runnable: 0 }, llmRequests: { requested: 0 }, runningScripts: 0 }, sinceOffset: 3, since: "2026-01-01T00:00:00.000Z" },
+    };
+    expect(parseEventInput({ ...runtime, ephemeral: true }).ephemeral).toBe(true);
+    expect(parseEventInput(runtime).ephemeral).toBeUndefined();
+  });
+});
