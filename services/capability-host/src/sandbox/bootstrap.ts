@@ -1,0 +1,77 @@
+// The JavaScript that builds `itx` INSIDE the QuickJS context, before the script runs. It
+// receives one host function (`hostCall(op, argsJson) → Promise<resultJson>`) as an argument,
+// so the raw bridge never lands on a global the script could reach; only strings cross.
+// Unknown namespaces (`itx.repo`, any provider) become a proxy whose methods call
+// "provider.call": providers extend the surface without a change here.
+
+export const SANDBOX_BOOTSTRAP = String.raw`(function (hostCall, configJson) {
+  "use strict";
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const config = parse(configJson);
+  const call = (op, args) =>
+    hostCall(op, stringify(args)).then((text) => (text === undefined ? undefined : parse(text)));
+  const toWire = (value) => (value instanceof Uint8Array ? { __bytes: Array.from(value) } : value);
+  const freeze = Object.freeze;
+  const streamHandle = (path) => freeze({
+    getEvent: (args) => call("streams.getEvent", [path, args]),
+    read: (args) => call("streams.read", [path, args === undefined ? {} : args]),
+  });
+  const agentHandle = (path) => freeze({
+    path,
+    create: () => call("agents.create", [path]),
+    message: (text) => call("agents.message", [path, text]),
+  });
+  const fileHandle = (path) => freeze({
+    path,
+    bytes: () => call("files.bytes", [path]).then((numbers) => new Uint8Array(numbers)),
+    text: () => call("files.text", [path]),
+  });
+  const builtins = freeze({
+    chat: freeze({ sendMessage: (text) => call("chat.sendMessage", [text]) }),
+    agent: freeze({ path: config.agentPath, append: (event) => call("agent.append", [event]) }),
+    streams: freeze({ get: streamHandle }),
+    agents: freeze({ get: agentHandle }),
+    kv: freeze({
+      get: (key) => call("kv.get", [key]),
+      set: (key, value) => call("kv.set", [key, value]),
+      delete: (key) => call("kv.delete", [key]),
+      list: (prefix) => call("kv.list", [prefix === undefined ? "" : prefix]),
+    }),
+    files: freeze({
+      get: fileHandle,
+      write: (path, content) => call("files.write", [path, toWire(content)]),
+      list: (prefix) => call("files.list", [prefix === undefined ? "" : prefix]),
+    }),
+    capabilityHost: freeze({ getScriptResult: (id) => call("capabilityHost.getScriptResult", [id]) }),
+    docs: freeze({
+      search: (args) => call("docs.search", [args]),
+      typecheck: (args) => call("docs.typecheck", [args]),
+    }),
+  });
+  const isPlainName = (name) => typeof name === "string" && name !== "then" && name !== "toJSON";
+  const itx = new Proxy(builtins, {
+    get(target, namespace) {
+      if (Object.prototype.hasOwnProperty.call(target, namespace)) return target[namespace];
+      if (!isPlainName(namespace)) return undefined;
+      return new Proxy({}, {
+        get(_, method) {
+          if (!isPlainName(method)) return undefined;
+          return (...args) => call("provider.call", [namespace, method, args]);
+        },
+      });
+    },
+  });
+  Object.defineProperty(globalThis, "itx", { value: itx, writable: false, configurable: false });
+  const finish = (value) => {
+    if (value === undefined) return undefined;
+    const text = stringify(value);
+    if (text === undefined) throw new TypeError("The script's result is not a JSON value (got " + typeof value + ").");
+    return text;
+  };
+  Object.defineProperty(globalThis, "__finish", {
+    value: (promise) => Promise.resolve(promise).then(finish),
+    writable: false,
+    configurable: false,
+  });
+})`;

@@ -1,0 +1,3 @@
+export * from "./quickjs-sandbox.ts";
+export * from "./compile.ts";
+export * from "./bootstrap.ts";

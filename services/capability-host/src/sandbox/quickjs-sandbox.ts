@@ -1,0 +1,188 @@
+// Runs compiled script JavaScript in QuickJS (WebAssembly): one WASM module per process, a
+// fresh runtime + context per script, so nothing survives between scripts and a memory cap
+// applies per script. The only bridge to the host is the `hostCall` function handed to the
+// bootstrap; values cross as JSON strings. A CPU-bound loop is stopped by the interrupt
+// handler; a script stuck awaiting the host is stopped by the wall-clock deadline.
+
+import {
+  type QuickJSContext,
+  type QuickJSDeferredPromise,
+  type QuickJSHandle,
+  type QuickJSWASMModule,
+  newQuickJSWASMModule,
+  RELEASE_SYNC,
+} from "quickjs-emscripten";
+import { SANDBOX_BOOTSTRAP } from "./bootstrap.ts";
+
+export interface SandboxLimits {
+  /** Heap cap per script, bytes. */
+  readonly memoryBytes: number;
+  /** Native stack cap per script, bytes. */
+  readonly stackBytes: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 64 * 1024 * 1024, stackBytes: 512 * 1024 };
+
+/** How a host function answers a script's call. Throw to reject inside the script. */
+export type HostCallHandler = (op: string, args: unknown[]) => Promise<unknown>;
+
+export interface SandboxRun {
+  readonly javascript: string;
+  readonly agentPath: string;
+  /** Epoch ms after which the script is stopped. */
+  readonly deadlineAtMs: number;
+  readonly onHostCall: HostCallHandler;
+}
+
+export type SandboxOutcome =
+  | { readonly kind: "returned"; readonly value: unknown; readonly startMs: number; readonly runMs: number }
+  | { readonly kind: "threw"; readonly error: string; readonly startMs: number; readonly runMs: number }
+  | { readonly kind: "deadline"; readonly startMs: number; readonly runMs: number };
+
+/** A script-visible error from a host function (its message is what the script sees). */
+export class HostCallError extends Error {
+  override readonly name = "HostCallError";
+}
+
+export class QuickJsSandbox {
+  /** Replaced when a QuickJS abort (e.g. a leak assertion after out-of-memory) poisons it. */
+  private module: QuickJSWASMModule;
+  private replacing: Promise<void> | undefined;
+
+  private constructor(
+    module: QuickJSWASMModule,
+    private readonly limits: SandboxLimits,
+  ) {
+    this.module = module;
+  }
+
+  /** How many times a poisoned WASM module was replaced (a metric; the host keeps serving). */
+  modulesReplaced = 0;
+
+  static async create(limits: SandboxLimits = DEFAULT_SANDBOX_LIMITS): Promise<QuickJsSandbox> {
+    return new QuickJsSandbox(await newQuickJSWASMModule(RELEASE_SYNC), limits);
+  }
+
+  async run(request: SandboxRun): Promise<SandboxOutcome> {
+    if (this.replacing !== undefined) await this.replacing;
+    const t0 = performance.now();
+    const runtime = this.module.newRuntime();
+    runtime.setMemoryLimit(this.limits.memoryBytes);
+    runtime.setMaxStackSize(this.limits.stackBytes);
+    runtime.setInterruptHandler(() => Date.now() > request.deadlineAtMs);
+    const vm = runtime.newContext();
+    const deferreds = new Set<QuickJSDeferredPromise>();
+    let startMs = 0;
+    let t1 = t0;
+    const outcome = (partial: { kind: "returned"; value: unknown } | { kind: "threw"; error: string } | { kind: "deadline" }): SandboxOutcome => ({
+      ...partial,
+      startMs,
+      runMs: performance.now() - t1,
+    });
+    try {
+      this.installBootstrap(vm, request, deferreds);
+      t1 = performance.now();
+      startMs = t1 - t0;
+      const evaluated = vm.evalCode(request.javascript, "script.js");
+      if (evaluated.error) return outcome(this.failure(vm, evaluated.error, request.deadlineAtMs));
+      const settled = vm.resolvePromise(evaluated.value);
+      evaluated.value.dispose();
+      runtime.executePendingJobs();
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<"deadline">((resolve) => {
+        timer = setTimeout(() => resolve("deadline"), Math.max(0, request.deadlineAtMs - Date.now()));
+      });
+      const result = await Promise.race([settled, deadline]);
+      clearTimeout(timer);
+      if (result === "deadline") {
+        void settled.then((late) => late.dispose());
+        return outcome({ kind: "deadline" });
+      }
+      if (result.error) return outcome(this.failure(vm, result.error, request.deadlineAtMs));
+      const handle = result.value;
+      const type = vm.typeof(handle);
+      const text = type === "string" ? vm.getString(handle) : undefined;
+      handle.dispose();
+      return outcome({ kind: "returned", value: text === undefined ? undefined : (JSON.parse(text) as unknown) });
+    } finally {
+      try {
+        for (const deferred of deferreds) if (deferred.alive) deferred.dispose();
+        vm.dispose();
+        runtime.dispose();
+      } catch {
+        // QuickJS aborted while freeing (its leak assertion after an out-of-memory): the WASM
+        // instance is unusable, so the next script gets a fresh one.
+        this.replaceModule();
+      }
+    }
+  }
+
+  private replaceModule(): void {
+    this.modulesReplaced++;
+    this.replacing = newQuickJSWASMModule(RELEASE_SYNC).then((module) => {
+      this.module = module;
+      this.replacing = undefined;
+    });
+  }
+
+  private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>): void {
+    const hostCall = vm.newFunction("hostCall", (opHandle, argsHandle) => {
+      const op = vm.getString(opHandle);
+      const argsText = vm.getString(argsHandle);
+      const deferred = vm.newPromise();
+      deferreds.add(deferred);
+      const settle = (fn: () => void): void => {
+        if (!vm.alive || !deferred.alive) return;
+        try {
+          fn();
+          deferreds.delete(deferred);
+          vm.runtime.executePendingJobs();
+        } catch {
+          // The context was torn down (deadline) while this call was in flight: nothing to do.
+        }
+      };
+      Promise.resolve()
+        .then(() => request.onHostCall(op, JSON.parse(argsText) as unknown[]))
+        .then(
+          (value) =>
+            settle(() => {
+              if (value === undefined) deferred.resolve(vm.undefined);
+              else vm.newString(JSON.stringify(value)).consume((h) => deferred.resolve(h));
+            }),
+          (error: unknown) =>
+            settle(() => {
+              const e = error instanceof Error ? error : new Error(String(error));
+              vm.newError({ name: e.name === "Error" ? "Error" : e.name, message: e.message }).consume((h) => deferred.reject(h));
+            }),
+        );
+      return deferred.handle;
+    });
+    const config = vm.newString(JSON.stringify({ agentPath: request.agentPath }));
+    const boot = vm.unwrapResult(vm.evalCode(SANDBOX_BOOTSTRAP, "bootstrap.js"));
+    try {
+      vm.unwrapResult(vm.callFunction(boot, vm.undefined, hostCall, config)).dispose();
+    } finally {
+      boot.dispose();
+      config.dispose();
+      hostCall.dispose();
+    }
+  }
+
+  private failure(vm: QuickJSContext, errorHandle: QuickJSHandle, deadlineAtMs: number): { kind: "threw"; error: string } | { kind: "deadline" } {
+    const dumped: unknown = vm.dump(errorHandle);
+    errorHandle.dispose();
+    const error = describeThrown(dumped);
+    if (Date.now() > deadlineAtMs && /interrupted/i.test(error)) return { kind: "deadline" };
+    return { kind: "threw", error };
+  }
+}
+
+function describeThrown(value: unknown): string {
+  if (typeof value === "object" && value !== null && "message" in value) {
+    const { name, message } = value as { name?: unknown; message?: unknown };
+    const prefix = typeof name === "string" && name.length > 0 ? `${name}: ` : "";
+    return `${prefix}${String(message)}`;
+  }
+  if (typeof value === "string") return value;
+  return JSON.stringify(value) ?? String(value);
+}

@@ -1,0 +1,150 @@
+// A warm TypeScript LanguageService over a virtual file system: lib files are read from the
+// installed compiler once and kept; itx.d.ts and provider declarations change rarely; only
+// the script file changes per check, so each check re-parses one file and re-checks it.
+// A check has a time budget (a cancellation token); a crash or an overrun means "unknown",
+// and the caller runs the script unchecked — only provable errors may block.
+
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import ts from "typescript";
+import { buildScriptSource, type ScriptSourceParts } from "./script-source.ts";
+import {
+  DID_YOU_MEAN_NAME,
+  DID_YOU_MEAN_PROPERTY,
+  formatProblem,
+  isRootItxAccess,
+  isSyntaxCode,
+  type Problem,
+} from "./provable.ts";
+
+const SCRIPT_FILE = "/virtual/script.ts";
+const ITX_FILE = "/virtual/itx.d.ts";
+const LIB_DIR = dirname(createRequire(import.meta.url).resolve("typescript/lib/lib.d.ts"));
+const LIBS = ["lib.es2023.d.ts"];
+
+export type CheckOutcome =
+  | { readonly kind: "ok"; readonly durationMs: number }
+  | { readonly kind: "blocked"; readonly problems: readonly string[]; readonly durationMs: number }
+  | { readonly kind: "unchecked"; readonly reason: string; readonly durationMs: number };
+
+const compilerOptions: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.ESNext,
+  lib: LIBS,
+  strict: true,
+  noEmit: true,
+  types: [],
+  skipLibCheck: true,
+  allowJs: false,
+};
+
+interface VirtualFile {
+  version: number;
+  snapshot: ts.IScriptSnapshot;
+}
+
+export class ScriptChecker {
+  private readonly files = new Map<string, VirtualFile>();
+  private readonly libCache = new Map<string, ts.IScriptSnapshot>();
+  private readonly service: ts.LanguageService;
+  private deadline = Number.POSITIVE_INFINITY;
+
+  constructor(itxDeclarations: string) {
+    this.setFile(ITX_FILE, itxDeclarations);
+    this.setFile(SCRIPT_FILE, "");
+    const host: ts.LanguageServiceHost = {
+      getCompilationSettings: () => compilerOptions,
+      getScriptFileNames: () => [...this.files.keys()],
+      getScriptVersion: (name) => String(this.files.get(name)?.version ?? 0),
+      getScriptSnapshot: (name) => this.files.get(name)?.snapshot ?? this.libSnapshot(name),
+      getCurrentDirectory: () => "/virtual",
+      getDefaultLibFileName: (options) => join(LIB_DIR, ts.getDefaultLibFileName(options)),
+      fileExists: (name) => this.files.has(name) || this.libSnapshot(name) !== undefined,
+      readFile: (name) => {
+        const snap = this.files.get(name)?.snapshot ?? this.libSnapshot(name);
+        return snap?.getText(0, snap.getLength());
+      },
+      getCancellationToken: () => ({ isCancellationRequested: () => performance.now() > this.deadline }),
+    };
+    this.service = ts.createLanguageService(host, ts.createDocumentRegistry());
+  }
+
+  /** Replaces the declarations of every provider namespace (called when the registry changes). */
+  setProviderDeclarations(declarations: ReadonlyMap<string, string>): void {
+    for (const name of [...this.files.keys()]) {
+      if (name.startsWith("/virtual/providers/") && !declarations.has(providerNamespaceOf(name))) this.files.delete(name);
+    }
+    for (const [namespace, dts] of declarations) this.setFile(`/virtual/providers/${namespace}.d.ts`, dts);
+  }
+
+  /** Type-checks one script; never throws. */
+  check(parts: ScriptSourceParts, budgetMs: number): CheckOutcome {
+    const started = performance.now();
+    const elapsed = (): number => performance.now() - started;
+    const source = buildScriptSource(parts);
+    this.setFile(SCRIPT_FILE, source.text);
+    this.deadline = started + budgetMs;
+    try {
+      const syntactic = this.service.getSyntacticDiagnostics(SCRIPT_FILE);
+      const semantic = syntactic.some((d) => d.start !== undefined && d.start >= source.codeStart)
+        ? []
+        : this.service.getSemanticDiagnostics(SCRIPT_FILE);
+      const program = this.service.getProgram();
+      const sourceFile = program?.getSourceFile(SCRIPT_FILE);
+      if (sourceFile === undefined) return { kind: "unchecked", reason: "no program", durationMs: elapsed() };
+      const checker = semantic.length > 0 ? program?.getTypeChecker() : undefined;
+      const problems: Problem[] = [];
+      for (const d of [...syntactic, ...semantic]) {
+        if (d.start === undefined || d.start < source.codeStart) continue; // preamble lines never block
+        if (!this.isProvable(d, sourceFile, checker)) continue;
+        const pos = sourceFile.getLineAndCharacterOfPosition(d.start);
+        const codeLineStart = sourceFile.getLineAndCharacterOfPosition(source.codeStart);
+        problems.push({
+          code: d.code,
+          line: pos.line - source.codeStartLine + 1,
+          column: pos.line === codeLineStart.line ? pos.character - codeLineStart.character + 1 : pos.character + 1,
+          message: ts.flattenDiagnosticMessageText(d.messageText, "\n"),
+        });
+      }
+      if (problems.length === 0) return { kind: "ok", durationMs: elapsed() };
+      return { kind: "blocked", problems: problems.map(formatProblem), durationMs: elapsed() };
+    } catch (error) {
+      const reason = error instanceof ts.OperationCanceledException ? "typecheck budget exceeded" : `checker crashed: ${String(error)}`;
+      return { kind: "unchecked", reason, durationMs: elapsed() };
+    } finally {
+      this.deadline = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  private isProvable(d: ts.Diagnostic, sourceFile: ts.SourceFile, checker: ts.TypeChecker | undefined): boolean {
+    if (isSyntaxCode(d.code)) return true;
+    if (d.code === DID_YOU_MEAN_NAME) return true;
+    if (d.code === DID_YOU_MEAN_PROPERTY) return d.start !== undefined && !isRootItxAccess(sourceFile, checker, d.start);
+    return false;
+  }
+
+  private setFile(name: string, text: string): void {
+    const previous = this.files.get(name);
+    this.files.set(name, { version: (previous?.version ?? 0) + 1, snapshot: ts.ScriptSnapshot.fromString(text) });
+  }
+
+  private libSnapshot(name: string): ts.IScriptSnapshot | undefined {
+    if (!name.startsWith(LIB_DIR)) return undefined;
+    const cached = this.libCache.get(name);
+    if (cached !== undefined) return cached;
+    let text: string;
+    try {
+      text = readFileSync(name, "utf8");
+    } catch {
+      return undefined;
+    }
+    const snapshot = ts.ScriptSnapshot.fromString(text);
+    this.libCache.set(name, snapshot);
+    return snapshot;
+  }
+}
+
+function providerNamespaceOf(fileName: string): string {
+  return fileName.slice("/virtual/providers/".length, -".d.ts".length);
+}

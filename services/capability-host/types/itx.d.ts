@@ -1,0 +1,114 @@
+// The `itx` capability surface: what a codemode script can do. The model reads this file
+// (itx.docs.search finds it) and the capability host typechecks every script against it.
+// A script is `async (itx) => { ... }`; only JSON values cross the boundary.
+// Capability providers add namespaces at run time by merging into `interface Itx`, e.g.
+//   interface Itx { repo: { listPulls(args: { state?: "open" | "closed" | "all" }): Promise<Pull[]> } }
+
+/** Any JSON value: the only thing that crosses between a script and the host. */
+type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** An event as stored on an agent stream. */
+interface ItxStoredEvent {
+  streamPath: string;
+  offset: number;
+  type: string;
+  payload: any;
+  createdAt: string;
+  idempotencyKey?: string;
+}
+
+/** An event to append: `type` is the short name ("agent/summary-updated") or its URI
+ * ("events.iterate.com/agent/summary-updated"); the payload is validated against its schema. */
+interface ItxEventInput {
+  type: string;
+  payload: JsonValue;
+  idempotencyKey?: string;
+}
+
+interface ItxChat {
+  /** Sends a visible web-chat message to the user (appends `agents/web-message-sent`). */
+  sendMessage(text: string): Promise<void>;
+}
+
+interface ItxAgent {
+  /** This agent's stream path, e.g. "/agents/web/demo". */
+  readonly path: string;
+  /** Appends one validated event to this agent's own stream; returns it as stored. */
+  append(event: ItxEventInput): Promise<ItxStoredEvent>;
+}
+
+interface ItxStreamHandle {
+  /** One event by offset, or null when there is none. */
+  getEvent(args: { offset: number }): Promise<ItxStoredEvent | null>;
+  /** Durable events from `fromOffset` (default 1), at most `limit` (default 100, max 1000). */
+  read(args?: { fromOffset?: number; limit?: number }): Promise<ItxStoredEvent[]>;
+}
+
+interface ItxStreams {
+  get(path: string): ItxStreamHandle;
+}
+
+interface ItxAgentHandle {
+  readonly path: string;
+  /** Creates the agent (its birth batch) if it does not exist yet; returns its path. */
+  create(): Promise<{ path: string; created: boolean }>;
+  /** Sends a message to that agent: developer context with actor {type: "agent", path: <you>}. */
+  message(text: string): Promise<void>;
+}
+
+interface ItxAgents {
+  /** A sub-agent by path; a relative name ("researcher") lives under your own path. */
+  get(path: string): ItxAgentHandle;
+}
+
+/** Agent-scoped key-value store (NATS KV). Keys: letters, digits, "-", "_", "/", "=", ".". */
+interface ItxKv {
+  get(key: string): Promise<JsonValue | null>;
+  set(key: string, value: JsonValue): Promise<void>;
+  delete(key: string): Promise<void>;
+  list(prefix?: string): Promise<string[]>;
+}
+
+interface ItxFileHandle {
+  readonly path: string;
+  bytes(): Promise<Uint8Array>;
+  text(): Promise<string>;
+}
+
+/** The agent's workspace files (NATS object store). Paths are relative: "notes/today.md". */
+interface ItxFiles {
+  get(path: string): ItxFileHandle;
+  write(path: string, content: string | Uint8Array): Promise<{ path: string; size: number }>;
+  list(prefix?: string): Promise<{ path: string; size: number }[]>;
+}
+
+interface ItxCapabilityHost {
+  /** The settlement of an earlier script of this agent (the full result, even when oversized). */
+  getScriptResult(executionId: string): Promise<
+    | { status: "succeeded"; result?: JsonValue }
+    | { status: "failed"; error: string; failureKind: string; phase: string }
+    | null
+  >;
+}
+
+interface ItxDocs {
+  /** Searches these declarations, provider declarations and examples. */
+  search(args: { q: string }): Promise<{ title: string; snippet: string }[]>;
+  /** Typechecks a script against this scope without running it. */
+  typecheck(args: { code: string }): Promise<{ ok: boolean; problems: string[] }>;
+}
+
+interface Itx {
+  chat: ItxChat;
+  agent: ItxAgent;
+  streams: ItxStreams;
+  agents: ItxAgents;
+  kv: ItxKv;
+  files: ItxFiles;
+  capabilityHost: ItxCapabilityHost;
+  docs: ItxDocs;
+  /** Provider namespaces registered at run time (their declarations merge into Itx). */
+  [namespace: string]: any;
+}
+
+declare const itx: Itx;
