@@ -1,0 +1,124 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WORK_STREAM, consumeWork, createLogger, ensureWorkStream, publishWork, type WorkConsumer } from "../src/index.ts";
+
+const logger = createLogger("test", "silent");
+let server: NatsServer;
+const connections: NatsConnection[] = [];
+
+async function client(): Promise<NatsConnection> {
+  const nc = await connect({ servers: server.url });
+  connections.push(nc);
+  return nc;
+}
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  const nc = await client();
+  await ensureWorkStream(await jetstreamManager(nc));
+});
+
+afterAll(async () => {
+  for (const nc of connections) await nc.close().catch(() => undefined);
+  await server.stop();
+});
+
+describe("work queues", () => {
+  it("creating the work stream twice is harmless", async () => {
+    const nc = await client();
+    await expect(ensureWorkStream(await jetstreamManager(nc))).resolves.toBeUndefined();
+  });
+
+  it("delivers a published item once, even when it is published twice", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    await publishWork(js, "llm", 3, { streamPath: "/a/dedup", requestOffset: 7 });
+    await publishWork(js, "llm", 3, { streamPath: "/a/dedup", requestOffset: 7 });
+    const seen: unknown[] = [];
+    const consumer = await consumeWork(js, await jetstreamManager(nc), {
+      kind: "llm",
+      durable: "dedup",
+      logger,
+      handler: async (item) => {
+        seen.push(item);
+        return { type: "ack" };
+      },
+    });
+    await waitFor(() => seen.length === 1, { timeoutMs: 5000 });
+    // A second delivery would arrive within a fetch cycle; wait for the next one to pass.
+    await publishWork(js, "llm", 3, { streamPath: "/a/dedup", requestOffset: 8 });
+    await waitFor(() => seen.length === 2, { timeoutMs: 5000 });
+    await consumer.stop();
+    // A work-queue stream allows one consumer per subject filter: free "work.llm.>" again.
+    await (await jetstreamManager(nc)).consumers.delete(WORK_STREAM, "dedup");
+    expect(seen).toEqual([
+      { streamPath: "/a/dedup", requestOffset: 7 },
+      { streamPath: "/a/dedup", requestOffset: 8 },
+    ]);
+  });
+
+  it("keeps a claim alive with heartbeats, and hands it to another worker when its holder dies", async () => {
+    const ncA = await client();
+    const ncB = await client();
+    await publishWork(jetstream(ncA), "script", 1, { streamPath: "/a/claims", requestedOffset: 4, executionId: "agent-output:4" });
+
+    const deliveriesA: number[] = [];
+    const consumerA: WorkConsumer = await consumeWork(jetstream(ncA), await jetstreamManager(ncA), {
+      kind: "script",
+      durable: "claims",
+      logger,
+      ackWaitMs: 1000,
+      heartbeatMs: 200,
+      handler: async (_item, context) => {
+        deliveriesA.push(context.deliveryCount);
+        return new Promise(() => undefined); // holds the claim until its process dies
+      },
+    });
+    await waitFor(() => deliveriesA.length === 1, { timeoutMs: 5000 });
+
+    const deliveriesB: number[] = [];
+    const consumerB = await consumeWork(jetstream(ncB), await jetstreamManager(ncB), {
+      kind: "script",
+      durable: "claims",
+      logger,
+      ackWaitMs: 1000,
+      handler: async (_item, context) => {
+        deliveriesB.push(context.deliveryCount);
+        return { type: "ack" };
+      },
+    });
+    // Three ack-wait periods pass while A heartbeats: B must get nothing.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(deliveriesB).toEqual([]);
+
+    // A's process "dies": its connection goes away without acking.
+    await ncA.close();
+    void consumerA.stop();
+    await waitFor(() => deliveriesB.length === 1, { timeoutMs: 10_000 });
+    expect(deliveriesB).toEqual([2]);
+    await consumerB.stop();
+  });
+
+  it("rejects a malformed item without blocking the queue", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    await js.publish("work.llm.9", JSON.stringify({ nope: true }));
+    await publishWork(js, "llm", 9, { streamPath: "/a/after-bad", requestOffset: 1 });
+    const seen: string[] = [];
+    const consumer = await consumeWork(js, await jetstreamManager(nc), {
+      kind: "llm",
+      durable: "bad-items",
+      logger,
+      handler: async (item) => {
+        seen.push(item.streamPath);
+        return { type: "ack" };
+      },
+    });
+    await waitFor(() => seen.includes("/a/after-bad"), { timeoutMs: 5000 });
+    await consumer.stop();
+    expect(seen).not.toContain(undefined);
+  });
+});
