@@ -81,6 +81,12 @@ export interface AgentState {
   readonly birthCertificate: { readonly createdAtOffset: number } | null;
   readonly config: AgentConfig;
   readonly contextItems: readonly ContextItem[];
+  /**
+   * Bumped whenever `contextItems` changes other than by appending at the tail (in-place
+   * coalesce, rewrite, compaction), so an incremental renderer knows its cache is stale.
+   * Optional so that hand-built states stay valid; absent means 0.
+   */
+  readonly contextRevision?: number;
   readonly lastLlmRequestOffset: number;
   readonly latestExternalTriggerOffset: number;
   readonly pendingLlmRequestTrigger: PendingTrigger | null;

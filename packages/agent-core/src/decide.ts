@@ -1,0 +1,120 @@
+// What the reducer does at the head of a stream (contract.md "What the reducer does at the
+// head of the stream"): resume, trip the autonomous breaker, ask for a debounced request, or
+// adopt/expire an open one. Pure: the shell passes the clock and which requests it is
+// already running, appends the batches, arms a timer for `wakeAtMs`, and re-decides.
+
+import { CONTRACT_VERSION, type EventInput, eventInput } from "@agentrt/contract";
+import { epochMs } from "./fold/triggers.ts";
+import type { AgentState, PendingTrigger } from "./state.ts";
+
+/** Expiry margin: a request with less than this left is not worth handing to a driver. */
+export const EXPIRY_MARGIN_MS = 30_000;
+
+export interface HeadDecisionInput {
+  readonly nowMs: number;
+  /** Requests this incarnation is already driving (or has handed to a driver). */
+  readonly runningRequestOffsets?: ReadonlySet<number> | readonly number[];
+}
+
+export interface AdoptInstruction {
+  readonly requestOffset: number;
+  readonly expiresAt: string;
+  readonly model: string;
+}
+
+export interface HeadDecision {
+  /** Batches to append now, in order; each carries the contract's idempotency keys. */
+  readonly appends: EventInput[][];
+  /** When to decide again (epoch ms), or null when nothing is waiting on the clock. */
+  readonly wakeAtMs: number | null;
+  /** An open request nobody here is driving: hand it to a driver. */
+  readonly adopt: AdoptInstruction | null;
+}
+
+const NOTHING: HeadDecision = { appends: [], wakeAtMs: null, adopt: null };
+
+export function decideAtHead(state: AgentState, input: HeadDecisionInput): HeadDecision {
+  if (state.birthCertificate === null) return NOTHING;
+  const { nowMs } = input;
+  const appends: EventInput[][] = [];
+  const wakes: number[] = [];
+  let adopt: AdoptInstruction | null = null;
+
+  const open = state.openRequest;
+  if (open !== null && !isRunning(input.runningRequestOffsets, open.requestedAtOffset)) {
+    const expiresAtMs = epochMs(open.expiresAt);
+    if (nowMs + EXPIRY_MARGIN_MS >= expiresAtMs) {
+      appends.push(expiryBatch(open.requestedAtOffset));
+    } else {
+      adopt = { requestOffset: open.requestedAtOffset, expiresAt: open.expiresAt, model: open.model };
+      wakes.push(expiresAtMs - EXPIRY_MARGIN_MS);
+    }
+  }
+
+  const trigger = state.pendingLlmRequestTrigger;
+  if (trigger !== null && state.paused !== null && trigger.source === "external") {
+    appends.push([
+      eventInput("agent/resumed", { reason: "external input" }, `agent/resume/${trigger.offset}`),
+    ]);
+  } else if (trigger !== null && state.paused === null && open === null) {
+    if (trigger.source === "agent-loop" && state.autonomousTurnCount >= state.config.maxAutonomousTurns) {
+      appends.push([breakerPause(state, trigger)]);
+    } else {
+      const dueAtMs = requestDueAtMs(state, trigger);
+      if (nowMs >= dueAtMs) appends.push([requestInput(state, trigger)]);
+      else wakes.push(dueAtMs);
+    }
+  }
+
+  const future = wakes.filter((t) => t > nowMs);
+  return { appends, wakeAtMs: future.length > 0 ? Math.min(...future) : null, adopt };
+}
+
+/** Debounce plus exponential backoff after failures, capped. */
+export function backoffMs(state: AgentState): number {
+  const failures = state.consecutiveLlmFailures;
+  if (failures <= 0) return 0;
+  const { backoffBaseMs, backoffMaxMs } = state.config.llmRequestRetryPolicy;
+  return Math.min(2 ** (failures - 1) * backoffBaseMs, backoffMaxMs);
+}
+
+export function requestDueAtMs(state: AgentState, trigger: PendingTrigger): number {
+  return trigger.atMs + state.config.llmRequestDebounceMs + backoffMs(state);
+}
+
+function requestInput(state: AgentState, trigger: PendingTrigger): EventInput {
+  const expiresAt = new Date(trigger.atMs + state.config.llmRequestExpiryMs).toISOString();
+  return eventInput(
+    "agent/llm-request-requested",
+    { model: state.config.llm.model, expiresAt, contractVersion: CONTRACT_VERSION },
+    `agent/request/${trigger.offset}`,
+  );
+}
+
+function breakerPause(state: AgentState, trigger: PendingTrigger): EventInput {
+  const reason = `autonomous turn limit reached (${state.autonomousTurnCount} consecutive turns without external input)`;
+  return eventInput("agent/paused", { reason, triggerOffset: trigger.offset }, `agent/pause/${trigger.offset}`);
+}
+
+/** The two events that cancel a request that can no longer run in time. */
+export function expiryBatch(requestOffset: number): EventInput[] {
+  return [
+    eventInput(
+      "agent/llm-request-settled",
+      { requestOffset, result: { status: "cancelled", reason: "expired" } },
+      `agent/settle/${requestOffset}`,
+    ),
+    eventInput(
+      "stream/error-occurred",
+      {
+        message: `LLM request @${requestOffset} expired before it ran; the pending turn was dropped. A new message starts fresh.`,
+      },
+      `agent/expiry-error/${requestOffset}`,
+    ),
+  ];
+}
+
+function isRunning(running: HeadDecisionInput["runningRequestOffsets"], offset: number): boolean {
+  if (running === undefined) return false;
+  return Array.isArray(running) ? running.includes(offset) : (running as ReadonlySet<number>).has(offset);
+}

@@ -1,0 +1,113 @@
+// How `agents/context-added` and `agents/context-rewritten` change the ordered context items
+// (contract.md "How each event folds"). The rules exist for prompt-cache stability: an
+// occurrence no request has sent yet is edited in place, a sent one is superseded at the tail.
+
+import type { AgentEventOf } from "@agentrt/contract";
+import type { ContextAddedPayload, ContextItem, SectionItem } from "../state.ts";
+import { type Draft, bumpRevision, replaceItems, writableItems } from "./draft.ts";
+
+type ContextAddedEvent = AgentEventOf<"agents/context-added">;
+type ContextRewrittenEvent = AgentEventOf<"agents/context-rewritten">;
+
+/** True when the item is a compaction summary that cuts history off before itself. */
+export function isCompaction(event: ContextAddedEvent): boolean {
+  const compaction = event.payload.compaction;
+  return compaction !== undefined && compaction.replacesHistoryThrough < event.offset;
+}
+
+/** A zombie's late output: assistant text for a request that is not the open one. */
+export function isZombieOutput(draft: Draft, payload: ContextAddedPayload): boolean {
+  return (
+    payload.role === "assistant" &&
+    payload.llmRequestOffset !== undefined &&
+    draft.openRequest?.requestedAtOffset !== payload.llmRequestOffset
+  );
+}
+
+function section(offset: number, key: string, payload: ContextAddedPayload, supersedes?: number): SectionItem {
+  return supersedes === undefined
+    ? { kind: "section", offset, key, payload }
+    : { kind: "section", offset, key, supersedes, payload };
+}
+
+function latestOccurrenceIndex(items: readonly ContextItem[], key: string): number {
+  for (let i = items.length - 1; i >= 0; i -= 1) {
+    const item = items[i];
+    if (item?.kind === "section" && item.key === key) return i;
+  }
+  return -1;
+}
+
+/** Adds a keyed item: coalesce in place while unsent, else supersede at the tail. */
+export function addKeyedItem(draft: Draft, event: ContextAddedEvent, key: string): void {
+  const index = latestOccurrenceIndex(draft.items, key);
+  const prior = index >= 0 ? (draft.items[index] as SectionItem) : undefined;
+  if (prior !== undefined && prior.offset > draft.lastLlmRequestOffset) {
+    writableItems(draft)[index] = section(event.offset, key, event.payload, prior.supersedes);
+    bumpRevision(draft);
+    return;
+  }
+  writableItems(draft).push(section(event.offset, key, event.payload, prior?.offset));
+}
+
+export function addMessage(draft: Draft, event: ContextAddedEvent): void {
+  writableItems(draft).push({ kind: "message", offset: event.offset, payload: event.payload });
+}
+
+/**
+ * Rebuilds the items around a compaction summary: the standing document survives (each key's
+ * newest content at its first position), then unkeyed system items, the summary, and whatever
+ * happened after the cut-off.
+ */
+export function compact(draft: Draft, event: ContextAddedEvent): void {
+  const cutOff = event.payload.compaction?.replacesHistoryThrough ?? 0;
+  draft.lastLlmRequestOffset = Math.max(draft.lastLlmRequestOffset, cutOff);
+  const newestByKey = new Map<string, SectionItem>();
+  const systemMessages: ContextItem[] = [];
+  const afterCutOff: ContextItem[] = [];
+  for (const item of draft.items) {
+    if (item.kind === "section") {
+      newestByKey.set(item.key, item);
+    } else if (item.kind === "message" && item.payload.role === "system") {
+      systemMessages.push(item);
+    } else if (item.offset > cutOff) {
+      afterCutOff.push(item);
+    }
+  }
+  // Map iteration order is first insertion, i.e. each key's first appearance.
+  const sections = [...newestByKey.values()].map((s) => section(s.offset, s.key, s.payload));
+  const summary: ContextItem = { kind: "message", offset: event.offset, payload: event.payload };
+  replaceItems(draft, [...sections, ...systemMessages, summary, ...afterCutOff]);
+}
+
+/** Deliberate history rewriting: busts the cache from the first touched position down. */
+export function rewrite(draft: Draft, event: ContextRewrittenEvent): void {
+  const { op, key, content } = event.payload;
+  if (op === "delete") {
+    if (key === "*") {
+      replaceItems(draft, []);
+      return;
+    }
+    const kept = draft.items.filter((item) => !(item.kind === "section" && item.key === key));
+    if (kept.length !== draft.items.length) replaceItems(draft, kept);
+    return;
+  }
+  const firstIndex = draft.items.findIndex((item) => item.kind === "section" && item.key === key);
+  if (firstIndex < 0) {
+    writableItems(draft).push(section(event.offset, key, { role: "system", key, content: content ?? "" }));
+    return;
+  }
+  const first = draft.items[firstIndex] as SectionItem;
+  const replacement = section(
+    event.offset,
+    key,
+    { role: first.payload.role, key, content: content ?? "" },
+    first.supersedes,
+  );
+  const rebuilt: ContextItem[] = [];
+  draft.items.forEach((item, i) => {
+    if (i === firstIndex) rebuilt.push(replacement);
+    else if (!(item.kind === "section" && item.key === key)) rebuilt.push(item);
+  });
+  replaceItems(draft, rebuilt);
+}
