@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Starts the whole system with the web UI: NATS (NATS_URL, or a local nats-server with its
+# data under .data/nats), the four services and the example repo provider. Sets itself up first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec node_modules/.bin/tsx scripts/stack.ts

@@ -1,0 +1,71 @@
+// The reducer's side effects behind one interface: appending, handing work to drivers and
+// hosts, interrupting a driver, publishing runtime transitions, and the clock. The stream
+// processor is written against this so it can run on the memory store in unit tests.
+
+import type { EventInput, PayloadOf } from "@agentrt/contract";
+import { isAgentRuntimeError } from "@agentrt/contract";
+import type { EventStore } from "@agentrt/streams";
+import { publishWork } from "@agentrt/service-kit";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { Logger } from "pino";
+
+export type HeadAppendOutcome = "committed" | "duplicate" | "conflict";
+
+export interface ReducerEffects {
+  now(): number;
+  append(streamPath: string, batch: readonly EventInput[]): Promise<void>;
+  /** Appends only if the stream's last offset is still `expectedLastOffset`. */
+  appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendOutcome>;
+  publishLlmWork(streamPath: string, requestOffset: number): Promise<void>;
+  publishScriptWork(streamPath: string, requestedOffset: number, executionId: string): Promise<void>;
+  /** Asks the driver running the request to abort; resolves to its partial text, if any. */
+  interruptDriver(streamPath: string, requestOffset: number): Promise<string | undefined>;
+  publishRuntime(streamPath: string, payload: PayloadOf<"agent/runtime-changed">): Promise<void>;
+}
+
+export const INTERRUPT_SUBJECT = "agentrt.llm.interrupt";
+
+export function natsReducerEffects(deps: {
+  store: EventStore;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  logger: Logger;
+  interruptTimeoutMs: number;
+  now?: () => number;
+}): ReducerEffects {
+  const { store, nc, js } = deps;
+  return {
+    now: deps.now ?? Date.now,
+    async append(streamPath, batch) {
+      await store.append(streamPath, batch);
+    },
+    async appendAtHead(streamPath, batch, expectedLastOffset) {
+      try {
+        const result = await store.append(streamPath, batch, { expectedLastOffset });
+        return result.status;
+      } catch (error) {
+        if (isAgentRuntimeError(error) && error.code === "conflict") return "conflict";
+        throw error;
+      }
+    },
+    publishLlmWork: (streamPath, requestOffset) => publishWork(js, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }),
+    publishScriptWork: (streamPath, requestedOffset, executionId) =>
+      publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }),
+    async interruptDriver(streamPath, requestOffset) {
+      try {
+        const reply = await nc.request(INTERRUPT_SUBJECT, JSON.stringify({ streamPath, requestOffset }), {
+          timeout: deps.interruptTimeoutMs,
+        });
+        const parsed = JSON.parse(reply.string()) as { partialText?: unknown };
+        return typeof parsed.partialText === "string" && parsed.partialText.length > 0 ? parsed.partialText : undefined;
+      } catch {
+        // No driver is running it (or none answered in time): cancel without partial text.
+        return undefined;
+      }
+    },
+    async publishRuntime(streamPath, payload) {
+      await store.append(streamPath, [{ type: "agent/runtime-changed", payload, ephemeral: true }]);
+    },
+  };
+}

@@ -1,0 +1,60 @@
+// Composition root of the agent-reducer: config, logger, NATS, the JetStream event store,
+// snapshots, the work-queue stream, then the reducer itself; SIGTERM snapshots, releases the
+// leases and drains.
+
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamEventStore } from "@agentrt/streams";
+import {
+  connectNats,
+  createLogger,
+  createMetrics,
+  ensureWorkStream,
+  loadConfig,
+  runService,
+  startOpsServer,
+} from "@agentrt/service-kit";
+import { reducerConfigSchema } from "./config.ts";
+import { natsReducerEffects } from "./effects.ts";
+import { ReducerService } from "./reducer-service.ts";
+import { openSnapshotStore } from "./snapshots.ts";
+
+const config = loadConfig(reducerConfigSchema);
+const logger = createLogger("agent-reducer", config.LOG_LEVEL);
+
+await runService({
+  name: "agent-reducer",
+  logger,
+  async start() {
+    const metrics = createMetrics("agent-reducer");
+    const nc = await connectNats({ url: config.NATS_URL, name: "agent-reducer", logger });
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
+    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    const snapshots = await openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS });
+    const reducer = new ReducerService({
+      id: config.REDUCER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+      nc,
+      store,
+      snapshots,
+      effects: natsReducerEffects({ store, nc, js, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS }),
+      logger,
+      metrics,
+      leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
+      snapshotEveryEvents: config.REDUCER_SNAPSHOT_EVERY_EVENTS,
+      kvReplicas: config.NATS_STREAM_REPLICAS,
+    });
+    await reducer.start();
+    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    return {
+      async stop() {
+        await reducer.stop();
+        await ops.close();
+        await store.close();
+        await nc.drain();
+      },
+    };
+  },
+});

@@ -1,0 +1,107 @@
+// Follows one partition's feed while this replica holds its lease: restores the partition
+// snapshot, folds every later batch into per-stream processors, and writes a new snapshot
+// every N events once all reactions up to that point have been appended.
+
+import type { EventStore, FeedSubscription } from "@agentrt/streams";
+import type { Logger } from "pino";
+import type { ReducerEffects } from "./effects.ts";
+import { SNAPSHOT_FORMAT, type SnapshotStore } from "./snapshots.ts";
+import { StreamProcessor } from "./stream-processor.ts";
+
+export interface PartitionWorkerOptions {
+  readonly partition: number;
+  readonly store: EventStore;
+  readonly snapshots: SnapshotStore;
+  readonly effects: ReducerEffects;
+  readonly logger: Logger;
+  readonly snapshotEveryEvents: number;
+  readonly onEvents?: (count: number) => void;
+}
+
+export class PartitionWorker {
+  private readonly processors = new Map<string, StreamProcessor>();
+  private feed: FeedSubscription | undefined;
+  private loop: Promise<void> | undefined;
+  private sequence = 0;
+  private snapshotSequence = 0;
+  private eventsSinceSnapshot = 0;
+  private stopped = false;
+
+  constructor(private readonly options: PartitionWorkerOptions) {}
+
+  get partition(): number {
+    return this.options.partition;
+  }
+
+  processor(streamPath: string): StreamProcessor | undefined {
+    return this.processors.get(streamPath);
+  }
+
+  async start(): Promise<void> {
+    const { partition, store, snapshots, logger } = this.options;
+    const snapshot = await snapshots.load(partition).catch((error: unknown) => {
+      logger.warn({ err: error, partition }, "snapshot unreadable; replaying the partition");
+      return null;
+    });
+    if (snapshot) {
+      for (const state of snapshot.streams) {
+        this.processors.set(state.streamPath, this.newProcessor(state.streamPath, state));
+      }
+      this.sequence = this.snapshotSequence = snapshot.sequence;
+      logger.info({ partition, sequence: snapshot.sequence, streams: snapshot.streams.length }, "restored partition snapshot");
+      // Timers and hand-offs are re-armed from state.
+      for (const processor of this.processors.values()) processor.scheduleFlush();
+    }
+    this.feed = store.feed({ partitions: [partition], afterSequence: this.sequence });
+    this.loop = this.follow(this.feed);
+  }
+
+  private newProcessor(streamPath: string, restored?: ConstructorParameters<typeof StreamProcessor>[3]): StreamProcessor {
+    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored);
+  }
+
+  private async follow(feed: FeedSubscription): Promise<void> {
+    try {
+      for await (const batch of feed) {
+        if (this.stopped) break;
+        let processor = this.processors.get(batch.streamPath);
+        if (!processor) {
+          processor = this.newProcessor(batch.streamPath);
+          this.processors.set(batch.streamPath, processor);
+        }
+        for (const event of batch.events) processor.apply(event);
+        this.sequence = batch.sequence;
+        this.eventsSinceSnapshot += batch.events.length;
+        this.options.onEvents?.(batch.events.length);
+        if (this.eventsSinceSnapshot >= this.options.snapshotEveryEvents) void this.snapshot();
+      }
+    } catch (error) {
+      if (!this.stopped) this.options.logger.error({ err: error, partition: this.partition }, "partition feed failed");
+      throw error;
+    }
+  }
+
+  /** Writes a snapshot when every processor's reactions have been appended. */
+  async snapshot(): Promise<boolean> {
+    const sequence = this.sequence;
+    if (sequence === this.snapshotSequence) return false;
+    await Promise.all([...this.processors.values()].map((p) => p.settle()));
+    if (![...this.processors.values()].every((p) => p.isIdle()) || sequence !== this.sequence) return false;
+    this.eventsSinceSnapshot = 0;
+    await this.options.snapshots.save({
+      format: SNAPSHOT_FORMAT,
+      partition: this.partition,
+      sequence,
+      streams: [...this.processors.values()].map((p) => p.state),
+    });
+    this.snapshotSequence = sequence;
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const processor of this.processors.values()) processor.close();
+    await this.feed?.close();
+    await this.loop?.catch(() => undefined);
+  }
+}

@@ -1,0 +1,81 @@
+// The agent-reducer: holds partition leases and runs a partition worker for each partition it
+// owns. A replica that dies loses its leases within the lease TTL; the survivors acquire them,
+// restore the partition snapshot and re-arm timers from state.
+
+import type { EventStore } from "@agentrt/streams";
+import { type Metrics, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { Logger } from "pino";
+import type { ReducerEffects } from "./effects.ts";
+import { PartitionWorker } from "./partition-worker.ts";
+import type { SnapshotStore } from "./snapshots.ts";
+
+export interface ReducerServiceOptions {
+  readonly id: string;
+  readonly nc: NatsConnection;
+  readonly store: EventStore;
+  readonly snapshots: SnapshotStore;
+  readonly effects: ReducerEffects;
+  readonly logger: Logger;
+  readonly metrics?: Metrics;
+  readonly leaseTtlMs: number;
+  readonly snapshotEveryEvents: number;
+  readonly kvReplicas?: number;
+}
+
+export class ReducerService {
+  private readonly workers = new Map<number, PartitionWorker>();
+  private leases: PartitionLeases | undefined;
+  private readonly leaseChanges;
+  private readonly eventsFolded;
+
+  constructor(private readonly options: ReducerServiceOptions) {
+    this.leaseChanges = options.metrics?.counter("agentrt_reducer_lease_changes_total", "Partition leases acquired or lost", ["change"]);
+    this.eventsFolded = options.metrics?.counter("agentrt_reducer_events_folded_total", "Events folded by this replica");
+  }
+
+  ownedPartitions(): number[] {
+    return [...this.workers.keys()].sort((a, b) => a - b);
+  }
+
+  async start(): Promise<void> {
+    const { options } = this;
+    this.leases = await startPartitionLeases({
+      nc: options.nc,
+      group: "reducer",
+      owner: options.id,
+      partitionCount: options.store.partitionCount,
+      ttlMs: options.leaseTtlMs,
+      replicas: options.kvReplicas,
+      logger: options.logger,
+      onAcquired: async (partition) => {
+        this.leaseChanges?.inc({ change: "acquired" });
+        const worker = new PartitionWorker({
+          partition,
+          store: options.store,
+          snapshots: options.snapshots,
+          effects: options.effects,
+          logger: options.logger.child({ partition }),
+          snapshotEveryEvents: options.snapshotEveryEvents,
+          onEvents: (count) => this.eventsFolded?.inc(count),
+        });
+        this.workers.set(partition, worker);
+        await worker.start();
+      },
+      onLost: async (partition) => {
+        this.leaseChanges?.inc({ change: "lost" });
+        const worker = this.workers.get(partition);
+        this.workers.delete(partition);
+        await worker?.stop();
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    // Snapshot what we own so the next owner starts close to the head, then hand leases back.
+    for (const worker of this.workers.values()) await worker.snapshot().catch(() => false);
+    await this.leases?.stop({ release: true });
+    for (const worker of this.workers.values()) await worker.stop();
+    this.workers.clear();
+  }
+}

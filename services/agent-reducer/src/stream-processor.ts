@@ -1,0 +1,172 @@
+// Reduces ONE agent stream inside a partition worker: folds each delivered event with the pure
+// core, queues the per-event consequences, and after each burst of events decides at the head
+// (schedule, resume, pause, expire) and hands open requests and scripts to the work queues.
+//
+// Everything this appends is idempotency-keyed, so a replica that replays events another
+// replica already reacted to, or two replicas briefly overlapping, commit nothing twice.
+// Decisions are appended with `expectedLastOffset` = the last folded offset: the reducer only
+// acts on the head of the stream, and a stream that moved on is simply decided again once the
+// newer events arrive.
+
+import type { AgentEvent, EventInput } from "@agentrt/contract";
+import { isAgentRuntimeError } from "@agentrt/contract";
+import type { AgentState } from "@agentrt/agent-core";
+import type { Logger } from "pino";
+import * as core from "./core-adapter.ts";
+import type { ReducerEffects } from "./effects.ts";
+
+export class StreamProcessor {
+  state: AgentState;
+  private readonly seenKeys = new Set<string>();
+  private pendingReactions: EventInput[][] = [];
+  private pendingInterrupts: number[] = [];
+  private readonly unsettledScripts = new Map<string, number>();
+  private readonly publishedScripts = new Set<string>();
+  private publishedRequestOffset = 0;
+  private lastRuntimeJson = "";
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private flushScheduled = false;
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    readonly streamPath: string,
+    private readonly effects: ReducerEffects,
+    private readonly logger: Logger,
+    restored?: AgentState,
+  ) {
+    this.state = restored ?? core.newState(streamPath);
+  }
+
+  /** Folds one delivered event and records what must follow from it. */
+  apply(event: AgentEvent): void {
+    if (event.offset <= this.state.lastFoldedOffset) return; // replayed twice: once each
+    const before = this.state;
+    const after = core.fold(before, event);
+    this.state = after;
+    if (event.idempotencyKey !== undefined) this.seenKeys.add(event.idempotencyKey);
+    if (event.type === "capability-host/script-run-requested") {
+      this.unsettledScripts.set(event.payload.executionId, event.offset);
+    } else if (event.type === "capability-host/script-run-settled") {
+      this.unsettledScripts.delete(event.payload.executionId);
+    }
+    const reaction = core.react(before, event, after);
+    if (reaction.batches.length > 0) this.pendingReactions.push(...reaction.batches);
+    if (reaction.interruptRequestOffset !== undefined) this.pendingInterrupts.push(reaction.interruptRequestOffset);
+    this.scheduleFlush();
+  }
+
+  /** True when nothing is queued: a snapshot taken now covers every reaction. */
+  isIdle(): boolean {
+    return !this.flushScheduled && this.pendingReactions.length === 0 && this.pendingInterrupts.length === 0;
+  }
+
+  /** Runs queued work now and waits for it (tests, snapshots, shutdown). */
+  settle(): Promise<void> {
+    return this.chain;
+  }
+
+  scheduleFlush(): void {
+    if (this.flushScheduled || this.closed) return;
+    this.flushScheduled = true;
+    // Deferred so a burst of delivered events (a replay after takeover) is folded first and
+    // reactions that later events already show as done are skipped without a round trip.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.chain = this.chain.then(() => this.flush()).catch((error: unknown) => {
+        this.logger.error({ err: error, streamPath: this.streamPath }, "flush failed; retrying shortly");
+        this.retryLater();
+      });
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+  }
+
+  private retryLater(): void {
+    if (this.closed) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = setTimeout(() => this.scheduleFlush(), 500);
+  }
+
+  private async flush(): Promise<void> {
+    if (this.closed) return;
+    await this.appendReactions();
+    await this.runInterrupts();
+    await this.handOffWork();
+    await this.publishRuntime();
+    await this.decide();
+  }
+
+  private async appendReactions(): Promise<void> {
+    while (this.pendingReactions.length > 0) {
+      const batch = this.pendingReactions[0]!;
+      const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
+      if (keys.length === 0 || !keys.every((k) => this.seenKeys.has(k))) {
+        await this.effects.append(this.streamPath, batch).catch((error: unknown) => {
+          if (isAgentRuntimeError(error) && !error.retryable) {
+            this.logger.error({ err: error, streamPath: this.streamPath, batch }, "dropping a reaction the store rejects");
+            return;
+          }
+          throw error;
+        });
+      }
+      this.pendingReactions.shift();
+    }
+  }
+
+  private async runInterrupts(): Promise<void> {
+    while (this.pendingInterrupts.length > 0) {
+      const requestOffset = this.pendingInterrupts[0]!;
+      const partialText = await this.effects.interruptDriver(this.streamPath, requestOffset);
+      await this.effects.append(this.streamPath, core.interruptEvents(requestOffset, partialText));
+      this.pendingInterrupts.shift();
+    }
+  }
+
+  private async handOffWork(): Promise<void> {
+    const open = this.state.openRequest;
+    if (open && open.requestedAtOffset !== this.publishedRequestOffset) {
+      await this.effects.publishLlmWork(this.streamPath, open.requestedAtOffset);
+      this.publishedRequestOffset = open.requestedAtOffset;
+    }
+    for (const [executionId, requestedOffset] of this.unsettledScripts) {
+      if (this.publishedScripts.has(executionId)) continue;
+      await this.effects.publishScriptWork(this.streamPath, requestedOffset, executionId);
+      this.publishedScripts.add(executionId);
+    }
+  }
+
+  private async publishRuntime(): Promise<void> {
+    if (this.state.birthCertificate === null) return;
+    const runtime = core.runtimeOf(this.state);
+    const json = JSON.stringify(runtime);
+    if (json === this.lastRuntimeJson) return;
+    this.lastRuntimeJson = json;
+    await this.effects.publishRuntime(this.streamPath, {
+      runtime,
+      sinceOffset: this.state.lastFoldedOffset,
+      since: new Date(this.state.lastFoldedAtMs || this.effects.now()).toISOString(),
+    });
+  }
+
+  private async decide(): Promise<void> {
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    const decision = core.decide(this.state, this.effects.now());
+    for (const batch of decision.batches) {
+      const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
+      if (keys.length > 0 && keys.every((k) => this.seenKeys.has(k))) continue;
+      const outcome = await this.effects.appendAtHead(this.streamPath, batch, this.state.lastFoldedOffset);
+      // The stream moved on (a conflict) or the work was done already: decide again when the
+      // newer events arrive, which they do through the feed.
+      if (outcome !== "committed") return;
+    }
+    if (decision.wakeAtMs !== undefined) {
+      const delay = Math.max(0, decision.wakeAtMs - this.effects.now());
+      this.wakeTimer = setTimeout(() => this.scheduleFlush(), delay);
+    }
+  }
+}

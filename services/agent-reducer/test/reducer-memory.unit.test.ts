@@ -1,0 +1,164 @@
+// The reducer shell on the in-memory store: the same PartitionWorker and StreamProcessor the
+// service runs, with effects that append to the memory store and record hand-offs.
+
+import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
+import { MemoryEventStore } from "@agentrt/streams";
+import { waitFor } from "@agentrt/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "@agentrt/service-kit";
+import type { HeadAppendOutcome, ReducerEffects } from "../src/effects.ts";
+import { PartitionWorker } from "../src/partition-worker.ts";
+import { memorySnapshotStore } from "../src/snapshots.ts";
+
+const logger = createLogger("test", "silent");
+const PATH = "/agents/test/reducer";
+
+function memoryEffects(store: MemoryEventStore, options: { partialText?: string; now?: () => number } = {}) {
+  const llmWork: number[] = [];
+  const scriptWork: string[] = [];
+  const interrupts: number[] = [];
+  const runtimes: PayloadOf<"agent/runtime-changed">[] = [];
+  const effects: ReducerEffects = {
+    now: options.now ?? Date.now,
+    append: async (path, batch) => void (await store.append(path, batch)),
+    appendAtHead: async (path, batch, expectedLastOffset): Promise<HeadAppendOutcome> => {
+      try {
+        return (await store.append(path, batch, { expectedLastOffset })).status;
+      } catch (error) {
+        if ((error as { code?: string }).code === "conflict") return "conflict";
+        throw error;
+      }
+    },
+    publishLlmWork: async (_path, offset) => void llmWork.push(offset),
+    publishScriptWork: async (_path, _offset, id) => void scriptWork.push(id),
+    interruptDriver: async (_path, offset) => {
+      interrupts.push(offset);
+      return options.partialText;
+    },
+    publishRuntime: async (_path, payload) => void runtimes.push(payload),
+  };
+  return { effects, llmWork, scriptWork, interrupts, runtimes };
+}
+
+const born = (debounceMs: number): EventInput[] => [
+  { type: "agent/created", payload: {} },
+  { type: "agent/configured", payload: { config: { llmRequestDebounceMs: debounceMs } } },
+];
+const userSays = (content: string, behaviour?: "interrupt-current-request"): EventInput => ({
+  type: "agents/context-added",
+  payload: {
+    role: "user",
+    content,
+    actor: { type: "user", origin: "web" },
+    ...(behaviour ? { llmRequestPolicy: { behaviour } } : {}),
+  },
+});
+
+const workers: PartitionWorker[] = [];
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.stop();
+});
+
+async function startWorker(store: MemoryEventStore, effects: ReducerEffects, snapshots = memorySnapshotStore(), snapshotEveryEvents = 10_000) {
+  const worker = new PartitionWorker({ partition: store.partitionOf(PATH), store, snapshots, effects, logger, snapshotEveryEvents });
+  workers.push(worker);
+  await worker.start();
+  return worker;
+}
+
+const ofType = (events: AgentEvent[], type: string) => events.filter((e) => e.type === type);
+
+describe("the reducer shell", () => {
+  it("appends one debounced request for two quick messages and hands it to a driver", async () => {
+    const store = new MemoryEventStore();
+    const { effects, llmWork } = memoryEffects(store);
+    await startWorker(store, effects);
+    await store.append(PATH, born(150));
+    await store.append(PATH, [userSays("one")]);
+    await store.append(PATH, [userSays("two")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    const events = await store.read(PATH);
+    const request = ofType(events, "agent/llm-request-requested")[0]!;
+    expect(request.idempotencyKey).toBe("agent/request/4");
+    // Debounced from the newest trigger, not the first.
+    expect(Date.parse(request.createdAt) - Date.parse(events[3]!.createdAt)).toBeGreaterThanOrEqual(150);
+    await waitFor(() => llmWork.includes(request.offset), { timeoutMs: 2000 });
+  });
+
+  it("interrupts an open request: the driver's partial text, then the cancelled settlement", async () => {
+    const store = new MemoryEventStore();
+    const { effects, interrupts } = memoryEffects(store, { partialText: "I was say" });
+    await startWorker(store, effects);
+    await store.append(PATH, born(0));
+    await store.append(PATH, [userSays("first")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    const requestOffset = ofType(await store.read(PATH), "agent/llm-request-requested")[0]!.offset;
+    await store.append(PATH, [userSays("stop, do this instead", "interrupt-current-request")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-settled").length === 1, { timeoutMs: 5000 });
+    const events = await store.read(PATH);
+    expect(interrupts).toEqual([requestOffset]);
+    const partial = events.find((e) => e.idempotencyKey === `agent/render-interrupted-partial@${requestOffset}`);
+    expect(partial?.payload).toMatchObject({
+      role: "assistant",
+      content: "[Response interrupted by the user's next message; partial output follows]\nI was say",
+    });
+    expect(ofType(events, "agent/llm-request-settled")[0]!.payload).toEqual({
+      requestOffset,
+      result: { status: "cancelled", reason: "interrupted-by-user-input", partialText: "I was say" },
+    });
+    // The interrupting message is the next trigger: a second request follows.
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 2, { timeoutMs: 5000 });
+  });
+
+  it("expires an open request nobody settles, with the contract's error", async () => {
+    const store = new MemoryEventStore();
+    // The clock runs 10 minutes ahead of the store's createdAt stamps.
+    const { effects } = memoryEffects(store, { now: () => Date.now() + 10 * 60_000 });
+    await startWorker(store, effects);
+    await store.append(PATH, born(0));
+    await store.append(PATH, [userSays("hello?")]);
+    await waitFor(async () => ofType(await store.read(PATH), "stream/error-occurred").length === 1, { timeoutMs: 5000 });
+    const events = await store.read(PATH);
+    const request = ofType(events, "agent/llm-request-requested")[0]!;
+    expect(ofType(events, "agent/llm-request-settled")[0]!.payload).toEqual({
+      requestOffset: request.offset,
+      result: { status: "cancelled", reason: "expired" },
+    });
+    expect(ofType(events, "stream/error-occurred")[0]!.payload).toEqual({
+      message: `LLM request @${request.offset} expired before it ran; the pending turn was dropped. A new message starts fresh.`,
+    });
+    // And the error is transcribed for the model (developer role, never triggering).
+    await waitFor(async () => (await store.read(PATH)).some((e) => e.idempotencyKey?.startsWith("agent/transcribe-error@")), { timeoutMs: 5000 });
+  });
+
+  it("restores a snapshot and re-arms the debounce timer from state", async () => {
+    const store = new MemoryEventStore();
+    const snapshots = memorySnapshotStore();
+    const first = memoryEffects(store);
+    const worker = await startWorker(store, first.effects, snapshots);
+    await store.append(PATH, born(400));
+    await store.append(PATH, [userSays("remember me")]);
+    await waitFor(() => worker.processor(PATH)?.state.pendingLlmRequestTrigger !== null && worker.processor(PATH) !== undefined, { timeoutMs: 2000 });
+    expect(await worker.snapshot()).toBe(true);
+    await worker.stop(); // dies mid-debounce
+    workers.splice(workers.indexOf(worker), 1);
+    expect(ofType(await store.read(PATH), "agent/llm-request-requested")).toHaveLength(0);
+
+    const second = memoryEffects(store);
+    const successor = await startWorker(store, second.effects, snapshots);
+    expect(successor.processor(PATH)?.state.lastFoldedOffset).toBe(3);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+  });
+
+  it("hands every requested script to the capability host once", async () => {
+    const store = new MemoryEventStore();
+    const { effects, scriptWork } = memoryEffects(store);
+    await startWorker(store, effects);
+    await store.append(PATH, born(60_000));
+    await store.append(PATH, [
+      { type: "capability-host/script-run-requested", payload: { code: "return 1", executionId: "api:1", expiresAt: new Date(Date.now() + 60_000).toISOString() } },
+    ]);
+    await waitFor(() => scriptWork.length === 1, { timeoutMs: 2000 });
+    expect(scriptWork).toEqual(["api:1"]);
+  });
+});
