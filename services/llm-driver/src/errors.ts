@@ -1,0 +1,49 @@
+// The driver's named errors. Each carries a stable code (contract error codes) and says
+// whether another attempt could help; the failure message on the stream is built from these.
+
+import { AgentRuntimeError } from "@agentrt/contract";
+
+/** The model call failed (HTTP error, broken stream, bad answer). */
+export class ModelCallError extends AgentRuntimeError {
+  constructor(message: string, options: { cause?: unknown; status?: number } = {}) {
+    super("unavailable", message, { cause: options.cause, retryable: true, details: { status: options.status } });
+  }
+}
+
+/** No progress from the model for the idle-watchdog window. */
+export class ModelIdleError extends AgentRuntimeError {
+  constructor(idleMs: number) {
+    super("unavailable", `no progress from the model for ${Math.round(idleMs / 1000)} s (idle watchdog)`, {
+      retryable: true,
+      details: { idleMs },
+    });
+  }
+}
+
+/** The request's `expiresAt` passed while the model was still answering. */
+export class RequestDeadlineError extends AgentRuntimeError {
+  constructor(expiresAt: string) {
+    super("unavailable", `the request's deadline ${expiresAt} passed before the model finished`, {
+      retryable: false,
+      details: { expiresAt },
+    });
+  }
+}
+
+/** A model name that no configured provider serves. */
+export class ProviderNotConfiguredError extends AgentRuntimeError {
+  constructor(model: string, providers: readonly string[]) {
+    super(
+      "invalid_payload",
+      `model "${model}" routes to provider "${model.split("/")[0]}", which is not configured (configured: ${providers.join(", ") || "none"})`,
+      { retryable: false, details: { model, providers } },
+    );
+  }
+}
+
+/** The provider configuration (LLM_PROVIDERS) is malformed. */
+export class ProviderConfigError extends AgentRuntimeError {
+  constructor(message: string, cause?: unknown) {
+    super("invalid_payload", message, { cause, retryable: false });
+  }
+}

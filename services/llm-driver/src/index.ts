@@ -1,0 +1,12 @@
+// @agentrt/llm-driver: renders requested turns, streams them from an OpenAI-compatible model
+// (or the offline model) onto the live lane, and settles them on the agent's stream.
+export * from "./chunk-coalescer.ts";
+export * from "./usage.ts";
+export * from "./providers.ts";
+export * from "./settlement.ts";
+export * from "./compaction.ts";
+export * from "./errors.ts";
+export * from "./model-client.ts";
+export * from "./openai-client.ts";
+export * from "./offline-client.ts";
+export * from "./offline-reply.ts";

@@ -1,0 +1,82 @@
+// The driver's settlement batches (contract: "The LLM request (driver)"). Every event is
+// keyed, and a keyed batch is all-or-nothing, so when two drivers race for one request the
+// first batch commits and the other commits nothing.
+
+import { eventInput, type EventInput, type PayloadOf } from "@agentrt/contract";
+import { tokenUsagePayload, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
+
+export const settleKey = (requestOffset: number): string => `agent/settle/${requestOffset}`;
+export const assistantContextKey = (requestOffset: number): string => `agent/assistant-context@${requestOffset}`;
+export const tokenUsageKey = (requestOffset: number): string => `agent/token-usage@${requestOffset}`;
+export const failureErrorKey = (requestOffset: number): string => `agent/failure-error/${requestOffset}`;
+export const compactContextKey = (reportOffset: number): string => `agent/compact-context@${reportOffset}`;
+
+export interface SuccessSettlement {
+  readonly requestOffset: number;
+  readonly model: string;
+  readonly text: string;
+  readonly durationMs: number;
+  readonly usage: NormalisedUsage | null;
+  /** The provider's usage object as reported (kept on the settlement). */
+  readonly rawUsage?: Record<string, unknown>;
+  readonly contextWindows?: ContextWindowTable;
+}
+
+/** Assistant context + succeeded settlement (+ usage when known), committed as one batch. */
+export function successBatch(s: SuccessSettlement): EventInput[] {
+  const usageRecord = s.rawUsage ?? (s.usage === null ? undefined : { ...s.usage });
+  const batch: EventInput[] = [
+    eventInput(
+      "agents/context-added",
+      { role: "assistant", content: s.text, llmRequestOffset: s.requestOffset },
+      assistantContextKey(s.requestOffset),
+    ),
+    eventInput(
+      "agent/llm-request-settled",
+      {
+        requestOffset: s.requestOffset,
+        durationMs: Math.max(0, Math.round(s.durationMs)),
+        result: { status: "succeeded", text: s.text, ...(usageRecord === undefined ? {} : { usage: usageRecord }) },
+      },
+      settleKey(s.requestOffset),
+    ),
+  ];
+  if (s.usage !== null) {
+    batch.push(
+      eventInput("agent/token-usage-reported", tokenUsagePayload(s.requestOffset, s.model, s.usage, s.contextWindows), tokenUsageKey(s.requestOffset)),
+    );
+  }
+  return batch;
+}
+
+export interface FailureSettlement {
+  readonly requestOffset: number;
+  readonly errorMessage: string;
+  readonly durationMs: number;
+  /** This attempt's number: the fold's consecutive failures before it, plus one. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+}
+
+/** The stream error text: the reducer retries while attempts remain (contract fold rules). */
+export function failureMessage(f: Pick<FailureSettlement, "requestOffset" | "errorMessage" | "attempt" | "maxAttempts">): string {
+  const error = f.errorMessage.trim().replace(/\.+$/, "");
+  const head = `LLM request @${f.requestOffset} failed (attempt ${f.attempt} of ${f.maxAttempts}): ${error}.`;
+  return f.attempt < f.maxAttempts ? `${head} Retrying.` : `${head} Giving up; a new user message starts fresh.`;
+}
+
+export function failureBatch(f: FailureSettlement): EventInput[] {
+  const settled: PayloadOf<"agent/llm-request-settled"> = {
+    requestOffset: f.requestOffset,
+    durationMs: Math.max(0, Math.round(f.durationMs)),
+    result: { status: "failed", errorMessage: f.errorMessage },
+  };
+  return [
+    eventInput("agent/llm-request-settled", settled, settleKey(f.requestOffset)),
+    eventInput(
+      "stream/error-occurred",
+      { message: failureMessage(f), error: { name: "LlmRequestFailed", message: f.errorMessage } },
+      failureErrorKey(f.requestOffset),
+    ),
+  ];
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { ProviderConfigError, ProviderNotConfiguredError } from "../src/errors.ts";
+import { parseProvidersConfig, resolveProviders, routeModel } from "../src/providers.ts";
+
+describe("provider routing", () => {
+  const providers = parseProvidersConfig({
+    openai: { baseUrl: "https://api.openai.com/v1", apiKey: "sk-x", promptCacheKey: true, api: "responses", models: { "gpt-5.6-terra": "gpt-5" } },
+    ollama: { baseUrl: "http://127.0.0.1:11434/v1" },
+  });
+
+  it("routes by the prefix before the first slash and maps the model name", () => {
+    expect(routeModel("openai/gpt-5.6-terra", providers)).toEqual({
+      provider: "openai",
+      baseUrl: "https://api.openai.com/v1",
+      apiKey: "sk-x",
+      remoteModel: "gpt-5",
+      api: "responses",
+      promptCacheKey: true,
+    });
+  });
+
+  it("defaults to Chat Completions without prompt_cache_key, and keeps slashes after the first", () => {
+    expect(routeModel("ollama/library/llama3:8b", providers)).toEqual({
+      provider: "ollama",
+      baseUrl: "http://127.0.0.1:11434/v1",
+      apiKey: "not-needed",
+      remoteModel: "library/llama3:8b",
+      api: "chat",
+      promptCacheKey: false,
+    });
+  });
+
+  it("names the missing provider", () => {
+    expect(() => routeModel("anthropic/claude", providers)).toThrow(ProviderNotConfiguredError);
+    expect(() => routeModel("anthropic/claude", providers)).toThrow(/provider "anthropic", which is not configured \(configured: openai, ollama\)/);
+  });
+
+  it("rejects bad provider config naming the field", () => {
+    expect(() => parseProvidersConfig({ openai: { baseUrl: "not a url" } })).toThrow(ProviderConfigError);
+    expect(() => parseProvidersConfig({ openai: { baseUrl: "not a url" } })).toThrow(/openai\.baseUrl/);
+    expect(() => parseProvidersConfig({ openai: { baseUrl: "http://x", api: "completions" } })).toThrow(/openai\.api/);
+  });
+
+  it("turns the OPENAI_* shorthand into an openai provider; nothing configured means offline", () => {
+    expect(resolveProviders({})).toEqual({});
+    expect(resolveProviders({ openaiApiKey: "sk-y" }).openai).toMatchObject({ baseUrl: "https://api.openai.com/v1", apiKey: "sk-y", promptCacheKey: true, api: "chat" });
+    expect(resolveProviders({ openaiBaseUrl: "http://127.0.0.1:9999/v1" }).openai).toMatchObject({ promptCacheKey: false });
+  });
+});

@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { parseEventInput } from "@agentrt/contract";
+import { compactionCheck, compactionItem } from "../src/compaction.ts";
+import { failureBatch, failureMessage, successBatch } from "../src/settlement.ts";
+
+describe("settlement batches", () => {
+  it("success: assistant context, settled and usage, each keyed, in one batch", () => {
+    const batch = successBatch({
+      requestOffset: 26,
+      model: "openai/gpt-5.6-terra",
+      text: "Hi!",
+      durationMs: 812.4,
+      usage: { inputTokens: 100, outputTokens: 5, cachedInputTokens: 64 },
+      rawUsage: { prompt_tokens: 100, completion_tokens: 5 },
+    });
+    expect(batch).toEqual([
+      { type: "agents/context-added", payload: { role: "assistant", content: "Hi!", llmRequestOffset: 26 }, idempotencyKey: "agent/assistant-context@26" },
+      {
+        type: "agent/llm-request-settled",
+        payload: { requestOffset: 26, durationMs: 812, result: { status: "succeeded", text: "Hi!", usage: { prompt_tokens: 100, completion_tokens: 5 } } },
+        idempotencyKey: "agent/settle/26",
+      },
+      {
+        type: "agent/token-usage-reported",
+        payload: { llmRequestOffset: 26, model: "openai/gpt-5.6-terra", maxContextTokens: 272_000, inputTokens: 100, outputTokens: 5, cachedInputTokens: 64 },
+        idempotencyKey: "agent/token-usage@26",
+      },
+    ]);
+    for (const event of batch) expect(() => parseEventInput(event)).not.toThrow();
+  });
+
+  it("success without usage: no usage event", () => {
+    const batch = successBatch({ requestOffset: 3, model: "m", text: "", durationMs: 1, usage: null });
+    expect(batch.map((e) => e.type)).toEqual(["agents/context-added", "agent/llm-request-settled"]);
+  });
+
+  it("failure: the attempt message says Retrying while attempts remain, then gives up", () => {
+    expect(failureMessage({ requestOffset: 40, errorMessage: "HTTP 500: boom.", attempt: 1, maxAttempts: 3 })).toBe(
+      "LLM request @40 failed (attempt 1 of 3): HTTP 500: boom. Retrying.",
+    );
+    expect(failureMessage({ requestOffset: 44, errorMessage: "HTTP 500: boom", attempt: 3, maxAttempts: 3 })).toBe(
+      "LLM request @44 failed (attempt 3 of 3): HTTP 500: boom. Giving up; a new user message starts fresh.",
+    );
+    const batch = failureBatch({ requestOffset: 40, errorMessage: "HTTP 500: boom", durationMs: 5, attempt: 2, maxAttempts: 3 });
+    expect(batch).toEqual([
+      { type: "agent/llm-request-settled", payload: { requestOffset: 40, durationMs: 5, result: { status: "failed", errorMessage: "HTTP 500: boom" } }, idempotencyKey: "agent/settle/40" },
+      {
+        type: "stream/error-occurred",
+        payload: { message: "LLM request @40 failed (attempt 2 of 3): HTTP 500: boom. Retrying.", error: { name: "LlmRequestFailed", message: "HTTP 500: boom" } },
+        idempotencyKey: "agent/failure-error/40",
+      },
+    ]);
+    for (const event of batch) expect(() => parseEventInput(event)).not.toThrow();
+  });
+});
+
+describe("compaction", () => {
+  const report = { llmRequestOffset: 80, model: "openai/gpt-5.6-terra", maxContextTokens: 272_000, inputTokens: 130_000, outputTokens: 6_000 };
+
+  it("is due when input + output reaches floor(window × fraction)", () => {
+    expect(compactionCheck(report, 0.5)).toEqual({ due: true, usedTokens: 136_000, thresholdTokens: 136_000 });
+    expect(compactionCheck({ ...report, outputTokens: 5_999 }, 0.5).due).toBe(false);
+    expect(compactionCheck({ ...report, maxContextTokens: 128_001 }, 0.3).thresholdTokens).toBe(38_400);
+  });
+
+  it("appends the developer compaction item, dont-trigger, keyed by the report offset", () => {
+    const item = compactionItem(report, 83, compactionCheck(report, 0.5), "We talked about PRs.");
+    expect(item).toEqual({
+      type: "agents/context-added",
+      payload: {
+        role: "developer",
+        content: "[Earlier conversation history was compacted through @80 (~136000 tokens > 136000). Summary:]\n\nWe talked about PRs.",
+        compaction: { replacesHistoryThrough: 80, usage: report },
+        llmRequestPolicy: { behaviour: "dont-trigger-request" },
+      },
+      idempotencyKey: "agent/compact-context@83",
+    });
+    expect(() => parseEventInput(item)).not.toThrow();
+  });
+});
