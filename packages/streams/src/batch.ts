@@ -1,0 +1,228 @@
+// The pure core both stores share: validating a batch at the boundary, encoding it as the one
+// record a commit writes, and deciding what an append does against a stream's current view
+// (commit, duplicate, conflict). No IO here: the adapters supply the view and the clock.
+
+import {
+  type AgentEvent,
+  AgentRuntimeError,
+  ContractViolationError,
+  type EventInput,
+  parseEventInput,
+  parseStoredEvent,
+  parseStreamPath,
+} from "@agentrt/contract";
+import { type AppendOptions, MAX_BATCH_BYTES, MAX_BATCH_EVENTS, type ReadOptions } from "./event-store.ts";
+
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export interface PreparedBatch {
+  readonly streamPath: string;
+  readonly inputs: readonly EventInput[];
+  /** True when every event rides the live lane (a batch is never mixed). */
+  readonly ephemeral: boolean;
+  readonly keys: readonly string[];
+  /** The events as they are stored (JSON), computed once so size checks and commits agree. */
+  readonly eventsJson: string;
+}
+
+/** Validates path, size and every event; throws a ContractViolationError naming the problem. */
+export function prepareBatch(streamPath: unknown, events: readonly unknown[]): PreparedBatch {
+  const path = parseStreamPath(streamPath);
+  if (!Array.isArray(events)) {
+    throw new ContractViolationError("invalid_event", "events must be an array of event inputs.", [{ path: "events", message: "must be an array" }]);
+  }
+  if (events.length === 0) {
+    throw new ContractViolationError("invalid_event", "A batch needs at least one event.", [{ path: "events", message: "must not be empty" }]);
+  }
+  if (events.length > MAX_BATCH_EVENTS) {
+    throw new ContractViolationError(
+      "batch_too_large",
+      `A batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${events.length}.`,
+      [{ path: "events", message: `at most ${MAX_BATCH_EVENTS} events` }],
+      { count: events.length, maxEvents: MAX_BATCH_EVENTS },
+    );
+  }
+  const inputs = events.map((raw, index) => parseEventInput(raw, index));
+  const ephemeralCount = inputs.filter((e) => e.ephemeral === true).length;
+  if (ephemeralCount > 0 && ephemeralCount < inputs.length) {
+    throw new ContractViolationError(
+      "ephemeral_misuse",
+      "A batch is either all live-lane (ephemeral) events or all durable events; append them separately.",
+      inputs.map((e, i) => ({ path: `events[${i}].ephemeral`, message: e.ephemeral === true ? "ephemeral" : "durable" })),
+    );
+  }
+  const keys: string[] = [];
+  const seen = new Map<string, number>();
+  inputs.forEach((input, index) => {
+    if (input.idempotencyKey === undefined || input.ephemeral === true) return;
+    const earlier = seen.get(input.idempotencyKey);
+    if (earlier !== undefined) {
+      throw new ContractViolationError(
+        "invalid_event",
+        `events[${index}].idempotencyKey ${JSON.stringify(input.idempotencyKey)} repeats events[${earlier}]'s; keys are unique within a batch.`,
+        [{ path: `events[${index}].idempotencyKey`, message: "duplicate key within the batch" }],
+      );
+    }
+    seen.set(input.idempotencyKey, index);
+    keys.push(input.idempotencyKey);
+  });
+  const eventsJson = JSON.stringify(
+    inputs.map((e) => (e.idempotencyKey === undefined ? { type: e.type, payload: e.payload } : { type: e.type, payload: e.payload, key: e.idempotencyKey })),
+  );
+  // Worst-case envelope: the largest offset and a full-length timestamp.
+  const bytes = encoder.encode(recordJson(path, Number.MAX_SAFE_INTEGER, "+275760-09-13T00:00:00.000Z", eventsJson)).byteLength;
+  if (ephemeralCount === 0 && bytes > MAX_BATCH_BYTES) {
+    throw new ContractViolationError(
+      "batch_too_large",
+      `A batch encodes to at most ${MAX_BATCH_BYTES} bytes; this one takes ${bytes}.`,
+      [{ path: "events", message: `at most ${MAX_BATCH_BYTES} encoded bytes` }],
+      { bytes, maxBytes: MAX_BATCH_BYTES },
+    );
+  }
+  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, eventsJson };
+}
+
+function recordJson(streamPath: string, firstOffset: number, createdAt: string, eventsJson: string): string {
+  return `{"v":1,"path":${JSON.stringify(streamPath)},"first":${firstOffset},"at":${JSON.stringify(createdAt)},"events":${eventsJson}}`;
+}
+
+// --- the committed record ----------------------------------------------------------------
+
+/** One committed batch as stored: the events and the offset of the first one. */
+export interface BatchRecord {
+  readonly v: 1;
+  readonly path: string;
+  readonly first: number;
+  readonly at: string;
+  readonly events: readonly { readonly type: string; readonly payload: unknown; readonly key?: string }[];
+}
+
+/** The one record a commit writes: the batch's events and the offset of its first one. */
+export function encodeBatchRecord(batch: PreparedBatch, firstOffset: number, createdAt: string): Uint8Array {
+  return encoder.encode(recordJson(batch.streamPath, firstOffset, createdAt, batch.eventsJson));
+}
+
+export function decodeRecordJson(bytes: Uint8Array): BatchRecord | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(bytes));
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const r = raw as Partial<BatchRecord>;
+  if (r.v !== 1 || typeof r.path !== "string" || typeof r.first !== "number" || typeof r.at !== "string" || !Array.isArray(r.events)) return undefined;
+  return r as BatchRecord;
+}
+
+/**
+ * The events of a record, each parsed like any input from the wire. An event this version
+ * cannot parse (written by a newer one) is skipped, as the contract asks of readers.
+ */
+export function recordEvents(record: BatchRecord): AgentEvent[] {
+  const events: AgentEvent[] = [];
+  record.events.forEach((e, i) => {
+    const parsed = parseStoredEvent({
+      streamPath: record.path,
+      offset: record.first + i,
+      createdAt: record.at,
+      type: e.type,
+      payload: e.payload,
+      ...(typeof e.key === "string" ? { idempotencyKey: e.key } : {}),
+    });
+    if (parsed.ok) events.push(parsed.event);
+  });
+  return events;
+}
+
+// --- deciding an append ------------------------------------------------------------------
+
+export interface StreamView {
+  readonly lastOffset: number;
+  findKey(key: string): AgentEvent | undefined;
+}
+
+export type AppendDecision =
+  | { readonly kind: "duplicate"; readonly originals: AgentEvent[] }
+  | { readonly kind: "commit"; readonly events: AgentEvent[] };
+
+/**
+ * Keys are checked before `expectedLastOffset`: a retried keyed batch that already committed
+ * reports `duplicate` (what the retrier needs) rather than a conflict with its own write.
+ */
+export function decideAppend(view: StreamView, batch: PreparedBatch, options: AppendOptions | undefined, createdAt: string): AppendDecision {
+  const originals = batch.keys.map((k) => view.findKey(k)).filter((e): e is AgentEvent => e !== undefined);
+  if (originals.length > 0) return { kind: "duplicate", originals };
+  const expected = options?.expectedLastOffset;
+  if (expected !== undefined && expected !== view.lastOffset) {
+    throw new AgentRuntimeError(
+      "conflict",
+      `Stream ${batch.streamPath} is at offset ${view.lastOffset}, not the expected ${expected}; re-read and retry.`,
+      { details: { streamPath: batch.streamPath, expectedLastOffset: expected, lastOffset: view.lastOffset } },
+    );
+  }
+  return { kind: "commit", events: stampEvents(batch, view.lastOffset + 1, createdAt) };
+}
+
+export function stampEvents(batch: PreparedBatch, firstOffset: number, createdAt: string): AgentEvent[] {
+  return batch.inputs.map(
+    (input, i) =>
+      ({
+        streamPath: batch.streamPath,
+        offset: firstOffset + i,
+        createdAt,
+        type: input.type,
+        payload: input.payload,
+        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      }) as AgentEvent,
+  );
+}
+
+/** Live-lane events carry the stream's last durable offset (they sit "after" it) and `ephemeral: true`. */
+export function ephemeralEvents(batch: PreparedBatch, lastDurableOffset: number, createdAt: string): AgentEvent[] {
+  return batch.inputs.map(
+    (input) =>
+      ({
+        streamPath: batch.streamPath,
+        offset: lastDurableOffset,
+        createdAt,
+        type: input.type,
+        payload: input.payload,
+        ephemeral: true,
+        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      }) as AgentEvent,
+  );
+}
+
+// --- read options ------------------------------------------------------------------------
+
+export function parseReadOptions(options: ReadOptions | undefined): { fromOffset: number; limit: number } {
+  const fromOffset = options?.fromOffset ?? 1;
+  const limit = options?.limit ?? Number.POSITIVE_INFINITY;
+  if (!Number.isInteger(fromOffset) || fromOffset < 1) {
+    throw new ContractViolationError("offset_out_of_range", `fromOffset must be an integer ≥ 1, got ${String(fromOffset)}.`, [
+      { path: "fromOffset", message: "must be an integer ≥ 1" },
+    ]);
+  }
+  if (limit !== Number.POSITIVE_INFINITY && (!Number.isInteger(limit) || limit < 0)) {
+    throw new ContractViolationError("invalid_event", `limit must be a non-negative integer, got ${String(limit)}.`, [
+      { path: "limit", message: "must be a non-negative integer" },
+    ]);
+  }
+  return { fromOffset, limit };
+}
+
+export function parsePartitions(partitions: readonly number[] | undefined, partitionCount: number): number[] {
+  const all = Array.from({ length: partitionCount }, (_, i) => i);
+  if (partitions === undefined) return all;
+  for (const p of partitions) {
+    if (!Number.isInteger(p) || p < 0 || p >= partitionCount) {
+      throw new ContractViolationError("invalid_event", `partition ${String(p)} is not in 0..${partitionCount - 1}.`, [
+        { path: "partitions", message: `each partition is an integer in 0..${partitionCount - 1}` },
+      ]);
+    }
+  }
+  return [...new Set(partitions)].sort((a, b) => a - b);
+}

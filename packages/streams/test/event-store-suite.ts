@@ -1,0 +1,319 @@
+// The shared EventStore suite: every adapter (memory, JetStream) must pass exactly these
+// tests. Each test gets fresh storage; `open()` returns an independent writer on it (for
+// JetStream: its own NATS connection), so races between two processes are real races.
+
+import { type AgentEvent, ContractViolationError, AgentRuntimeError } from "@agentrt/contract";
+import { describe, expect, it } from "vitest";
+import { type AppendResult, type EventStore, MAX_BATCH_EVENTS, type FeedBatch } from "../src/index.ts";
+
+export interface StorageFixture {
+  /** Another independent store instance over the same storage. */
+  open(): Promise<EventStore>;
+  dispose(): Promise<void>;
+}
+
+export interface StoreSuiteOptions {
+  /** Fresh, isolated storage for one test. */
+  newStorage(): Promise<StorageFixture>;
+}
+
+let pathCounter = 0;
+const uniquePath = (name: string) => `/suite/${name}/${process.pid}-${++pathCounter}`;
+
+export const note = (content: string, idempotencyKey?: string) => ({
+  type: "agents/context-added",
+  payload: { role: "user", content },
+  ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+});
+
+export const chunk = (text: string, sequence = 0) => ({
+  type: "agent/llm-response-chunks",
+  payload: { chunks: [text], llmRequestOffset: 1, sequence },
+});
+
+const contentOf = (e: AgentEvent) => (e.type === "agents/context-added" ? e.payload.content : `<${e.type}>`);
+
+/** Takes items from an async iterable until `done` says so, failing at the deadline. */
+export async function collectUntil<T>(source: AsyncIterable<T>, done: (items: T[]) => boolean, timeoutMs = 15_000): Promise<T[]> {
+  const items: T[] = [];
+  const iterator = source[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`deadline: collected ${items.length} items, condition not met`)), timeoutMs);
+  });
+  try {
+    while (!done(items)) {
+      const next = await Promise.race([iterator.next(), deadline]);
+      if (next.done === true) break;
+      items.push(next.value);
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return items;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<AgentRuntimeError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(AgentRuntimeError);
+  return error as AgentRuntimeError;
+}
+
+export function describeEventStoreSuite(name: string, options: StoreSuiteOptions): void {
+  const withStorage = (title: string, body: (storage: StorageFixture, store: EventStore) => Promise<void>, timeout?: number) =>
+    it(
+      title,
+      async () => {
+        const storage = await options.newStorage();
+        try {
+          await body(storage, await storage.open());
+        } finally {
+          await storage.dispose();
+        }
+      },
+      timeout,
+    );
+
+  describe(`EventStore suite: ${name}`, () => {
+    withStorage("appends batches with dense offsets from 1, one store-stamped createdAt per batch", async (_s, store) => {
+      const path = uniquePath("dense");
+      const before = Date.now();
+      const first = await store.append(path, [note("a"), note("b")]);
+      const second = await store.append(path, [note("c")]);
+      expect(first.status).toBe("committed");
+      expect(first.events.map((e) => [e.offset, contentOf(e), e.streamPath])).toEqual([
+        [1, "a", path],
+        [2, "b", path],
+      ]);
+      expect(second.events.map((e) => e.offset)).toEqual([3]);
+      const createdAt = first.events[0]?.createdAt as string;
+      expect(first.events[1]?.createdAt).toBe(createdAt);
+      expect(new Date(createdAt).toISOString()).toBe(createdAt);
+      expect(Date.parse(createdAt)).toBeGreaterThanOrEqual(before - 1000);
+      expect(await store.read(path)).toEqual([...first.events, ...second.events]);
+      expect(await store.lastOffset(path)).toBe(3);
+    });
+
+    withStorage("reads from an offset with a limit, and an unknown stream as empty", async (_s, store) => {
+      const path = uniquePath("read");
+      for (let i = 1; i <= 10; i += 3) await store.append(path, [note(`${i}`), note(`${i + 1}`), note(`${i + 2}`)]);
+      expect((await store.read(path, { fromOffset: 5 })).map((e) => e.offset)).toEqual([5, 6, 7, 8, 9, 10, 11, 12]);
+      expect((await store.read(path, { fromOffset: 5, limit: 2 })).map(contentOf)).toEqual(["5", "6"]);
+      expect((await store.read(path, { fromOffset: 12, limit: 5 })).map((e) => e.offset)).toEqual([12]);
+      expect(await store.read(path, { fromOffset: 13 })).toEqual([]);
+      expect(await store.read(path, { fromOffset: 2, limit: 0 })).toEqual([]);
+      expect(await store.read(uniquePath("none"))).toEqual([]);
+      expect(await store.lastOffset(uniquePath("none"))).toBe(0);
+      expect((await rejection(store.read(path, { fromOffset: 0 }))).code).toBe("offset_out_of_range");
+    });
+
+    withStorage("commits nothing of a batch with one invalid event, naming the event and field", async (_s, store) => {
+      const path = uniquePath("invalid");
+      await store.append(path, [note("before")]);
+      const error = await rejection(store.append(path, [note("ok"), { type: "agents/context-added", payload: { role: "robot", content: "x" } }, note("ok2")]));
+      expect(error).toBeInstanceOf(ContractViolationError);
+      expect(error.code).toBe("invalid_payload");
+      expect(error.message).toContain("events[1]");
+      expect((error as ContractViolationError).issues.map((i) => i.path)).toContain("events[1].payload.role");
+      expect((await store.read(path)).map(contentOf)).toEqual(["before"]);
+      expect(await store.lastOffset(path)).toBe(1);
+    });
+
+    withStorage("rejects a bad path, an unknown type, ephemeral misuse and oversized batches, committing nothing", async (_s, store) => {
+      const path = uniquePath("reject");
+      expect((await rejection(store.append("no-slash", [note("x")]))).code).toBe("invalid_stream_path");
+      expect((await rejection(store.append("/a/b.c", [note("x")]))).code).toBe("invalid_stream_path");
+      expect((await rejection(store.append("/a//b", [note("x")]))).code).toBe("invalid_stream_path");
+      expect((await rejection(store.append(path, [note("x"), { type: "agent/no-such-thing", payload: {} }]))).code).toBe("unknown_event_type");
+      expect((await rejection(store.append(path, [{ ...chunk("x"), ephemeral: false }]))).code).toBe("ephemeral_misuse");
+      expect((await rejection(store.append(path, [note("x"), chunk("y")]))).code).toBe("ephemeral_misuse");
+      expect((await rejection(store.append(path, []))).code).toBe("invalid_event");
+      const tooMany = Array.from({ length: MAX_BATCH_EVENTS + 1 }, (_, i) => note(`${i}`));
+      const countError = await rejection(store.append(path, tooMany));
+      expect(countError.code).toBe("batch_too_large");
+      expect(countError.message).toContain(`${MAX_BATCH_EVENTS}`);
+      const huge = [note("x".repeat(500_000)), note("y".repeat(500_000))];
+      const bytesError = await rejection(store.append(path, huge));
+      expect(bytesError.code).toBe("batch_too_large");
+      expect(bytesError.message).toMatch(/bytes/);
+      expect((await rejection(store.append(path, [note("a", "k"), note("b", "k")]))).code).toBe("invalid_event");
+      expect(await store.read(path)).toEqual([]);
+      expect(await store.listStreams(path)).toEqual([]);
+    });
+
+    withStorage("enforces expectedLastOffset", async (_s, store) => {
+      const path = uniquePath("expected");
+      await store.append(path, [note("a")], { expectedLastOffset: 0 });
+      await store.append(path, [note("b")], { expectedLastOffset: 1 });
+      const error = await rejection(store.append(path, [note("c")], { expectedLastOffset: 1 }));
+      expect(error.code).toBe("conflict");
+      expect(error.details).toMatchObject({ expectedLastOffset: 1, lastOffset: 2 });
+      expect((await rejection(store.append(uniquePath("expected-empty"), [note("z")], { expectedLastOffset: 3 }))).code).toBe("conflict");
+      expect((await store.read(path)).map(contentOf)).toEqual(["a", "b"]);
+    });
+
+    withStorage("makes idempotency keys unique per stream forever: a batch with a known key commits nothing", async (_s, store) => {
+      const path = uniquePath("keys");
+      const original = await store.append(path, [note("first", "k1"), note("plain")]);
+      await store.append(path, [note("between")]);
+      const again = await store.append(path, [note("first, retried", "k1")]);
+      expect(again).toEqual({ status: "duplicate", events: [original.events[0]] });
+      const mixed = await store.append(path, [note("new", "k2"), note("old", "k1"), note("new too", "k3")]);
+      expect(mixed.status).toBe("duplicate");
+      expect(mixed.events).toEqual([original.events[0]]);
+      expect((await store.read(path)).map(contentOf)).toEqual(["first", "plain", "between"]);
+      const other = await store.append(uniquePath("keys-other"), [note("same key, other stream", "k1")]);
+      expect(other.status).toBe("committed");
+      const fresh = await store.append(path, [note("k2 now", "k2")]);
+      expect(fresh.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[4, "k2"]]);
+    });
+
+    withStorage("two writers racing 1000 appends on one stream: dense offsets, every batch contiguous", async (storage, a) => {
+      const b = await storage.open();
+      const path = uniquePath("race");
+      const appends: Promise<AppendResult>[] = [];
+      for (let i = 0; i < 1000; i++) {
+        const writer = i % 2 === 0 ? a : b;
+        const size = (i % 3) + 1;
+        appends.push(writer.append(path, Array.from({ length: size }, (_, j) => note(`${i}.${j}`))));
+      }
+      const results = await Promise.all(appends);
+      const total = results.reduce((n, r) => n + r.events.length, 0);
+      const stored = await a.read(path);
+      expect(stored.map((e) => e.offset)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+      results.forEach((result, i) => {
+        expect(result.status).toBe("committed");
+        const first = result.events[0]?.offset as number;
+        result.events.forEach((e, j) => {
+          expect(e.offset).toBe(first + j);
+          expect(contentOf(stored[e.offset - 1] as AgentEvent)).toBe(`${i}.${j}`);
+        });
+      });
+    }, 60_000);
+
+    withStorage("20 concurrent appends of one idempotency key from two writers store exactly one event", async (storage, a) => {
+      const b = await storage.open();
+      const path = uniquePath("key-race");
+      await a.append(path, [note("seed")]);
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).append(path, [note(`attempt ${i}`, "settle/1")])));
+      const committed = results.filter((r) => r.status === "committed");
+      expect(committed).toHaveLength(1);
+      const winner = committed[0]?.events[0] as AgentEvent;
+      for (const r of results.filter((x) => x.status === "duplicate")) expect(r.events).toEqual([winner]);
+      const stored = await b.read(path);
+      expect(stored.filter((e) => e.idempotencyKey === "settle/1")).toEqual([winner]);
+      expect(stored).toHaveLength(2);
+    }, 30_000);
+
+    withStorage("a reader tailing live while two writers append sees every offset exactly once, in order", async (storage, a) => {
+      const b = await storage.open();
+      const reader = await storage.open();
+      const path = uniquePath("tail");
+      for (let i = 0; i < 5; i++) await a.append(path, [note(`pre ${i}`)]);
+      const subscription = reader.subscribe(path, { fromOffset: 3 });
+      const writes = Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).append(path, [note(`w${i}`), note(`w${i}'`)])));
+      const seen = await collectUntil(subscription, (items) => items.length >= 403);
+      await writes;
+      await subscription.close();
+      expect(seen.map((e) => e.offset)).toEqual(Array.from({ length: 403 }, (_, i) => i + 3));
+      expect(seen).toEqual(await a.read(path, { fromOffset: 3 }));
+    }, 60_000);
+
+    withStorage("subscribes from the middle of history, then live; ends on close", async (_s, store) => {
+      const path = uniquePath("sub");
+      for (let i = 1; i <= 6; i++) await store.append(path, [note(`${i}`)]);
+      const subscription = store.subscribe(path, { fromOffset: 4 });
+      const history = await collectUntil(subscription, (items) => items.length >= 3);
+      expect(history.map((e) => e.offset)).toEqual([4, 5, 6]);
+      await store.append(path, [note("7"), note("8")]);
+      const live = await collectUntil(subscription, (items) => items.length >= 2);
+      expect(live.map(contentOf)).toEqual(["7", "8"]);
+      await subscription.close();
+      const after = await collectUntil(subscription, () => false, 5_000);
+      expect(after).toEqual([]);
+    });
+
+    withStorage("ephemeral events reach ephemeral subscribers only and never reads", async (storage, store) => {
+      const path = uniquePath("eph");
+      await store.append(path, [note("durable 1")]);
+      const reader = await storage.open();
+      const withLive = reader.subscribe(path, { ephemeral: true });
+      const durableOnly = reader.subscribe(path);
+      await collectUntil(withLive, (items) => items.length >= 1);
+      await collectUntil(durableOnly, (items) => items.length >= 1);
+      // The live lane is best-effort: publish until the subscriber is demonstrably attached.
+      let result: AppendResult | undefined;
+      const seenLive = collectUntil(withLive, (items) => items.some((e) => e.type === "agent/llm-response-chunks"));
+      const pump = (async () => {
+        for (let i = 0; i < 200 && result === undefined; i++) {
+          const r = await store.append(path, [chunk("hello", i)]);
+          expect(r.status).toBe("committed");
+          expect(r.events[0]).toMatchObject({ offset: 1, ephemeral: true, type: "agent/llm-response-chunks" });
+          if ((await Promise.race([seenLive.then(() => true), new Promise((res) => setImmediate(() => res(false)))])) === true) result = r;
+        }
+      })();
+      const live = await seenLive;
+      await pump;
+      expect(live.find((e) => e.type === "agent/llm-response-chunks")).toMatchObject({ ephemeral: true, offset: 1, streamPath: path });
+      await store.append(path, [note("durable 2")]);
+      const durable = await collectUntil(durableOnly, (items) => items.length >= 1);
+      expect(durable.map(contentOf)).toEqual(["durable 2"]);
+      expect((await store.read(path)).map(contentOf)).toEqual(["durable 1", "durable 2"]);
+      expect(await store.lastOffset(path)).toBe(2);
+      await withLive.close();
+      await durableOnly.close();
+    });
+
+    withStorage("feeds every committed batch of chosen partitions in commit order, and resumes", async (_s, store) => {
+      const paths = [uniquePath("feed"), uniquePath("feed"), uniquePath("feed")];
+      const written: string[][] = [];
+      for (let i = 0; i < 9; i++) {
+        const path = paths[i % 3] as string;
+        const r = await store.append(path, [note(`${i}a`), note(`${i}b`)]);
+        written.push(r.events.map(contentOf));
+      }
+      const mine = (b: FeedBatch) => paths.includes(b.streamPath);
+      const all = store.feed();
+      const batches = (await collectUntil(all, (items) => items.filter(mine).length >= 9)).filter(mine);
+      await all.close();
+      expect(batches.map((b) => b.events.map(contentOf))).toEqual(written);
+      const sequences = batches.map((b) => b.sequence);
+      expect([...sequences].sort((x, y) => x - y)).toEqual(sequences);
+      expect(new Set(sequences).size).toBe(9);
+
+      const resumed = store.feed({ afterSequence: batches[5]?.sequence as number });
+      const rest = (await collectUntil(resumed, (items) => items.filter(mine).length >= 3)).filter(mine);
+      expect(rest.map((b) => b.sequence)).toEqual(sequences.slice(6));
+      await store.append(paths[0] as string, [note("live")]);
+      const live = (await collectUntil(resumed, (items) => items.some((b) => b.streamPath === paths[0] && b.events[0]?.type === "agents/context-added" && contentOf(b.events[0]) === "live"))).filter(mine);
+      expect(live.at(-1)?.events.map((e) => e.offset)).toEqual([7]);
+      await resumed.close();
+
+      const partition = store.partitionOf(paths[1] as string);
+      const one = store.feed({ partitions: [partition] });
+      const onlyThere = await collectUntil(one, (items) => items.filter((b) => b.streamPath === paths[1]).length >= 3);
+      await one.close();
+      expect(onlyThere.every((b) => store.partitionOf(b.streamPath) === partition)).toBe(true);
+      expect(() => store.feed({ partitions: [store.partitionCount] })).toThrow(/partition/);
+    });
+
+    withStorage("lists streams with durable events under a prefix, with their last offsets", async (_s, store) => {
+      const root = uniquePath("list");
+      await store.append(`${root}/a`, [note("1"), note("2")]);
+      await store.append(`${root}/b/c`, [note("1")]);
+      await store.append(`${root}-sibling`, [note("1")]);
+      await store.append(`${root}/eph`, [chunk("x")]);
+      expect(await store.listStreams(`${root}/`)).toEqual([
+        { streamPath: `${root}/a`, lastOffset: 2 },
+        { streamPath: `${root}/b/c`, lastOffset: 1 },
+      ]);
+      const withSibling = await store.listStreams(root);
+      expect(withSibling.map((s) => s.streamPath)).toEqual([`${root}-sibling`, `${root}/a`, `${root}/b/c`].sort());
+      expect(store.partitionOf(`${root}/a`)).toBe(store.partitionOf(`${root}/a`));
+      expect(store.partitionOf(`${root}/a`)).toBeLessThan(store.partitionCount);
+    });
+  });
+}
