@@ -1,0 +1,140 @@
+// The gateway's operations, transport-free: HTTP, WebSocket and gRPC all call these, so the
+// rules (offset ranges, not-found, what "the model saw" means) exist once.
+
+import { ContractViolationError, type AgentEvent } from "@agentrt/contract";
+import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
+import { GatewayError } from "../errors.ts";
+import type { AgentCorePort, AgentView, BirthInput, RenderedMessage } from "./agent-core-port.ts";
+
+export interface ReadPage {
+  readonly streamPath: string;
+  readonly events: readonly AgentEvent[];
+  readonly nextOffset: number;
+  readonly lastOffset: number;
+}
+
+export interface AgentListEntry extends AgentView {
+  readonly streamPath: string;
+  readonly lastOffset: number;
+}
+
+export interface RenderedRequest {
+  readonly streamPath: string;
+  readonly requestOffset: number;
+  readonly model: string;
+  readonly requestedAt: string;
+  readonly messages: RenderedMessage[];
+}
+
+/** The most agents one list call folds (each needs its stream read once, then is cached). */
+export const MAX_LIST = 500;
+
+export class GatewayApi<S = unknown> {
+  /** Folded state per stream, advanced incrementally: lists and state reads stay cheap. */
+  private readonly cache = new Map<string, { state: S; lastOffset: number }>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly core: AgentCorePort<S>,
+  ) {}
+
+  async createAgent(input: BirthInput): Promise<AppendResult> {
+    const batch = this.core.birthBatch(input);
+    try {
+      return await this.store.append(input.streamPath, batch, { expectedLastOffset: 0 });
+    } catch (error) {
+      if (error instanceof Error && "code" in error && error.code === "conflict") {
+        throw new GatewayError("conflict", `An agent already exists at ${input.streamPath}.`, { streamPath: input.streamPath });
+      }
+      throw error;
+    }
+  }
+
+  append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number): Promise<AppendResult> {
+    return this.store.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
+  }
+
+  async read(streamPath: string, fromOffset: number, limit: number): Promise<ReadPage> {
+    const lastOffset = await this.assertOffsetInRange(streamPath, fromOffset);
+    const events = await this.store.read(streamPath, { fromOffset, limit });
+    const tail = events.at(-1);
+    return { streamPath, events, nextOffset: tail === undefined ? fromOffset : tail.offset + 1, lastOffset };
+  }
+
+  /** Opens a live subscription after checking the start offset; history then live. */
+  async subscribe(streamPath: string, fromOffset: number, ephemeral: boolean): Promise<Subscription> {
+    await this.assertOffsetInRange(streamPath, fromOffset);
+    return this.store.subscribe(streamPath, { fromOffset, ephemeral });
+  }
+
+  async state(streamPath: string): Promise<{ streamPath: string; lastOffset: number; state: Record<string, unknown> }> {
+    const { state, lastOffset } = await this.folded(streamPath);
+    if (lastOffset === 0) throw notFound(streamPath);
+    return { streamPath, lastOffset, state: this.core.toJson(state) };
+  }
+
+  async list(prefix: string | undefined, canRead: (path: string) => boolean): Promise<AgentListEntry[]> {
+    const streams = (await this.store.listStreams(prefix)).filter((s) => canRead(s.streamPath)).slice(0, MAX_LIST);
+    const entries: AgentListEntry[] = [];
+    for (const s of streams) {
+      const { state, lastOffset } = await this.folded(s.streamPath);
+      entries.push({ streamPath: s.streamPath, lastOffset, ...this.core.view(state) });
+    }
+    return entries.sort((a, b) => a.streamPath.localeCompare(b.streamPath));
+  }
+
+  /** What the model saw for the request at `requestOffset`: fold through it, then render. */
+  async renderedRequest(streamPath: string, requestOffset: number): Promise<RenderedRequest> {
+    const events = await this.store.read(streamPath, { fromOffset: 1, limit: requestOffset });
+    const request = events.at(-1);
+    if (request === undefined || request.offset !== requestOffset) {
+      throw new GatewayError("not_found", `${streamPath} has no event at offset ${requestOffset}.`, { streamPath, requestOffset });
+    }
+    if (request.type !== "agent/llm-request-requested") {
+      throw new GatewayError(
+        "not_found",
+        `${streamPath}@${requestOffset} is a "${request.type}", not an "agent/llm-request-requested".`,
+        { streamPath, requestOffset, type: request.type },
+      );
+    }
+    let state = this.core.initialState(streamPath);
+    for (const event of events) state = this.core.foldEvent(state, event);
+    return {
+      streamPath,
+      requestOffset,
+      model: request.payload.model,
+      requestedAt: request.createdAt,
+      messages: this.core.renderRequest(state, request),
+    };
+  }
+
+  private async folded(streamPath: string): Promise<{ state: S; lastOffset: number }> {
+    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0 };
+    const fresh = await this.store.read(streamPath, { fromOffset: cached.lastOffset + 1 });
+    let { state, lastOffset } = cached;
+    for (const event of fresh) {
+      state = this.core.foldEvent(state, event);
+      lastOffset = event.offset;
+    }
+    const next = { state, lastOffset };
+    if (lastOffset > 0) this.cache.set(streamPath, next);
+    return next;
+  }
+
+  private async assertOffsetInRange(streamPath: string, fromOffset: number): Promise<number> {
+    const lastOffset = await this.store.lastOffset(streamPath);
+    if (fromOffset > lastOffset + 1) {
+      throw new ContractViolationError(
+        "offset_out_of_range",
+        `fromOffset ${fromOffset} is past the end of ${streamPath} (last offset ${lastOffset}; the most you can ask is ${lastOffset + 1}).`,
+        [{ path: "fromOffset", message: `must be at most ${lastOffset + 1}` }],
+        { streamPath, fromOffset, lastOffset },
+      );
+    }
+    return lastOffset;
+  }
+}
+
+function notFound(streamPath: string): GatewayError {
+  return new GatewayError("not_found", `No agent stream at ${streamPath}.`, { streamPath });
+}

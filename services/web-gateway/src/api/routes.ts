@@ -1,0 +1,140 @@
+// The public HTTP API as a table. Stream paths are ONE URL-encoded path segment
+// (`/v1/streams/%2Fagents%2Fweb%2Fdemo/events`), which keeps every route unambiguous and
+// every path a plain OpenAPI parameter.
+
+import { Authenticator } from "../auth/authenticator.ts";
+import type { Route } from "../http/router.ts";
+import { pipeSse, resumeOffset } from "../http/live.ts";
+import type { GatewayApi } from "./gateway-api.ts";
+import * as s from "./schemas.ts";
+
+type P = { streamPath: string; offset: number };
+
+export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
+  const subscribeFor = (ctx: { params: Record<string, unknown>; query: Record<string, unknown>; req: import("node:http").IncomingMessage }) => {
+    const { streamPath } = ctx.params as P;
+    const q = ctx.query as { fromOffset?: number; ephemeral: boolean };
+    return api.subscribe(streamPath, resumeOffset(ctx.req, q.fromOffset), q.ephemeral);
+  };
+  return [
+    {
+      name: "createAgent",
+      method: "POST",
+      path: "/v1/agents",
+      summary: "Create an agent: commits its birth batch atomically (409 if the stream already exists).",
+      kind: "json",
+      body: s.createAgentBodySchema,
+      response: s.createAgentResponseSchema,
+      successStatus: 201,
+      access: ({ body }) => ({ verb: "append", path: (body as { streamPath: string }).streamPath }),
+      handle: async ({ body }) => {
+        const input = body as { streamPath: string; promptFile?: string; project?: string };
+        const result = await api.createAgent(input);
+        return { streamPath: input.streamPath, status: result.status, events: result.events };
+      },
+    },
+    {
+      name: "listAgents",
+      method: "GET",
+      path: "/v1/agents",
+      summary: "List agent streams (optionally under a prefix) with their summaries; only streams the key may read.",
+      kind: "json",
+      query: s.listQuerySchema,
+      response: s.listResponseSchema,
+      access: ({ query }) => ({ verb: "read", listPrefix: (query as { prefix?: string }).prefix }),
+      handle: async ({ query, principal }) => ({
+        agents: await api.list((query as { prefix?: string }).prefix, (path) => principal === null || Authenticator.can(principal, "read", path)),
+      }),
+    },
+    {
+      name: "appendEvents",
+      method: "POST",
+      path: "/v1/streams/{streamPath}/events",
+      summary: "Append a batch of events atomically; any invalid event rejects the whole batch.",
+      kind: "json",
+      params: s.streamParamsSchema,
+      body: s.appendBodySchema,
+      response: s.appendResponseSchema,
+      access: ({ params }) => ({ verb: "append", path: (params as P).streamPath }),
+      handle: async ({ params, body }) => {
+        const { events, expectedLastOffset } = body as { events: unknown[]; expectedLastOffset?: number };
+        const result = await api.append((params as P).streamPath, events, expectedLastOffset);
+        return { status: result.status, events: result.events };
+      },
+    },
+    {
+      name: "readEvents",
+      method: "GET",
+      path: "/v1/streams/{streamPath}/events",
+      summary: "Read durable events from an offset, one page at a time (nextOffset continues).",
+      kind: "json",
+      params: s.streamParamsSchema,
+      query: s.readQuerySchema,
+      response: s.readResponseSchema,
+      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      handle: async ({ params, query }) => {
+        const q = query as { fromOffset: number; limit: number };
+        return api.read((params as P).streamPath, q.fromOffset, q.limit);
+      },
+    },
+    {
+      name: "subscribeSse",
+      method: "GET",
+      path: "/v1/streams/{streamPath}/subscribe",
+      summary: "Server-sent events: history from fromOffset, then live. Event id = offset; honours Last-Event-ID. ephemeral=1 adds live-lane events (no id).",
+      kind: "sse",
+      params: s.streamParamsSchema,
+      query: s.subscribeQuerySchema,
+      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      handle: async (ctx) => {
+        const subscription = await subscribeFor(ctx);
+        await pipeSse(ctx.req, ctx.res!, subscription);
+        return undefined;
+      },
+    },
+    {
+      name: "subscribeWebSocket",
+      method: "GET",
+      path: "/v1/streams/{streamPath}/ws",
+      summary: "WebSocket: the same events as the SSE route, one JSON event per text frame. Resume with fromOffset = last offset + 1.",
+      kind: "websocket",
+      params: s.streamParamsSchema,
+      query: s.subscribeQuerySchema,
+      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      handle: (ctx) => subscribeFor(ctx),
+    },
+    {
+      name: "getAgentState",
+      method: "GET",
+      path: "/v1/agents/{streamPath}/state",
+      summary: "The agent's folded state (the same pure fold the reducer uses).",
+      kind: "json",
+      params: s.streamParamsSchema,
+      response: s.stateResponseSchema,
+      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      handle: ({ params }) => api.state((params as P).streamPath),
+    },
+    {
+      name: "getRenderedRequest",
+      method: "GET",
+      path: "/v1/agents/{streamPath}/requests/{offset}",
+      summary: "Exactly what the model saw for the llm-request-requested at this offset (fold through it, render).",
+      kind: "json",
+      params: s.requestParamsSchema,
+      response: s.renderedRequestSchema,
+      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      handle: ({ params }) => api.renderedRequest((params as P).streamPath, (params as P).offset),
+    },
+    {
+      name: "getOpenApi",
+      method: "GET",
+      path: "/v1/openapi.json",
+      summary: "This API as an OpenAPI 3.1 document.",
+      kind: "json",
+      public: true,
+      access: () => null,
+      handle: async () => openApi(),
+    },
+  ];
+}
+

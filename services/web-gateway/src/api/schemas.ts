@@ -1,0 +1,116 @@
+// The public API's request and response shapes as zod schemas: the same objects parse every
+// request (parse at the boundary) and generate the OpenAPI document, so the two cannot drift.
+
+import { z } from "zod";
+import { EVENT_TYPES, streamPathProblem } from "@agentrt/contract";
+
+/** A stream path (`/agents/web/demo`); in URLs it is ONE path segment, URL-encoded. */
+export const streamPathSchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    const problem = streamPathProblem(value);
+    if (problem !== null) ctx.addIssue({ code: "custom", message: problem });
+  })
+  .meta({ description: "A stream path such as /agents/web/demo. In URLs it is one URL-encoded segment (%2Fagents%2Fweb%2Fdemo).", example: "/agents/web/demo" });
+
+const offsetQuery = z.coerce.number().int().min(1);
+
+export const streamParamsSchema = z.strictObject({ streamPath: streamPathSchema });
+export const requestParamsSchema = z.strictObject({ streamPath: streamPathSchema, offset: offsetQuery });
+
+export const createAgentBodySchema = z.strictObject({
+  streamPath: streamPathSchema,
+  promptFile: z.string().max(200_000).optional().meta({ description: 'A tagged prompt file: `<section key="K">…</section>` blocks, one keyed system item each.' }),
+  project: z.string().min(1).max(200).optional(),
+});
+
+export const appendBodySchema = z.strictObject({
+  events: z.array(z.unknown()).min(1).meta({ description: "Event inputs `{type, payload, idempotencyKey?, ephemeral?}`; all commit or none." }),
+  expectedLastOffset: z.number().int().nonnegative().optional(),
+});
+
+export const readQuerySchema = z.strictObject({
+  fromOffset: offsetQuery.default(1),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+const flag = z.enum(["1", "0", "true", "false"]).transform((v) => v === "1" || v === "true");
+
+export const subscribeQuerySchema = z.strictObject({
+  fromOffset: offsetQuery.optional(),
+  ephemeral: flag.default(false),
+  apiKey: z.string().optional().meta({ description: "For browsers' EventSource/WebSocket, which cannot set headers." }),
+});
+
+export const listQuerySchema = z.strictObject({
+  prefix: z.string().startsWith("/").max(512).optional(),
+});
+
+export const emptySchema = z.strictObject({});
+
+// --- responses -------------------------------------------------------------------------
+
+export const eventSchema = z
+  .object({
+    streamPath: z.string(),
+    offset: z.number().int().nonnegative(),
+    type: z.enum(EVENT_TYPES as [string, ...string[]]),
+    payload: z.unknown(),
+    createdAt: z.string(),
+    idempotencyKey: z.string().optional(),
+    ephemeral: z.boolean().optional(),
+  })
+  .meta({ id: "Event" });
+
+export const appendResponseSchema = z.object({
+  status: z.enum(["committed", "duplicate"]),
+  events: z.array(eventSchema),
+});
+
+export const readResponseSchema = z.object({
+  streamPath: z.string(),
+  events: z.array(eventSchema),
+  nextOffset: z.number().int().min(1).meta({ description: "Pass as fromOffset to read the next page." }),
+  lastOffset: z.number().int().nonnegative(),
+});
+
+export const agentSummarySchema = z
+  .object({
+    streamPath: z.string(),
+    lastOffset: z.number().int().nonnegative(),
+    title: z.string().nullable(),
+    activity: z.string().nullable(),
+    waitingFor: z.string().nullable(),
+    openRequestOffset: z.number().int().nullable(),
+    paused: z.boolean(),
+  })
+  .meta({ id: "AgentSummary" });
+
+export const listResponseSchema = z.object({ agents: z.array(agentSummarySchema) });
+
+export const stateResponseSchema = z.object({
+  streamPath: z.string(),
+  lastOffset: z.number().int().nonnegative(),
+  state: z.record(z.string(), z.unknown()),
+});
+
+export const renderedMessageSchema = z.object({ role: z.string(), content: z.string() }).meta({ id: "RenderedMessage" });
+
+export const renderedRequestSchema = z.object({
+  streamPath: z.string(),
+  requestOffset: z.number().int().min(1),
+  model: z.string(),
+  requestedAt: z.string(),
+  messages: z.array(renderedMessageSchema),
+});
+
+export const createAgentResponseSchema = z.object({
+  streamPath: z.string(),
+  status: z.enum(["committed", "duplicate"]),
+  events: z.array(eventSchema),
+});
+
+export const errorBodySchema = z
+  .object({ error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }) })
+  .meta({ id: "Error" });
+

@@ -1,0 +1,85 @@
+// Who is calling and what may they do: turns a presented credential into a Principal, and
+// checks verbs on stream paths. Dev mode (explicit, loopback only) yields an all-powerful
+// principal; otherwise no key is 401 and a key without the scope is 403.
+
+import { GatewayError } from "../errors.ts";
+import { scopeAllows, verifyApiKey, type Scope, type StoredKey, type Verb } from "./keys.ts";
+import { RateLimiter, type BucketPolicy } from "./rate-limit.ts";
+
+export interface Principal {
+  readonly keyId: string;
+  readonly scopes: readonly Scope[];
+  readonly rateLimit?: BucketPolicy;
+}
+
+export const DEV_PRINCIPAL: Principal = { keyId: "dev-mode", scopes: [{ prefix: "/", verbs: ["admin"] }] };
+
+export interface AuthOptions {
+  readonly keys: readonly StoredKey[];
+  readonly devMode: boolean;
+  readonly defaultRateLimit: BucketPolicy;
+  readonly nowMs: () => number;
+}
+
+export class Authenticator {
+  private readonly keys: Map<string, StoredKey>;
+  private readonly limiter: RateLimiter;
+
+  constructor(private readonly options: AuthOptions) {
+    this.keys = new Map(options.keys.map((k) => [k.id, k]));
+    this.limiter = new RateLimiter(options.defaultRateLimit, options.nowMs);
+  }
+
+  get devMode(): boolean {
+    return this.options.devMode;
+  }
+
+  /** The credential from `Authorization: Bearer …`, `X-API-Key`, or (for browsers' streams) a query value. */
+  static credentialFrom(headers: Record<string, string | string[] | undefined>, queryKey?: string): string | undefined {
+    const auth = headers.authorization;
+    if (typeof auth === "string" && /^Bearer\s+/i.test(auth)) return auth.replace(/^Bearer\s+/i, "").trim();
+    const apiKey = headers["x-api-key"];
+    if (typeof apiKey === "string" && apiKey.length > 0) return apiKey;
+    return queryKey;
+  }
+
+  /** 401 unless a valid key is presented (or dev mode is on); 429 when its bucket is empty. */
+  authenticate(credential: string | undefined): Principal {
+    let principal: Principal;
+    if (credential !== undefined && credential.length > 0) {
+      const stored = verifyApiKey(this.keys, credential);
+      if (stored === null) throw new GatewayError("unauthenticated", "The API key is not valid.");
+      principal = { keyId: stored.id, scopes: stored.scopes, ...(stored.rateLimit ? { rateLimit: stored.rateLimit } : {}) };
+    } else if (this.options.devMode) {
+      principal = DEV_PRINCIPAL;
+    } else {
+      throw new GatewayError("unauthenticated", "An API key is required: send `Authorization: Bearer <key>`.");
+    }
+    const waitMs = this.limiter.take(principal.keyId, principal.rateLimit);
+    if (waitMs > 0) {
+      throw new GatewayError("rate_limited", `Rate limit exceeded for key ${principal.keyId}; retry in ${waitMs} ms.`, { retryAfterMs: waitMs });
+    }
+    return principal;
+  }
+
+  static authorize(principal: Principal, verb: Verb, path: string): void {
+    if (!scopeAllows(principal.scopes, verb, path)) {
+      throw new GatewayError("forbidden", `Key ${principal.keyId} may not ${verb} ${path}.`, { verb, streamPath: path });
+    }
+  }
+
+  static can(principal: Principal, verb: Verb, path: string): boolean {
+    return scopeAllows(principal.scopes, verb, path);
+  }
+}
+
+/** Dev mode runs open, so it refuses any address another machine could reach. */
+export function assertDevModeBindable(host: string): void {
+  const loopback = host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
+  if (!loopback) {
+    throw new GatewayError(
+      "forbidden",
+      `AGENTRT_DEV_MODE=1 runs the gateway without authentication and is only allowed on loopback; HTTP_HOST is ${host}.`,
+    );
+  }
+}

@@ -1,0 +1,65 @@
+// Assembles the HTTP side of the gateway: routes, auth, the live streams and the UI, on one
+// node:http server. Transport-only; the operations live in GatewayApi.
+
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "@agentrt/service-kit";
+import type { EventStore } from "@agentrt/streams";
+import type { AgentCorePort } from "./api/agent-core-port.ts";
+import { GatewayApi } from "./api/gateway-api.ts";
+import { buildOpenApi } from "./api/openapi.ts";
+import { buildRoutes } from "./api/routes.ts";
+import type { Authenticator } from "./auth/authenticator.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "./http/body.ts";
+import { createUpgradeHandler } from "./http/live.ts";
+import { handleHttp, type PipelineDeps } from "./http/pipeline.ts";
+import type { Route } from "./http/router.ts";
+import { serveUi } from "./http/static-ui.ts";
+
+export interface GatewayOptions<S> {
+  readonly store: EventStore;
+  readonly core: AgentCorePort<S>;
+  readonly auth: Authenticator;
+  readonly log: Logger;
+  /** The built UI (Vite `dist`); omitted → no UI routes. */
+  readonly uiDistDir?: string;
+  readonly maxBodyBytes?: number;
+}
+
+export interface HttpGateway {
+  readonly server: Server;
+  readonly routes: readonly Route[];
+  readonly api: GatewayApi;
+  listen(port: number, host: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
+  const api = new GatewayApi(options.store, options.core) as GatewayApi;
+  // The document describes the routes it is served by, so it is built from them lazily.
+  let openApi: unknown = null;
+  const routes = buildRoutes(api, () => (openApi ??= buildOpenApi(routes)));
+  const deps: PipelineDeps = { routes, auth: options.auth, log: options.log, maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES };
+  const upgrades = createUpgradeHandler(deps, options.log);
+  const server = createServer((req, res) => {
+    const isApi = (req.url ?? "/").startsWith("/v1/");
+    if (!isApi && options.uiDistDir !== undefined && req.method === "GET") void serveUi(options.uiDistDir, req, res);
+    else void handleHttp(deps, req, res);
+  });
+  server.on("upgrade", (req, socket, head) => void upgrades.handler(req, socket, head));
+  return {
+    server,
+    routes,
+    api,
+    listen: (port, host) =>
+      new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+      }),
+    close: async () => {
+      upgrades.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,105 @@
+// Live streams to browsers and tools. SSE: each durable event is one message whose `id` is
+// its offset, so a reconnecting EventSource sends `Last-Event-ID` and resumes at the next
+// offset with no gap and no duplicate; live-lane (ephemeral) events carry no id and so never
+// move the resume point. WebSocket: the same events as JSON text frames; a client resumes by
+// reconnecting with `fromOffset = last offset + 1`.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "@agentrt/service-kit";
+import { WebSocketServer, type WebSocket } from "ws";
+import type { AgentEvent } from "@agentrt/contract";
+import type { Subscription } from "@agentrt/streams";
+import { classifyError, GatewayError } from "../errors.ts";
+import { prepare, type PipelineDeps } from "./pipeline.ts";
+
+export const HEARTBEAT_MS = 15_000;
+/** A WebSocket client this far behind is disconnected (it resumes from its last offset). */
+export const MAX_WS_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/** The offset to start from: `Last-Event-ID` (a reconnect) wins over the query's fromOffset. */
+export function resumeOffset(req: IncomingMessage, fromOffset: number | undefined): number {
+  const header = req.headers["last-event-id"];
+  if (typeof header === "string" && header.trim() !== "") {
+    const last = Number(header);
+    if (!Number.isInteger(last) || last < 0) {
+      throw new GatewayError("invalid_request", `Last-Event-ID must be a non-negative integer offset, got ${JSON.stringify(header)}.`, {
+        issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer" }],
+      });
+    }
+    return last + 1;
+  }
+  return fromOffset ?? 1;
+}
+
+export function sseFrame(event: AgentEvent): string {
+  const data = JSON.stringify(event);
+  return event.ephemeral === true ? `data: ${data}\n\n` : `id: ${event.offset}\ndata: ${data}\n\n`;
+}
+
+/** Streams a subscription as SSE until the client goes away. */
+export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscription: Subscription): Promise<void> {
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache, no-transform",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+  });
+  res.write("retry: 1000\n\n");
+  const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
+  const stop = () => void subscription.close();
+  req.on("close", stop);
+  try {
+    for await (const event of subscription) {
+      if (res.destroyed) break;
+      if (!res.write(sseFrame(event))) await new Promise<void>((resolve) => res.once("drain", resolve).once("close", resolve));
+    }
+  } finally {
+    clearInterval(heartbeat);
+    req.off("close", stop);
+    await subscription.close();
+    res.end();
+  }
+}
+
+/** Accepts WebSocket upgrades for `websocket` routes, after the same auth and parsing as HTTP. */
+export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  const handler = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    let subscription: Subscription;
+    try {
+      const { route, input, principal } = await prepare(deps, req, "upgrade");
+      subscription = (await route.handle({ ...input, principal, req })) as Subscription;
+    } catch (error) {
+      const classified = classifyError(error);
+      const body = JSON.stringify(classified.body);
+      socket.end(
+        `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => void pumpWebSocket(ws, subscription, log));
+  };
+  return { handler, close: () => wss.close() };
+}
+
+async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Logger): Promise<void> {
+  ws.on("close", () => void subscription.close());
+  const heartbeat = setInterval(() => ws.ping(), HEARTBEAT_MS);
+  try {
+    for await (const event of subscription) {
+      if (ws.readyState !== ws.OPEN) break;
+      if (ws.bufferedAmount > MAX_WS_BUFFERED_BYTES) {
+        ws.close(1013, "client too slow; reconnect from your last offset");
+        break;
+      }
+      ws.send(JSON.stringify(event));
+    }
+  } catch (error) {
+    log.warn({ err: error }, "websocket subscription failed");
+    ws.close(1011, "subscription failed");
+  } finally {
+    clearInterval(heartbeat);
+    await subscription.close();
+  }
+}

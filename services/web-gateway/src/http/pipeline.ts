@@ -1,0 +1,103 @@
+// The request pipeline every HTTP route goes through, in this order: match (404/405) →
+// authenticate and rate-limit (401/429) → parse params, query and body with the route's zod
+// schemas (400/413) → authorise the scope (403) → handle. Errors leave through classifyError.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "@agentrt/service-kit";
+import type { z } from "zod";
+import { Authenticator, type Principal } from "../auth/authenticator.ts";
+import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
+import { readJsonBody } from "./body.ts";
+import { matchRoute, type Route, type RouteInput } from "./router.ts";
+
+export interface PipelineDeps {
+  readonly routes: readonly Route[];
+  readonly auth: Authenticator;
+  readonly log: Logger;
+  readonly maxBodyBytes: number;
+}
+
+export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string): T {
+  if (schema === undefined) return value as T;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw invalidRequest(
+    what,
+    result.error.issues.map((i) => ({ path: [what, ...i.path.map(String)].join("."), message: i.message })),
+  );
+}
+
+/** Matches and parses a request up to (not including) the handler; shared by HTTP and upgrades. */
+export async function prepare(
+  deps: PipelineDeps,
+  req: IncomingMessage,
+  kind: "http" | "upgrade",
+): Promise<{ route: Route; input: RouteInput; principal: Principal | null }> {
+  const url = new URL(req.url ?? "/", "http://gateway.invalid");
+  const match = matchRoute(
+    deps.routes.filter((r) => (kind === "upgrade") === (r.kind === "websocket")),
+    req.method ?? "GET",
+    url.pathname,
+  );
+  if (match === null) throw new GatewayError("not_found", `No route for ${req.method} ${url.pathname}.`);
+  if (match.route === null) {
+    throw new GatewayError("method_not_allowed", `${req.method} is not allowed on ${url.pathname}; use ${match.allowed.join(", ")}.`);
+  }
+  const route = match.route;
+  const rawQuery = Object.fromEntries(url.searchParams.entries());
+  const credential = Authenticator.credentialFrom(req.headers, rawQuery.apiKey);
+  const principal = route.public === true ? null : deps.auth.authenticate(credential);
+  const params = parseWith(route.params, match.rawParams, "path");
+  const query = parseWith(route.query, rawQuery, "query");
+  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes), "body");
+  const input: RouteInput = { params: params as Record<string, unknown>, query: query as Record<string, unknown>, body };
+  const access = route.access(input);
+  if (access !== null && principal !== null) {
+    if ("listPrefix" in access) {
+      // A list is filtered to what the key may read; a key that can read nothing gets 403.
+      if (!principal.scopes.some((s) => s.verbs.includes("read") || s.verbs.includes("admin"))) {
+        throw new GatewayError("forbidden", `Key ${principal.keyId} may not read any stream.`, { verb: "read" });
+      }
+    } else Authenticator.authorize(principal, access.verb, access.path);
+  }
+  return { route, input, principal };
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), ...extraHeaders });
+  res.end(text);
+}
+
+export function sendError(deps: Pick<PipelineDeps, "log">, req: IncomingMessage, res: ServerResponse, error: unknown): void {
+  const classified = classifyError(error);
+  if (classified.serverFault) deps.log.error({ err: error, url: req.url }, "request failed");
+  else deps.log.debug({ code: classified.body.error.code, url: req.url }, "request rejected");
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const headers: Record<string, string> = {};
+  const retryAfterMs = classified.body.error.details.retryAfterMs;
+  if (typeof retryAfterMs === "number") headers["retry-after"] = String(Math.ceil(retryAfterMs / 1000));
+  if (classified.http === 413) {
+    // The rest of an oversized body is never read: close the connection after answering.
+    headers.connection = "close";
+    req.resume();
+  }
+  sendJson(res, classified.http, classified.body, headers);
+}
+
+export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  try {
+    const { route, input, principal } = await prepare(deps, req, "http");
+    if (route.kind === "sse") {
+      await route.handle({ ...input, principal, req, res });
+      return;
+    }
+    const result = await route.handle({ ...input, principal, req });
+    sendJson(res, route.successStatus ?? 200, result);
+  } catch (error) {
+    sendError(deps, req, res, error);
+  }
+}

@@ -1,0 +1,69 @@
+// Starts a real gateway (HTTP + gRPC) on free loopback ports over a given event store, with
+// real API keys, for integration tests.
+
+import type { EventStore } from "@agentrt/streams";
+import { createLogger } from "@agentrt/service-kit";
+import { Authenticator } from "../../src/auth/authenticator.ts";
+import { mintApiKey, type Scope, type StoredKey } from "../../src/auth/keys.ts";
+import { createHttpGateway, type HttpGateway } from "../../src/gateway.ts";
+import { bindGrpc, createGrpcServer } from "../../src/grpc/server.ts";
+import { gatewayCore } from "../../src/core.ts";
+import type { Server } from "@grpc/grpc-js";
+
+export interface TestGateway {
+  readonly url: string;
+  readonly grpcAddress: string;
+  readonly gateway: HttpGateway;
+  close(): Promise<void>;
+}
+
+export interface TestKey {
+  readonly apiKey: string;
+  readonly stored: StoredKey;
+}
+
+export function testKey(scopes: Scope[], rateLimit?: StoredKey["rateLimit"]): TestKey {
+  const { apiKey, stored } = mintApiKey(scopes);
+  return { apiKey, stored: rateLimit === undefined ? stored : { ...stored, rateLimit } };
+}
+
+export async function startTestGateway(options: {
+  store: EventStore;
+  keys?: TestKey[];
+  devMode?: boolean;
+  uiDistDir?: string;
+  maxBodyBytes?: number;
+  grpc?: boolean;
+}): Promise<TestGateway> {
+  const log = createLogger("web-gateway-test", process.env.LOG_LEVEL ?? "silent");
+  const auth = new Authenticator({
+    keys: (options.keys ?? []).map((k) => k.stored),
+    devMode: options.devMode ?? false,
+    defaultRateLimit: { perSecond: 1000, burst: 1000 },
+    nowMs: Date.now,
+  });
+  const gateway = createHttpGateway({
+    store: options.store,
+    core: gatewayCore(),
+    auth,
+    log,
+    ...(options.uiDistDir === undefined ? {} : { uiDistDir: options.uiDistDir }),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+  });
+  const port = await gateway.listen(0, "127.0.0.1");
+  let grpcServer: Server | undefined;
+  let grpcAddress = "";
+  if (options.grpc === true) {
+    grpcServer = createGrpcServer(gateway.api, auth, log);
+    grpcAddress = `127.0.0.1:${await bindGrpc(grpcServer, "127.0.0.1", 0)}`;
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    grpcAddress,
+    gateway,
+    close: async () => {
+      grpcServer?.forceShutdown();
+      await gateway.close();
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// One agent: a single live subscription feeds the chat view, the raw event stream and the
+// summary header; the request view shows exactly what the model saw for one request.
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
+import { subscribeLive, type ConnectionState } from "./live.ts";
+import { buildTimeline, chunkText, formatDuration, type TimelineItem } from "./timeline.ts";
+
+type Route = { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
+
+export function AgentPage({ path, route }: { path: string; route: Route }) {
+  const [events, setEvents] = useState<StreamEvent[]>([]);
+  const [live, setLive] = useState<Map<number, string>>(new Map());
+  const [conn, setConn] = useState<ConnectionState>("connecting");
+  const chunks = useRef(new Map<number, Map<number, unknown[]>>());
+  useEffect(() => {
+    const seen = new Set<number>();
+    const handle = subscribeLive(
+      path,
+      (e) => {
+        if (e.ephemeral) {
+          if (e.type !== "agent/llm-response-chunks") return;
+          const r = e.payload.llmRequestOffset as number;
+          const bySeq = chunks.current.get(r) ?? new Map<number, unknown[]>();
+          bySeq.set(e.payload.sequence, e.payload.chunks);
+          chunks.current.set(r, bySeq);
+          const text = chunkText([...bySeq.entries()].sort((a, b) => a[0] - b[0]).flatMap(([, c]) => c));
+          setLive((m) => new Map(m).set(r, text));
+          return;
+        }
+        if (seen.has(e.offset)) return;
+        seen.add(e.offset);
+        setEvents((list) => [...list, e]);
+      },
+      setConn,
+    );
+    return () => handle.close();
+  }, [path]);
+  const enc = encodeURIComponent(path);
+  const tab = route.page === "agent" ? route.tab : "request";
+  return (
+    <main class="page">
+      <div class="agent-head">
+        <h2>{path}</h2>
+        <span class={`conn ${conn}`} data-testid="conn-status">{conn}</span>
+      </div>
+      <nav class="tabs">
+        <a class={tab === "chat" ? "on" : ""} href={`#/agent/${enc}`}>Chat</a>
+        <a class={tab === "events" ? "on" : ""} href={`#/agent/${enc}/events`}>Events ({events.length})</a>
+        {route.page === "request" && <a class="on">Request @{route.offset}</a>}
+      </nav>
+      {route.page === "request" ? (
+        <RequestView path={path} offset={route.offset} />
+      ) : tab === "events" ? (
+        <EventsView events={events} />
+      ) : (
+        <ChatView path={path} events={events} live={live} />
+      )}
+    </main>
+  );
+}
+
+function ChatView({ path, events, live }: { path: string; events: StreamEvent[]; live: Map<number, string> }) {
+  const items = useMemo(() => buildTimeline(events, live), [events, live]);
+  const [draft, setDraft] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const send = async (e: Event) => {
+    e.preventDefault();
+    if (draft.trim() === "") return;
+    try {
+      await api.sendMessage(path, draft);
+      setDraft("");
+      setError(null);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <section class="chat" data-testid="chat">
+      <div class="timeline">{items.map((item) => <Item key={`${item.kind}-${"offset" in item ? item.offset : item.requestOffset}`} item={item} path={path} />)}</div>
+      <form class="composer" onSubmit={send}>
+        <textarea
+          data-testid="composer"
+          value={draft}
+          placeholder="Message the agent…"
+          onInput={(e) => setDraft((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={(e) => e.key === "Enter" && !e.shiftKey && (e.preventDefault(), void send(e))}
+        />
+        <button type="submit" data-testid="send">Send</button>
+      </form>
+      {error && <p class="error">{error}</p>}
+    </section>
+  );
+}
+
+function Item({ item, path }: { item: TimelineItem; path: string }) {
+  switch (item.kind) {
+    case "user":
+      return <div class="msg user" data-testid="msg-user" data-offset={item.offset}>{item.content}</div>;
+    case "assistant":
+      return <div class="msg assistant" data-testid="msg-assistant" data-offset={item.offset}>{item.content}</div>;
+    case "streaming":
+      return <div class="msg assistant streaming" data-testid="msg-streaming">{item.text}<span class="caret" /></div>;
+    case "request":
+      return (
+        <div class="request-marker" data-testid="request-marker" data-offset={item.offset}>
+          <span>request @{item.offset} · {item.model} · {item.status}</span>
+          <a href={`#/agent/${encodeURIComponent(path)}/request/${item.offset}`} data-testid="what-the-model-saw">what the model saw</a>
+        </div>
+      );
+    case "script":
+      return (
+        <div class={`script ${item.status}`} data-testid="script" data-offset={item.offset}>
+          <div class="script-head">
+            <span>script {item.executionId}</span>
+            <span class="badge" data-testid="script-status">{item.status}</span>
+            {item.durationMs !== undefined && <span class="muted" data-testid="script-duration">in {formatDuration(item.durationMs)}</span>}
+          </div>
+          <pre class="code">{item.code}</pre>
+          {item.result !== undefined && <pre class="result" data-testid="script-result">{item.result}</pre>}
+        </div>
+      );
+    case "error":
+      return <div class="stream-error" data-offset={item.offset}>{item.message}</div>;
+  }
+}
+
+function EventsView({ events }: { events: StreamEvent[] }) {
+  return (
+    <table class="events" data-testid="events-table">
+      <thead><tr><th>@</th><th>type</th><th>createdAt</th><th>payload</th></tr></thead>
+      <tbody>
+        {events.map((e) => (
+          <tr key={e.offset} data-offset={e.offset}>
+            <td class="mono">{e.offset}</td>
+            <td class="mono">{e.type}</td>
+            <td class="mono muted">{e.createdAt}</td>
+            <td><details><summary class="mono">{JSON.stringify(e.payload).slice(0, 90)}</summary><pre>{JSON.stringify(e.payload, null, 2)}</pre></details></td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function RequestView({ path, offset }: { path: string; offset: number }) {
+  const [req, setReq] = useState<RenderedRequest | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api.renderedRequest(path, offset).then(setReq, (e: Error) => setError(e.message));
+  }, [path, offset]);
+  if (error) return <p class="error">{error}</p>;
+  if (!req) return <p class="muted">Loading…</p>;
+  return (
+    <section class="request-view" data-testid="request-view">
+      <p class="muted">
+        {req.model} · requested at {req.requestedAt} · {req.messages.length} messages
+      </p>
+      {req.messages.map((m, i) => (
+        <div class={`rendered ${m.role}`} key={i} data-testid="rendered-message">
+          <div class="role">{m.role}</div>
+          <pre>{m.content}</pre>
+        </div>
+      ))}
+    </section>
+  );
+}

@@ -1,0 +1,76 @@
+// The UI's client of the gateway's HTTP API. The API key (when the gateway is not in dev
+// mode) is kept in localStorage and sent as a bearer token.
+
+export interface StreamEvent {
+  streamPath: string;
+  offset: number;
+  type: string;
+  payload: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered per type below
+  createdAt: string;
+  idempotencyKey?: string;
+  ephemeral?: boolean;
+}
+
+export interface AgentSummary {
+  streamPath: string;
+  lastOffset: number;
+  title: string | null;
+  activity: string | null;
+  waitingFor: string | null;
+  openRequestOffset: number | null;
+  paused: boolean;
+}
+
+export interface RenderedRequest {
+  streamPath: string;
+  requestOffset: number;
+  model: string;
+  requestedAt: string;
+  messages: { role: string; content: string }[];
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const apiKey = {
+  get: (): string => localStorage.getItem("agentrt.apiKey") ?? "",
+  set: (key: string) => localStorage.setItem("agentrt.apiKey", key),
+};
+
+export function authHeaders(): Record<string, string> {
+  const key = apiKey.get();
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+export const enc = (streamPath: string) => encodeURIComponent(streamPath);
+
+async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const res = await fetch(url, {
+    method,
+    headers: { ...authHeaders(), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new ApiError(res.status, json?.error?.code ?? "unknown", json?.error?.message ?? res.statusText);
+  return json as T;
+}
+
+export const api = {
+  listAgents: (prefix?: string) =>
+    call<{ agents: AgentSummary[] }>("GET", `/v1/agents${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ""}`),
+  createAgent: (streamPath: string, promptFile?: string) =>
+    call<{ streamPath: string }>("POST", "/v1/agents", { streamPath, ...(promptFile ? { promptFile } : {}) }),
+  sendMessage: (streamPath: string, content: string) =>
+    call("POST", `/v1/streams/${enc(streamPath)}/events`, {
+      events: [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }],
+    }),
+  renderedRequest: (streamPath: string, offset: number) =>
+    call<RenderedRequest>("GET", `/v1/agents/${enc(streamPath)}/requests/${offset}`),
+};
