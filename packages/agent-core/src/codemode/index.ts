@@ -1,1 +1,22 @@
-export {};
+// Codemode: parsing model replies into scripts (fenced and tag dialects), the interpreter's
+// reactions, rendering settlements back, the live lane and the preamble. All pure.
+export { formatDuration, elapsedMs } from "./duration.ts";
+export { type ParsedReply, type ReplyDialect, joinProse } from "./reply.ts";
+export { parseFencedReply } from "./fenced.ts";
+export { parseTagReply } from "./tag.ts";
+export { wrapScriptBody, isAsyncFunctionSource } from "./wrap.ts";
+export { isOwnOpenReply, replyEvents, scriptExpiresAt, type AssistantContextEvent } from "./interpret.ts";
+export { inferJsonType } from "./json-type.ts";
+export { previewJson, type PreviewLimits } from "./preview.ts";
+export {
+  planScriptResultRender,
+  scriptResultRenderKey,
+  spillPath,
+  INLINE_DATA_LIMIT,
+  SCRIPT_FAILURE_HINT,
+  type ScriptSettlement,
+  type ScriptResultRenderInput,
+  type ScriptResultRenderPlan,
+  type ScriptResultContextEvent,
+} from "./render-result.ts";
+export { codemodeReactions, planSettlementRender } from "./reactions.ts";

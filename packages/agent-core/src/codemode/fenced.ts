@@ -1,0 +1,86 @@
+// The fenced reply dialect (interpretResponses: true): ONE ```ts block whose body is an async
+// function. Fences count only at the start of a line; a script's own closing fence is found
+// with JavaScript-aware scanning so ``` inside a string does not cut the script short.
+
+import { type FenceClose, findClosingFenceInScript, findClosingFenceNaive } from "./js-scan.ts";
+import { fencedMultipleFeedback, fencedNotAsyncFeedback, fencedUnclosedFeedback } from "./feedback.ts";
+import { joinProse, normaliseStatus, type ParsedReply } from "./reply.ts";
+
+const SCRIPT_LANGUAGES = new Set(["ts", "typescript", "tsx", "js", "javascript", "jsx", "mts"]);
+
+interface FencedBlock {
+  readonly start: number;
+  readonly bodyStart: number;
+  /** null when the block never closed. */
+  readonly close: FenceClose | null;
+  readonly language: string;
+  readonly info: string;
+}
+
+function scanBlocks(text: string): FencedBlock[] {
+  const blocks: FencedBlock[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const lineEnd = text.indexOf("\n", at);
+    const line = text.slice(at, lineEnd === -1 ? text.length : lineEnd).replace(/\r$/, "");
+    const opener = /^(`{3,})([^`\s]*)([^`]*)$/.exec(line);
+    if (opener !== null) {
+      const fenceLength = opener[1]?.length ?? 3;
+      const language = (opener[2] ?? "").toLowerCase();
+      const bodyStart = lineEnd === -1 ? text.length : lineEnd + 1;
+      const close = SCRIPT_LANGUAGES.has(language)
+        ? (findClosingFenceInScript(text, bodyStart, fenceLength) ?? findClosingFenceNaive(text, bodyStart, fenceLength))
+        : findClosingFenceNaive(text, bodyStart, fenceLength);
+      blocks.push({ start: at, bodyStart, close, language, info: opener[3] ?? "" });
+      if (close === null) break;
+      at = close.after;
+      continue;
+    }
+    if (lineEnd === -1) break;
+    at = lineEnd + 1;
+  }
+  return blocks;
+}
+
+function proseOutside(text: string, blocks: readonly FencedBlock[]): string {
+  const parts: string[] = [];
+  let at = 0;
+  for (const block of blocks) {
+    parts.push(text.slice(at, block.start));
+    at = block.close?.after ?? text.length;
+  }
+  parts.push(text.slice(at));
+  return parts.reduce((joined, part) => joinProse(joined, part), "");
+}
+
+function statusFromInfo(info: string): string | undefined {
+  const match = /\bstatus\s*=\s*(?:"([^"]*)"|'([^']*)')/.exec(info);
+  return normaliseStatus(match?.[1] ?? match?.[2]);
+}
+
+export function parseFencedReply(text: string): ParsedReply {
+  const blocks = scanBlocks(text);
+  if (blocks.length === 0) return { kind: "none", prose: text.trim() };
+  if (blocks.length > 1) {
+    return {
+      kind: "rejected",
+      reason: "multiple",
+      count: blocks.length,
+      feedback: fencedMultipleFeedback(blocks.length),
+      prose: proseOutside(text, blocks),
+    };
+  }
+  const block = blocks[0] as FencedBlock;
+  // A single non-script fence (```json, ```bash, a bare ```) is markdown for the user.
+  if (!SCRIPT_LANGUAGES.has(block.language)) return { kind: "none", prose: text.trim() };
+  const prose = proseOutside(text, blocks);
+  if (block.close === null) {
+    return { kind: "rejected", reason: "malformed", feedback: fencedUnclosedFeedback(), prose };
+  }
+  const code = text.slice(block.bodyStart, block.close.bodyEnd).trim();
+  if (!/^async\b/.test(code)) {
+    return { kind: "rejected", reason: "malformed", feedback: fencedNotAsyncFeedback(), prose };
+  }
+  const status = statusFromInfo(block.info);
+  return status === undefined ? { kind: "script", code, prose } : { kind: "script", code, status, prose };
+}
