@@ -1,0 +1,142 @@
+{{/*
+Names, labels and shared fragments for every object in the chart.
+*/}}
+
+{{- define "agentrt.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-scoped base name; component objects append "-<component>" to it. */}}
+{{- define "agentrt.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "agentrt.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "agentrt.labels" -}}
+helm.sh/chart: {{ include "agentrt.chart" . }}
+{{ include "agentrt.selectorLabels" . }}
+app.kubernetes.io/part-of: agentrt
+app.kubernetes.io/version: {{ (default .Chart.AppVersion .Values.image.tag) | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "agentrt.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "agentrt.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of one component. Call with (dict "root" $ "component" "llm-driver"). */}}
+{{- define "agentrt.componentLabels" -}}
+{{ include "agentrt.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "agentrt.componentSelectorLabels" -}}
+{{ include "agentrt.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "agentrt.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "agentrt.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "agentrt.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- end }}
+
+{{/* Name of the Secret holding the gateway's API keys file. */}}
+{{- define "agentrt.apiKeysSecretName" -}}
+{{- default (printf "%s-api-keys" (include "agentrt.fullname" .)) .Values.webGateway.apiKeys.existingSecret }}
+{{- end }}
+
+{{/* Name of the Secret holding model provider keys, or "" when there is none. */}}
+{{- define "agentrt.modelKeysSecretName" -}}
+{{- if .Values.llmDriver.modelKeys.existingSecret }}
+{{- .Values.llmDriver.modelKeys.existingSecret }}
+{{- else if include "agentrt.modelKeysInline" . }}
+{{- printf "%s-model-keys" (include "agentrt.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Non-empty when values carry at least one model key to put in a chart-made Secret. */}}
+{{- define "agentrt.modelKeysInline" -}}
+{{- range $k, $v := .Values.llmDriver.modelKeys.keys }}{{ if $v }}1{{ end }}{{ end }}
+{{- end }}
+
+{{- define "agentrt.embeddedNatsName" -}}
+{{- printf "%s-nats" (include "agentrt.fullname" .) }}
+{{- end }}
+
+{{/*
+Replication factor the services ask JetStream for. With the built-in cluster it may not exceed
+the number of NATS nodes; JetStream allows 1 to 5.
+*/}}
+{{- define "agentrt.streamReplicas" -}}
+{{- $r := int .Values.config.natsStreamReplicas }}
+{{- if or (lt $r 1) (gt $r 5) }}
+{{- fail (printf "config.natsStreamReplicas must be between 1 and 5 (JetStream's limit), got %v" .Values.config.natsStreamReplicas) }}
+{{- end }}
+{{- if and .Values.nats.embedded.enabled (gt $r (int .Values.nats.embedded.replicas)) }}
+{{- fail (printf "config.natsStreamReplicas (%d) cannot exceed nats.embedded.replicas (%d): JetStream needs one node per replica" $r (int .Values.nats.embedded.replicas)) }}
+{{- end }}
+{{- $r }}
+{{- end }}
+
+{{/*
+The NATS_URL env entry: the built-in cluster's client Service, a URL from values, or a URL
+read from an existing Secret (for URLs that carry credentials).
+*/}}
+{{- define "agentrt.natsUrlEnv" -}}
+{{- if .Values.nats.embedded.enabled }}
+- name: NATS_URL
+  value: {{ printf "nats://%s.%s.svc.%s:4222" (include "agentrt.embeddedNatsName" .) .Release.Namespace .Values.clusterDomain | quote }}
+{{- else if .Values.externalNats.existingSecret }}
+- name: NATS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.externalNats.existingSecret }}
+      key: {{ .Values.externalNats.existingSecretKey }}
+{{- else if .Values.externalNats.url }}
+- name: NATS_URL
+  value: {{ tpl .Values.externalNats.url . | quote }}
+{{- else }}
+{{- fail "set externalNats.url (or externalNats.existingSecret) when nats.embedded.enabled is false" }}
+{{- end }}
+{{- end }}
+
+{{/* Env every service shares. */}}
+{{- define "agentrt.commonEnv" -}}
+{{ include "agentrt.natsUrlEnv" . | trim }}
+- name: NATS_STREAM_REPLICAS
+  value: {{ include "agentrt.streamReplicas" . | quote }}
+- name: PARTITION_COUNT
+  value: {{ .Values.config.partitionCount | quote }}
+- name: OPS_PORT
+  value: {{ .Values.config.opsPort | quote }}
+- name: LOG_LEVEL
+  value: {{ .Values.config.logLevel | quote }}
+- name: INSTANCE_ID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}

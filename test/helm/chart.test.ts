@@ -1,0 +1,346 @@
+// CI for deploy/helm: `helm lint` and `helm template` for the default values and every shipped
+// values file, every rendered manifest validated against the Kubernetes schemas, and the facts
+// the runtime depends on asserted (four services, HPAs for the stateless three, PDBs, probes,
+// secrets only by reference, the built-in NATS config accepted by a real nats-server).
+
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, cpSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { validateManifest, type Manifest } from "./k8s-schema.ts";
+import { chartDir, helm, HelmError, renderChart, repoRoot } from "./render.ts";
+import { byKind, containersOf, envOf, findOne, podTemplates, selectorMatches, type PodTemplate } from "./manifests.ts";
+
+const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
+const AUTOSCALED = ["llm-driver", "capability-host", "web-gateway"];
+const valuesFiles = readdirSync(chartDir)
+  .filter((name) => /^values-.+\.yaml$/.test(name))
+  .map((name) => join(chartDir, name));
+/** [label, values files]: the defaults alone, then each shipped values-*.yaml on top. */
+const valuesCases: Array<[string, string[]]> = [["values.yaml (default)", []], ...valuesFiles.map((f): [string, string[]] => [f.slice(chartDir.length + 1), [f]])];
+
+describe("helm lint", () => {
+  it.each(valuesCases)(
+    "passes --strict with %s",
+    async (_name, files) => {
+      const out = await helm(["lint", "--strict", chartDir, ...files.flatMap((f) => ["--values", f])]);
+      expect(out).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    },
+  );
+});
+
+describe("helm template validates against the Kubernetes schemas", () => {
+  it("ships the external-NATS values file", () => {
+    expect(valuesFiles.map((f) => f.slice(chartDir.length + 1))).toContain("values-external-nats.yaml");
+  });
+
+  it.each(valuesCases)(
+    "every manifest rendered with %s is schema-valid",
+    async (_name, files) => {
+      const manifests = await renderChart({ valuesFiles: files });
+      expect(manifests.length).toBeGreaterThan(10);
+      for (const manifest of manifests) validateManifest(manifest);
+    },
+  );
+
+  it("rejects a misspelt field and an unknown kind (the validator can fail)", () => {
+    const deployment = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "x" },
+      spec: {
+        selector: { matchLabels: { a: "b" } },
+        template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i", readinesProbe: {} }] } },
+      },
+    };
+    expect(() => validateManifest(deployment)).toThrow(/unknown field \/spec\/template\/spec\/containers\/0\/readinesProbe/);
+    expect(() => validateManifest({ ...deployment, spec: { ...deployment.spec, replicas: "two" } })).toThrow(/replicas must be integer/);
+    expect(() => validateManifest({ apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" } })).toThrow(/no schema registered for example.com\/v1\/Widget/);
+  });
+});
+
+describe("default values: built-in 3-node NATS", () => {
+  let manifests: Manifest[];
+  let pods: PodTemplate[];
+  beforeAll(async () => {
+    manifests = await renderChart();
+    pods = podTemplates(manifests);
+  });
+
+  it("runs the four services as their own Deployments from one image with a command each", () => {
+    const deployments = byKind(manifests, "Deployment");
+    expect(deployments.map((d) => d.metadata.labels?.["app.kubernetes.io/component"]).sort()).toEqual([...SERVICES].sort());
+    for (const service of SERVICES) {
+      const [container, ...others] = containersOf(findOne(pods, (p) => p.component === service));
+      expect(others).toEqual([]);
+      expect(container?.image).toBe("ghcr.io/agentrt/agentrt:0.1.0");
+      expect(container?.command).toEqual(["node", "--import", "tsx", `services/${service}/src/main.ts`]);
+    }
+  });
+
+  it("autoscales exactly llm-driver, capability-host and web-gateway; the reducer has a fixed replica count", () => {
+    const hpas = byKind(manifests, "HorizontalPodAutoscaler");
+    const deploymentNames = new Set(byKind(manifests, "Deployment").map((d) => d.metadata.name));
+    const targets = hpas.map((h) => (h.spec as { scaleTargetRef: { kind: string; name: string } }).scaleTargetRef);
+    expect(targets.map((t) => t.name).sort()).toEqual(AUTOSCALED.map((s) => `rt-agentrt-${s}`).sort());
+    for (const target of targets) {
+      expect(target.kind).toBe("Deployment");
+      expect(deploymentNames.has(target.name)).toBe(true);
+    }
+    const reducer = findOne(byKind(manifests, "Deployment"), (d) => d.metadata.name === "rt-agentrt-agent-reducer");
+    expect((reducer.spec as { replicas?: number }).replicas).toBe(2);
+    for (const name of AUTOSCALED) {
+      const deployment = findOne(byKind(manifests, "Deployment"), (d) => d.metadata.name === `rt-agentrt-${name}`);
+      expect((deployment.spec as { replicas?: number }).replicas, `${name} leaves replicas to its HPA`).toBeUndefined();
+    }
+  });
+
+  it("guards every workload with a PodDisruptionBudget that selects its pods", () => {
+    const pdbs = byKind(manifests, "PodDisruptionBudget");
+    for (const pod of pods) {
+      const guarding = pdbs.filter((pdb) => selectorMatches((pdb.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels, pod.labels));
+      expect(guarding.map((p) => p.metadata.name), `PDB for ${pod.owner}`).toHaveLength(1);
+    }
+    expect(pods.map((p) => p.component).sort()).toEqual([...SERVICES, "nats"].sort());
+  });
+
+  it("probes every container on a port it declares, and services on /healthz and /readyz", () => {
+    const containers = pods.flatMap((pod) => containersOf(pod).map((c) => ({ pod, c })));
+    expect(containers).toHaveLength(5);
+    for (const { pod, c } of containers) {
+      const portNames = new Set((c.ports ?? []).map((p) => p.name));
+      for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) {
+        expect(probe?.httpGet, `${pod.owner}/${c.name} probe`).toBeDefined();
+        expect(portNames.has(String(probe?.httpGet?.port)), `${pod.owner}/${c.name} probes a declared port`).toBe(true);
+      }
+      if (pod.component !== "nats") {
+        expect(c.livenessProbe?.httpGet?.path).toBe("/healthz");
+        expect(c.readinessProbe?.httpGet?.path).toBe("/readyz");
+        expect(c.ports?.find((p) => p.name === "ops")?.containerPort).toBe(9464);
+        expect(envOf(c).get("OPS_PORT")?.value).toBe("9464");
+      }
+    }
+  });
+
+  it("sets requests, limits and a non-root read-only security context everywhere", () => {
+    for (const pod of pods) {
+      expect(pod.spec.securityContext?.runAsNonRoot, pod.owner).toBe(true);
+      expect(pod.spec.automountServiceAccountToken, pod.owner).toBe(false);
+      for (const c of containersOf(pod)) {
+        expect(c.resources?.requests?.cpu, `${pod.owner} cpu request`).toBeDefined();
+        expect(c.resources?.requests?.memory, `${pod.owner} memory request`).toBeDefined();
+        expect(c.resources?.limits?.memory, `${pod.owner} memory limit`).toBeDefined();
+        expect(c.securityContext?.readOnlyRootFilesystem, pod.owner).toBe(true);
+        expect(c.securityContext?.allowPrivilegeEscalation, pod.owner).toBe(false);
+      }
+    }
+  });
+
+  it("gives every service the shared env and points NATS_URL at the built-in cluster's Service", () => {
+    const natsService = findOne(byKind(manifests, "Service"), (s) => s.metadata.name === "rt-agentrt-nats");
+    expect((natsService.spec as { ports: Array<{ port: number }> }).ports.map((p) => p.port)).toContain(4222);
+    for (const service of SERVICES) {
+      const env = envOf(containersOf(findOne(pods, (p) => p.component === service))[0]!);
+      expect(env.get("NATS_URL")?.value).toBe("nats://rt-agentrt-nats.agents.svc.cluster.local:4222");
+      expect(env.get("PARTITION_COUNT")?.value).toBe("64");
+      expect(env.get("NATS_STREAM_REPLICAS")?.value).toBe("3");
+      expect(env.get("LOG_LEVEL")?.value).toBe("info");
+      expect(env.get("INSTANCE_ID")?.valueFrom?.fieldRef?.fieldPath).toBe("metadata.name");
+    }
+  });
+
+  it("exposes the gateway's HTTP and gRPC ports through a Service that selects gateway pods", () => {
+    const gateway = findOne(pods, (p) => p.component === "web-gateway");
+    const container = containersOf(gateway)[0]!;
+    const env = envOf(container);
+    expect(env.get("HTTP_PORT")?.value).toBe("8080");
+    expect(env.get("GRPC_PORT")?.value).toBe("8081");
+    const service = findOne(byKind(manifests, "Service"), (s) => s.metadata.name === "rt-agentrt-web-gateway");
+    const spec = service.spec as { selector: Record<string, string>; ports: Array<{ name: string; targetPort: string }> };
+    expect(selectorMatches(spec.selector, gateway.labels)).toBe(true);
+    expect(spec.ports.map((p) => [p.name, p.targetPort])).toEqual([["http", "http"], ["grpc", "grpc"]]);
+    expect(container.ports?.map((p) => [p.name, p.containerPort])).toEqual([["ops", 9464], ["http", 8080], ["grpc", 8081]]);
+  });
+
+  it("routes every Service's target ports to named ports of the pods it selects", () => {
+    for (const service of byKind(manifests, "Service")) {
+      const spec = service.spec as { selector: Record<string, string>; ports: Array<{ targetPort: string }> };
+      const selected = pods.filter((p) => selectorMatches(spec.selector, p.labels));
+      expect(selected.length, `${service.metadata.name} selects pods`).toBeGreaterThan(0);
+      for (const pod of selected) {
+        const names = new Set(containersOf(pod).flatMap((c) => (c.ports ?? []).map((p) => p.name)));
+        for (const port of spec.ports) expect(names.has(port.targetPort), `${service.metadata.name} → ${pod.owner}:${port.targetPort}`).toBe(true);
+      }
+    }
+  });
+
+  it("mounts the gateway's API keys file from a Secret and gives llm-driver its providers from a ConfigMap", () => {
+    const gateway = findOne(pods, (p) => p.component === "web-gateway");
+    const container = containersOf(gateway)[0]!;
+    const keysFile = envOf(container).get("AGENTRT_API_KEYS_FILE")?.value ?? "";
+    const mount = container.volumeMounts?.find((m) => keysFile.startsWith(`${m.mountPath}/`));
+    expect(mount?.readOnly).toBe(true);
+    const volume = gateway.spec.volumes?.find((v) => v.name === mount?.name);
+    const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === volume?.secret?.secretName);
+    expect(Object.keys(secret.stringData as object)).toEqual([keysFile.slice(mount!.mountPath.length + 1)]);
+
+    const driver = containersOf(findOne(pods, (p) => p.component === "llm-driver"))[0]!;
+    const ref = envOf(driver).get("LLM_PROVIDERS")?.valueFrom?.configMapKeyRef;
+    const configMap = findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === ref?.name);
+    expect(JSON.parse((configMap.data as Record<string, string>)[ref!.key]!)).toEqual({});
+    expect(driver.envFrom, "no model key configured: no model Secret").toBeUndefined();
+  });
+
+  it("runs 3 JetStream nodes with file storage whose config a real nats-server accepts", async () => {
+    const sts = findOne(byKind(manifests, "StatefulSet"), (s) => s.metadata.name === "rt-agentrt-nats");
+    const spec = sts.spec as { replicas: number; volumeClaimTemplates: Array<{ spec: { resources: { requests: { storage: string } } } }> };
+    expect(spec.replicas).toBe(3);
+    expect(spec.volumeClaimTemplates[0]?.spec.resources.requests.storage).toBe("10Gi");
+    const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
+    expect(conf.match(/nats:\/\/rt-agentrt-nats-\d\.rt-agentrt-nats-headless\.agents\.svc\.cluster\.local:6222/g)).toHaveLength(3);
+    expect(conf).toMatch(/jetstream \{\s+store_dir: "\/data"/);
+    await expect(natsServerAccepts(conf)).resolves.toMatch(/is valid/);
+  });
+});
+
+describe("values-external-nats.yaml", () => {
+  let manifests: Manifest[];
+  beforeAll(async () => {
+    manifests = await renderChart({ valuesFiles: [join(chartDir, "values-external-nats.yaml")], set: { "externalNats.url": "nats://nats.messaging.svc:4222" } });
+  });
+
+  it("installs no NATS and points every service at the external URL", () => {
+    expect(byKind(manifests, "StatefulSet")).toEqual([]);
+    const pods = podTemplates(manifests);
+    expect(pods.map((p) => p.component).sort()).toEqual([...SERVICES].sort());
+    for (const pod of pods) expect(envOf(containersOf(pod)[0]!).get("NATS_URL")?.value).toBe("nats://nats.messaging.svc:4222");
+  });
+});
+
+describe("optional features and secrets", () => {
+  const modelKey = "sk-test-never-inline-9f2c";
+  const apiKeyEntry = "ak-test-never-inline-77d1";
+  let manifests: Manifest[];
+  beforeAll(async () => {
+    const values = join(mkdtempSync(join(tmpdir(), "agentrt-helm-")), "values.yaml");
+    writeFileSync(
+      values,
+      JSON.stringify({
+        llmDriver: { modelKeys: { keys: { OPENAI_API_KEY: modelKey } }, providers: { openai: { baseUrl: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_API_KEY" } } },
+        webGateway: { apiKeys: { keys: [{ key: apiKeyEntry, prefixes: ["/"], verbs: ["read"] }] }, ingress: { enabled: true, className: "nginx" } },
+        capabilityHost: { autoscaling: { enabled: false }, replicaCount: 3 },
+        metrics: { serviceMonitor: { enabled: true } },
+      }),
+    );
+    manifests = await renderChart({ valuesFiles: [values] });
+  });
+
+  it("renders schema-valid manifests, the Ingress and the ServiceMonitor", () => {
+    for (const manifest of manifests) validateManifest(manifest);
+    const ingress = findOne(byKind(manifests, "Ingress"), () => true);
+    const backend = (ingress.spec as { rules: Array<{ http: { paths: Array<{ backend: { service: { name: string; port: { name: string } } } }> } }> }).rules[0]!.http.paths[0]!.backend.service;
+    expect(backend).toEqual({ name: "rt-agentrt-web-gateway", port: { name: "http" } });
+    const monitor = findOne(byKind(manifests, "ServiceMonitor"), () => true);
+    const selector = (monitor.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
+    const scraped = byKind(manifests, "Service").filter((s) => selectorMatches(selector, s.metadata.labels ?? {}));
+    expect(scraped.map((s) => s.metadata.labels?.["app.kubernetes.io/component"]).sort()).toEqual([...SERVICES].sort());
+  });
+
+  it("keeps secret values inside Secret objects and hands them over by reference", () => {
+    for (const manifest of manifests.filter((m) => m.kind !== "Secret")) {
+      const text = JSON.stringify(manifest);
+      expect(text, `${manifest.kind}/${manifest.metadata.name}`).not.toContain(modelKey);
+      expect(text, `${manifest.kind}/${manifest.metadata.name}`).not.toContain(apiKeyEntry);
+    }
+    const pods = podTemplates(manifests);
+    for (const c of pods.flatMap(containersOf)) {
+      for (const [name, entry] of envOf(c)) {
+        if (/KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i.test(name) && !name.endsWith("_FILE")) expect(entry.value, `${c.name} env ${name}`).toBeUndefined();
+      }
+    }
+    const driver = containersOf(findOne(pods, (p) => p.component === "llm-driver"))[0]!;
+    const secretName = driver.envFrom?.[0]?.secretRef?.name;
+    const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === secretName);
+    expect(secret.stringData).toEqual({ OPENAI_API_KEY: modelKey });
+  });
+
+  it("gives capability-host a fixed replica count and no HPA when its autoscaling is off", () => {
+    const host = findOne(byKind(manifests, "Deployment"), (d) => d.metadata.name === "rt-agentrt-capability-host");
+    expect((host.spec as { replicas: number }).replicas).toBe(3);
+    const targets = byKind(manifests, "HorizontalPodAutoscaler").map((h) => (h.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name);
+    expect(targets.sort()).toEqual(["rt-agentrt-llm-driver", "rt-agentrt-web-gateway"]);
+  });
+
+  it("uses existing Secrets instead of making its own", async () => {
+    const rendered = await renderChart({
+      set: { "webGateway.apiKeys.existingSecret": "gw-keys", "llmDriver.modelKeys.existingSecret": "model-keys", "nats.embedded.enabled": "false", "externalNats.existingSecret": "nats-url" },
+    });
+    expect(byKind(rendered, "Secret")).toEqual([]);
+    const pods = podTemplates(rendered);
+    const driver = containersOf(findOne(pods, (p) => p.component === "llm-driver"))[0]!;
+    expect(driver.envFrom).toEqual([{ secretRef: { name: "model-keys" } }]);
+    expect(envOf(driver).get("NATS_URL")?.valueFrom?.secretKeyRef).toEqual({ name: "nats-url", key: "url" });
+    const gateway = findOne(pods, (p) => p.component === "web-gateway");
+    expect(gateway.spec.volumes?.find((v) => v.name === "api-keys")?.secret?.secretName).toBe("gw-keys");
+  });
+});
+
+describe("bad values fail with a message naming the field", () => {
+  it.each([
+    [{ "config.natsStreamReplicas": "5" }, /config\.natsStreamReplicas \(5\) cannot exceed nats\.embedded\.replicas \(3\)/],
+    [{ "config.natsStreamReplicas": "0" }, /config\.natsStreamReplicas must be between 1 and 5/],
+    [{ "nats.embedded.replicas": "2" }, /nats\.embedded\.replicas must be odd/],
+    [{ "nats.embedded.enabled": "false" }, /set externalNats\.url/],
+    [{ "agentReducer.replicaCount": "65" }, /agentReducer\.replicaCount \(65\) above config\.partitionCount \(64\)/],
+    [{ "llmDriver.autoscaling.minReplicas": "11" }, /llmDriver\.autoscaling\.minReplicas \(11\) must not exceed maxReplicas \(10\)/],
+  ])("%o", async (set, message) => {
+    const failure = await renderChart({ set }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(HelmError);
+    expect((failure as HelmError).message).toMatch(message);
+  });
+});
+
+// The umbrella chart pulls the official NATS chart, which cannot be fetched offline; it renders
+// here only when someone ran `helm dependency build` (charts/nats-*.tgz present).
+const umbrellaDir = join(repoRoot, "deploy/helm/agentrt-with-nats");
+const natsTgz = existsSync(join(umbrellaDir, "charts")) ? readdirSync(join(umbrellaDir, "charts")).find((f) => /^nats-.*\.tgz$/.test(f)) : undefined;
+describe.skipIf(natsTgz === undefined)("agentrt-with-nats (official NATS chart; needs charts/nats-*.tgz)", () => {
+  let work: string;
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), "agentrt-umbrella-"));
+    cpSync(umbrellaDir, join(work, "chart"), { recursive: true });
+    cpSync(chartDir, join(work, "chart", "charts", "agentrt"), { recursive: true });
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it("renders schema-valid manifests with the services on the official chart's Service", async () => {
+    await helm(["lint", "--strict", join(work, "chart")]);
+    const manifests = await renderChart({ chart: join(work, "chart") });
+    for (const manifest of manifests) validateManifest(manifest);
+    expect(byKind(manifests, "Deployment").map((d) => d.metadata.labels?.["app.kubernetes.io/component"]).sort()).toEqual([...SERVICES].sort());
+    const natsService = findOne(byKind(manifests, "Service"), (s) => s.metadata.name === "agentrt-nats");
+    expect(natsService).toBeDefined();
+    const sts = byKind(manifests, "StatefulSet");
+    expect(sts.map((s) => (s.spec as { replicas: number }).replicas)).toEqual([3]);
+  });
+});
+
+const execFileAsync = promisify(execFile);
+/** `nats-server -t` on the rendered config, as pod 0 would see it (SERVER_NAME from the pod name). */
+async function natsServerAccepts(conf: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "agentrt-natsconf-"));
+  try {
+    const file = join(dir, "nats.conf");
+    writeFileSync(file, conf);
+    const binary = process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server");
+    const { stdout, stderr } = await execFileAsync(binary, ["-t", "-c", file], { env: { ...process.env, SERVER_NAME: "rt-agentrt-nats-0" } });
+    return `${stdout}${stderr}`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
