@@ -8,3 +8,4 @@ export * from "./nats.ts";
 export * from "./run-service.ts";
 export * from "./work-queue.ts";
 export * from "./leases.ts";
+export * from "./tracing.ts";

@@ -5,10 +5,11 @@
 import type { EventInput, PayloadOf } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
-import { publishWork } from "@agentrt/service-kit";
+import { inSpan, publishWork, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { Logger } from "pino";
+import type { Logger } from "@agentrt/service-kit";
 
 export type HeadAppendOutcome = "committed" | "duplicate" | "conflict";
 
@@ -32,6 +33,7 @@ export function natsReducerEffects(deps: {
   js: JetStreamClient;
   logger: Logger;
   interruptTimeoutMs: number;
+  tracer?: Tracer;
   now?: () => number;
 }): ReducerEffects {
   const { store, nc, js } = deps;
@@ -41,13 +43,23 @@ export function natsReducerEffects(deps: {
       await store.append(streamPath, batch);
     },
     async appendAtHead(streamPath, batch, expectedLastOffset) {
-      try {
-        const result = await store.append(streamPath, batch, { expectedLastOffset });
-        return result.status;
-      } catch (error) {
-        if (isAgentRuntimeError(error) && error.code === "conflict") return "conflict";
-        throw error;
-      }
+      const attempt = async (): Promise<HeadAppendOutcome> => {
+        try {
+          const result = await store.append(streamPath, batch, { expectedLastOffset });
+          return result.status;
+        } catch (error) {
+          if (isAgentRuntimeError(error) && error.code === "conflict") return "conflict";
+          throw error;
+        }
+      };
+      // A request append is the reducer's step of a turn: trace it under the turn's trace.
+      const trigger = triggerOffsetOfRequestKey(batch.find((e) => e.type === "agent/llm-request-requested")?.idempotencyKey);
+      if (trigger === undefined || !deps.tracer) return attempt();
+      return inSpan(deps.tracer, "reducer.request", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.trigger_offset": trigger }, async (span) => {
+        const outcome = await attempt();
+        span.setAttribute("agentrt.outcome", outcome);
+        return outcome;
+      });
     },
     publishLlmWork: (streamPath, requestOffset) => publishWork(js, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }),
     publishScriptWork: (streamPath, requestedOffset, executionId) =>

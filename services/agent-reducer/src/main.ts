@@ -9,6 +9,7 @@ import { JetStreamEventStore } from "@agentrt/streams";
 import {
   connectNats,
   createLogger,
+  createTracing,
   createMetrics,
   ensureWorkStream,
   loadConfig,
@@ -28,6 +29,7 @@ await runService({
   logger,
   async start() {
     const metrics = createMetrics("agent-reducer");
+    const tracing = createTracing("agent-reducer");
     const nc = await connectNats({ url: config.NATS_URL, name: "agent-reducer", logger });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
@@ -39,7 +41,7 @@ await runService({
       nc,
       store,
       snapshots,
-      effects: natsReducerEffects({ store, nc, js, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS }),
+      effects: natsReducerEffects({ store, nc, js, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS, tracer: tracing.tracer }),
       logger,
       metrics,
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
@@ -54,6 +56,7 @@ await runService({
         await ops.close();
         await store.close();
         await nc.drain();
+        await tracing.shutdown();
       },
     };
   },

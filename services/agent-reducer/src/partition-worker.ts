@@ -3,7 +3,7 @@
 // every N events once all reactions up to that point have been appended.
 
 import type { EventStore, FeedSubscription } from "@agentrt/streams";
-import type { Logger } from "pino";
+import type { Logger } from "@agentrt/service-kit";
 import type { ReducerEffects } from "./effects.ts";
 import { SNAPSHOT_FORMAT, type SnapshotStore } from "./snapshots.ts";
 import { StreamProcessor } from "./stream-processor.ts";

@@ -5,7 +5,7 @@
 import type { EventStore } from "@agentrt/streams";
 import { type Metrics, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { Logger } from "pino";
+import type { Logger } from "@agentrt/service-kit";
 import type { ReducerEffects } from "./effects.ts";
 import { PartitionWorker } from "./partition-worker.ts";
 import type { SnapshotStore } from "./snapshots.ts";

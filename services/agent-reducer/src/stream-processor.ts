@@ -11,7 +11,7 @@
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
 import type { AgentState } from "@agentrt/agent-core";
-import type { Logger } from "pino";
+import type { Logger } from "@agentrt/service-kit";
 import * as core from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
 

@@ -1,0 +1,97 @@
+// OpenTelemetry traces that follow one turn across services without any trace header riding
+// inside event payloads (they are strict, and the stream is the only thing all services
+// share). A turn's trace id is DERIVED: hash(stream path, offset of the triggering event).
+// The gateway, the reducer (trigger → request), the driver (request → its key
+// `agent/request/<trigger>`) and the host (script → assistant reply → request) all compute the
+// same parent, so their spans land in one trace.
+//
+// Spans export over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise tracing is a
+// no-op unless a test passes its own exporter.
+
+import { createHash } from "node:crypto";
+import {
+  type Attributes,
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanStatusCode,
+  TraceFlags,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+
+export interface Tracing {
+  readonly tracer: Tracer;
+  shutdown(): Promise<void>;
+}
+
+export function createTracing(
+  service: string,
+  options: { endpoint?: string; exporter?: SpanExporter } = {},
+): Tracing {
+  const endpoint = options.endpoint ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const processors: SpanProcessor[] = [];
+  if (options.exporter) processors.push(new SimpleSpanProcessor(options.exporter));
+  else if (endpoint) processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` })));
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ "service.name": service }),
+    spanProcessors: processors,
+  });
+  return { tracer: provider.getTracer(service), shutdown: () => provider.shutdown() };
+}
+
+function hex(input: string, length: number): string {
+  return createHash("sha256").update(input).digest("hex").slice(0, length);
+}
+
+/** The trace of the turn started by the event at `triggerOffset` on `streamPath`. */
+export function turnContext(streamPath: string, triggerOffset: number): Context {
+  const seed = `${streamPath}#${triggerOffset}`;
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: hex(`trace:${seed}`, 32),
+    spanId: hex(`span:${seed}`, 16),
+    traceFlags: TraceFlags.SAMPLED,
+    isRemote: true,
+  });
+}
+
+export function turnTraceId(streamPath: string, triggerOffset: number): string {
+  return hex(`trace:${streamPath}#${triggerOffset}`, 32);
+}
+
+/** The trigger offset a request answers, read from its idempotency key `agent/request/<n>`. */
+export function triggerOffsetOfRequestKey(idempotencyKey: string | undefined): number | undefined {
+  const match = /^agent\/request\/(\d+)$/.exec(idempotencyKey ?? "");
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Runs `fn` inside a span that is a child of `parent`, recording errors. */
+export async function inSpan<T>(
+  tracer: Tracer,
+  name: string,
+  parent: Context,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const span = tracer.startSpan(name, { attributes }, parent);
+  try {
+    const result = await fn(span);
+    span.setStatus({ code: SpanStatusCode.OK });
+    return result;
+  } catch (error) {
+    span.recordException(error instanceof Error ? error : String(error));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+    throw error;
+  } finally {
+    span.end();
+  }
+}

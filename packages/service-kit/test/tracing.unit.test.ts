@@ -1,0 +1,36 @@
+import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
+import { describe, expect, it } from "vitest";
+import { createTracing, inSpan, triggerOffsetOfRequestKey, turnContext, turnTraceId } from "../src/index.ts";
+
+describe("turn tracing", () => {
+  it("puts spans of different services for the same turn into one trace", async () => {
+    const exporter = new InMemorySpanExporter();
+    const reducer = createTracing("agent-reducer", { exporter });
+    const driver = createTracing("llm-driver", { exporter });
+    await inSpan(reducer.tracer, "reducer.request", turnContext("/agents/a", 25), {}, async () => undefined);
+    // The driver knows only the request; its key names the trigger.
+    const trigger = triggerOffsetOfRequestKey("agent/request/25")!;
+    await inSpan(driver.tracer, "llm.request", turnContext("/agents/a", trigger), {}, async () => undefined);
+    await inSpan(driver.tracer, "llm.request", turnContext("/agents/a", 30), {}, async () => undefined);
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.spanContext().traceId)).toEqual([
+      turnTraceId("/agents/a", 25),
+      turnTraceId("/agents/a", 25),
+      turnTraceId("/agents/a", 30),
+    ]);
+    expect(spans[0]!.spanContext().traceId).not.toBe(spans[2]!.spanContext().traceId);
+  });
+
+  it("records a failing span as an error and rethrows", async () => {
+    const exporter = new InMemorySpanExporter();
+    const { tracer } = createTracing("x", { exporter });
+    await expect(inSpan(tracer, "boom", turnContext("/a", 1), {}, async () => Promise.reject(new Error("nope")))).rejects.toThrow("nope");
+    expect(exporter.getFinishedSpans()[0]!.status).toMatchObject({ code: 2, message: "nope" });
+  });
+
+  it("reads the trigger from a request key and nothing else", () => {
+    expect(triggerOffsetOfRequestKey("agent/request/7")).toBe(7);
+    expect(triggerOffsetOfRequestKey("agent/settle/7")).toBeUndefined();
+    expect(triggerOffsetOfRequestKey(undefined)).toBeUndefined();
+  });
+});

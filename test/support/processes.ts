@@ -1,0 +1,106 @@
+// Real service processes for e2e and chaos tests: each service is spawned with tsx from its
+// own main.ts, its output captured (and shown on failure), and it can be killed, frozen,
+// thawed and started again by name.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export type ServiceName = "agent-reducer" | "llm-driver" | "capability-host" | "web-gateway" | "repo-provider";
+
+const entryPoints: Record<ServiceName, string> = {
+  "agent-reducer": "services/agent-reducer/src/main.ts",
+  "llm-driver": "services/llm-driver/src/main.ts",
+  "capability-host": "services/capability-host/src/main.ts",
+  "web-gateway": "services/web-gateway/src/main.ts",
+  "repo-provider": "examples/repo-provider/src/main.ts",
+};
+
+export class ServiceProcess {
+  private child: ChildProcess | undefined;
+  private output: string[] = [];
+  private exits = 0;
+
+  constructor(
+    readonly name: string,
+    readonly service: ServiceName,
+    private readonly env: Record<string, string>,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get exitCount(): number {
+    return this.exits;
+  }
+
+  start(): this {
+    if (this.running) throw new Error(`${this.name} is already running`);
+    const child = spawn(join(repoRoot, "node_modules", ".bin", "tsx"), [join(repoRoot, entryPoints[this.service])], {
+      cwd: repoRoot,
+      env: { ...process.env, LOG_LEVEL: "warn", ...this.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const capture = (data: Buffer) => {
+      this.output.push(data.toString());
+      if (this.output.length > 400) this.output.splice(0, 200);
+    };
+    child.stdout?.on("data", capture);
+    child.stderr?.on("data", capture);
+    child.on("exit", () => {
+      this.exits += 1;
+    });
+    this.child = child;
+    return this;
+  }
+
+  /** Sends a signal; SIGKILL/SIGTERM wait for the process to exit. */
+  async signal(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill(signal);
+    if (signal === "SIGKILL" || signal === "SIGTERM" || signal === "SIGINT") await exited;
+  }
+
+  async restart(): Promise<void> {
+    await this.signal("SIGKILL");
+    this.start();
+  }
+
+  logs(): string {
+    return this.output.join("");
+  }
+}
+
+export class ProcessGroup {
+  readonly all: ServiceProcess[] = [];
+
+  add(name: string, service: ServiceName, env: Record<string, string>): ServiceProcess {
+    const proc = new ServiceProcess(name, service, env);
+    this.all.push(proc);
+    return proc;
+  }
+
+  byService(service: ServiceName): ServiceProcess[] {
+    return this.all.filter((p) => p.service === service);
+  }
+
+  logs(): string {
+    return this.all.map((p) => `----- ${p.name} -----\n${p.logs()}`).join("\n");
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.all.map(async (p) => {
+      await p.signal("SIGCONT");
+      await p.signal("SIGKILL");
+    }));
+  }
+}
