@@ -7,5 +7,24 @@ export { isAgentExecution } from "./fold/bookkeeping.ts";
 export * from "./decide.ts";
 export * from "./react.ts";
 export * from "./runtime.ts";
+export { PROTOCOL_PROMPT } from "./render/protocol-prompt.ts";
+export {
+  type ChatMessage,
+  type ChatRole,
+  formatActor,
+  formatRef,
+  metadataLine,
+  renderedRole,
+} from "./render/items.ts";
+export {
+  type RenderOptions,
+  RequestNotRenderableError,
+  renderRequest,
+  renderRequestAt,
+  standingDocumentLength,
+} from "./render/render.ts";
+export { IncrementalRequestRenderer, StreamRequestRenderer } from "./render/incremental.ts";
+export { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
+export * from "./replay.ts";
 export * from "./codemode/index.ts";
 export * from "./project-worker/index.ts";

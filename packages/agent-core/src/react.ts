@@ -5,6 +5,7 @@
 
 import { type AgentEvent, type AgentEventOf, type EventInput, eventInput } from "@agentrt/contract";
 import { isInterruptingItem, triggerSourceOf } from "./fold/triggers.ts";
+import { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
 import { type AgentRuntime, runtimeChangedInput } from "./runtime.ts";
 import type { AgentState } from "./state.ts";
 
@@ -20,7 +21,17 @@ export interface EventReaction {
   readonly runtime: AgentRuntime;
 }
 
-export function reactToEvent(before: AgentState, event: AgentEvent, after: AgentState): EventReaction {
+export interface ReactOptions {
+  /** Which interpreters react too; both by default. Pass `false` to leave them to another process. */
+  readonly interpreters?: InterpreterOptions | false;
+}
+
+export function reactToEvent(
+  before: AgentState,
+  event: AgentEvent,
+  after: AgentState,
+  options: ReactOptions = {},
+): EventReaction {
   const appends: EventInput[][] = [];
   let interrupt: EventReaction["interrupt"] = null;
   switch (event.type) {
@@ -44,6 +55,7 @@ export function reactToEvent(before: AgentState, event: AgentEvent, after: Agent
     default:
       break;
   }
+  if (options.interpreters !== false) appends.push(...interpreterReactions(before, event, options.interpreters));
   const change = runtimeChangedInput(before, event, after);
   return { appends, interrupt, runtimeChanged: change.input, runtime: change.runtime };
 }

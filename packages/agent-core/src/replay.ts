@@ -1,0 +1,73 @@
+// Replay: feed a recorded stream through the pure core and report what the model saw for each
+// accepted request and everything the system would append in reaction to each event. This is
+// how users inspect a turn and how the scenario fixtures are checked. Reactions are reported,
+// not fed back: the recorded stream already holds whatever was appended at the time.
+
+import type { AgentEvent, EventInput } from "@agentrt/contract";
+import { foldAgentEvent, initialAgentState } from "./fold/fold.ts";
+import type { InterpreterOptions } from "./interpreters.ts";
+import { interruptBatch, reactToEvent } from "./react.ts";
+import { IncrementalRequestRenderer } from "./render/incremental.ts";
+import type { ChatMessage } from "./render/items.ts";
+import type { AgentState } from "./state.ts";
+
+export const PROTOCOL_PROMPT_PLACEHOLDER = "$PROTOCOL_PROMPT";
+
+export interface ReplayOptions {
+  /** Print `$PROTOCOL_PROMPT` instead of the protocol prompt itself. */
+  readonly placeholderProtocol?: boolean;
+  readonly interpreters?: InterpreterOptions;
+  /** Also report the live-lane `agent/runtime-changed` transitions. */
+  readonly includeRuntime?: boolean;
+  readonly streamPath?: string;
+}
+
+export interface ReplayedRequest {
+  readonly offset: number;
+  readonly model: string;
+  readonly messages: ChatMessage[];
+}
+
+export interface DerivedEvent {
+  readonly fromOffset: number;
+  readonly type: string;
+  readonly payload: unknown;
+  readonly idempotencyKey?: string;
+}
+
+export interface ReplayResult {
+  readonly requests: ReplayedRequest[];
+  readonly derived: DerivedEvent[];
+  readonly state: AgentState;
+}
+
+export function replayScenario(events: readonly AgentEvent[], options: ReplayOptions = {}): ReplayResult {
+  const streamPath = options.streamPath ?? events[0]?.streamPath ?? "/";
+  const renderer = new IncrementalRequestRenderer(
+    options.placeholderProtocol === true ? { protocolPrompt: PROTOCOL_PROMPT_PLACEHOLDER } : {},
+  );
+  const requests: ReplayedRequest[] = [];
+  const derived: DerivedEvent[] = [];
+  let state = initialAgentState(streamPath);
+  for (const event of events) {
+    const before = state;
+    state = foldAgentEvent(before, event);
+    if (event.type === "agent/llm-request-requested" && before.openRequest === null && state.openRequest?.requestedAtOffset === event.offset) {
+      requests.push({ offset: event.offset, model: state.openRequest.model, messages: renderer.render(state) });
+    }
+    const reaction = reactToEvent(before, event, state, { interpreters: options.interpreters ?? {} });
+    const batches: EventInput[][] = [...reaction.appends];
+    // Without a driver to ask there is no partial text: the settlement alone is appended.
+    if (reaction.interrupt !== null) batches.push(interruptBatch(reaction.interrupt.requestOffset));
+    if (options.includeRuntime === true && reaction.runtimeChanged !== null) batches.push([reaction.runtimeChanged]);
+    for (const input of batches.flat()) {
+      derived.push({
+        fromOffset: event.offset,
+        type: input.type,
+        payload: input.payload,
+        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      });
+    }
+  }
+  return { requests, derived, state };
+}
