@@ -8,12 +8,14 @@ export default defineConfig({
       {
         test: {
           name: "unit",
+          sequence: { groupOrder: 0 },
           include: ["packages/**/*.unit.test.ts", "services/**/*.unit.test.ts"],
         },
       },
       {
         test: {
           name: "int",
+          sequence: { groupOrder: 1 },
           include: ["packages/**/*.int.test.ts", "services/**/*.int.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -24,6 +26,7 @@ export default defineConfig({
       {
         test: {
           name: "system",
+          sequence: { groupOrder: 2 },
           include: ["test/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 120_000,
