@@ -1,0 +1,79 @@
+// The wire protocol between capability providers and capability hosts (NATS request/reply,
+// JSON bodies, parsed with these schemas on both sides).
+//
+//   agentrt.capabilities.register      provider → host   RegisterRequest  → RegisterReply
+//   agentrt.capabilities.revoke        provider → host   RevokeRequest    → RegisterReply
+//   agentrt.capabilities.call.<ns>     host → provider   CallRequest      → CallReply
+//
+// A registration is a lease: the provider re-registers (heartbeat) well within `ttlMs`; a
+// namespace whose lease lapsed is "gone" and calls to it fail with an error naming it.
+
+import { z } from "zod";
+
+export const REGISTER_SUBJECT = "agentrt.capabilities.register";
+export const REVOKE_SUBJECT = "agentrt.capabilities.revoke";
+export const CALL_SUBJECT_PREFIX = "agentrt.capabilities.call.";
+
+/** A namespace is one identifier: it becomes `itx.<namespace>`. */
+export const NAMESPACE_PATTERN = /^[a-z][A-Za-z0-9]{0,62}$/;
+export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
+  "chat", "agent", "streams", "agents", "kv", "files", "capabilityHost", "docs",
+]);
+
+export function callSubject(namespace: string): string {
+  return `${CALL_SUBJECT_PREFIX}${namespace}`;
+}
+
+const namespaceSchema = z
+  .string()
+  .regex(NAMESPACE_PATTERN, "must be an identifier: a lower-case letter then letters or digits (at most 63)")
+  .refine((ns) => !RESERVED_NAMESPACES.has(ns), "is a built-in itx namespace and cannot be provided");
+
+export const registerRequestSchema = z.strictObject({
+  namespace: namespaceSchema,
+  /** Unique per provider process, so a late revoke of an old instance cannot drop a new one. */
+  instanceId: z.string().min(1).max(128),
+  methods: z.array(z.string().regex(/^[A-Za-z_$][\w$]*$/, "must be an identifier")).min(1),
+  /** TypeScript declarations merged into `interface Itx` (e.g. `interface Itx { repo: {...} }`). */
+  declarations: z.string().max(200_000),
+  ttlMs: z.number().int().min(1_000).max(600_000),
+});
+export type RegisterRequest = z.infer<typeof registerRequestSchema>;
+
+export const revokeRequestSchema = z.strictObject({ namespace: namespaceSchema, instanceId: z.string().min(1) });
+export type RevokeRequest = z.infer<typeof revokeRequestSchema>;
+
+export const registerReplySchema = z.union([
+  z.strictObject({ ok: z.literal(true) }),
+  z.strictObject({ ok: z.literal(false), error: z.string() }),
+]);
+export type RegisterReply = z.infer<typeof registerReplySchema>;
+
+export const callerSchema = z.strictObject({ agentPath: z.string(), executionId: z.string() });
+export type Caller = z.infer<typeof callerSchema>;
+
+export const callRequestSchema = z.strictObject({
+  method: z.string().min(1),
+  args: z.array(z.unknown()),
+  caller: callerSchema,
+});
+export type CallRequest = z.infer<typeof callRequestSchema>;
+
+export const callReplySchema = z.union([
+  z.strictObject({ ok: z.literal(true), result: z.unknown().optional() }),
+  z.strictObject({ ok: z.literal(false), error: z.string() }),
+]);
+export type CallReply = z.infer<typeof callReplySchema>;
+
+/** Parses JSON bytes with a schema; returns an error message naming the field on failure. */
+export function parseJson<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T } | { ok: false; error: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, error: "body is not JSON" };
+  }
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, error: parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ") };
+}

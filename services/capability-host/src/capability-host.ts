@@ -1,0 +1,133 @@
+// The capability host, wired: the warm checker, the sandbox, the itx host functions, the
+// provider registry, and the durable `capability-host` consumer of `work.script.*`. Built
+// from injected clients (NATS connection, event store, logger) so main.ts and the tests wire
+// the same thing.
+
+import { agentCoreWrap } from "./codemode.ts";
+import type { EventStore } from "@agentrt/streams";
+import { consumeWork, ensureWorkStream, type WorkConsumer } from "@agentrt/service-kit";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Objm } from "@nats-io/obj";
+import type { Logger } from "pino";
+import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv } from "./itx/agent-storage.ts";
+import { DocsIndex } from "./itx/docs-index.ts";
+import { createHostCallHandler } from "./itx/host-calls.ts";
+import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
+import { DEFAULT_SANDBOX_LIMITS, QuickJsSandbox, type SandboxLimits } from "./sandbox/index.ts";
+import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, ScriptRunner, type ScriptRunnerDeps } from "./script-runner.ts";
+import { type CheckOutcome, loadItxDeclarations, ScriptChecker, type ScriptSourceParts } from "./typecheck/index.ts";
+
+export interface CapabilityHostOptions {
+  readonly nc: NatsConnection;
+  readonly store: EventStore;
+  readonly logger: Logger;
+  readonly limits?: Partial<ScriptLimits>;
+  readonly sandboxLimits?: SandboxLimits;
+  /** Scripts run at once per host. */
+  readonly concurrency?: number;
+  readonly ackWaitMs?: number;
+  readonly providerCallTimeoutMs?: number;
+  readonly onTiming?: ScriptRunnerDeps["onTiming"];
+  readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
+}
+
+export class CapabilityHost {
+  private consumer: WorkConsumer | undefined;
+  private providerSignature = "";
+
+  private constructor(
+    readonly runner: ScriptRunner,
+    readonly checker: ScriptChecker,
+    readonly registry: ProviderRegistry,
+    private readonly docs: DocsIndex,
+    private readonly options: CapabilityHostOptions,
+  ) {}
+
+  static async start(options: CapabilityHostOptions): Promise<CapabilityHost> {
+    const { nc, logger } = options;
+    const kvm = new Kvm(nc);
+    const [agentKv, providersKv, files, sandbox] = await Promise.all([
+      kvm.create(AGENT_KV_BUCKET, { history: 1 }),
+      kvm.create(PROVIDERS_BUCKET, { history: 16 }),
+      new Objm(nc).create(AGENT_FILES_BUCKET),
+      QuickJsSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS),
+    ]);
+    const declarations = loadItxDeclarations();
+    const checker = new ScriptChecker(declarations);
+    const docs = new DocsIndex(declarations);
+    const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
+    await registry.start();
+    const agentFiles = new AgentFiles(files);
+    const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
+    let host: CapabilityHost | undefined;
+    const check = (parts: ScriptSourceParts, budgetMs: number): CheckOutcome => host!.check(parts, budgetMs);
+    const runner = new ScriptRunner({
+      store: options.store,
+      sandbox,
+      files: agentFiles,
+      check,
+      wrap: agentCoreWrap,
+      limits,
+      logger,
+      ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
+      hostCalls: (caller, scope) =>
+        createHostCallHandler(
+          {
+            store: options.store,
+            kv: new AgentKv(agentKv),
+            files: agentFiles,
+            providers: registry,
+            docs,
+            providerCallTimeoutMs: options.providerCallTimeoutMs ?? 30_000,
+            typecheck: (code) => {
+              const trimmed = code.trim();
+              const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
+              const outcome = check(parts, limits.typecheckBudgetMs);
+              return { ok: outcome.kind !== "blocked", problems: outcome.kind === "blocked" ? [...outcome.problems] : [] };
+            },
+          },
+          caller,
+        ),
+    });
+    host = new CapabilityHost(runner, checker, registry, docs, options);
+    return host;
+  }
+
+  /** Starts claiming `work.script.*` items (durable consumer `capability-host`). */
+  async consume(): Promise<void> {
+    const js = jetstream(this.options.nc);
+    const jsm = await jetstreamManager(this.options.nc);
+    await ensureWorkStream(jsm);
+    this.consumer = await consumeWork(js, jsm, {
+      kind: "script",
+      durable: "capability-host",
+      logger: this.options.logger,
+      concurrency: this.options.concurrency ?? 4,
+      ackWaitMs: this.options.ackWaitMs ?? 30_000,
+      handler: async (item) => {
+        this.options.onOutcome?.(await this.runner.handle(item.streamPath, item.executionId));
+        return { type: "ack" };
+      },
+    });
+  }
+
+  /** Typechecks with the live providers' declarations (refreshed when the registry changed). */
+  check(parts: ScriptSourceParts, budgetMs: number): CheckOutcome {
+    const live = this.registry.live();
+    const signature = live.map((p) => `${p.namespace}:${p.instanceId}:${p.declarations.length}`).join("|");
+    if (signature !== this.providerSignature) {
+      const declarations = new Map(live.map((p) => [p.namespace, p.declarations]));
+      this.checker.setProviderDeclarations(declarations);
+      this.docs.rebuild(declarations);
+      this.providerSignature = signature;
+    }
+    return this.checker.check(parts, budgetMs);
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+    this.registry.stop();
+  }
+}

@@ -1,0 +1,165 @@
+// The host side of `itx`: every `await itx.x.y(...)` in a script arrives here as (op, args)
+// of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
+// agent only. Errors thrown here reject the script's promise with their message.
+
+import { type AgentEvent, ContractViolationError, EVENT_URI_PREFIX, parseEventInput, parseStreamPath } from "@agentrt/contract";
+import type { EventStore } from "@agentrt/streams";
+import type { HostCallHandler } from "../sandbox/index.ts";
+import type { ProviderRegistry } from "../providers/registry.ts";
+import { type AgentFiles, type AgentKv, ItxInputError } from "./agent-storage.ts";
+import type { DocsIndex } from "./docs-index.ts";
+import { resultSpillPath } from "../codemode.ts";
+
+/** Types a script may not append: the machinery's own lifecycle events. */
+const MACHINERY_TYPES: ReadonlySet<string> = new Set([
+  "agent/created",
+  "agent/llm-request-requested",
+  "agent/llm-request-settled",
+  "capability-host/script-run-started",
+  "capability-host/script-run-settled",
+]);
+
+export interface ItxHostDeps {
+  readonly store: EventStore;
+  readonly kv: AgentKv;
+  readonly files: AgentFiles;
+  readonly providers: ProviderRegistry;
+  readonly docs: DocsIndex;
+  /** Typechecks code in the caller's scope (itx.docs.typecheck). */
+  readonly typecheck: (code: string) => { ok: boolean; problems: string[] };
+  readonly providerCallTimeoutMs: number;
+}
+
+export interface ScriptCaller {
+  readonly agentPath: string;
+  readonly executionId: string;
+}
+
+const str = (value: unknown, what: string): string => {
+  if (typeof value !== "string") throw new ItxInputError(`${what} must be a string`);
+  return value;
+};
+
+export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): HostCallHandler {
+  let sequence = 0;
+  const key = (kind: string): string => `capability-host/${kind}@${caller.executionId}#${++sequence}`;
+  const resolvePath = (path: unknown): string => {
+    const p = str(path, "the agent path");
+    return parseStreamPath(p.startsWith("/") ? p : `${caller.agentPath}/${p}`);
+  };
+
+  return async (op, args) => {
+    switch (op) {
+      case "chat.sendMessage": {
+        const message = str(args[0], "itx.chat.sendMessage(text): text");
+        await deps.store.append(caller.agentPath, [{ type: "agents/web-message-sent", payload: { message }, idempotencyKey: key("web-message") }]);
+        return undefined;
+      }
+      case "agent.append":
+        return appendOwn(deps.store, caller, args[0], key("agent-append"));
+      case "streams.getEvent": {
+        const path = parseStreamPath(args[0]);
+        const offset = (args[1] as { offset?: unknown } | undefined)?.offset;
+        if (typeof offset !== "number" || !Number.isInteger(offset) || offset < 1) throw new ItxInputError("getEvent({offset}): offset must be an integer ≥ 1");
+        const [event] = await deps.store.read(path, { fromOffset: offset, limit: 1 });
+        return event?.offset === offset ? event : null;
+      }
+      case "streams.read": {
+        const path = parseStreamPath(args[0]);
+        const opts = (args[1] ?? {}) as { fromOffset?: unknown; limit?: unknown };
+        const fromOffset = typeof opts.fromOffset === "number" && opts.fromOffset >= 1 ? Math.floor(opts.fromOffset) : 1;
+        const limit = typeof opts.limit === "number" && opts.limit >= 1 ? Math.min(1000, Math.floor(opts.limit)) : 100;
+        return deps.store.read(path, { fromOffset, limit });
+      }
+      case "agents.create": {
+        const path = resolvePath(args[0]);
+        if ((await deps.store.lastOffset(path)) > 0) return { path, created: false };
+        const result = await deps.store
+          .append(path, [{ type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: "agent/created" }], { expectedLastOffset: 0 })
+          .catch((error: unknown) => {
+            if (error instanceof Error && "code" in error && error.code === "conflict") return { status: "duplicate" as const };
+            throw error;
+          });
+        return { path, created: result.status === "committed" };
+      }
+      case "agents.message": {
+        const path = resolvePath(args[0]);
+        const content = str(args[1], "message(text): text");
+        await deps.store.append(path, [
+          {
+            type: "agents/context-added",
+            payload: { role: "developer", content, actor: { type: "agent", path: caller.agentPath } },
+            idempotencyKey: key("agent-message"),
+          },
+        ]);
+        return undefined;
+      }
+      case "kv.get":
+        return deps.kv.get(caller.agentPath, args[0]);
+      case "kv.set":
+        return deps.kv.set(caller.agentPath, args[0], args[1]);
+      case "kv.delete":
+        return deps.kv.delete(caller.agentPath, args[0]);
+      case "kv.list":
+        return deps.kv.list(caller.agentPath, typeof args[0] === "string" ? args[0] : "");
+      case "files.bytes":
+        return Array.from(await deps.files.bytes(caller.agentPath, args[0]));
+      case "files.text":
+        return new TextDecoder().decode(await deps.files.bytes(caller.agentPath, args[0]));
+      case "files.write":
+        return deps.files.write(caller.agentPath, args[0], toBytes(args[1]));
+      case "files.list":
+        return deps.files.list(caller.agentPath, typeof args[0] === "string" ? args[0] : "");
+      case "capabilityHost.getScriptResult":
+        return getScriptResult(deps, caller.agentPath, str(args[0], "getScriptResult(id): id"));
+      case "docs.search":
+        return deps.docs.search(str((args[0] as { q?: unknown } | undefined)?.q, "docs.search({q}): q"));
+      case "docs.typecheck":
+        return deps.typecheck(str((args[0] as { code?: unknown } | undefined)?.code, "docs.typecheck({code}): code"));
+      case "provider.call": {
+        const [namespace, method, callArgs] = args as [string, string, unknown[]];
+        return deps.providers.call(namespace, method, callArgs, caller, deps.providerCallTimeoutMs);
+      }
+      default:
+        throw new ItxInputError(`unknown itx operation "${op}"`);
+    }
+  };
+}
+
+async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, fallbackKey: string): Promise<AgentEvent> {
+  const input = typeof raw === "object" && raw !== null ? { ...(raw as Record<string, unknown>) } : raw;
+  if (typeof input === "object" && input !== null && typeof (input as { type?: unknown }).type === "string") {
+    const record = input as { type: string; idempotencyKey?: unknown };
+    if (record.type.startsWith(EVENT_URI_PREFIX)) record.type = record.type.slice(EVENT_URI_PREFIX.length);
+    if (MACHINERY_TYPES.has(record.type)) {
+      throw new ContractViolationError("forbidden", `itx.agent.append: scripts may not append "${record.type}" (machinery-owned)`);
+    }
+    record.idempotencyKey ??= fallbackKey;
+  }
+  const event = parseEventInput(input);
+  const result = await store.append(caller.agentPath, [event]);
+  return result.events[0]!;
+}
+
+async function getScriptResult(deps: ItxHostDeps, agentPath: string, executionId: string): Promise<unknown> {
+  for (const event of await deps.store.read(agentPath)) {
+    if (event.type !== "capability-host/script-run-settled" || event.payload.executionId !== executionId) continue;
+    const settlement = event.payload.settlement;
+    if (settlement.status === "succeeded" && settlement.oversized !== undefined) {
+      for (const ext of ["json", "txt"]) {
+        const path = resultSpillPath(executionId, ext === "txt" ? "" : null);
+        const text = await deps.files.bytes(agentPath, path).then((b) => new TextDecoder().decode(b), () => undefined);
+        if (text !== undefined) return { status: "succeeded", result: ext === "txt" ? text : (JSON.parse(text) as unknown) };
+      }
+    }
+    return settlement;
+  }
+  return null;
+}
+
+function toBytes(content: unknown): Uint8Array {
+  if (typeof content === "string") return new TextEncoder().encode(content);
+  const bytes = (content as { __bytes?: unknown } | null)?.__bytes;
+  if (Array.isArray(bytes) && bytes.every((b) => typeof b === "number")) return Uint8Array.from(bytes as number[]);
+  throw new ItxInputError("itx.files.write(path, content): content must be a string or a Uint8Array");
+}

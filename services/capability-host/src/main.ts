@@ -1,0 +1,47 @@
+// Composition root of the capability host: config, logger, metrics, NATS, the JetStream event
+// store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
+// endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
+
+import { connectNats, createLogger, createMetrics, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { JetStreamEventStore } from "@agentrt/streams";
+import { CapabilityHost } from "./capability-host.ts";
+import { hostConfigSchema } from "./config.ts";
+
+const config = loadConfig(hostConfigSchema);
+const logger = createLogger("capability-host", config.LOG_LEVEL);
+
+await runService({
+  name: "capability-host",
+  logger,
+  stopTimeoutMs: config.SCRIPT_MAX_RUN_MS + 5_000,
+  async start() {
+    const metrics = createMetrics("capability-host");
+    const phases = metrics.histogram("capability_host_phase_seconds", "Script phase durations", ["phase"]);
+    const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
+    const nc = await connectNats({ url: config.NATS_URL, name: "capability-host", logger });
+    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    const host = await CapabilityHost.start({
+      nc,
+      store,
+      logger,
+      limits: { typecheckBudgetMs: config.SCRIPT_TYPECHECK_BUDGET_MS, maxRunMs: config.SCRIPT_MAX_RUN_MS },
+      sandboxLimits: { memoryBytes: config.SCRIPT_MEMORY_LIMIT_MB * 1024 * 1024, stackBytes: config.SCRIPT_STACK_LIMIT_KB * 1024 },
+      concurrency: config.SCRIPT_CONCURRENCY,
+      ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
+      providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
+      onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
+      onOutcome: (outcome) => outcomes.inc({ outcome }),
+    });
+    await host.consume();
+    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    logger.info({ opsPort: ops.port }, "capability-host ready");
+    return {
+      async stop() {
+        await host.stop();
+        await ops.close();
+        await store.close();
+        await nc.drain();
+      },
+    };
+  },
+});

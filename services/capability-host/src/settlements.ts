@@ -1,0 +1,78 @@
+// The exact settlement shapes of codemode.md "Script lifecycle", built in one place so every
+// path (typecheck, deadline, runtime, recovery) writes the same bytes the reducer renders.
+
+import type { PayloadOf } from "@agentrt/contract";
+
+export type Settlement = PayloadOf<"capability-host/script-run-settled">["settlement"];
+type Failed = Extract<Settlement, { status: "failed" }>;
+
+export const startedKey = (executionId: string): string => `capability-host/script-run-started@${executionId}`;
+export const settledKey = (executionId: string): string => `capability-host/script-run-settled@${executionId}`;
+
+export function typecheckErrorText(problems: readonly string[]): string {
+  return (
+    "Script was NOT executed: it does not typecheck against this scope's capability types.\n" +
+    `${problems.join("\n")}\n` +
+    "Fix the type errors and resend the whole corrected script."
+  );
+}
+
+export function typecheckFailed(problems: readonly string[]): Failed {
+  return {
+    status: "failed",
+    error: typecheckErrorText(problems),
+    failureKind: "typecheck",
+    phase: "typecheck",
+    executionMayHaveOccurred: false,
+    cancellation: "not-applicable",
+  };
+}
+
+export function runtimeFailed(error: string): Failed {
+  return {
+    status: "failed",
+    error,
+    failureKind: "runtime",
+    phase: "execution",
+    executionMayHaveOccurred: true,
+    cancellation: "not-applicable",
+  };
+}
+
+export function deadlineFailed(phase: "typecheck" | "before-execution" | "execution", limitMs: number): Failed {
+  const ran = phase === "execution";
+  return {
+    status: "failed",
+    error: ran
+      ? `Script exceeded its execution deadline (${limitMs} ms) and was stopped.`
+      : `Script reached its deadline during ${phase} and was NOT executed.`,
+    failureKind: "deadline",
+    phase,
+    executionMayHaveOccurred: ran,
+    cancellation: ran ? "external-work-may-continue" : "not-applicable",
+  };
+}
+
+export function expiredFailed(expiresAt: string): Failed {
+  return {
+    status: "failed",
+    error: `Script was NOT executed: its request expired at ${expiresAt} before it started.`,
+    failureKind: "expired",
+    phase: "before-execution",
+    executionMayHaveOccurred: false,
+    cancellation: "not-applicable",
+  };
+}
+
+export function orphanedFailed(): Failed {
+  return {
+    status: "failed",
+    error:
+      "The capability host stopped while this script was running; it was NOT re-run. " +
+      "It may have partially executed: inspect state before retrying.",
+    failureKind: "orphaned",
+    phase: "recovery",
+    executionMayHaveOccurred: true,
+    cancellation: "external-work-may-continue",
+  };
+}
