@@ -20,3 +20,11 @@ export {
   type ScriptResultContextEvent,
 } from "./render-result.ts";
 export { codemodeReactions, planSettlementRender } from "./reactions.ts";
+export {
+  createLiveLaneState,
+  applyChunksEvent,
+  chunkText,
+  type LiveLaneState,
+  type LiveDelta,
+  type LiveDialect,
+} from "./live-lane.ts";
