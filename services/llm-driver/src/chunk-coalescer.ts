@@ -10,6 +10,8 @@ export const CHUNK_MAX_BYTES = 64_000;
 export interface ChunkFlush {
   readonly chunks: readonly unknown[];
   readonly sequence: number;
+  /** Encoded size of the chunks (JSON bytes). */
+  readonly bytes: number;
 }
 
 export interface ChunkCoalescerOptions {
@@ -67,7 +69,7 @@ export class ChunkCoalescer {
   }
 
   private take(nowMs: number): ChunkFlush {
-    const flush = { chunks: this.buffer, sequence: this.nextSequence };
+    const flush = { chunks: this.buffer, sequence: this.nextSequence, bytes: this.bufferBytes };
     this.nextSequence += 1;
     this.buffer = [];
     this.bufferBytes = 0;

@@ -13,7 +13,7 @@ export class ModelCallError extends AgentRuntimeError {
 /** No progress from the model for the idle-watchdog window. */
 export class ModelIdleError extends AgentRuntimeError {
   constructor(idleMs: number) {
-    super("unavailable", `no progress from the model for ${Math.round(idleMs / 1000)} s (idle watchdog)`, {
+    super("unavailable", `no progress from the model for ${formatSeconds(idleMs)} s (idle watchdog)`, {
       retryable: true,
       details: { idleMs },
     });
@@ -46,4 +46,8 @@ export class ProviderConfigError extends AgentRuntimeError {
   constructor(message: string, cause?: unknown) {
     super("invalid_payload", message, { cause, retryable: false });
   }
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? String(ms / 1000) : (ms / 1000).toFixed(1);
 }

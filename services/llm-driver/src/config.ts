@@ -1,0 +1,67 @@
+// The driver's environment, parsed once at start-up. `LLM_PROVIDERS` is JSON, or a path to a
+// JSON file; `OPENAI_BASE_URL` / `OPENAI_API_KEY` are the shorthand for one `openai`
+// provider. With neither, the offline model answers.
+
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { ProviderConfigError } from "./errors.ts";
+import { resolveProviders, type ProvidersConfig } from "./providers.ts";
+import { DEFAULT_CONTEXT_WINDOWS, type ContextWindowTable } from "./usage.ts";
+
+const ms = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
+
+export const driverConfigSchema = z.object({
+  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9465),
+  LOG_LEVEL: z.string().default("info"),
+  PARTITION_COUNT: z.coerce.number().int().min(1).max(1024).default(64),
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  LLM_PROVIDERS: z.string().optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  /** JSON `{ "<model prefix>": tokens, ..., "*": defaultTokens }`. */
+  LLM_CONTEXT_WINDOWS: z.string().optional(),
+  LLM_IDLE_TIMEOUT_MS: ms(45_000),
+  LLM_WORK_ACK_WAIT_MS: ms(30_000),
+  LLM_WORK_HEARTBEAT_MS: ms(5_000),
+  LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+});
+
+export type DriverConfig = z.infer<typeof driverConfigSchema>;
+
+export function providersFromConfig(config: DriverConfig): ProvidersConfig {
+  return resolveProviders({
+    providersJson: config.LLM_PROVIDERS === undefined ? undefined : readJsonOrFile("LLM_PROVIDERS", config.LLM_PROVIDERS),
+    openaiBaseUrl: config.OPENAI_BASE_URL,
+    openaiApiKey: config.OPENAI_API_KEY,
+  });
+}
+
+const windowsSchema = z.record(z.string(), z.number().int().positive());
+
+export function contextWindowsFromConfig(config: DriverConfig): ContextWindowTable {
+  if (config.LLM_CONTEXT_WINDOWS === undefined) return DEFAULT_CONTEXT_WINDOWS;
+  const parsed = windowsSchema.safeParse(readJsonOrFile("LLM_CONTEXT_WINDOWS", config.LLM_CONTEXT_WINDOWS));
+  if (!parsed.success) {
+    throw new ProviderConfigError(`LLM_CONTEXT_WINDOWS must map model prefixes to positive integers: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  }
+  const { "*": fallback, ...byPrefix } = parsed.data;
+  return { byPrefix, defaultTokens: fallback ?? DEFAULT_CONTEXT_WINDOWS.defaultTokens };
+}
+
+function readJsonOrFile(name: string, value: string): unknown {
+  const text = value.trimStart().startsWith("{") ? value : readFileOrThrow(name, value);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new ProviderConfigError(`${name} is not valid JSON: ${(error as Error).message}`, error);
+  }
+}
+
+function readFileOrThrow(name: string, path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ProviderConfigError(`${name} is neither JSON nor a readable file: ${path}`, error);
+  }
+}

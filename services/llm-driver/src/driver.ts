@@ -1,0 +1,92 @@
+// The llm-driver service object: claims `work.llm.*` items from the durable pull consumer
+// `llm-driver` (heartbeating `working()` while a call streams), runs each through the
+// request runner, and answers interrupts. Everything it needs is passed in, so tests run it
+// in-process against a real nats-server and the composition root only wires.
+
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { consumeWork, type Logger, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
+import type { EventStore } from "@agentrt/streams";
+import { listenForInterrupts } from "./interrupts.ts";
+import type { DriverMetrics } from "./metrics.ts";
+import type { ModelClient } from "./model-client.ts";
+import { OfflineModelClient } from "./offline-client.ts";
+import { OpenAiModelClient } from "./openai-client.ts";
+import type { ModelRoute, ProvidersConfig } from "./providers.ts";
+import { RequestRunner, type DriverSettings, type RunOutcome } from "./request-runner.ts";
+import { RequestStop, RunningRequests } from "./running-requests.ts";
+
+export const LLM_DRIVER_DURABLE = "llm-driver";
+
+export interface LlmDriverDeps {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly store: EventStore;
+  readonly providers: ProvidersConfig;
+  readonly logger: Logger;
+  readonly metrics: DriverMetrics;
+  readonly settings: DriverSettings;
+  readonly work?: { readonly ackWaitMs?: number; readonly heartbeatMs?: number; readonly concurrency?: number };
+  readonly nowMs?: () => number;
+  /** Replaces the model clients (defaults: the OpenAI adapter, or the offline model when no provider is configured). */
+  readonly modelFor?: (route: ModelRoute | null) => ModelClient;
+}
+
+export class LlmDriver {
+  private readonly running = new RunningRequests();
+  private readonly runner: RequestRunner;
+  private consumer: WorkConsumer | undefined;
+  private interrupts: Subscription | undefined;
+
+  constructor(private readonly deps: LlmDriverDeps) {
+    const openai = new OpenAiModelClient();
+    const offline = new OfflineModelClient();
+    this.runner = new RequestRunner({
+      store: deps.store,
+      providers: deps.providers,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      running: this.running,
+      settings: deps.settings,
+      nowMs: deps.nowMs ?? Date.now,
+      modelFor: deps.modelFor ?? ((route) => (route === null ? offline : openai)),
+    });
+  }
+
+  get offline(): boolean {
+    return Object.keys(this.deps.providers).length === 0;
+  }
+
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  async start(): Promise<void> {
+    this.interrupts = listenForInterrupts(this.deps.nc, this.running, this.deps.logger);
+    this.consumer = await consumeWork(this.deps.js, this.deps.jsm, {
+      kind: "llm",
+      durable: LLM_DRIVER_DURABLE,
+      logger: this.deps.logger,
+      ackWaitMs: this.deps.work?.ackWaitMs ?? 30_000,
+      heartbeatMs: this.deps.work?.heartbeatMs ?? 5_000,
+      concurrency: this.deps.work?.concurrency ?? 32,
+      handler: async (item, context): Promise<WorkOutcome> => {
+        const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);
+        this.deps.metrics.workItem(outcome);
+        return workOutcome(outcome);
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
+    await this.consumer?.stop();
+    this.interrupts?.unsubscribe();
+  }
+}
+
+/** A run stopped by shutdown goes back to the queue at once so another driver takes it. */
+function workOutcome(outcome: RunOutcome): WorkOutcome {
+  return outcome === "shutdown" ? { type: "retry", delayMs: 0 } : { type: "ack" };
+}

@@ -1,0 +1,368 @@
+// Runs one requested turn: re-reads the stream (the work item is only a hint), renders the
+// prompt through R, streams the model's answer onto the live lane, and settles with one keyed
+// batch. Stops without committing anything when someone else settles R first or an
+// interrupt takes the request; settles failed on errors, the idle watchdog or the deadline.
+
+import type { AgentState } from "@agentrt/agent-core";
+import type { AgentEvent, EventInput } from "@agentrt/contract";
+import type { Logger } from "@agentrt/service-kit";
+import type { EventStore } from "@agentrt/streams";
+import { ChunkCoalescer, type ChunkFlush } from "./chunk-coalescer.ts";
+import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem } from "./compaction.ts";
+import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.ts";
+import type { DriverMetrics } from "./metrics.ts";
+import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
+import { routeModel, type ModelRoute, type ProvidersConfig } from "./providers.ts";
+import { renderMessages, requestStatus } from "./render-at.ts";
+import { RequestStop, type RunningRequest, RunningRequests } from "./running-requests.ts";
+import { failureBatch, successBatch } from "./settlement.ts";
+import { normaliseUsage, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
+
+export interface DriverSettings {
+  /** No progress for this long abandons the attempt (contract: 45 s). */
+  readonly idleTimeoutMs: number;
+  readonly contextWindows: ContextWindowTable;
+  readonly chunkWindowMs?: number;
+  readonly chunkMaxBytes?: number;
+}
+
+export interface RequestRunnerDeps {
+  readonly store: EventStore;
+  /** Picks the client for a route (null route: the offline model). */
+  readonly modelFor: (route: ModelRoute | null) => ModelClient;
+  readonly providers: ProvidersConfig;
+  readonly logger: Logger;
+  readonly metrics: DriverMetrics;
+  readonly running: RunningRequests;
+  readonly settings: DriverSettings;
+  readonly nowMs: () => number;
+}
+
+export type RunOutcome =
+  | "succeeded"
+  | "failed"
+  | "lost-race"
+  | "interrupted"
+  | "settled-elsewhere"
+  | "already-settled"
+  | "not-open"
+  | "expired"
+  | "shutdown";
+
+interface Attempt {
+  text: string;
+  usage: NormalisedUsage | null;
+  rawUsage: Record<string, unknown> | undefined;
+}
+
+export class RequestRunner {
+  constructor(private readonly deps: RequestRunnerDeps) {}
+
+  async run(streamPath: string, requestOffset: number, shutdown?: AbortSignal): Promise<RunOutcome> {
+    const existing = this.deps.running.get(streamPath, requestOffset);
+    if (existing !== undefined) {
+      // A redelivery of an item this process is still running: wait for that run instead.
+      await existing.done;
+      return "already-settled";
+    }
+    const log = this.deps.logger.child({ streamPath, requestOffset });
+    const events = await this.deps.store.read(streamPath);
+    const status = requestStatus(streamPath, events, requestOffset);
+    if (status.kind === "settled") return "already-settled";
+    if (status.kind === "not-open") {
+      log.info({ reason: status.reason }, "work item does not name an open request; acking");
+      return "not-open";
+    }
+    const { state } = status;
+    const open = state.openRequest as NonNullable<AgentState["openRequest"]>;
+    if (Date.parse(open.expiresAt) <= this.deps.nowMs()) {
+      log.info({ expiresAt: open.expiresAt }, "request expired before it ran; the reducer expires it");
+      return "expired";
+    }
+    const lastRead = events.at(-1)?.offset ?? requestOffset;
+    return this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });
+  }
+
+  private async drive(ctx: {
+    streamPath: string;
+    requestOffset: number;
+    state: AgentState;
+    lastRead: number;
+    log: Logger;
+    shutdown: AbortSignal | undefined;
+  }): Promise<RunOutcome> {
+    const { streamPath, requestOffset: R, state, log } = ctx;
+    const { store, metrics, nowMs, settings } = this.deps;
+    const open = state.openRequest as NonNullable<AgentState["openRequest"]>;
+    const controller = new AbortController();
+    const stop = (s: RequestStop): void => {
+      if (!controller.signal.aborted) controller.abort(s);
+    };
+    const attempt: Attempt = { text: "", usage: null, rawUsage: undefined };
+    let finish!: () => void;
+    const running: RunningRequest = { partialText: () => attempt.text, stop, done: new Promise<void>((r) => (finish = r)) };
+    this.deps.running.add(streamPath, R, running);
+    const startedAt = nowMs();
+    metrics.turnStarted();
+    const timers = this.armTimers(open.expiresAt, stop, ctx.shutdown);
+    const watcher = this.watchForSettlement(streamPath, R, ctx.lastRead + 1, stop, log);
+    let outcome: RunOutcome = "failed";
+    try {
+      let messages: RenderedMessage[];
+      let route: ModelRoute | null;
+      try {
+        messages = renderMessages(state);
+        route = Object.keys(this.deps.providers).length === 0 ? null : routeModel(open.model, this.deps.providers);
+      } catch (error) {
+        outcome = await this.settleFailed(ctx, state, startedAt, error);
+        return outcome;
+      }
+      const coalescer = new ChunkCoalescer({ startedAtMs: startedAt, windowMs: settings.chunkWindowMs, maxBytes: settings.chunkMaxBytes });
+      const publisher = new ChunkPublisher(store, streamPath, R, metrics, log);
+      let flushTimer: NodeJS.Timeout | undefined;
+      const armFlush = (): void => {
+        const due = coalescer.nextDueAtMs();
+        if (due === null || flushTimer !== undefined) return;
+        flushTimer = setTimeout(() => {
+          flushTimer = undefined;
+          const flush = coalescer.tick(nowMs());
+          if (flush) publisher.publish(flush);
+          armFlush();
+        }, Math.max(0, due - nowMs()));
+      };
+      try {
+        const call: ModelCall = {
+          route,
+          model: open.model,
+          messages,
+          promptCacheKey: streamPath,
+          interpretResponses: state.config.interpretResponses,
+          purpose: "turn",
+          signal: controller.signal,
+        };
+        let first = true;
+        for await (const event of this.deps.modelFor(route).stream(call)) {
+          timers.progress();
+          if (event.kind === "usage") {
+            attempt.rawUsage = event.raw;
+            attempt.usage = normaliseUsage(event.raw);
+            continue;
+          }
+          if (first) {
+            first = false;
+            metrics.firstToken((nowMs() - startedAt) / 1000);
+          }
+          attempt.text += event.text;
+          for (const flush of coalescer.push(event.raw, nowMs())) publisher.publish(flush);
+          armFlush();
+        }
+      } catch (error) {
+        if (flushTimer) clearTimeout(flushTimer);
+        const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
+        outcome = await this.afterError(ctx, state, startedAt, reason, coalescer, publisher);
+        return outcome;
+      }
+      if (flushTimer) clearTimeout(flushTimer);
+      const last = coalescer.finish(nowMs());
+      if (last) publisher.publish(last);
+      await publisher.drained();
+      if (controller.signal.aborted) {
+        outcome = await this.afterError(ctx, state, startedAt, controller.signal.reason, coalescer, publisher);
+        return outcome;
+      }
+      outcome = await this.settleSucceeded(ctx, state, route, startedAt, attempt, messages);
+      return outcome;
+    } finally {
+      timers.clear();
+      watcher.close();
+      this.deps.running.delete(streamPath, R, running);
+      metrics.turnFinished(outcome, (nowMs() - startedAt) / 1000);
+      finish();
+    }
+  }
+
+  /** An error or a stop: decide whether to commit a failure or stand down silently. */
+  private async afterError(
+    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    state: AgentState,
+    startedAt: number,
+    reason: unknown,
+    coalescer: ChunkCoalescer,
+    publisher: ChunkPublisher,
+  ): Promise<RunOutcome> {
+    if (reason instanceof RequestStop && (reason.kind === "interrupted" || reason.kind === "settled-elsewhere" || reason.kind === "shutdown")) {
+      ctx.log.info({ stop: reason.kind }, "model call stopped; committing nothing");
+      return reason.kind;
+    }
+    // Chunks streamed before the failure still reach live viewers, in order.
+    const last = coalescer.finish(this.deps.nowMs());
+    if (last) publisher.publish(last);
+    await publisher.drained();
+    const error =
+      reason instanceof RequestStop && reason.kind === "idle"
+        ? new ModelIdleError(this.deps.settings.idleTimeoutMs)
+        : reason instanceof RequestStop && reason.kind === "deadline"
+          ? new RequestDeadlineError((state.openRequest as NonNullable<AgentState["openRequest"]>).expiresAt)
+          : reason;
+    return this.settleFailed(ctx, state, startedAt, error);
+  }
+
+  private async settleFailed(
+    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    state: AgentState,
+    startedAt: number,
+    error: unknown,
+  ): Promise<RunOutcome> {
+    const errorMessage = error instanceof Error ? error.message : String(error);
+    const policy = state.config.llmRequestRetryPolicy;
+    const batch = failureBatch({
+      requestOffset: ctx.requestOffset,
+      errorMessage,
+      durationMs: this.deps.nowMs() - startedAt,
+      attempt: state.consecutiveLlmFailures + 1,
+      maxAttempts: policy.maxAttempts,
+    });
+    const result = await this.deps.store.append(ctx.streamPath, batch);
+    if (result.status === "duplicate") {
+      ctx.log.info("another driver settled this request first; our failure committed nothing");
+      return "lost-race";
+    }
+    ctx.log.warn({ err: error instanceof ModelCallError ? error.message : error }, "model call failed; settled failed");
+    return "failed";
+  }
+
+  private async settleSucceeded(
+    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    state: AgentState,
+    route: ModelRoute | null,
+    startedAt: number,
+    attempt: Attempt,
+    messages: RenderedMessage[],
+  ): Promise<RunOutcome> {
+    const open = state.openRequest as NonNullable<AgentState["openRequest"]>;
+    const batch = successBatch({
+      requestOffset: ctx.requestOffset,
+      model: open.model,
+      text: attempt.text,
+      durationMs: this.deps.nowMs() - startedAt,
+      usage: attempt.usage,
+      rawUsage: attempt.rawUsage,
+      contextWindows: this.deps.settings.contextWindows,
+    });
+    const result = await this.deps.store.append(ctx.streamPath, batch);
+    if (result.status === "duplicate") {
+      ctx.log.info("another driver settled this request first; our answer committed nothing");
+      return "lost-race";
+    }
+    ctx.log.info({ chars: attempt.text.length, usage: attempt.usage }, "request settled: succeeded");
+    const report = result.events.find((e) => e.type === "agent/token-usage-reported");
+    if (report?.type === "agent/token-usage-reported") {
+      await this.maybeCompact(ctx, state, route, report, messages).catch((error: unknown) =>
+        ctx.log.error({ err: error }, "compaction failed; history stays as it is"),
+      );
+    }
+    return "succeeded";
+  }
+
+  private async maybeCompact(
+    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    state: AgentState,
+    route: ModelRoute | null,
+    report: Extract<AgentEvent, { type: "agent/token-usage-reported" }>,
+    messages: RenderedMessage[],
+  ): Promise<void> {
+    const check = compactionCheck(report.payload, state.config.compactionTriggerFraction);
+    if (!check.due) return;
+    ctx.log.info(check, "usage crossed the compaction threshold; asking the model for a summary");
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new ModelIdleError(this.deps.settings.idleTimeoutMs)), this.deps.settings.idleTimeoutMs * 4);
+    let summary = "";
+    try {
+      const call: ModelCall = {
+        route,
+        model: report.payload.model,
+        messages: [...messages, { role: "user", content: COMPACTION_INSTRUCTION }],
+        promptCacheKey: ctx.streamPath,
+        interpretResponses: state.config.interpretResponses,
+        purpose: "compaction",
+        signal: controller.signal,
+      };
+      for await (const event of this.deps.modelFor(route).stream(call)) if (event.kind === "chunk") summary += event.text;
+    } finally {
+      clearTimeout(timer);
+    }
+    const item: EventInput = compactionItem(report.payload, report.offset, check, summary.trim());
+    await this.deps.store.append(ctx.streamPath, [item]);
+  }
+
+  /** The idle watchdog, the request's deadline and service shutdown, as one set of timers. */
+  private armTimers(expiresAt: string, stop: (s: RequestStop) => void, shutdown: AbortSignal | undefined) {
+    const { idleTimeoutMs } = this.deps.settings;
+    const idle = (): NodeJS.Timeout =>
+      setTimeout(() => stop(new RequestStop("idle", `no progress for ${idleTimeoutMs} ms`)), idleTimeoutMs);
+    let idleTimer = idle();
+    const untilDeadline = Math.min(2_147_000_000, Math.max(0, Date.parse(expiresAt) - this.deps.nowMs()));
+    const deadlineTimer = setTimeout(() => stop(new RequestStop("deadline", `deadline ${expiresAt} passed`)), untilDeadline);
+    const onShutdown = (): void => stop(new RequestStop("shutdown", "the driver is shutting down"));
+    shutdown?.addEventListener("abort", onShutdown, { once: true });
+    if (shutdown?.aborted) onShutdown();
+    return {
+      progress() {
+        clearTimeout(idleTimer);
+        idleTimer = idle();
+      },
+      clear() {
+        clearTimeout(idleTimer);
+        clearTimeout(deadlineTimer);
+        shutdown?.removeEventListener("abort", onShutdown);
+      },
+    };
+  }
+
+  /** Aborts the call when a settlement of R (expiry, interrupt, a faster twin) lands on the stream. */
+  private watchForSettlement(streamPath: string, R: number, fromOffset: number, stop: (s: RequestStop) => void, log: Logger) {
+    const subscription = this.deps.store.subscribe(streamPath, { fromOffset });
+    void (async () => {
+      for await (const event of subscription) {
+        if (event.type === "agent/llm-request-settled" && event.payload.requestOffset === R) {
+          stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${event.offset}`));
+          return;
+        }
+      }
+    })().catch((error: unknown) => log.warn({ err: error }, "settlement watch ended with an error"));
+    return { close: () => void subscription.close().catch(() => undefined) };
+  }
+}
+
+/** Publishes flushes on the live lane one after another, so a viewer sees provider order. */
+class ChunkPublisher {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly streamPath: string,
+    private readonly requestOffset: number,
+    private readonly metrics: DriverMetrics,
+    private readonly log: Logger,
+  ) {}
+
+  publish(flush: ChunkFlush): void {
+    const event = {
+      type: "agent/llm-response-chunks" as const,
+      payload: { chunks: [...flush.chunks], llmRequestOffset: this.requestOffset, sequence: flush.sequence },
+    };
+    this.chain = this.chain.then(async () => {
+      try {
+        await this.store.append(this.streamPath, [event]);
+        this.metrics.chunkEvent(flush.chunks.length, flush.bytes);
+      } catch (error) {
+        // The live lane may lose events (contract); the settlement still carries the text.
+        this.log.warn({ err: error, sequence: flush.sequence }, "publishing chunks failed");
+      }
+    });
+  }
+
+  drained(): Promise<void> {
+    return this.chain;
+  }
+}

@@ -1,0 +1,173 @@
+// Shared set-up for the driver's integration tests: a real nats-server (harness), the event
+// store, the work-queue stream, the fake model, and in-process drivers wired exactly like
+// main.ts wires them. Also a faithful stand-in for the reducer's scheduling (fold + the pure
+// decide-at-head) so retry tests see the same requests the reducer would append.
+
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { connect } from "@nats-io/transport-node";
+import { decideAtHead, foldAgentEvents, initialAgentState, type AgentState } from "@agentrt/agent-core";
+import { CONTRACT_VERSION, type AgentEvent, type EventInput } from "@agentrt/contract";
+import { createLogger, createMetrics, ensureWorkStream, publishWork } from "@agentrt/service-kit";
+import { type EventStore, MemoryEventStore } from "@agentrt/streams";
+import { type FakeModel, type NatsServer, startFakeModel, startNatsServer, waitFor } from "@agentrt/testing";
+import { createDriverMetrics } from "../src/metrics.ts";
+import { LlmDriver } from "../src/driver.ts";
+import type { ProvidersConfig } from "../src/providers.ts";
+import { DEFAULT_CONTEXT_WINDOWS } from "../src/usage.ts";
+
+export interface DriverEnv {
+  readonly nats: NatsServer;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly store: EventStore;
+  readonly model: FakeModel;
+  /** Provider config pointing `openai/*` at the fake model. */
+  readonly providers: ProvidersConfig;
+  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig }): Promise<LlmDriver>;
+  close(): Promise<void>;
+}
+
+export async function openTestStore(_nc: NatsConnection): Promise<EventStore> {
+  return new MemoryEventStore();
+}
+
+export async function startDriverEnv(): Promise<DriverEnv> {
+  const nats = await startNatsServer();
+  const nc = await connect({ servers: nats.url });
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  await ensureWorkStream(jsm);
+  const store = await openTestStore(nc);
+  const model = await startFakeModel();
+  const providers: ProvidersConfig = {
+    openai: { baseUrl: model.url, apiKey: "test-key", api: "chat", promptCacheKey: true },
+    // The same fake model through the Responses API, for agents whose model is `resp/…`.
+    resp: { baseUrl: model.url, apiKey: "test-key", api: "responses", promptCacheKey: false, models: { "gpt-5": "gpt-5-responses" } },
+  };
+  const drivers: LlmDriver[] = [];
+  const logger = createLogger("llm-driver-test", process.env.LOG_LEVEL ?? "warn");
+  return {
+    nats,
+    nc,
+    js,
+    jsm,
+    store,
+    model,
+    providers,
+    async startDriver(options = {}) {
+      const driver = new LlmDriver({
+        nc,
+        js,
+        jsm,
+        store,
+        providers: options.providers ?? providers,
+        logger,
+        metrics: createDriverMetrics(createMetrics("llm-driver", { collectDefaults: false })),
+        settings: { idleTimeoutMs: options.idleTimeoutMs ?? 45_000, contextWindows: DEFAULT_CONTEXT_WINDOWS },
+        work: { ackWaitMs: 5_000, heartbeatMs: 1_000 },
+      });
+      await driver.start();
+      drivers.push(driver);
+      return driver;
+    },
+    async close() {
+      for (const driver of drivers) await driver.stop();
+      await model.close();
+      await store.close();
+      await nc.close();
+      await nats.stop();
+    },
+  };
+}
+
+/** A born agent with one system section and (optionally) a user message, debounce 0. */
+export function birthEvents(options: { interpretResponses?: boolean; model?: string } = {}): EventInput[] {
+  return [
+    { type: "agent/created", payload: {} },
+    {
+      type: "agent/configured",
+      payload: {
+        config: {
+          interpretResponses: options.interpretResponses ?? false,
+          llmRequestDebounceMs: 0,
+          ...(options.model === undefined ? {} : { llm: { model: options.model } }),
+        },
+      },
+    },
+    { type: "agents/context-added", payload: { role: "system", key: "identity", content: "You are a test agent." } },
+  ];
+}
+
+export function userMessage(content: string): EventInput {
+  return { type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } };
+}
+
+export function requested(model = "openai/gpt-5.6-terra", expiresInMs = 600_000): EventInput {
+  return {
+    type: "agent/llm-request-requested",
+    payload: { model, expiresAt: new Date(Date.now() + expiresInMs).toISOString(), contractVersion: CONTRACT_VERSION },
+  };
+}
+
+/** Appends a batch and returns the committed events. */
+export async function append(store: EventStore, path: string, events: readonly EventInput[]): Promise<AgentEvent[]> {
+  const result = await store.append(path, events);
+  if (result.status !== "committed") throw new Error(`append to ${path} was a duplicate`);
+  return [...result.events];
+}
+
+/** Hands request R to the drivers the way the reducer does. */
+export async function publishLlmWork(env: Pick<DriverEnv, "js" | "store">, streamPath: string, requestOffset: number, redrive = false): Promise<void> {
+  await publishWork(env.js, "llm", env.store.partitionOf(streamPath), { streamPath, requestOffset }, { redrive });
+}
+
+/** Seeds an agent with a user message and a request; returns R. */
+export async function seedTurn(
+  env: Pick<DriverEnv, "js" | "store">,
+  path: string,
+  text = "hello",
+  options: { interpretResponses?: boolean; model?: string } = {},
+): Promise<number> {
+  await append(env.store, path, [...birthEvents(options), userMessage(text)]);
+  const [request] = await append(env.store, path, [requested(options.model)]);
+  return (request as AgentEvent).offset;
+}
+
+export async function foldStream(store: EventStore, path: string): Promise<AgentState> {
+  return foldAgentEvents(initialAgentState(path), await store.read(path));
+}
+
+export async function waitForEvent<T extends AgentEvent["type"]>(
+  store: EventStore,
+  path: string,
+  type: T,
+  match: (event: Extract<AgentEvent, { type: T }>) => boolean = () => true,
+  timeoutMs = 15_000,
+): Promise<Extract<AgentEvent, { type: T }>> {
+  return waitFor(
+    async () => (await store.read(path)).find((e): e is Extract<AgentEvent, { type: T }> => e.type === type && match(e as Extract<AgentEvent, { type: T }>)),
+    { timeoutMs, what: `${type} on ${path}` },
+  );
+}
+
+/**
+ * One step of the reducer's scheduling, from the pure core: fold, decide at the head, append
+ * what it decides (a debounced, backed-off request), hand a new request to the drivers.
+ * Returns the appended request's offset, or the time to decide again.
+ */
+export async function reducerStep(env: Pick<DriverEnv, "js" | "store">, path: string, nowMs = Date.now()): Promise<{ requestOffset?: number; wakeAtMs: number | null }> {
+  const state = await foldStream(env.store, path);
+  const decision = decideAtHead(state, { nowMs, runningRequestOffsets: state.openRequest ? [state.openRequest.requestedAtOffset] : [] });
+  let requestOffset: number | undefined;
+  for (const batch of decision.appends) {
+    const result = await env.store.append(path, batch);
+    const request = result.events.find((e) => e.type === "agent/llm-request-requested");
+    if (request !== undefined && result.status === "committed") {
+      requestOffset = request.offset;
+      await publishLlmWork(env, path, request.offset);
+    }
+  }
+  return { requestOffset, wakeAtMs: decision.wakeAtMs };
+}
