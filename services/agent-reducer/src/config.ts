@@ -10,6 +10,9 @@ export const reducerConfigSchema = z.object({
   REDUCER_ID: z.string().min(1).optional(),
   REDUCER_LEASE_TTL_MS: z.coerce.number().int().min(500).default(6000),
   REDUCER_SNAPSHOT_EVERY_EVENTS: z.coerce.number().int().min(1).default(2000),
+  PROJECT_WORKER: z.enum(["on", "off"]).default("on"),
+  /** The project's AGENTS.md, injected by the worker's birth reaction (default: the demo text). */
+  PROJECT_AGENTS_MD_FILE: z.string().optional(),
   REDUCER_INTERRUPT_TIMEOUT_MS: z.coerce.number().int().min(50).default(1500),
 });
 

@@ -10,6 +10,8 @@ import {
   foldAgentEvent,
   initialAgentState,
   interruptBatch,
+  type ProjectWorkerTexts,
+  projectWorkerReactions,
   reactToEvent,
 } from "@agentrt/agent-core";
 
@@ -22,11 +24,28 @@ export interface Reaction {
   readonly interruptRequestOffset?: number;
 }
 
-export function react(before: AgentState, event: AgentEvent, after: AgentState): Reaction {
-  const reaction = reactToEvent(before, event, after);
-  return reaction.interrupt === null
-    ? { batches: reaction.appends }
-    : { batches: reaction.appends, interruptRequestOffset: reaction.interrupt.requestOffset };
+/**
+ * The project worker runs inside the reducer process. Its birth reaction is for agents born
+ * into a project (`agent/created` carrying `project`, as the gateway's create() writes it);
+ * an agent created bare keeps the 60 s birth window and the defaults, as the contract says.
+ * Its tag-dialect interpreter follows the contract's own switch, `interpretResponses: false`.
+ */
+export interface ProjectWorkerOptions {
+  readonly enabled: boolean;
+  readonly texts?: ProjectWorkerTexts;
+}
+
+export function react(before: AgentState, event: AgentEvent, after: AgentState, worker: ProjectWorkerOptions = { enabled: true }): Reaction {
+  const reaction = reactToEvent(before, event, after, { interpreters: { codemode: true, projectWorker: false } });
+  const batches = [...reaction.appends];
+  if (worker.enabled && (event.type !== "agent/created" || bornIntoProject(event))) {
+    batches.push(...projectWorkerReactions(before, event, worker.texts));
+  }
+  return reaction.interrupt === null ? { batches } : { batches, interruptRequestOffset: reaction.interrupt.requestOffset };
+}
+
+function bornIntoProject(event: AgentEvent): boolean {
+  return event.type === "agent/created" && typeof event.payload.project === "object" && event.payload.project !== null;
 }
 
 export interface Decision {

@@ -3,6 +3,7 @@
 // leases and drains.
 
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { JetStreamEventStore } from "@agentrt/streams";
@@ -47,6 +48,10 @@ await runService({
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
       snapshotEveryEvents: config.REDUCER_SNAPSHOT_EVERY_EVENTS,
       kvReplicas: config.NATS_STREAM_REPLICAS,
+      projectWorker: {
+        enabled: config.PROJECT_WORKER === "on",
+        ...(config.PROJECT_AGENTS_MD_FILE ? { texts: { agentsMd: readFileSync(config.PROJECT_AGENTS_MD_FILE, "utf8").trim() } } : {}),
+      },
     });
     await reducer.start();
     const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });

@@ -4,6 +4,7 @@
 
 import type { EventStore, FeedSubscription } from "@agentrt/streams";
 import type { Logger } from "@agentrt/service-kit";
+import type { ProjectWorkerOptions } from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
 import { SNAPSHOT_FORMAT, type SnapshotStore } from "./snapshots.ts";
 import { StreamProcessor } from "./stream-processor.ts";
@@ -15,6 +16,7 @@ export interface PartitionWorkerOptions {
   readonly effects: ReducerEffects;
   readonly logger: Logger;
   readonly snapshotEveryEvents: number;
+  readonly projectWorker?: ProjectWorkerOptions;
   readonly onEvents?: (count: number) => void;
 }
 
@@ -57,7 +59,7 @@ export class PartitionWorker {
   }
 
   private newProcessor(streamPath: string, restored?: ConstructorParameters<typeof StreamProcessor>[3]): StreamProcessor {
-    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored);
+    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored, this.options.projectWorker);
   }
 
   private async follow(feed: FeedSubscription): Promise<void> {

@@ -6,6 +6,7 @@ import type { EventStore } from "@agentrt/streams";
 import { type Metrics, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "@agentrt/service-kit";
+import type { ProjectWorkerOptions } from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
 import { PartitionWorker } from "./partition-worker.ts";
 import type { SnapshotStore } from "./snapshots.ts";
@@ -21,6 +22,7 @@ export interface ReducerServiceOptions {
   readonly leaseTtlMs: number;
   readonly snapshotEveryEvents: number;
   readonly kvReplicas?: number;
+  readonly projectWorker?: ProjectWorkerOptions;
 }
 
 export class ReducerService {
@@ -57,6 +59,7 @@ export class ReducerService {
           effects: options.effects,
           logger: options.logger.child({ partition }),
           snapshotEveryEvents: options.snapshotEveryEvents,
+          ...(options.projectWorker ? { projectWorker: options.projectWorker } : {}),
           onEvents: (count) => this.eventsFolded?.inc(count),
         });
         this.workers.set(partition, worker);

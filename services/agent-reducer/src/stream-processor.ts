@@ -34,6 +34,7 @@ export class StreamProcessor {
     private readonly effects: ReducerEffects,
     private readonly logger: Logger,
     restored?: AgentState,
+    private readonly worker: core.ProjectWorkerOptions = { enabled: true },
   ) {
     this.state = restored ?? core.newState(streamPath);
   }
@@ -50,7 +51,7 @@ export class StreamProcessor {
     } else if (event.type === "capability-host/script-run-settled") {
       this.unsettledScripts.delete(event.payload.executionId);
     }
-    const reaction = core.react(before, event, after);
+    const reaction = core.react(before, event, after, this.worker);
     if (reaction.batches.length > 0) this.pendingReactions.push(...reaction.batches);
     if (reaction.interruptRequestOffset !== undefined) this.pendingInterrupts.push(reaction.interruptRequestOffset);
     this.scheduleFlush();

@@ -162,3 +162,34 @@ describe("the reducer shell", () => {
     expect(scriptWork).toEqual(["api:1"]);
   });
 });
+
+describe("the project worker inside the reducer", () => {
+  it("configures an agent born into a project within milliseconds, releasing the held first turn", async () => {
+    const store = new MemoryEventStore();
+    const { effects } = memoryEffects(store);
+    await startWorker(store, effects);
+    const birth = await store.append(PATH, [
+      { type: "agent/created", payload: { project: { slug: "demo" } } },
+      { type: "agent/configured", payload: { config: { interpretResponses: true, llmRequestDebounceMs: 60_000 } } },
+      { type: "agents/context-added", payload: { role: "system", key: "output-formatting", content: "fenced dialect" } },
+    ]);
+    await store.append(PATH, [userSays("hi — what can you do?")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    const events = await store.read(PATH);
+    const configured = events.find((e) => e.idempotencyKey === `worker/birth@${birth.events[0]!.offset}/configured`)!;
+    expect(configured.payload).toEqual({ config: { interpretResponses: false, llmRequestDebounceMs: 250 } });
+    expect(Date.parse(configured.createdAt) - Date.parse(birth.events[0]!.createdAt)).toBeLessThan(1000);
+  });
+
+  it("leaves an agent born without a project to the 60 s birth window", async () => {
+    const store = new MemoryEventStore();
+    const { effects } = memoryEffects(store);
+    const worker = await startWorker(store, effects);
+    await store.append(PATH, born(60_000));
+    await store.append(PATH, [userSays("anyone?")]);
+    await waitFor(() => worker.processor(PATH)?.state.pendingLlmRequestTrigger !== null && worker.processor(PATH) !== undefined, { timeoutMs: 2000 });
+    await worker.processor(PATH)!.settle();
+    const events = await store.read(PATH);
+    expect(events.map((e) => e.type)).toEqual(["agent/created", "agent/configured", "agents/context-added"]);
+  });
+});
