@@ -25,6 +25,8 @@ export interface PreparedBatch {
   readonly keys: readonly string[];
   /** The events as they are stored (JSON), computed once so size checks and commits agree. */
   readonly eventsJson: string;
+  /** Worst-case encoded size of the record (UTF-8 bytes). */
+  readonly bytes: number;
 }
 
 /** Validates path, size and every event; throws a ContractViolationError naming the problem. */
@@ -73,7 +75,7 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[]): P
   );
   // Worst-case envelope: the largest offset and a full-length timestamp.
   const bytes = encoder.encode(recordJson(path, Number.MAX_SAFE_INTEGER, "+275760-09-13T00:00:00.000Z", eventsJson)).byteLength;
-  if (ephemeralCount === 0 && bytes > MAX_BATCH_BYTES) {
+  if (bytes > MAX_BATCH_BYTES) {
     throw new ContractViolationError(
       "batch_too_large",
       `A batch encodes to at most ${MAX_BATCH_BYTES} bytes; this one takes ${bytes}.`,
@@ -81,7 +83,7 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[]): P
       { bytes, maxBytes: MAX_BATCH_BYTES },
     );
   }
-  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, eventsJson };
+  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, eventsJson, bytes };
 }
 
 function recordJson(streamPath: string, firstOffset: number, createdAt: string, eventsJson: string): string {

@@ -4,3 +4,4 @@ export * from "./event-store.ts";
 export { MemoryEventStore, type MemoryEventStoreOptions } from "./memory-store.ts";
 export { fnv1a32, partitionOfPath } from "./partition.ts";
 export { AsyncQueue } from "./async-queue.ts";
+export { JetStreamEventStore, type JetStreamEventStoreOptions } from "./jetstream/store.ts";

@@ -132,7 +132,7 @@ export class MemoryEventStore implements EventStore {
     return [...this.streams.entries()]
       .filter(([path]) => prefix === undefined || path.startsWith(prefix))
       .map(([streamPath, stream]) => ({ streamPath, lastOffset: stream.events.length }))
-      .sort((a, b) => a.streamPath.localeCompare(b.streamPath));
+      .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0));
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,41 @@
+// NATS failures classified once into the contract's error codes: timeouts, lost connections
+// and missing responders are `unavailable` (retryable); anything else the server refuses is
+// `internal`. Callers map codes to HTTP/gRPC/broker actions elsewhere.
+
+import { AgentRuntimeError } from "@agentrt/contract";
+import { JetStreamApiError, JetStreamApiCodes } from "@nats-io/jetstream";
+import { errors } from "@nats-io/nats-core";
+
+export function isWrongLastSequence(error: unknown): boolean {
+  return error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
+}
+
+export function isTransient(error: unknown): boolean {
+  return (
+    error instanceof errors.TimeoutError ||
+    error instanceof errors.NoRespondersError ||
+    error instanceof errors.ClosedConnectionError ||
+    error instanceof errors.DrainingConnectionError ||
+    error instanceof errors.ConnectionError ||
+    (error instanceof errors.RequestError && isTransient(error.cause)) ||
+    (error instanceof JetStreamApiError && error.status === 503)
+  );
+}
+
+/** Wraps any failure as an AgentRuntimeError (already classified ones pass through). */
+export function classifyNatsError(error: unknown, what: string): AgentRuntimeError {
+  if (error instanceof AgentRuntimeError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (isTransient(error)) {
+    return new AgentRuntimeError("unavailable", `${what}: NATS is unavailable (${message}); retry later.`, { retryable: true, cause: error });
+  }
+  return new AgentRuntimeError("internal", `${what}: ${message}`, { cause: error });
+}
+
+export async function classified<T>(what: string, operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw classifyNatsError(error, what);
+  }
+}

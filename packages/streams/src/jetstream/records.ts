@@ -1,0 +1,130 @@
+// Reading committed batch records back: direct gets (one message by subject, cheap, no
+// consumer) and, for long ranges, an ordered consumer. Every batch message carries its first
+// offset and event count in headers so locating an offset never parses a payload.
+
+import type { AgentEvent } from "@agentrt/contract";
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { type BatchRecord, decodeRecordJson, recordEvents } from "../batch.ts";
+
+export const FIRST_OFFSET_HEADER = "Agentrt-First-Offset";
+export const EVENT_COUNT_HEADER = "Agentrt-Event-Count";
+
+/** One stored batch message: where it sits and which offsets it holds. */
+export interface StoredRecord {
+  readonly seq: number;
+  readonly subject: string;
+  readonly first: number;
+  readonly count: number;
+  readonly data: Uint8Array;
+}
+
+export function lastOffsetOf(record: StoredRecord): number {
+  return record.first + record.count - 1;
+}
+
+interface RawMsg {
+  readonly seq: number;
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly header?: { get(key: string): string } | undefined;
+  readonly headers?: { get(key: string): string } | undefined;
+}
+
+/** The record of a message, or undefined when it is not a batch record we can read. */
+export function toStoredRecord(msg: RawMsg): StoredRecord | undefined {
+  const h = msg.header ?? msg.headers;
+  const first = Number(h?.get(FIRST_OFFSET_HEADER));
+  const count = Number(h?.get(EVENT_COUNT_HEADER));
+  if (Number.isInteger(first) && first > 0 && Number.isInteger(count) && count > 0) {
+    return { seq: msg.seq, subject: msg.subject, first, count, data: msg.data };
+  }
+  const body = decodeRecordJson(msg.data);
+  if (body === undefined || body.events.length === 0) return undefined;
+  return { seq: msg.seq, subject: msg.subject, first: body.first, count: body.events.length, data: msg.data };
+}
+
+export function decodeStored(record: StoredRecord): BatchRecord | undefined {
+  return decodeRecordJson(record.data);
+}
+
+export function eventsOf(record: StoredRecord): AgentEvent[] {
+  const body = decodeRecordJson(record.data);
+  return body === undefined ? [] : recordEvents(body);
+}
+
+export class RecordReader {
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly streamName: string,
+  ) {}
+
+  async last(subject: string): Promise<StoredRecord | undefined> {
+    const msg = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: subject });
+    return msg === null ? undefined : toStoredRecord(msg);
+  }
+
+  /** The first record on `subject` with sequence ≥ `seq`. */
+  async nextFrom(subject: string, seq: number): Promise<StoredRecord | undefined> {
+    const msg = await this.jsm.direct.getMessage(this.streamName, { next_by_subj: subject, seq: Math.max(1, seq) });
+    return msg === null ? undefined : toStoredRecord(msg);
+  }
+
+  /**
+   * The sequence of the record holding `offset` — binary search over stream sequences with
+   * `next_by_subj`, so the cost is O(log sequences) round trips, independent of `offset`.
+   * Returns undefined when the stream's last offset is below `offset`.
+   */
+  async locate(subject: string, offset: number): Promise<{ startSeq: number; last: StoredRecord } | undefined> {
+    const last = await this.last(subject);
+    if (last === undefined || lastOffsetOf(last) < offset) return undefined;
+    if (last.first <= offset) return { startSeq: last.seq, last };
+    const first = await this.nextFrom(subject, 1);
+    if (first === undefined) return undefined;
+    if (first.first > offset || lastOffsetOf(first) >= offset) return { startSeq: first.seq, last };
+    // Invariant: the record at `lo` starts at or before `offset`; every record at ≥ `hi` starts after it.
+    let lo = first.seq;
+    let hi = last.seq;
+    while (lo + 1 < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const probe = await this.nextFrom(subject, mid);
+      if (probe === undefined || probe.seq >= hi || probe.first > offset) hi = mid;
+      else lo = probe.seq;
+    }
+    return { startSeq: lo, last };
+  }
+
+  /**
+   * Records on `subject` from `fromSeq` through `untilSeq`, in order. Short ranges use direct
+   * gets; once a range proves long, an ordered consumer streams the rest.
+   */
+  async *scan(subject: string, fromSeq: number, untilSeq: number): AsyncGenerator<StoredRecord> {
+    let next = fromSeq;
+    for (let i = 0; i < DIRECT_GETS_BEFORE_CONSUMER; i++) {
+      if (next > untilSeq) return;
+      const record = await this.nextFrom(subject, next);
+      if (record === undefined || record.seq > untilSeq) return;
+      yield record;
+      next = record.seq + 1;
+    }
+    if (next > untilSeq) return;
+    const consumer = await this.js.consumers.get(this.streamName, {
+      filter_subjects: subject,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: next,
+    });
+    const messages = await consumer.consume({ max_messages: 512 });
+    try {
+      for await (const msg of messages) {
+        const record = toStoredRecord(msg);
+        if (record !== undefined && record.seq <= untilSeq) yield record;
+        if (msg.seq >= untilSeq || msg.info.pending === 0) break;
+      }
+    } finally {
+      await messages.close().catch(() => undefined);
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+}
+
+const DIRECT_GETS_BEFORE_CONSUMER = 8;

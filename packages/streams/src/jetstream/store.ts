@@ -1,0 +1,227 @@
+// The JetStream adapter of the EventStore port. Layout (architecture.md): ONE JetStream stream
+// (`AGENT_EVENTS`) for every agent; each agent stream is the subject
+// `ev.<partition>.<path segments>` with partition = FNV-1a(path) mod partitionCount; ONE
+// message per committed batch (atomic on 2.9, which has no batch publish), carrying the events
+// and the offset of the first one. See writer.ts for appends, records.ts for reads,
+// subscriptions.ts for live reading. The store does not own the connection: close() ends its
+// subscriptions, the caller drains `nc`.
+
+import { type AgentEvent, parseStreamPath } from "@agentrt/contract";
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  FeedOptions,
+  FeedSubscription,
+  ReadOptions,
+  StreamSummary,
+  SubscribeOptions,
+  Subscription,
+} from "../event-store.ts";
+import { partitionOfPath, validatePartitionCount } from "../partition.ts";
+import { classified } from "./errors.ts";
+import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
+import { ensureEventStream } from "./stream-setup.ts";
+import { type Closable, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
+import { type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
+import { BatchWriter } from "./writer.ts";
+
+export interface JetStreamEventStoreOptions {
+  /** Fixed per deployment; recorded in the stream and checked on open (default 64). */
+  readonly partitionCount?: number;
+  /** JetStream replicas of the events stream when it is created (default 1; 3 in a cluster). */
+  readonly replicas?: number;
+  readonly streamName?: string;
+  /** Subject prefix of durable agent streams (default `ev`). */
+  readonly subjectPrefix?: string;
+  /** Subject prefix of the core-NATS live lane (default `eph`). */
+  readonly ephemeralPrefix?: string;
+  readonly storage?: "file" | "memory";
+  /** Window for Nats-Msg-Id retry dedup (default 2 minutes). */
+  readonly duplicateWindowMs?: number;
+  /** Per-publish ack deadline (default 5 s). */
+  readonly publishTimeoutMs?: number;
+  /** Idle per-stream writer views kept (default 10 000). */
+  readonly maxCachedStreams?: number;
+  /** The commit clock; createdAt comes from here (default `() => new Date()`). */
+  readonly now?: () => Date;
+}
+
+const encoder = new TextEncoder();
+
+export class JetStreamEventStore implements EventStore {
+  readonly partitionCount: number;
+  readonly streamName: string;
+  private readonly scheme: SubjectScheme;
+  private readonly reader: RecordReader;
+  private readonly writer: BatchWriter;
+  private readonly open = new Set<Closable>();
+  private readonly now: () => Date;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    jsm: JetStreamManager,
+    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now">> & { scheme: SubjectScheme },
+  ) {
+    this.partitionCount = options.partitionCount;
+    this.streamName = options.streamName;
+    this.scheme = options.scheme;
+    this.now = options.now;
+    this.reader = new RecordReader(jsm, js, this.streamName);
+    this.writer = new BatchWriter({
+      js,
+      reader: this.reader,
+      now: options.now,
+      publishTimeoutMs: options.publishTimeoutMs,
+      maxCachedStreams: options.maxCachedStreams,
+      maxAttempts: 200,
+    });
+  }
+
+  /** Connects the store to `nc`, creating the events stream if it does not exist (or validating it). */
+  static async open(nc: NatsConnection, options: JetStreamEventStoreOptions = {}): Promise<JetStreamEventStore> {
+    const partitionCount = validatePartitionCount(options.partitionCount ?? 64);
+    const streamName = options.streamName ?? "AGENT_EVENTS";
+    const scheme = { durablePrefix: options.subjectPrefix ?? "ev", ephemeralPrefix: options.ephemeralPrefix ?? "eph" };
+    const publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
+    return await classified(`open event store ${streamName}`, async () => {
+      const jsm = await jetstreamManager(nc, { timeout: publishTimeoutMs });
+      await ensureEventStream(jsm, {
+        streamName,
+        scheme,
+        partitionCount,
+        replicas: options.replicas ?? 1,
+        storage: options.storage ?? "file",
+        duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
+      });
+      const js = jetstream(nc, { timeout: publishTimeoutMs });
+      return new JetStreamEventStore(nc, js, jsm, {
+        partitionCount,
+        streamName,
+        scheme,
+        publishTimeoutMs,
+        maxCachedStreams: options.maxCachedStreams ?? 10_000,
+        now: options.now ?? (() => new Date()),
+      });
+    });
+  }
+
+  partitionOf(streamPath: string): number {
+    return partitionOfPath(parseStreamPath(streamPath), this.partitionCount);
+  }
+
+  private subjectOf(streamPath: string): string {
+    return durableSubject(this.scheme, partitionOfPath(streamPath, this.partitionCount), streamPath);
+  }
+
+  async append(streamPath: string, events: readonly unknown[], options?: AppendOptions): Promise<AppendResult> {
+    const batch = prepareBatch(streamPath, events);
+    const subject = this.subjectOf(batch.streamPath);
+    if (!batch.ephemeral) return await this.writer.append(subject, batch, options);
+    // Live lane: never stored. Each event carries the stream's last durable offset at publish time.
+    return await classified(`publish live events on ${batch.streamPath}`, async () => {
+      const last = await this.reader.last(subject);
+      const live = ephemeralEvents(batch, last === undefined ? 0 : lastOffsetOf(last), this.now().toISOString());
+      const partition = partitionOfPath(batch.streamPath, this.partitionCount);
+      this.nc.publish(ephemeralSubject(this.scheme, partition, batch.streamPath), encoder.encode(JSON.stringify(live)));
+      return { status: "committed", events: live };
+    });
+  }
+
+  async read(streamPath: string, options?: ReadOptions): Promise<AgentEvent[]> {
+    const path = parseStreamPath(streamPath);
+    const { fromOffset, limit } = parseReadOptions(options);
+    if (limit === 0) return [];
+    const subject = this.subjectOf(path);
+    return await classified(`read ${path}`, async () => {
+      const located = await this.reader.locate(subject, fromOffset);
+      if (located === undefined) return [];
+      const out: AgentEvent[] = [];
+      const wanted = Math.min(limit, lastOffsetOf(located.last) - fromOffset + 1);
+      for await (const record of this.reader.scan(subject, located.startSeq, located.last.seq)) {
+        if (lastOffsetOf(record) < fromOffset) continue;
+        for (const event of eventsOf(record)) {
+          if (event.offset >= fromOffset && out.length < wanted) out.push(event);
+        }
+        if (out.length >= wanted) break;
+      }
+      return out;
+    });
+  }
+
+  async lastOffset(streamPath: string): Promise<number> {
+    const subject = this.subjectOf(parseStreamPath(streamPath));
+    return await classified(`last offset of ${streamPath}`, async () => {
+      const last = await this.reader.last(subject);
+      return last === undefined ? 0 : lastOffsetOf(last);
+    });
+  }
+
+  subscribe(streamPath: string, options?: SubscribeOptions): Subscription {
+    const path = parseStreamPath(streamPath);
+    const { fromOffset } = parseReadOptions({ fromOffset: options?.fromOffset ?? 1 });
+    const partition = partitionOfPath(path, this.partitionCount);
+    const subscription = new StreamSubscription(
+      {
+        nc: this.nc,
+        js: this.js,
+        reader: this.reader,
+        streamName: this.streamName,
+        subject: durableSubject(this.scheme, partition, path),
+        ephemeralSubject: options?.ephemeral === true ? ephemeralSubject(this.scheme, partition, path) : undefined,
+        fromOffset,
+      },
+      (self) => this.open.delete(self),
+    );
+    this.open.add(subscription);
+    return subscription;
+  }
+
+  feed(options?: FeedOptions): FeedSubscription {
+    const partitions = parsePartitions(options?.partitions, this.partitionCount);
+    const afterSequence = options?.afterSequence ?? 0;
+    const wanted = new Set(partitions);
+    const single = partitions.length === 1 ? partitions[0] : undefined;
+    const feed = new PartitionFeed(
+      {
+        js: this.js,
+        streamName: this.streamName,
+        filter: single === undefined ? `${this.scheme.durablePrefix}.>` : `${this.scheme.durablePrefix}.${single}.>`,
+        afterSequence,
+        accept: (subject) => (wanted.has(partitionOfSubject(subject)) ? pathOfSubject(this.scheme, subject) : undefined),
+      },
+      (self) => this.open.delete(self),
+    );
+    this.open.add(feed);
+    return feed;
+  }
+
+  async listStreams(prefix?: string): Promise<StreamSummary[]> {
+    return await classified("list streams", async () => {
+      const jsm = await jetstreamManager(this.nc, { checkAPI: false });
+      const info = await jsm.streams.info(this.streamName, { subjects_filter: prefixFilter(this.scheme, prefix) });
+      const paths = Object.keys(info.state.subjects ?? {})
+        .map((subject) => ({ subject, streamPath: pathOfSubject(this.scheme, subject) }))
+        .filter((s): s is { subject: string; streamPath: string } => s.streamPath !== undefined && (prefix === undefined || s.streamPath.startsWith(prefix)));
+      const summaries: StreamSummary[] = [];
+      for (let i = 0; i < paths.length; i += 32) {
+        const chunk = await Promise.all(
+          paths.slice(i, i + 32).map(async ({ subject, streamPath }) => {
+            const last = await this.reader.last(subject);
+            return { streamPath, lastOffset: last === undefined ? 0 : lastOffsetOf(last) };
+          }),
+        );
+        summaries.push(...chunk.filter((s) => s.lastOffset > 0));
+      }
+      return summaries.sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0));
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.open].map((s) => s.close()));
+  }
+}

@@ -1,0 +1,207 @@
+// Live reading: `subscribe` replays a stream's history and continues live through ONE ordered
+// consumer on the stream's subject, started at the batch holding `fromOffset` (found by binary
+// search), so there is no gap at the switch; events below the next expected offset are
+// dropped, so there is no duplicate either. Live-lane events come from a core subscription
+// opened BEFORE history is read, and are held back until the durable offset they follow has
+// been delivered, so a subscriber sees them where they happened.
+
+import { type AgentEvent, parseStoredEvent } from "@agentrt/contract";
+import { type ConsumerMessages, DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription as CoreSubscription } from "@nats-io/nats-core";
+import { AsyncQueue } from "../async-queue.ts";
+import type { FeedBatch } from "../event-store.ts";
+import { classifyNatsError } from "./errors.ts";
+import { type RecordReader, eventsOf, toStoredRecord } from "./records.ts";
+
+const decoder = new TextDecoder();
+
+/** Something with a lifetime the store ends on close(). */
+export interface Closable {
+  close(): Promise<void>;
+}
+
+interface ConsumerSpec {
+  readonly js: JetStreamClient;
+  readonly streamName: string;
+  readonly filter: string;
+  /** 0 = from the first message matching the filter. */
+  readonly startSeq: number;
+}
+
+/** Runs an ordered consumer until closed, handing each message to `onMessage`. */
+async function runConsumer(
+  spec: ConsumerSpec,
+  isClosed: () => boolean,
+  onStarted: (messages: ConsumerMessages, remove: () => Promise<void>) => void,
+  onMessage: (msg: { seq: number; subject: string; data: Uint8Array; headers?: { get(k: string): string } | undefined }) => void,
+): Promise<void> {
+  const consumer = await spec.js.consumers.get(spec.streamName, {
+    filter_subjects: spec.filter,
+    ...(spec.startSeq > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSeq } : { deliver_policy: DeliverPolicy.All }),
+  });
+  const messages = await consumer.consume({ max_messages: 512 });
+  onStarted(messages, () => consumer.delete().then(() => undefined, () => undefined));
+  if (isClosed()) return;
+  for await (const msg of messages) {
+    onMessage(msg);
+    if (isClosed()) break;
+  }
+}
+
+abstract class ConsumerSubscription<T> implements Closable, AsyncIterable<T> {
+  protected readonly queue = new AsyncQueue<T>(() => void this.close());
+  protected closed = false;
+  private messages: ConsumerMessages | undefined;
+  private removeConsumer: (() => Promise<void>) | undefined;
+  private readonly detach: (self: Closable) => void;
+
+  constructor(detach: (self: Closable) => void) {
+    this.detach = detach;
+  }
+
+  protected launch(run: () => Promise<void>, what: string): void {
+    run().then(
+      () => this.queue.end(),
+      (error: unknown) => this.queue.end(this.closed ? undefined : classifyNatsError(error, what)),
+    );
+  }
+
+  protected consume(spec: ConsumerSpec, onMessage: Parameters<typeof runConsumer>[3]): Promise<void> {
+    return runConsumer(
+      spec,
+      () => this.closed,
+      (messages, remove) => {
+        this.messages = messages;
+        this.removeConsumer = remove;
+        if (this.closed) void this.stopConsumer();
+      },
+      onMessage,
+    );
+  }
+
+  private async stopConsumer(): Promise<void> {
+    const messages = this.messages;
+    const remove = this.removeConsumer;
+    this.messages = undefined;
+    this.removeConsumer = undefined;
+    messages?.stop();
+    await remove?.();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.detach(this);
+    this.onClose();
+    await this.stopConsumer();
+    this.queue.end();
+  }
+
+  protected onClose(): void {}
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return this.queue[Symbol.asyncIterator]();
+  }
+}
+
+export interface StreamSubscriptionSpec {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly reader: RecordReader;
+  readonly streamName: string;
+  readonly subject: string;
+  readonly ephemeralSubject: string | undefined;
+  readonly fromOffset: number;
+}
+
+export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
+  private nextOffset: number;
+  private readonly heldEphemeral: AgentEvent[] = [];
+  private core: CoreSubscription | undefined;
+
+  constructor(spec: StreamSubscriptionSpec, detach: (self: Closable) => void) {
+    super(detach);
+    this.nextOffset = spec.fromOffset;
+    if (spec.ephemeralSubject !== undefined) {
+      // Opened before history is read: live-lane events published from now on are not missed.
+      this.core = spec.nc.subscribe(spec.ephemeralSubject, { callback: (_err, msg) => this.onEphemeral(msg.data) });
+    }
+    this.launch(() => this.run(spec), `subscribe to ${spec.subject}`);
+  }
+
+  private async run(spec: StreamSubscriptionSpec): Promise<void> {
+    const located = await spec.reader.locate(spec.subject, spec.fromOffset);
+    let startSeq = located?.startSeq ?? 0;
+    if (located === undefined) {
+      const last = await spec.reader.last(spec.subject);
+      startSeq = last === undefined ? 0 : last.seq + 1;
+    }
+    if (this.closed) return;
+    await this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.subject, startSeq }, (msg) => {
+      const record = toStoredRecord(msg);
+      if (record === undefined || record.first + record.count <= this.nextOffset) return;
+      for (const event of eventsOf(record)) {
+        if (event.offset < this.nextOffset) continue;
+        this.queue.push(event);
+        this.nextOffset = event.offset + 1;
+      }
+      this.releaseEphemeral();
+    });
+  }
+
+  private onEphemeral(data: Uint8Array): void {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(decoder.decode(data));
+    } catch {
+      return;
+    }
+    for (const item of Array.isArray(raw) ? raw : []) {
+      const parsed = parseStoredEvent(item);
+      if (parsed.ok && parsed.event.ephemeral === true) this.heldEphemeral.push(parsed.event);
+    }
+    this.releaseEphemeral();
+  }
+
+  /** Delivers held live-lane events whose durable predecessor has been delivered. */
+  private releaseEphemeral(): void {
+    while (this.heldEphemeral.length > 0 && (this.heldEphemeral[0] as AgentEvent).offset < this.nextOffset) {
+      this.queue.push(this.heldEphemeral.shift() as AgentEvent);
+    }
+  }
+
+  protected override onClose(): void {
+    this.core?.unsubscribe();
+    this.core = undefined;
+  }
+}
+
+export interface FeedSubscriptionSpec {
+  readonly js: JetStreamClient;
+  readonly streamName: string;
+  readonly filter: string;
+  readonly afterSequence: number;
+  readonly accept: (subject: string) => string | undefined;
+}
+
+/**
+ * The partition feed. 2.9 has no multi-subject filters, so one partition uses the filter
+ * `<prefix>.<p>.>`, and several use `<prefix>.>` with partitions picked client-side: that keeps
+ * ONE global commit order, which is what makes a single `afterSequence` a safe resume point.
+ */
+export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
+  constructor(spec: FeedSubscriptionSpec, detach: (self: Closable) => void) {
+    super(detach);
+    this.launch(
+      () =>
+        this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.filter, startSeq: spec.afterSequence > 0 ? spec.afterSequence + 1 : 0 }, (msg) => {
+          const streamPath = spec.accept(msg.subject);
+          if (streamPath === undefined) return;
+          const record = toStoredRecord(msg);
+          if (record === undefined) return;
+          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record) });
+        }),
+      `feed ${spec.filter}`,
+    );
+  }
+}

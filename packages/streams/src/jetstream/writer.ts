@@ -1,0 +1,202 @@
+// The append path: per agent stream, appends queue up and are committed by group commit —
+// every append waiting behind an in-flight publish goes into the NEXT JetStream message
+// together (still one atomic message, each append contiguous inside it, keys and
+// expectedLastOffset decided one by one). A message is published with
+// `expect.lastSubjectSequence` = the view's last sequence; "wrong last sequence" means another
+// writer got there first: catch up and decide again. `Nats-Msg-Id` (unique per attempt) makes
+// a publish retried after a timeout land at most once.
+
+import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
+import { type JetStreamClient, JetStreamError } from "@nats-io/jetstream";
+import { headers, nuid } from "@nats-io/nats-core";
+import { type PreparedBatch, decideAppend } from "../batch.ts";
+import { type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
+import { classifyNatsError, isTransient, isWrongLastSequence } from "./errors.ts";
+import { EVENT_COUNT_HEADER, FIRST_OFFSET_HEADER, type RecordReader } from "./records.ts";
+import { type StreamViewState, catchUp, emptyView, loadKeys } from "./stream-view.ts";
+
+interface PendingAppend {
+  readonly batch: PreparedBatch;
+  readonly options: AppendOptions | undefined;
+  readonly resolve: (result: AppendResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface StreamWriter {
+  readonly subject: string;
+  readonly view: StreamViewState;
+  readonly pending: PendingAppend[];
+  running: boolean;
+}
+
+type Outcome = { kind: "result"; result: AppendResult } | { kind: "error"; error: unknown };
+
+export interface WriterOptions {
+  readonly js: JetStreamClient;
+  readonly reader: RecordReader;
+  readonly now: () => Date;
+  readonly publishTimeoutMs: number;
+  /** Idle per-stream views kept for the next append (bounded memory). */
+  readonly maxCachedStreams: number;
+  /** Commit attempts lost to other writers before giving up with a retryable conflict. */
+  readonly maxAttempts: number;
+}
+
+const encoder = new TextEncoder();
+
+export class BatchWriter {
+  private readonly writers = new Map<string, StreamWriter>();
+
+  constructor(private readonly options: WriterOptions) {}
+
+  append(subject: string, batch: PreparedBatch, appendOptions: AppendOptions | undefined): Promise<AppendResult> {
+    const writer = this.writerFor(batch.streamPath, subject);
+    return new Promise<AppendResult>((resolve, reject) => {
+      writer.pending.push({ batch, options: appendOptions, resolve, reject });
+      if (!writer.running) void this.drain(writer);
+    });
+  }
+
+  /** The last durable offset this writer has seen for a stream, if it has a view. */
+  knownLastOffset(streamPath: string): number | undefined {
+    return this.writers.get(streamPath)?.view.lastSeq === 0 ? undefined : this.writers.get(streamPath)?.view.lastOffset;
+  }
+
+  private writerFor(streamPath: string, subject: string): StreamWriter {
+    let writer = this.writers.get(streamPath);
+    if (writer !== undefined) {
+      this.writers.delete(streamPath);
+      this.writers.set(streamPath, writer);
+      return writer;
+    }
+    writer = { subject, view: emptyView(), pending: [], running: false };
+    this.writers.set(streamPath, writer);
+    if (this.writers.size > this.options.maxCachedStreams) {
+      for (const [path, candidate] of this.writers) {
+        if (this.writers.size <= this.options.maxCachedStreams) break;
+        if (!candidate.running && candidate.pending.length === 0) this.writers.delete(path);
+      }
+    }
+    return writer;
+  }
+
+  private async drain(writer: StreamWriter): Promise<void> {
+    writer.running = true;
+    try {
+      while (writer.pending.length > 0) {
+        const group = takeGroup(writer.pending);
+        try {
+          const outcomes = await this.commitGroup(writer, group);
+          outcomes.forEach((outcome, i) => {
+            const member = group[i] as PendingAppend;
+            if (outcome.kind === "result") member.resolve(outcome.result);
+            else member.reject(outcome.error);
+          });
+        } catch (error) {
+          const classified = classifyNatsError(error, `append to ${writer.subject}`);
+          for (const member of group) member.reject(classified);
+          // The view may be wrong after an unknown outcome: rebuild it on the next append.
+          Object.assign(writer.view, emptyView());
+        }
+      }
+    } finally {
+      writer.running = false;
+    }
+  }
+
+  private async commitGroup(writer: StreamWriter, group: readonly PendingAppend[]): Promise<Outcome[]> {
+    const { view, subject } = writer;
+    if (view.keys === undefined && group.some((m) => m.batch.keys.length > 0)) await loadKeys(this.options.reader, subject, view);
+    if (group.some((m) => m.options?.expectedLastOffset !== undefined && m.options.expectedLastOffset > view.lastOffset)) {
+      await catchUp(this.options.reader, subject, view);
+    }
+    for (let attempt = 0; attempt < this.options.maxAttempts; attempt++) {
+      const createdAt = this.options.now().toISOString();
+      const { outcomes, committed, parts } = decideGroup(view, group, createdAt);
+      if (committed.length === 0) return outcomes;
+      const first = view.lastOffset + 1;
+      const body = encoder.encode(
+        `{"v":1,"path":${JSON.stringify(group[0]?.batch.streamPath)},"first":${first},"at":${JSON.stringify(createdAt)},"events":[${parts.join(",")}]}`,
+      );
+      const h = headers();
+      h.set(FIRST_OFFSET_HEADER, String(first));
+      h.set(EVENT_COUNT_HEADER, String(committed.length));
+      try {
+        const ack = await this.publishOnce(subject, body, h, view.lastSeq, `${nuid.next()}:${first}`);
+        view.lastSeq = ack;
+        view.lastOffset += committed.length;
+        if (view.keys !== undefined) for (const e of committed) if (e.idempotencyKey !== undefined) view.keys.set(e.idempotencyKey, e);
+        return outcomes;
+      } catch (error) {
+        if (!isWrongLastSequence(error)) throw error;
+        await catchUp(this.options.reader, subject, view);
+      }
+    }
+    const error = new AgentRuntimeError("conflict", `Too many concurrent writers on ${group[0]?.batch.streamPath}; retry.`, {
+      retryable: true,
+      details: { streamPath: group[0]?.batch.streamPath, attempts: this.options.maxAttempts },
+    });
+    return group.map(() => ({ kind: "error", error }));
+  }
+
+  /** Publishes one message; a timeout is retried with the same Nats-Msg-Id, so it lands once. */
+  private async publishOnce(subject: string, body: Uint8Array, h: ReturnType<typeof headers>, lastSeq: number, msgID: string): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const ack = await this.options.js.publish(subject, body, {
+          headers: h,
+          msgID,
+          expect: { lastSubjectSequence: lastSeq },
+          timeout: this.options.publishTimeoutMs,
+        });
+        return ack.seq;
+      } catch (error) {
+        if (attempt < 2 && (isTransient(error) || (error instanceof JetStreamError && /timeout/i.test(error.message)))) continue;
+        throw error;
+      }
+    }
+  }
+}
+
+/** Takes the next group: at least one append, then as many as fit in one message. */
+function takeGroup(pending: PendingAppend[]): PendingAppend[] {
+  const group: PendingAppend[] = [];
+  let events = 0;
+  let bytes = 0;
+  while (pending.length > 0) {
+    const next = pending[0] as PendingAppend;
+    const size = next.batch.bytes;
+    if (group.length > 0 && (events + next.batch.inputs.length > MAX_BATCH_EVENTS || bytes + size > MAX_BATCH_BYTES)) break;
+    group.push(pending.shift() as PendingAppend);
+    events += next.batch.inputs.length;
+    bytes += size;
+  }
+  return group;
+}
+
+/** Decides each append of a group in order, as if they were committed one after another. */
+function decideGroup(view: StreamViewState, group: readonly PendingAppend[], createdAt: string) {
+  const outcomes: Outcome[] = [];
+  const committed: AgentEvent[] = [];
+  const parts: string[] = [];
+  const newKeys = new Map<string, AgentEvent>();
+  for (const member of group) {
+    try {
+      const lastOffset = view.lastOffset + committed.length;
+      const decision = decideAppend({ lastOffset, findKey: (k) => newKeys.get(k) ?? view.keys?.get(k) }, member.batch, member.options, createdAt);
+      if (decision.kind === "duplicate") {
+        outcomes.push({ kind: "result", result: { status: "duplicate", events: decision.originals } });
+        continue;
+      }
+      for (const e of decision.events) {
+        committed.push(e);
+        if (e.idempotencyKey !== undefined) newKeys.set(e.idempotencyKey, e);
+      }
+      parts.push(member.batch.eventsJson.slice(1, -1));
+      outcomes.push({ kind: "result", result: { status: "committed", events: decision.events } });
+    } catch (error) {
+      outcomes.push({ kind: "error", error });
+    }
+  }
+  return { outcomes, committed, parts };
+}
