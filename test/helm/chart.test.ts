@@ -4,13 +4,15 @@
 // secrets only by reference, the built-in NATS config accepted by a real nats-server).
 
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, cpSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateManifest, type Manifest } from "./k8s-schema.ts";
 import { chartDir, helm, HelmError, renderChart, repoRoot } from "./render.ts";
+import { valuesSchemaJson } from "./values-schema.ts";
+import { renderValuesTable, UndocumentedValueError, withValuesTable } from "./values-table.ts";
 import { byKind, containersOf, envOf, findOne, podTemplates, selectorMatches, type PodTemplate } from "./manifests.ts";
 
 const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
@@ -289,9 +291,13 @@ describe("optional features and secrets", () => {
 
 describe("bad values fail with a message naming the field", () => {
   it.each([
+    // Checked by values.schema.json:
+    [{ "llmDriver.autoscalling.enabled": "false" }, /at '\/llmDriver': additional properties 'autoscalling' not allowed/],
+    [{ "config.natsStreamReplicas": "0" }, /at '\/config\/natsStreamReplicas': minimum/],
+    [{ "nats.embedded.replicas": "2" }, /at '\/nats\/embedded\/replicas': value must be one of 1, 3, 5/],
+    [{ "nats.embedded.enabled": "false", "externalNats.url": "nats.example:4222" }, /at '\/externalNats\/url'/],
+    // Checked by the templates (rules across keys):
     [{ "config.natsStreamReplicas": "5" }, /config\.natsStreamReplicas \(5\) cannot exceed nats\.embedded\.replicas \(3\)/],
-    [{ "config.natsStreamReplicas": "0" }, /config\.natsStreamReplicas must be between 1 and 5/],
-    [{ "nats.embedded.replicas": "2" }, /nats\.embedded\.replicas must be odd/],
     [{ "nats.embedded.enabled": "false" }, /set externalNats\.url/],
     [{ "agentReducer.replicaCount": "65" }, /agentReducer\.replicaCount \(65\) above config\.partitionCount \(64\)/],
     [{ "llmDriver.autoscaling.minReplicas": "11" }, /llmDriver\.autoscaling\.minReplicas \(11\) must not exceed maxReplicas \(10\)/],
@@ -302,6 +308,22 @@ describe("bad values fail with a message naming the field", () => {
     );
     expect(failure).toBeInstanceOf(HelmError);
     expect((failure as HelmError).message).toMatch(message);
+  });
+});
+
+describe("generated chart files are current", () => {
+  it("values.schema.json matches test/helm/values-schema.ts (pnpm exec tsx test/helm/values-schema.ts --write)", () => {
+    expect(readFileSync(join(chartDir, "values.schema.json"), "utf8")).toBe(valuesSchemaJson);
+  });
+
+  it("README.md's values table matches values.yaml (pnpm exec tsx test/helm/values-table.ts --write)", () => {
+    const readme = readFileSync(join(chartDir, "README.md"), "utf8");
+    expect(withValuesTable(readme, renderValuesTable(readFileSync(join(chartDir, "values.yaml"), "utf8")))).toBe(readme);
+  });
+
+  it("refuses a values key without a description", () => {
+    expect(() => renderValuesTable("# -- documented\na: 1\nb:\n  c: 2\n")).toThrow(UndocumentedValueError);
+    expect(() => renderValuesTable("# -- documented\na: 1\nb:\n  c: 2\n")).toThrow(/b\.c/);
   });
 });
 

@@ -1,0 +1,219 @@
+// The JSON Schema of the agentrt chart's values (deploy/helm/agentrt/values.schema.json), which
+// helm checks on every lint, template, install and upgrade: a misspelt key or a wrong type
+// fails with the key's path instead of being ignored. Objects the chart owns are closed
+// (additionalProperties: false); Kubernetes objects passed through (resources, affinity, ...)
+// are left to the Kubernetes schemas. The chart test fails when the committed file is stale;
+// regenerate it with:
+//   pnpm exec tsx test/helm/values-schema.ts --write
+
+import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+type Schema = Record<string, unknown>;
+
+const str = (description: string, extra: Schema = {}): Schema => ({ type: "string", description, ...extra });
+const int = (description: string, extra: Schema = {}): Schema => ({ type: "integer", description, ...extra });
+const bool = (description: string): Schema => ({ type: "boolean", description });
+const list = (description: string, items: Schema = {}): Schema => ({ type: "array", description, items });
+const freeObject = (description: string): Schema => ({ type: "object", description });
+const stringMap = (description: string): Schema => ({ type: "object", description, additionalProperties: { type: "string" } });
+const closed = (properties: Record<string, Schema>, description?: string): Schema => ({
+  type: "object",
+  ...(description ? { description } : {}),
+  additionalProperties: false,
+  properties,
+});
+/** A Kubernetes quantity such as 256Mi or 500m (strings) or a plain number. */
+const quantity = (description: string): Schema => ({ type: ["string", "integer"], description, pattern: "^[0-9.]+([eE][0-9]+|[mkMGTPE]|[KMGTPE]i)?$" });
+const intOrPercent = (description: string): Schema => ({ type: ["integer", "string"], description, pattern: "^([0-9]+%?)?$" });
+const percentTarget = (description: string): Schema => ({ type: ["integer", "null"], description, minimum: 1 });
+
+const pdb = closed(
+  {
+    enabled: bool("Create a PodDisruptionBudget."),
+    minAvailable: intOrPercent("Pods that must stay up; takes precedence when set."),
+    maxUnavailable: intOrPercent("Pods that may be down at once when minAvailable is empty."),
+  },
+  "PodDisruptionBudget of the service.",
+);
+
+const autoscaling = closed(
+  {
+    enabled: bool("Create a HorizontalPodAutoscaler."),
+    minReplicas: int("Fewest replicas.", { minimum: 1 }),
+    maxReplicas: int("Most replicas.", { minimum: 1 }),
+    targetCPUUtilizationPercentage: percentTarget("Target average CPU utilisation (% of requests)."),
+    targetMemoryUtilizationPercentage: percentTarget("Target average memory utilisation (% of requests)."),
+    behavior: freeObject("autoscaling/v2 HorizontalPodAutoscalerBehavior."),
+  },
+  "HorizontalPodAutoscaler of the service.",
+);
+
+/** Keys every service section has; `extra` adds the service's own. */
+function serviceSection(name: string, extra: Record<string, Schema>, options: { autoscaled: boolean }): Schema {
+  return closed(
+    {
+      replicaCount: int(options.autoscaled ? "Replicas when autoscaling is off." : "Replicas.", { minimum: options.autoscaled ? 0 : 1 }),
+      command: list(`Full command override ([] = image.commandPrefix + services/${name}/src/main.ts).`, { type: "string" }),
+      terminationGracePeriodSeconds: int("Seconds between SIGTERM and SIGKILL.", { minimum: 0 }),
+      resources: freeObject("Container resources (requests/limits)."),
+      pdb,
+      ...(options.autoscaled ? { autoscaling } : {}),
+      extraEnv: list("Extra Kubernetes EnvVar entries.", { type: "object" }),
+      podAnnotations: stringMap("Extra pod annotations."),
+      podLabels: stringMap("Extra pod labels."),
+      nodeSelector: stringMap("Node selector."),
+      tolerations: list("Tolerations.", { type: "object" }),
+      affinity: freeObject("Affinity."),
+      topologySpreadConstraints: list("Topology spread constraints.", { type: "object" }),
+      ...extra,
+    },
+    `Settings of ${name}.`,
+  );
+}
+
+export const valuesSchema: Schema = {
+  $schema: "http://json-schema.org/draft-07/schema#",
+  title: "agentrt chart values",
+  ...closed({
+    nameOverride: str("Overrides the chart name used in object names."),
+    fullnameOverride: str("Overrides the full base name of every object."),
+    clusterDomain: str("DNS suffix of the cluster.", { minLength: 1 }),
+    image: closed({
+      repository: str("Runtime image repository.", { minLength: 1 }),
+      tag: { type: ["string", "number"], description: "Image tag; empty means the chart's appVersion." },
+      pullPolicy: str("Image pull policy.", { enum: ["Always", "IfNotPresent", "Never"] }),
+      workingDir: str("Directory of the monorepo inside the image.", { minLength: 1 }),
+      commandPrefix: list("Command before services/<service>/src/main.ts.", { type: "string" }),
+    }),
+    imagePullSecrets: list("Image pull secrets.", closed({ name: str("Secret name.") })),
+    priorityClassName: str("PriorityClass of the service pods."),
+    revisionHistoryLimit: int("Old ReplicaSets kept per Deployment.", { minimum: 0 }),
+    tmpVolumeSizeLimit: quantity("Size cap of each pod's /tmp."),
+    spreadAcrossNodes: bool("Spread replicas across nodes (soft)."),
+    serviceAccount: closed({
+      create: bool("Create a ServiceAccount."),
+      name: str("ServiceAccount name."),
+      annotations: stringMap("ServiceAccount annotations."),
+      automountToken: bool("Mount an API token into the pods."),
+    }),
+    podSecurityContext: freeObject("Pod security context of every pod."),
+    containerSecurityContext: freeObject("Security context of every container."),
+    config: closed({
+      logLevel: str("LOG_LEVEL.", { enum: ["trace", "debug", "info", "warn", "error", "fatal"] }),
+      partitionCount: int("PARTITION_COUNT.", { minimum: 1, maximum: 4096 }),
+      natsStreamReplicas: int("NATS_STREAM_REPLICAS.", { minimum: 1, maximum: 5 }),
+      opsPort: int("OPS_PORT.", { minimum: 1, maximum: 65535 }),
+    }),
+    probes: closed({
+      startup: freeObject("Startup probe timings."),
+      liveness: freeObject("Liveness probe timings."),
+      readiness: freeObject("Readiness probe timings."),
+    }),
+    externalNats: closed({
+      url: str("NATS_URL of an existing NATS.", { pattern: "^$|^(nats|tls|ws|wss)://" }),
+      existingSecret: str("Secret holding the URL."),
+      existingSecretKey: str("Key of the URL in existingSecret.", { minLength: 1 }),
+    }),
+    nats: closed({
+      embedded: closed({
+        enabled: bool("Install the built-in NATS cluster."),
+        replicas: int("Number of NATS nodes (odd).", { enum: [1, 3, 5] }),
+        image: closed({
+          repository: str("NATS image.", { minLength: 1 }),
+          tag: str("NATS image tag.", { minLength: 1 }),
+          pullPolicy: str("Pull policy.", { enum: ["Always", "IfNotPresent", "Never"] }),
+        }),
+        clusterName: str("Cluster name announced on routes."),
+        maxPayload: int("Largest message in bytes.", { minimum: 1024, maximum: 67108864 }),
+        lameDuckDuration: str("Lame-duck duration (Go duration).", { pattern: "^[0-9]+(ms|s|m|h)$" }),
+        terminationGracePeriodSeconds: int("Grace period of a NATS pod.", { minimum: 0 }),
+        jetstream: closed({
+          storageSize: quantity("PVC size per node."),
+          storageClassName: str("StorageClass of the claims."),
+          maxFileStore: str("JetStream file store limit (NATS units).", { pattern: "^[0-9]+[KMGT]B?$" }),
+          maxMemoryStore: str("JetStream memory store limit (NATS units).", { pattern: "^[0-9]+[KMGT]B?$" }),
+        }),
+        resources: freeObject("Resources of each NATS container."),
+        podAnnotations: stringMap("Extra annotations on NATS pods."),
+        nodeSelector: stringMap("Node selector of NATS pods."),
+        tolerations: list("Tolerations of NATS pods.", { type: "object" }),
+        affinity: freeObject("Affinity of NATS pods."),
+      }),
+    }),
+    agentReducer: serviceSection("agent-reducer", { leaseTtlMs: int("LEASE_TTL_MS.", { minimum: 1000 }) }, { autoscaled: false }),
+    llmDriver: serviceSection(
+      "llm-driver",
+      {
+        providers: freeObject("LLM_PROVIDERS (JSON); schema owned by llm-driver."),
+        openaiBaseUrl: str("OPENAI_BASE_URL.", { pattern: "^$|^https?://" }),
+        modelKeys: closed({
+          existingSecret: str("Existing Secret of model keys."),
+          keys: { type: "object", description: "Env var name -> key.", propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, additionalProperties: { type: "string" } },
+        }),
+      },
+      { autoscaled: true },
+    ),
+    capabilityHost: serviceSection(
+      "capability-host",
+      {
+        sandbox: closed({
+          memoryLimitMb: int("SANDBOX_MEMORY_LIMIT_MB.", { minimum: 1 }),
+          timeoutMs: int("SANDBOX_TIMEOUT_MS.", { minimum: 1 }),
+          maxConcurrentScripts: int("SANDBOX_MAX_CONCURRENT_SCRIPTS.", { minimum: 1 }),
+        }),
+      },
+      { autoscaled: true },
+    ),
+    webGateway: serviceSection(
+      "web-gateway",
+      {
+        httpPort: int("HTTP_PORT.", { minimum: 1, maximum: 65535 }),
+        grpcPort: int("GRPC_PORT.", { minimum: 1, maximum: 65535 }),
+        apiKeys: closed({
+          existingSecret: str("Existing Secret with the API keys file."),
+          existingSecretKey: str("File name of the keys file in the Secret.", { pattern: "^[-._a-zA-Z0-9]+$" }),
+          keys: list("Entries of a chart-made keys file (format: web-gateway's)."),
+        }),
+        service: closed({
+          type: str("Service type.", { enum: ["ClusterIP", "NodePort", "LoadBalancer"] }),
+          httpPort: int("Service port for HTTP.", { minimum: 1, maximum: 65535 }),
+          grpcPort: int("Service port for gRPC.", { minimum: 1, maximum: 65535 }),
+          annotations: stringMap("Service annotations."),
+        }),
+        ingress: closed({
+          enabled: bool("Create an Ingress."),
+          className: str("IngressClass name."),
+          annotations: stringMap("Ingress annotations."),
+          hosts: list(
+            "Hosts and paths.",
+            closed({
+              host: str("Host name."),
+              paths: list("Paths.", closed({ path: str("Path.", { pattern: "^/" }), pathType: str("Path type.", { enum: ["Prefix", "Exact", "ImplementationSpecific"] }) })),
+            }),
+          ),
+          tls: list("networking.k8s.io/v1 IngressTLS entries.", { type: "object" }),
+        }),
+      },
+      { autoscaled: true },
+    ),
+    metrics: closed({
+      serviceMonitor: closed({
+        enabled: bool("Create a ServiceMonitor."),
+        labels: stringMap("Extra labels."),
+        interval: str("Scrape interval.", { pattern: "^[0-9]+(ms|s|m|h)$" }),
+        scrapeTimeout: str("Scrape timeout.", { pattern: "^[0-9]+(ms|s|m|h)$" }),
+      }),
+    }),
+    // Helm passes `global` to every chart; an umbrella chart may set it.
+    global: freeObject("Helm global values (unused by this chart)."),
+  }),
+};
+
+export const valuesSchemaJson = `${JSON.stringify(valuesSchema, null, 2)}\n`;
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const target = fileURLToPath(new URL("../../deploy/helm/agentrt/values.schema.json", import.meta.url));
+  if (process.argv.includes("--write")) writeFileSync(target, valuesSchemaJson);
+  else process.stdout.write(valuesSchemaJson);
+}
