@@ -28,6 +28,11 @@ if ! command -v nats-server >/dev/null; then
   apt_install nats-server || { log "could not install nats-server: install it (apt-get install nats-server) or set NATS_URL"; exit 1; }
 fi
 
+if ! command -v protoc >/dev/null; then
+  log "installing protoc (protobuf-compiler) so the gRPC codegen freshness test can run"
+  apt_install protobuf-compiler || log "could not install protoc: the proto freshness test will be skipped"
+fi
+
 if [ "${AGENTRT_NEEDS_BROWSER:-0}" = 1 ] && [ ! -x /usr/bin/chromium ]; then
   log "installing chromium for browser tests"
   apt_install chromium || { log "could not install chromium"; exit 1; }
