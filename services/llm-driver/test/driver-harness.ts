@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import { decideAtHead, foldAgentEvents, initialAgentState, type AgentState } from "@agentrt/agent-core";
 import { CONTRACT_VERSION, type AgentEvent, type EventInput } from "@agentrt/contract";
 import { createLogger, createMetrics, ensureWorkStream, publishWork } from "@agentrt/service-kit";
-import { type EventStore, MemoryEventStore } from "@agentrt/streams";
+import { type EventStore, JetStreamEventStore } from "@agentrt/streams";
 import { type FakeModel, type NatsServer, startFakeModel, startNatsServer, waitFor } from "@agentrt/testing";
 import { createDriverMetrics } from "../src/metrics.ts";
 import { LlmDriver } from "../src/driver.ts";
@@ -29,8 +29,10 @@ export interface DriverEnv {
   close(): Promise<void>;
 }
 
-export async function openTestStore(_nc: NatsConnection): Promise<EventStore> {
-  return new MemoryEventStore();
+export const TEST_PARTITIONS = 8;
+
+export async function openTestStore(nc: NatsConnection): Promise<EventStore> {
+  return JetStreamEventStore.open(nc, { partitionCount: TEST_PARTITIONS });
 }
 
 export async function startDriverEnv(): Promise<DriverEnv> {
@@ -47,7 +49,7 @@ export async function startDriverEnv(): Promise<DriverEnv> {
     resp: { baseUrl: model.url, apiKey: "test-key", api: "responses", promptCacheKey: false, models: { "gpt-5": "gpt-5-responses" } },
   };
   const drivers: LlmDriver[] = [];
-  const logger = createLogger("llm-driver-test", process.env.LOG_LEVEL ?? "warn");
+  const logger = createLogger("llm-driver-test", process.env.LOG_LEVEL ?? "error");
   return {
     nats,
     nc,

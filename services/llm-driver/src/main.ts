@@ -1,0 +1,57 @@
+// Composition root of the llm-driver: config, logger, NATS, the JetStream event store, the
+// work-queue stream, providers (or the offline model, announced loudly), the driver and the
+// ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
+
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connectNats, createLogger, createMetrics, ensureWorkStream, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { JetStreamEventStore } from "@agentrt/streams";
+import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
+import { LlmDriver } from "./driver.ts";
+import { createDriverMetrics } from "./metrics.ts";
+
+const config = loadConfig(driverConfigSchema);
+const logger = createLogger("llm-driver", config.LOG_LEVEL);
+
+await runService({
+  name: "llm-driver",
+  logger,
+  async start() {
+    const providers = providersFromConfig(config);
+    const contextWindows = contextWindowsFromConfig(config);
+    if (Object.keys(providers).length === 0) {
+      logger.warn(
+        "NO MODEL PROVIDER CONFIGURED (set OPENAI_API_KEY / OPENAI_BASE_URL or LLM_PROVIDERS): every turn is answered by the built-in OFFLINE model, a deterministic stand-in labelled [offline model]",
+      );
+    } else {
+      logger.info({ providers: Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, { baseUrl: p.baseUrl, api: p.api }])) }, "model providers");
+    }
+    const metrics = createMetrics("llm-driver");
+    const nc = await connectNats({ url: config.NATS_URL, name: "llm-driver", logger });
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
+    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    const driver = new LlmDriver({
+      nc,
+      js,
+      jsm,
+      store,
+      providers,
+      logger,
+      metrics: createDriverMetrics(metrics),
+      settings: { idleTimeoutMs: config.LLM_IDLE_TIMEOUT_MS, contextWindows },
+      work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
+    });
+    await driver.start();
+    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    logger.info({ opsPort: ops.port, offline: driver.offline }, "llm-driver ready");
+    return {
+      async stop() {
+        await driver.stop();
+        await ops.close();
+        await store.close();
+        await nc.drain();
+      },
+    };
+  },
+});
