@@ -28,3 +28,15 @@ export {
   type LiveDelta,
   type LiveDialect,
 } from "./live-lane.ts";
+export {
+  applyPreambleEvent,
+  buildPreambleSource,
+  buildResultsPreamble,
+  buildScriptPrelude,
+  RESULTS_PREAMBLE_MAX,
+  RESULT_ERROR_TEXT_LIMIT,
+  RESULTS_ITX_TYPE,
+  type PreambleEntry,
+  type SettledScriptResult,
+  type ResultsPreambleOptions,
+} from "./preamble.ts";
