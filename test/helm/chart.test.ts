@@ -149,8 +149,20 @@ describe("default values: built-in 3-node NATS", () => {
       expect(env.get("PARTITION_COUNT")?.value).toBe("64");
       expect(env.get("NATS_STREAM_REPLICAS")?.value).toBe("3");
       expect(env.get("LOG_LEVEL")?.value).toBe("info");
-      expect(env.get("INSTANCE_ID")?.valueFrom?.fieldRef?.fieldPath).toBe("metadata.name");
     }
+  });
+
+  it("configures each service through the variables its config schema reads", () => {
+    const env = (service: string) => envOf(containersOf(findOne(pods, (p) => p.component === service))[0]!);
+    const reducer = env("agent-reducer");
+    expect(reducer.get("REDUCER_ID")?.valueFrom?.fieldRef?.fieldPath, "lease owner = pod name").toBe("metadata.name");
+    expect(reducer.get("REDUCER_LEASE_TTL_MS")?.value).toBe("6000");
+    expect(reducer.get("PROJECT_WORKER")?.value).toBe("on");
+    const host = env("capability-host");
+    expect(["SCRIPT_CONCURRENCY", "SCRIPT_MEMORY_LIMIT_MB", "SCRIPT_MAX_RUN_MS", "SCRIPT_TYPECHECK_BUDGET_MS"].map((n) => host.get(n)?.value)).toEqual(["4", "64", "120000", "2000"]);
+    const driver = env("llm-driver");
+    expect(driver.get("LLM_CONCURRENCY")?.value).toBe("32");
+    expect(driver.has("LLM_PROVIDERS"), "no providers configured: offline model unless OPENAI_API_KEY").toBe(false);
   });
 
   it("exposes the gateway's HTTP and gRPC ports through a Service that selects gateway pods", () => {
@@ -178,7 +190,7 @@ describe("default values: built-in 3-node NATS", () => {
     }
   });
 
-  it("mounts the gateway's API keys file from a Secret and gives llm-driver its providers from a ConfigMap", () => {
+  it("mounts the gateway's API keys file from a Secret", () => {
     const gateway = findOne(pods, (p) => p.component === "web-gateway");
     const container = containersOf(gateway)[0]!;
     const keysFile = envOf(container).get("AGENTRT_API_KEYS_FILE")?.value ?? "";
@@ -186,12 +198,10 @@ describe("default values: built-in 3-node NATS", () => {
     expect(mount?.readOnly).toBe(true);
     const volume = gateway.spec.volumes?.find((v) => v.name === mount?.name);
     const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === volume?.secret?.secretName);
-    expect(Object.keys(secret.stringData as object)).toEqual([keysFile.slice(mount!.mountPath.length + 1)]);
+    const file = (secret.stringData as Record<string, string>)[keysFile.slice(mount!.mountPath.length + 1)];
+    expect(JSON.parse(file ?? "null")).toEqual({ keys: [] });
 
     const driver = containersOf(findOne(pods, (p) => p.component === "llm-driver"))[0]!;
-    const ref = envOf(driver).get("LLM_PROVIDERS")?.valueFrom?.configMapKeyRef;
-    const configMap = findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === ref?.name);
-    expect(JSON.parse((configMap.data as Record<string, string>)[ref!.key]!)).toEqual({});
     expect(driver.envFrom, "no model key configured: no model Secret").toBeUndefined();
   });
 
@@ -223,15 +233,15 @@ describe("values-external-nats.yaml", () => {
 
 describe("optional features and secrets", () => {
   const modelKey = "sk-test-never-inline-9f2c";
-  const apiKeyEntry = "ak-test-never-inline-77d1";
+  const storedKey = { id: "k1", salt: "0".repeat(31) + "1", hash: "ab".repeat(32), scopes: [{ prefix: "/", verbs: ["read"] }] };
   let manifests: Manifest[];
   beforeAll(async () => {
     const values = join(mkdtempSync(join(tmpdir(), "agentrt-helm-")), "values.yaml");
     writeFileSync(
       values,
       JSON.stringify({
-        llmDriver: { modelKeys: { keys: { OPENAI_API_KEY: modelKey } }, providers: { openai: { baseUrl: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_API_KEY" } } },
-        webGateway: { apiKeys: { keys: [{ key: apiKeyEntry, prefixes: ["/"], verbs: ["read"] }] }, ingress: { enabled: true, className: "nginx" } },
+        llmDriver: { modelKeys: { keys: { OPENAI_API_KEY: modelKey } }, providers: { ollama: { baseUrl: "http://ollama.ai.svc:11434/v1" } }, contextWindows: { "ollama/": 32768 } },
+        webGateway: { apiKeys: { keys: [storedKey] }, ingress: { enabled: true, className: "nginx" } },
         capabilityHost: { autoscaling: { enabled: false }, replicaCount: 3 },
         metrics: { serviceMonitor: { enabled: true } },
       }),
@@ -254,7 +264,7 @@ describe("optional features and secrets", () => {
     for (const manifest of manifests.filter((m) => m.kind !== "Secret")) {
       const text = JSON.stringify(manifest);
       expect(text, `${manifest.kind}/${manifest.metadata.name}`).not.toContain(modelKey);
-      expect(text, `${manifest.kind}/${manifest.metadata.name}`).not.toContain(apiKeyEntry);
+      expect(text, `${manifest.kind}/${manifest.metadata.name}`).not.toContain(storedKey.hash);
     }
     const pods = podTemplates(manifests);
     for (const c of pods.flatMap(containersOf)) {
@@ -266,6 +276,17 @@ describe("optional features and secrets", () => {
     const secretName = driver.envFrom?.[0]?.secretRef?.name;
     const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === secretName);
     expect(secret.stringData).toEqual({ OPENAI_API_KEY: modelKey });
+    const keysSecret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === "rt-agentrt-api-keys");
+    expect(JSON.parse((keysSecret.stringData as Record<string, string>)["api-keys.json"]!)).toEqual({ keys: [storedKey] });
+  });
+
+  it("hands llm-driver its key-less provider table and context windows through a ConfigMap", () => {
+    const driver = containersOf(findOne(podTemplates(manifests), (p) => p.component === "llm-driver"))[0]!;
+    const env = envOf(driver);
+    const configMap = findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === env.get("LLM_PROVIDERS")?.valueFrom?.configMapKeyRef?.name);
+    const data = configMap.data as Record<string, string>;
+    expect(JSON.parse(data[env.get("LLM_PROVIDERS")!.valueFrom!.configMapKeyRef!.key]!)).toEqual({ ollama: { baseUrl: "http://ollama.ai.svc:11434/v1" } });
+    expect(JSON.parse(data[env.get("LLM_CONTEXT_WINDOWS")!.valueFrom!.configMapKeyRef!.key]!)).toEqual({ "ollama/": 32768 });
   });
 
   it("gives capability-host a fixed replica count and no HPA when its autoscaling is off", () => {
@@ -277,13 +298,25 @@ describe("optional features and secrets", () => {
 
   it("uses existing Secrets instead of making its own", async () => {
     const rendered = await renderChart({
-      set: { "webGateway.apiKeys.existingSecret": "gw-keys", "llmDriver.modelKeys.existingSecret": "model-keys", "nats.embedded.enabled": "false", "externalNats.existingSecret": "nats-url" },
+      set: {
+        "webGateway.apiKeys.existingSecret": "gw-keys",
+        "llmDriver.modelKeys.existingSecret": "model-keys",
+        "llmDriver.providersSecret.existingSecret": "llm-providers",
+        "nats.embedded.enabled": "false",
+        "externalNats.existingSecret": "nats-url",
+      },
     });
     expect(byKind(rendered, "Secret")).toEqual([]);
     const pods = podTemplates(rendered);
     const driver = containersOf(findOne(pods, (p) => p.component === "llm-driver"))[0]!;
     expect(driver.envFrom).toEqual([{ secretRef: { name: "model-keys" } }]);
     expect(envOf(driver).get("NATS_URL")?.valueFrom?.secretKeyRef).toEqual({ name: "nats-url", key: "url" });
+    // A provider table with keys is a file from the Secret, named by LLM_PROVIDERS.
+    const providersFile = envOf(driver).get("LLM_PROVIDERS")?.value ?? "";
+    const providersMount = driver.volumeMounts?.find((m) => providersFile.startsWith(`${m.mountPath}/`));
+    expect(providersMount?.readOnly).toBe(true);
+    expect(findOne(podTemplates(rendered), (p) => p.component === "llm-driver").spec.volumes?.find((v) => v.name === providersMount?.name)?.secret?.secretName).toBe("llm-providers");
+    expect(byKind(rendered, "ConfigMap").filter((c) => c.metadata.name.endsWith("llm-driver"))).toEqual([]);
     const gateway = findOne(pods, (p) => p.component === "web-gateway");
     expect(gateway.spec.volumes?.find((v) => v.name === "api-keys")?.secret?.secretName).toBe("gw-keys");
   });
@@ -296,6 +329,7 @@ describe("bad values fail with a message naming the field", () => {
     [{ "config.natsStreamReplicas": "0" }, /at '\/config\/natsStreamReplicas': minimum/],
     [{ "nats.embedded.replicas": "2" }, /at '\/nats\/embedded\/replicas': value must be one of 1, 3, 5/],
     [{ "nats.embedded.enabled": "false", "externalNats.url": "nats.example:4222" }, /at '\/externalNats\/url'/],
+    [{ "llmDriver.providers.ollama.baseUrl": "http://o:1/v1", "llmDriver.providers.ollama.apiKey": "sk-x" }, /at '\/llmDriver\/providers\/ollama': additional properties 'apiKey' not allowed/],
     // Checked by the templates (rules across keys):
     [{ "config.natsStreamReplicas": "5" }, /config\.natsStreamReplicas \(5\) cannot exceed nats\.embedded\.replicas \(3\)/],
     [{ "nats.embedded.enabled": "false" }, /set externalNats\.url/],

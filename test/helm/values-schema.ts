@@ -101,7 +101,7 @@ export const valuesSchema: Schema = {
     containerSecurityContext: freeObject("Security context of every container."),
     config: closed({
       logLevel: str("LOG_LEVEL.", { enum: ["trace", "debug", "info", "warn", "error", "fatal"] }),
-      partitionCount: int("PARTITION_COUNT.", { minimum: 1, maximum: 4096 }),
+      partitionCount: int("PARTITION_COUNT.", { minimum: 1, maximum: 1024 }),
       natsStreamReplicas: int("NATS_STREAM_REPLICAS.", { minimum: 1, maximum: 5 }),
       opsPort: int("OPS_PORT.", { minimum: 1, maximum: 65535 }),
     }),
@@ -141,12 +141,39 @@ export const valuesSchema: Schema = {
         affinity: freeObject("Affinity of NATS pods."),
       }),
     }),
-    agentReducer: serviceSection("agent-reducer", { leaseTtlMs: int("LEASE_TTL_MS.", { minimum: 1000 }) }, { autoscaled: false }),
+    agentReducer: serviceSection(
+      "agent-reducer",
+      {
+        leaseTtlMs: int("REDUCER_LEASE_TTL_MS.", { minimum: 500 }),
+        snapshotEveryEvents: int("REDUCER_SNAPSHOT_EVERY_EVENTS.", { minimum: 1 }),
+        projectWorker: bool("PROJECT_WORKER on/off."),
+      },
+      { autoscaled: false },
+    ),
     llmDriver: serviceSection(
       "llm-driver",
       {
-        providers: freeObject("LLM_PROVIDERS (JSON); schema owned by llm-driver."),
+        providers: {
+          type: "object",
+          description: "LLM_PROVIDERS without keys (llm-driver's providers.ts schema minus apiKey).",
+          propertyNames: { pattern: "^[A-Za-z0-9._-]+$" },
+          additionalProperties: {
+            ...closed({
+              baseUrl: str("Provider base URL.", { pattern: "^https?://" }),
+              models: stringMap("Model names after the provider prefix -> the provider's names."),
+              api: str("API dialect.", { enum: ["chat", "responses"] }),
+              promptCacheKey: bool("Send prompt_cache_key."),
+            }),
+            required: ["baseUrl"],
+          },
+        },
+        providersSecret: closed({
+          existingSecret: str("Existing Secret with a providers JSON file (keys included)."),
+          key: str("File name of the JSON in that Secret.", { pattern: "^[-._a-zA-Z0-9]+$" }),
+        }),
+        contextWindows: { type: "object", description: "LLM_CONTEXT_WINDOWS.", additionalProperties: { type: "integer", minimum: 1 } },
         openaiBaseUrl: str("OPENAI_BASE_URL.", { pattern: "^$|^https?://" }),
+        concurrency: int("LLM_CONCURRENCY.", { minimum: 1, maximum: 1024 }),
         modelKeys: closed({
           existingSecret: str("Existing Secret of model keys."),
           keys: { type: "object", description: "Env var name -> key.", propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, additionalProperties: { type: "string" } },
@@ -158,9 +185,10 @@ export const valuesSchema: Schema = {
       "capability-host",
       {
         sandbox: closed({
-          memoryLimitMb: int("SANDBOX_MEMORY_LIMIT_MB.", { minimum: 1 }),
-          timeoutMs: int("SANDBOX_TIMEOUT_MS.", { minimum: 1 }),
-          maxConcurrentScripts: int("SANDBOX_MAX_CONCURRENT_SCRIPTS.", { minimum: 1 }),
+          concurrency: int("SCRIPT_CONCURRENCY.", { minimum: 1 }),
+          memoryLimitMb: int("SCRIPT_MEMORY_LIMIT_MB.", { minimum: 8 }),
+          maxRunMs: int("SCRIPT_MAX_RUN_MS.", { minimum: 100 }),
+          typecheckBudgetMs: int("SCRIPT_TYPECHECK_BUDGET_MS.", { minimum: 10 }),
         }),
       },
       { autoscaled: true },
@@ -173,7 +201,29 @@ export const valuesSchema: Schema = {
         apiKeys: closed({
           existingSecret: str("Existing Secret with the API keys file."),
           existingSecretKey: str("File name of the keys file in the Secret.", { pattern: "^[-._a-zA-Z0-9]+$" }),
-          keys: list("Entries of a chart-made keys file (format: web-gateway's)."),
+          keys: list(
+            "Stored keys of a chart-made keys file (web-gateway's keys.ts schema).",
+            {
+              ...closed({
+                id: str("Key id.", { pattern: "^[A-Za-z0-9]+$" }),
+                name: str("Label."),
+                salt: str("Per-key salt.", { pattern: "^[0-9a-f]{32}$" }),
+                hash: str("sha256(salt + secret).", { pattern: "^[0-9a-f]{64}$" }),
+                scopes: {
+                  ...list("Scopes.", {
+                    ...closed({
+                      prefix: str("Stream-path prefix.", { pattern: "^/" }),
+                      verbs: { ...list("Verbs.", { enum: ["read", "append", "admin"] }), minItems: 1 },
+                    }),
+                    required: ["prefix", "verbs"],
+                  }),
+                  minItems: 1,
+                },
+                rateLimit: { ...closed({ perSecond: { type: "number", exclusiveMinimum: 0 }, burst: int("Burst.", { minimum: 1 }) }), required: ["perSecond", "burst"] },
+              }),
+              required: ["id", "salt", "hash", "scopes"],
+            },
+          ),
         }),
         service: closed({
           type: str("Service type.", { enum: ["ClusterIP", "NodePort", "LoadBalancer"] }),

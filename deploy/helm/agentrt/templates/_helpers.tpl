@@ -131,12 +131,4 @@ read from an existing Secret (for URLs that carry credentials).
   value: {{ .Values.config.opsPort | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
-- name: INSTANCE_ID
-  valueFrom:
-    fieldRef:
-      fieldPath: metadata.name
-- name: POD_NAMESPACE
-  valueFrom:
-    fieldRef:
-      fieldPath: metadata.namespace
 {{- end }}

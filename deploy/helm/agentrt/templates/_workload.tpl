@@ -90,8 +90,8 @@ spec:
             {{- end }}
           env:
             {{- include "agentrt.commonEnv" $root | nindent 12 }}
-            {{- with .env }}
-            {{- . | nindent 12 }}
+            {{- if and .env (ne .env "[]") }}
+            {{- .env | nindent 12 }}
             {{- end }}
             {{- with $c.extraEnv }}
             {{- toYaml . | nindent 12 }}
