@@ -14,7 +14,7 @@ import { type FakeModel, type NatsServer, startFakeModel, startNatsServer, waitF
 import { createDriverMetrics } from "../src/metrics.ts";
 import { LlmDriver } from "../src/driver.ts";
 import type { ProvidersConfig } from "../src/providers.ts";
-import { DEFAULT_CONTEXT_WINDOWS } from "../src/usage.ts";
+import { type ContextWindowTable, DEFAULT_CONTEXT_WINDOWS } from "../src/usage.ts";
 
 export interface DriverEnv {
   readonly nats: NatsServer;
@@ -25,7 +25,7 @@ export interface DriverEnv {
   readonly model: FakeModel;
   /** Provider config pointing `openai/*` at the fake model. */
   readonly providers: ProvidersConfig;
-  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig }): Promise<LlmDriver>;
+  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig; contextWindows?: ContextWindowTable }): Promise<LlmDriver>;
   close(): Promise<void>;
 }
 
@@ -67,7 +67,7 @@ export async function startDriverEnv(): Promise<DriverEnv> {
         providers: options.providers ?? providers,
         logger,
         metrics: createDriverMetrics(createMetrics("llm-driver", { collectDefaults: false })),
-        settings: { idleTimeoutMs: options.idleTimeoutMs ?? 45_000, contextWindows: DEFAULT_CONTEXT_WINDOWS },
+        settings: { idleTimeoutMs: options.idleTimeoutMs ?? 45_000, contextWindows: options.contextWindows ?? DEFAULT_CONTEXT_WINDOWS },
         work: { ackWaitMs: 5_000, heartbeatMs: 1_000 },
       });
       await driver.start();

@@ -1,0 +1,61 @@
+// Compaction: a turn whose usage crosses compactionTriggerFraction of the context window
+// makes the driver ask the model for a summary and append the developer compaction item,
+// which the fold turns into the new start of history.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "@agentrt/testing";
+import { COMPACTION_INSTRUCTION } from "../src/compaction.ts";
+import type { LlmDriver } from "../src/driver.ts";
+import { type DriverEnv, foldStream, publishLlmWork, seedTurn, startDriverEnv, waitForEvent } from "./driver-harness.ts";
+
+let env: DriverEnv;
+let driver: LlmDriver;
+beforeAll(async () => {
+  env = await startDriverEnv();
+  driver = await env.startDriver({ contextWindows: { byPrefix: { "openai/gpt-5": 1_000 }, defaultTokens: 128_000 } });
+});
+afterAll(async () => env?.close());
+
+describe("llm-driver: compaction", () => {
+  it("summarises the history through R when usage reaches the trigger", async () => {
+    const path = "/agents/test/compaction";
+    env.model.script({ text: "Here is a long answer.", usage: { inputTokens: 480, outputTokens: 20 } });
+    env.model.script({ text: "The user said hello; I answered at length." });
+    const R = await seedTurn(env, path, "hello there");
+    await publishLlmWork(env, path, R);
+
+    const report = await waitForEvent(env.store, path, "agent/token-usage-reported");
+    expect(report.payload).toMatchObject({ maxContextTokens: 1_000, inputTokens: 480, outputTokens: 20 });
+    const compaction = await waitForEvent(env.store, path, "agents/context-added", (e) => e.payload.compaction !== undefined);
+    expect(compaction.idempotencyKey).toBe(`agent/compact-context@${report.offset}`);
+    expect(compaction.payload).toMatchObject({
+      role: "developer",
+      content: `[Earlier conversation history was compacted through @${R} (~500 tokens > 500). Summary:]\n\nThe user said hello; I answered at length.`,
+      compaction: { replacesHistoryThrough: R },
+      llmRequestPolicy: { behaviour: "dont-trigger-request" },
+    });
+    // The summary request is the turn's own messages plus the instruction.
+    const [turn, summary] = env.model.requests.slice(-2).map((r) => r.body as { messages: { role: string; content: string }[] });
+    expect(summary?.messages).toEqual([...(turn?.messages ?? []), { role: "user", content: COMPACTION_INSTRUCTION }]);
+
+    const state = await foldStream(env.store, path);
+    expect(state.pendingLlmRequestTrigger).toBeNull();
+    expect(state.contextItems.some((i) => i.kind === "message" && i.payload.compaction !== undefined)).toBe(true);
+    expect(state.contextItems.some((i) => i.kind === "message" && i.payload.content === "hello there")).toBe(false);
+  });
+
+  it("does not compact below the trigger", async () => {
+    const path = "/agents/test/no-compaction";
+    env.model.script({ text: "Short.", usage: { inputTokens: 400, outputTokens: 99 } });
+    const R = await seedTurn(env, path, "hi");
+    const modelCalls = env.model.requests.length;
+    await publishLlmWork(env, path, R);
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled");
+    expect(settled.payload.requestOffset).toBe(R);
+    // The run (compaction included) is over once the driver no longer lists it.
+    await waitFor(() => driver.runningCount === 0, { what: "the run to finish" });
+    expect(env.model.requests.length).toBe(modelCalls + 1);
+    // The usage report is the last event of the settlement batch; nothing follows it.
+    expect((await env.store.read(path)).at(-1)?.type).toBe("agent/token-usage-reported");
+  });
+});
