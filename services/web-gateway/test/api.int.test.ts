@@ -179,9 +179,14 @@ describe("live subscriptions", () => {
     const path = fresh();
     await seed(path, 1);
     const chunks = { type: "agent/llm-response-chunks", payload: { chunks: [{ choices: [{ delta: { content: "hi" } }] }], llmRequestOffset: 1, sequence: 0 } };
-    const got = collectSse(`${gw.url}/v1/streams/${enc(path)}/subscribe?ephemeral=1`, (f) => f.some((x) => x.data.ephemeral === true));
-    await waitForSubscriberThenAppend(path, [chunks]);
-    const { frames } = await got;
+    // The live lane is not replayed: publish once the subscriber has seen the history.
+    let published: Promise<void> | undefined;
+    const { frames } = await collectSse(`${gw.url}/v1/streams/${enc(path)}/subscribe?ephemeral=1`, (f) => f.some((x) => x.data.ephemeral === true), {
+      onFrame: (f) => {
+        if (f.length === 1) published = waitForSubscriberThenAppend(path, [chunks]);
+      },
+    });
+    await published;
     const live = frames.find((f) => f.data.ephemeral === true)!;
     expect(live.id).toBeUndefined();
     expect(live.data.type).toBe("agent/llm-response-chunks");

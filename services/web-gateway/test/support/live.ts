@@ -10,7 +10,7 @@ export interface SseFrame {
 export async function collectSse(
   url: string,
   until: (frames: SseFrame[]) => boolean,
-  options: { headers?: Record<string, string>; timeoutMs?: number } = {},
+  options: { headers?: Record<string, string>; timeoutMs?: number; onFrame?: (frames: SseFrame[]) => void } = {},
 ): Promise<{ status: number; frames: SseFrame[] }> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 10_000);
@@ -31,6 +31,7 @@ export async function collectSse(
         if (data === "") continue;
         const id = lines.find((l) => l.startsWith("id: "))?.slice(4);
         frames.push({ ...(id === undefined ? {} : { id }), data: JSON.parse(data) });
+        options.onFrame?.(frames);
       }
       if (until(frames)) break;
     }

@@ -1,12 +1,28 @@
-// The event store the gateway's integration tests run against.
-import { MemoryEventStore, type EventStore } from "@agentrt/streams";
+// The event store the gateway's integration tests run against: the JetStream store on the
+// harness's own nats-server (one per test file).
+import { JetStreamEventStore, type EventStore } from "@agentrt/streams";
+import { connectNats, type NatsConnection } from "@agentrt/service-kit";
+import { startNatsServer, type NatsServer } from "@agentrt/testing";
 
 export interface TestStore {
   readonly store: EventStore;
+  readonly nats: NatsServer;
+  readonly nc: NatsConnection;
   close(): Promise<void>;
 }
 
 export async function openTestStore(): Promise<TestStore> {
-  const store = new MemoryEventStore();
-  return { store, close: () => store.close() };
+  const nats = await startNatsServer();
+  const nc = await connectNats({ url: nats.url, name: "web-gateway-test" });
+  const store = await JetStreamEventStore.open(nc);
+  return {
+    store,
+    nats,
+    nc,
+    close: async () => {
+      await store.close();
+      await nc.drain();
+      await nats.stop();
+    },
+  };
 }

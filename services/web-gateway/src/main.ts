@@ -1,0 +1,61 @@
+// Composition root of the web-gateway: config, logger, NATS, the JetStream event store, auth,
+// then the HTTP server (API, SSE, WebSocket, UI), the gRPC server and the ops endpoint.
+// SIGTERM closes the listeners, then drains NATS.
+
+import { JetStreamEventStore } from "@agentrt/streams";
+import { connectNats, createLogger, createMetrics, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
+import { loadKeys } from "./auth/load-keys.ts";
+import { gatewayConfigSchema } from "./config.ts";
+import { gatewayCore } from "./core.ts";
+import { createHttpGateway } from "./gateway.ts";
+import { bindGrpc, createGrpcServer } from "./grpc/server.ts";
+import { DEFAULT_UI_DIST, ensureUiBuilt } from "./ui-build.ts";
+
+const config = loadConfig(gatewayConfigSchema);
+const logger = createLogger("web-gateway", config.LOG_LEVEL);
+
+await runService({
+  name: "web-gateway",
+  logger,
+  async start() {
+    const devMode = config.AGENTRT_DEV_MODE === "1";
+    if (devMode) {
+      assertDevModeBindable(config.HTTP_HOST);
+      logger.warn(
+        { host: config.HTTP_HOST },
+        "!!! AGENTRT_DEV_MODE=1: the gateway is OPEN — no API key is required. Loopback only; never use this in production. !!!",
+      );
+    }
+    const keys = loadKeys({ file: config.AGENTRT_KEYS_FILE, json: config.AGENTRT_KEYS_JSON });
+    if (!devMode && keys.length === 0) {
+      logger.warn("no API keys configured (AGENTRT_KEYS_FILE / AGENTRT_KEYS_JSON): every request will be refused with 401");
+    }
+    const metrics = createMetrics("web-gateway");
+    const nc = await connectNats({ url: config.NATS_URL, name: "web-gateway", logger });
+    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    const auth = new Authenticator({
+      keys,
+      devMode,
+      defaultRateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
+      nowMs: Date.now,
+    });
+    const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
+    if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
+    const gateway = createHttpGateway({ store, core: gatewayCore(), auth, log: logger, uiDistDir, maxBodyBytes: config.MAX_BODY_BYTES });
+    const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
+    const grpc = createGrpcServer(gateway.api, auth, logger);
+    const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
+    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");
+    return {
+      async stop() {
+        await gateway.close();
+        await new Promise<void>((resolve) => grpc.tryShutdown(() => resolve()));
+        await ops.close();
+        await store.close();
+        await nc.drain();
+      },
+    };
+  },
+});
