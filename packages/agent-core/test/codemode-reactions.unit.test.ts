@@ -1,13 +1,16 @@
 // Given the agent's state before an event, when the built-in codemode reactions run, then
 // they append exactly the batches codemode.md lists (fenced dialect and settlement renders).
 import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { DEFAULT_AGENT_CONFIG, type AgentEvent, type AgentConfig } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { codemodeReactions } from "../src/codemode/index.ts";
 import type { AgentState } from "../src/state.ts";
 
-const SPEC = "/work/shared/spec/scenarios";
+// CI checks out shared/ beside the clone; locally it is /work/shared beside /work/main.
+const SPEC = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../shared/spec/scenarios");
 interface FixtureEvent {
   offset: number;
   createdAt: string;

@@ -31,7 +31,8 @@ export function bootContextContent(input: Omit<BirthInput, "promptFileText">): s
 export function birthBatch(input: BirthInput): EventInput[] {
   const sections = parseTaggedPromptFile(input.promptFileText);
   return [
-    { type: "agent/created", payload: {}, idempotencyKey: "agent/birth/created" },
+    // The certificate names the project, which is how the project's worker knows the agent is its own.
+    { type: "agent/created", payload: { project: { name: input.project.name, slug: input.project.slug } }, idempotencyKey: "agent/birth/created" },
     {
       type: "agent/configured",
       payload: { config: { interpretResponses: true, llmRequestDebounceMs: BIRTH_WINDOW_DEBOUNCE_MS } },
