@@ -2,7 +2,7 @@
 // payloads validated by the contract's schemas so a spec can never fold something the store
 // would have rejected.
 
-import { type AgentEvent, type AgentEventOf, type EventType, type PayloadOf, parseStoredEvent } from "@agentrt/contract";
+import { type AgentEvent, type AgentEventOf, type EventInput, type EventType, type PayloadOf, parseStoredEvent } from "@agentrt/contract";
 
 export const T0 = Date.parse("2026-08-24T16:41:00.000Z");
 export const PATH = "/agents/web/spec";
@@ -42,6 +42,11 @@ export class TestStream {
     return parsed.event as AgentEventOf<T>;
   }
 
+  /** Commits what a reducer or interpreter asked to append. */
+  commit(input: EventInput): AgentEvent {
+    return this.event(input.type, input.payload as never, input.idempotencyKey) as AgentEvent;
+  }
+
   created(): AgentEvent {
     return this.event("agent/created", {});
   }
@@ -54,7 +59,7 @@ export class TestStream {
     return this.event("agents/context-added", { role: "user", content, actor: { type: "user", origin: "web" }, ...extra });
   }
 
-  context(payload: PayloadOf<"agents/context-added">): AgentEvent {
+  context(payload: PayloadOf<"agents/context-added">): AgentEventOf<"agents/context-added"> {
     return this.event("agents/context-added", payload);
   }
 
