@@ -217,6 +217,25 @@ describe("default values: built-in 3-node NATS", () => {
   });
 });
 
+describe("default values: who may reach the built-in NATS", () => {
+  it("admits clients on 4222 from every service pod and routes on 6222 only between NATS pods", async () => {
+    const manifests = await renderChart();
+    const pods = podTemplates(manifests);
+    const policy = findOne(byKind(manifests, "NetworkPolicy"), (p) => p.metadata.name === "rt-agentrt-nats");
+    type Peer = { podSelector?: { matchLabels: Record<string, string> } };
+    const spec = policy.spec as { podSelector: { matchLabels: Record<string, string> }; ingress: Array<{ ports: Array<{ port: string }>; from?: Peer[] }> };
+    expect(pods.filter((p) => selectorMatches(spec.podSelector.matchLabels, p.labels)).map((p) => p.component)).toEqual(["nats"]);
+    const rule = (port: string) => findOne(spec.ingress, (r) => r.ports.some((p) => p.port === port));
+    const admitted = (port: string, labels: Record<string, string>) => (rule(port).from ?? []).some((peer) => selectorMatches(peer.podSelector?.matchLabels ?? {}, labels));
+    for (const pod of pods) {
+      expect(admitted("client", pod.labels), `${pod.owner} → 4222`).toBe(true);
+      expect(admitted("cluster", pod.labels), `${pod.owner} → 6222`).toBe(pod.component === "nats");
+    }
+    expect(admitted("client", { "agentrt.io/nats-client": "true" }), "labelled provider pods → 4222").toBe(true);
+    expect(admitted("client", { app: "something-else" })).toBe(false);
+  });
+});
+
 describe("values-external-nats.yaml", () => {
   let manifests: Manifest[];
   beforeAll(async () => {

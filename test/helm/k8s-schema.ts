@@ -13,6 +13,7 @@ import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { Ingress } from "kubernetes-models/networking.k8s.io/v1/Ingress";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 
 interface ValidatableModel {
   validate(): void;
@@ -33,6 +34,7 @@ const MODELS: ReadonlyMap<string, ModelClass> = new Map<string, ModelClass>([
   ["policy/v1/PodDisruptionBudget", PodDisruptionBudget as unknown as ModelClass],
   ["autoscaling/v2/HorizontalPodAutoscaler", HorizontalPodAutoscaler as unknown as ModelClass],
   ["networking.k8s.io/v1/Ingress", Ingress as unknown as ModelClass],
+  ["networking.k8s.io/v1/NetworkPolicy", NetworkPolicy as unknown as ModelClass],
 ]);
 
 /**

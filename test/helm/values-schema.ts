@@ -139,6 +139,10 @@ export const valuesSchema: Schema = {
         nodeSelector: stringMap("Node selector of NATS pods."),
         tolerations: list("Tolerations of NATS pods.", { type: "object" }),
         affinity: freeObject("Affinity of NATS pods."),
+        networkPolicy: closed({
+          enabled: bool("Restrict who may connect to the built-in NATS."),
+          extraClientPeers: list("Extra NetworkPolicyPeer entries for port 4222.", { type: "object" }),
+        }),
       }),
     }),
     agentReducer: serviceSection(
