@@ -83,7 +83,7 @@ describe("buildResultsPreamble", () => {
     const big = Array.from({ length: 2000 }, (_, i) => ({ id: i, title: `pull ${i}` }));
     const source = buildResultsPreamble([ok("agent-output:9", big)]);
     expect(source).toContain(
-      '{ executionId: "agent-output:9", status: "succeeded", load: async (itx: ScriptResultsItx): Promise<{\n    id: number;\n    title: string;\n  }[]> => (await itx.capabilityHost.getScriptResult("agent-output:9")) as unknown as {',
+      '{ executionId: "agent-output:9", status: "succeeded", load: async (itx: ScriptResultsItx): Promise<{\n    id: number;\n    title: string;\n  }[]> => (((await itx.capabilityHost.getScriptResult("agent-output:9")) as { result?: unknown } | null)?.result) as {',
     );
     expect(source).not.toContain("pull 1999");
   });
@@ -144,7 +144,11 @@ describe("the prelude as TypeScript", { timeout: 60_000 }, () => {
         "return [n, first, merged, err, OWNER];",
       ].join("\n"),
     );
-    const source = `${prelude.source}export const run: (itx: ScriptResultsItx) => Promise<unknown> = ${script};\n`;
+    // The host's own itx (its getScriptResult resolves to the settlement) must satisfy the loader.
+    const hostItx =
+      "interface HostItx { capabilityHost: { getScriptResult(executionId: string): Promise<" +
+      '{ status: "succeeded"; result?: unknown } | { status: "failed"; error: string } | null> } }\n';
+    const source = `${prelude.source}${hostItx}export const run: (itx: HostItx) => Promise<unknown> = ${script};\n`;
     expect(typecheck(source)).toEqual([]);
     expect(prelude.lineCount).toBe(prelude.source.split("\n").length - 1);
   });

@@ -152,7 +152,7 @@ describe("spill of a result longer than the history limit", () => {
     expect(content).toContain("more items (300 in total)");
     expect(content).toContain("… (");
     expect(content).toContain("`await results[0].load(itx)`");
-    expect(content).toContain('itx.files.get("script-results/agent-output-33-x-y.json")');
+    expect(content).toContain('`JSON.parse(await itx.files.get("script-results/agent-output-33-x-y.json").text())`');
     expect(p.eventIfWritten.payload.actor).toEqual({ type: "script", executionId: "agent-output:33/x y" });
   });
 

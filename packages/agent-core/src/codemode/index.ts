@@ -7,7 +7,7 @@ export { parseTagReply } from "./tag.ts";
 export { wrapScriptBody, isAsyncFunctionSource } from "./wrap.ts";
 export { isOwnOpenReply, replyEvents, scriptExpiresAt, type AssistantContextEvent } from "./interpret.ts";
 export { inferJsonType } from "./json-type.ts";
-export { previewJson, type PreviewLimits } from "./preview.ts";
+export { previewJson, PREVIEW_STEPS, type PreviewLimits } from "./preview.ts";
 export {
   planScriptResultRender,
   scriptResultRenderKey,

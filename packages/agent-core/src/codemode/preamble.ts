@@ -42,13 +42,15 @@ export const RESULT_ERROR_TEXT_LIMIT = 2_000;
 
 export interface ResultsPreambleOptions {
   /**
-   * The expression `load(itx)` awaits, given the execution id as a string literal. The host
-   * must make it resolve to the result VALUE (not the settlement record).
+   * The expression (inside `load`'s async body) whose value is the result, given the execution
+   * id as a string literal. By default it reads `.result` off the settlement that
+   * `itx.capabilityHost.getScriptResult(id)` resolves to.
    */
   readonly loadExpression?: (executionIdLiteral: string) => string;
 }
 
-const defaultLoad = (id: string) => `itx.capabilityHost.getScriptResult(${id})`;
+const defaultLoad = (id: string) =>
+  `((await itx.capabilityHost.getScriptResult(${id})) as { result?: unknown } | null)?.result`;
 
 /** The loader's view of `itx`: structural, so the host's real `itx` satisfies it. */
 export const RESULTS_ITX_TYPE = "type ScriptResultsItx = { capabilityHost: { getScriptResult(executionId: string): Promise<unknown> } };";
@@ -74,7 +76,7 @@ function entrySource(result: SettledScriptResult, options: ResultsPreambleOption
   }
   const load = (type: string) =>
     `{ executionId: ${id}, status: "succeeded", load: async (itx: ScriptResultsItx): Promise<${indent(type, "  ")}> => ` +
-    `(await ${(options.loadExpression ?? defaultLoad)(id)}) as unknown as ${indent(type, "  ")} }`;
+    `(${(options.loadExpression ?? defaultLoad)(id)}) as ${indent(type, "  ")} }`;
   if (settlement.result === undefined) {
     return settlement.oversized === undefined
       ? `{ executionId: ${id}, status: "succeeded", data: undefined }`

@@ -117,7 +117,8 @@ function spilledText(args: {
   const isText = typeof result === "string";
   const typeText = inferJsonType(result);
   const loadLine =
-    `${args.trailer.replace(/\.$/, "")}; the saved file reads back with \`await itx.files.get("${path}").bytes()\`. ` +
+    `${args.trailer.replace(/\.$/, "")}; the saved file reads back with ` +
+    (isText ? `\`await itx.files.get("${path}").text()\`. ` : `\`JSON.parse(await itx.files.get("${path}").text())\`. `) +
     "Work on it inside the script and return only what you need (slice arrays, pick fields).";
   const compose = (type: string, preview: string) =>
     `Your script returned (in ${dur}) a result too large to show inline: ${serialized.length} chars ` +
