@@ -92,7 +92,6 @@ async function main(): Promise<void> {
     await waitFor("nats-server", () => reachable("127.0.0.1", localPort));
   }
 
-  const tsx = join(root, "node_modules", ".bin", "tsx");
   const common = { NATS_URL: natsUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? "info" };
   const services: Array<[string, Record<string, string>]> = [
     ["agent-reducer", { OPS_PORT: "9461" }],
@@ -103,10 +102,10 @@ async function main(): Promise<void> {
   for (const [name, env] of services) {
     const entry = join(root, "services", name, "src", "main.ts");
     if (!existsSync(entry)) throw new Error(`missing ${entry}`);
-    start(name, tsx, [entry], { ...common, ...env });
+    start(name, process.execPath, ["--import", "tsx", entry], { ...common, ...env });
   }
   const repoProvider = join(root, "examples", "repo-provider", "src", "main.ts");
-  if (existsSync(repoProvider)) start("repo-provider", tsx, [repoProvider], { ...common, REPO_PATH: process.env.REPO_PATH ?? root });
+  if (existsSync(repoProvider)) start("repo-provider", process.execPath, ["--import", "tsx", repoProvider], { ...common, REPO_PATH: process.env.REPO_PATH ?? root });
 
   await waitFor("web-gateway", () => reachable("127.0.0.1", httpPort), 60_000);
   const model = process.env.OPENAI_API_KEY || process.env.LLM_PROVIDERS ? "your configured provider" : "the built-in OFFLINE model (set OPENAI_API_KEY for a real one)";

@@ -43,7 +43,9 @@ export class ServiceProcess {
 
   start(): this {
     if (this.running) throw new Error(`${this.name} is already running`);
-    const child = spawn(join(repoRoot, "node_modules", ".bin", "tsx"), [join(repoRoot, entryPoints[this.service])], {
+    // One process per service (`node --import tsx`), so a signal reaches the service itself
+    // and not a wrapper whose child would outlive a SIGKILL.
+    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entryPoints[this.service])], {
       cwd: repoRoot,
       env: { ...process.env, LOG_LEVEL: "warn", ...this.env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -23,7 +23,9 @@ let store: JetStreamEventStore;
 const replicas = new Map<string, ChildProcess>();
 
 function startReplica(id: string): ChildProcess {
-  const child = spawn(join(root, "node_modules", ".bin", "tsx"), [join(root, "services/agent-reducer/src/main.ts")], {
+  // `node --import tsx` keeps the service in ONE process: a SIGKILL sent to the `tsx` wrapper
+  // binary would leave its child running as an orphan, and the "dead" replica would live on.
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, "services/agent-reducer/src/main.ts")], {
     cwd: root,
     env: {
       ...process.env,
@@ -32,7 +34,7 @@ function startReplica(id: string): ChildProcess {
       PARTITION_COUNT: String(PARTITIONS),
       REDUCER_ID: id,
       REDUCER_LEASE_TTL_MS: "1500",
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: process.env.REDUCER_TEST_LOG_LEVEL ?? "warn",
     },
     stdio: ["ignore", "inherit", "inherit"],
   });
@@ -111,12 +113,18 @@ describe("reducer replicas", () => {
 
     // Let the survivor prove it has folded everything: it owns every partition and has
     // transcribed a sentinel error appended after the request.
-    await waitFor(async () => [...(await leaseOwners()).values()].every((o) => o === survivor), { timeoutMs: 10_000 });
+    await waitFor(async () => [...(await leaseOwners()).values()].every((o) => o === survivor), { timeoutMs: 10_000 }).catch(async (error: unknown) => {
+      process.stdout.write(`owners at failure: ${JSON.stringify([...(await leaseOwners()).entries()])} survivor=${survivor}\n`);
+      throw error;
+    });
     const sentinel = await store.append(path, [{ type: "stream/error-occurred", payload: { message: "sentinel" } }]);
     await waitFor(
       async () => (await store.read(path)).some((e) => e.idempotencyKey === `agent/transcribe-error@${sentinel.events[0]!.offset}`),
       { timeoutMs: 10_000 },
-    );
+    ).catch(async (error: unknown) => {
+      process.stdout.write(`stream at failure: ${JSON.stringify((await store.read(path)).map((e) => [e.offset, e.type, e.idempotencyKey]))}\n`);
+      throw error;
+    });
 
     const requests = (await store.read(path)).filter((e) => e.type === "agent/llm-request-requested");
     await live.close();

@@ -1,0 +1,122 @@
+// Chaos: 50 turns across 10 agents while one loop SIGKILLs a random llm-driver every few
+// seconds (and starts a fresh incarnation), and another freezes a driver with SIGSTOP and
+// thaws it with SIGCONT only after every request it could have been running has settled
+// elsewhere. Every request must settle exactly once, no assistant item may be duplicated,
+// and every agent must answer every message.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type System, startSystem } from "../support/system.ts";
+import { auditStream, createBareAgent, lastUserContent, prng, say, sumAudits, waitForAssistant } from "../support/turns.ts";
+
+const AGENTS = 10;
+const TURNS = 5;
+const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000);
+const random = prng(seed);
+let system: System;
+
+beforeAll(async () => {
+  system = await startSystem({
+    reducers: 2,
+    drivers: 3,
+    model: {
+      defaultReply: (request) => ({ text: `answer to ${lastUserContent(request.body)} — streamed in many small tokens so that kills land mid-stream`, tokensPerSecond: 40 }),
+    },
+    env: { LLM_WORK_ACK_WAIT_MS: "2000", LLM_WORK_HEARTBEAT_MS: "300" },
+  });
+});
+
+afterAll(async () => {
+  await system?.stop();
+});
+
+describe("chaos: drivers killed and frozen mid-stream", () => {
+  it("settles every request exactly once and answers every message", async () => {
+    const drivers = system.processes.byService("llm-driver");
+    const paths = Array.from({ length: AGENTS }, (_, i) => `/agents/chaos/driver-${i}`);
+    let kills = 0;
+    let freezes = 0;
+    let running = true;
+
+    const killer = (async () => {
+      while (running) {
+        await new Promise((r) => setTimeout(r, 1500 + random() * 1500));
+        if (!running) break;
+        const victim = drivers[Math.floor(random() * drivers.length)]!;
+        if (!victim.running) continue;
+        await victim.signal("SIGCONT");
+        await victim.signal("SIGKILL");
+        victim.start();
+        kills += 1;
+      }
+    })();
+
+    const freezer = (async () => {
+      while (running) {
+        await new Promise((r) => setTimeout(r, 3000 + random() * 2000));
+        if (!running) break;
+        const victim = drivers[Math.floor(random() * drivers.length)]!;
+        if (!victim.running) continue;
+        // Whatever it may be running now must be settled by a successor before it wakes.
+        const open: Array<[string, number]> = [];
+        for (const path of paths) {
+          const events = await system.store.read(path);
+          const settled = new Set(events.filter((e) => e.type === "agent/llm-request-settled").map((e) => (e.payload as { requestOffset: number }).requestOffset));
+          for (const e of events) if (e.type === "agent/llm-request-requested" && !settled.has(e.offset)) open.push([path, e.offset]);
+        }
+        await victim.signal("SIGSTOP");
+        freezes += 1;
+        const deadline = Date.now() + 20_000;
+        while (Date.now() < deadline) {
+          let pending = 0;
+          for (const [path, offset] of open) {
+            const events = await system.store.read(path, { fromOffset: offset });
+            if (!events.some((e) => e.type === "agent/llm-request-settled" && e.payload.requestOffset === offset)) pending += 1;
+          }
+          if (pending === 0) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        await victim.signal("SIGCONT");
+      }
+    })();
+
+    let longestStallMs = 0;
+    const started = Date.now();
+    await Promise.all(
+      paths.map(async (path) => {
+        await createBareAgent(system.store, path);
+        for (let turn = 1; turn <= TURNS; turn += 1) {
+          const message = `${path} message ${turn}`;
+          const sent = await say(system.store, path, message);
+          const reply = await waitForAssistant(system.store, path, `answer to ${message}`, 90_000);
+          longestStallMs = Math.max(longestStallMs, Date.parse(reply.createdAt) - Date.parse(sent.createdAt));
+        }
+      }),
+    );
+    running = false;
+    await Promise.all([killer, freezer]);
+    // Thawed zombies may still try to settle: give every driver time to finish and fail to.
+    for (const driver of drivers) await driver.signal("SIGCONT");
+    await new Promise((r) => setTimeout(r, 3000));
+
+    const audit = sumAudits(await Promise.all(paths.map(async (p) => auditStream(await system.store.read(p)))));
+    const figures = {
+      seed,
+      seconds: Math.round((Date.now() - started) / 1000),
+      kills,
+      freezes,
+      turns: AGENTS * TURNS,
+      requests: audit.requests,
+      settlements: audit.settlements,
+      assistantItems: audit.assistantItems,
+      lost: audit.lost,
+      duplicated: audit.duplicated,
+      longestStallMs,
+    };
+    process.stdout.write(`chaos/driver-kills ${JSON.stringify(figures)}\n`);
+    expect(kills).toBeGreaterThan(0);
+    expect(freezes).toBeGreaterThan(0);
+    expect(audit.lost).toBe(0);
+    expect(audit.duplicated).toBe(0);
+    expect(audit.requests).toBeGreaterThanOrEqual(AGENTS * TURNS);
+  });
+});

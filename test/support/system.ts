@@ -1,0 +1,119 @@
+// A whole agentrt system for e2e and chaos tests: a real nats-server (or a 3-node cluster),
+// the fake OpenAI model, and every service as its own process, each replaceable by name.
+
+import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { JetStreamEventStore } from "@agentrt/streams";
+import {
+  type FakeModel,
+  type FakeModelOptions,
+  freeLoopbackPort,
+  type NatsServer,
+  startFakeModel,
+  startNatsServer,
+  waitFor,
+} from "@agentrt/testing";
+import { ProcessGroup, type ServiceProcess } from "./processes.ts";
+
+export const PARTITIONS = 8;
+
+export interface SystemOptions {
+  readonly reducers?: number;
+  readonly drivers?: number;
+  readonly hosts?: number;
+  readonly gateway?: boolean;
+  readonly repoProvider?: { readonly openPulls: number } | false;
+  readonly model?: FakeModelOptions;
+  /** Client URLs of an externally started NATS (e.g. a cluster); default: one harness server. */
+  readonly natsServers?: readonly string[];
+  readonly env?: Record<string, string>;
+  readonly replicas?: number;
+}
+
+export interface System {
+  readonly nats: NatsServer | undefined;
+  readonly natsUrl: string;
+  readonly nc: NatsConnection;
+  readonly store: JetStreamEventStore;
+  readonly model: FakeModel;
+  readonly processes: ProcessGroup;
+  readonly gatewayUrl: string | undefined;
+  readonly repoPath: string | undefined;
+  stop(): Promise<void>;
+}
+
+/** A git repository with `openPulls` open and two closed pull-request records, for `repo`. */
+export function makeTestRepo(openPulls: number): string {
+  const dir = mkdtempSync(join(tmpdir(), "agentrt-repo-"));
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: dir, stdio: "ignore" });
+  git("init", "-q", "-b", "main");
+  writeFileSync(join(dir, "README.md"), "# demo\n");
+  git("add", ".");
+  git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init");
+  const pulls = join(dir, ".pulls");
+  mkdirSync(pulls);
+  for (let i = 1; i <= openPulls + 2; i += 1) {
+    writeFileSync(join(pulls, `${i}.json`), JSON.stringify({ number: i, title: `PR ${i}`, state: i <= openPulls ? "open" : "closed", author: "dev" }));
+  }
+  return dir;
+}
+
+export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  const nats = options.natsServers ? undefined : await startNatsServer();
+  const natsUrl = options.natsServers ? options.natsServers.join(",") : nats!.url;
+  const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const replicas = options.replicas ?? 1;
+  const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas });
+  const model = await startFakeModel(options.model ?? {});
+  const processes = new ProcessGroup();
+  const common: Record<string, string> = {
+    NATS_URL: natsUrl,
+    OPS_PORT: "0",
+    PARTITION_COUNT: String(PARTITIONS),
+    NATS_STREAM_REPLICAS: String(replicas),
+    OPENAI_BASE_URL: model.url,
+    OPENAI_API_KEY: "test-key",
+    REDUCER_LEASE_TTL_MS: "1500",
+    ...options.env,
+  };
+  const started: ServiceProcess[] = [];
+  for (let i = 0; i < (options.reducers ?? 1); i += 1) started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", { ...common, REDUCER_ID: `reducer-${i + 1}` }));
+  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", common));
+  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", common));
+  let repoPath: string | undefined;
+  if (options.repoProvider) {
+    repoPath = makeTestRepo(options.repoProvider.openPulls);
+    started.push(processes.add("repo-provider", "repo-provider", { ...common, REPO_PATH: repoPath }));
+  }
+  let gatewayUrl: string | undefined;
+  if (options.gateway) {
+    const port = await freeLoopbackPort();
+    gatewayUrl = `http://127.0.0.1:${port}`;
+    started.push(processes.add("gateway", "web-gateway", { ...common, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" }));
+  }
+  for (const proc of started) proc.start();
+  if (gatewayUrl) {
+    await waitFor(async () => (await fetch(`${gatewayUrl}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
+  }
+  return {
+    nats,
+    natsUrl,
+    nc,
+    store,
+    model,
+    processes,
+    gatewayUrl,
+    repoPath,
+    async stop() {
+      await processes.stopAll();
+      await store.close().catch(() => undefined);
+      await nc.close().catch(() => undefined);
+      await model.close();
+      await nats?.stop();
+    },
+  };
+}
