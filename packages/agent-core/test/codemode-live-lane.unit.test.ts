@@ -3,7 +3,7 @@
 // stops at a gap in the sequence.
 import type { AgentEvent } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
-import { applyChunksEvent, createLiveLaneState, type LiveDelta, type LiveLaneState } from "../src/codemode/index.ts";
+import { applyChunksEvent, createLiveLaneState, liveDeltas, type LiveDelta, type LiveLaneState } from "../src/codemode/index.ts";
 
 const chat = (content: string) => ({ choices: [{ index: 0, delta: { content } }] });
 const chatDone = { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
@@ -103,6 +103,12 @@ describe("live lane", () => {
     let state = createLiveLaneState({ maxRequests: 2 });
     for (const offset of [10, 20, 30]) state = applyChunksEvent(state, flush(0, [chat(`r${offset}`)], offset)).state;
     expect([...state.requests.keys()]).toEqual([20, 30]);
+  });
+
+  it("liveDeltas folds a run of events from a fresh lane", () => {
+    const events = stream(reply, 4, 3);
+    expect(liveDeltas(events)).toEqual(run(events).deltas);
+    expect(liveDeltas(events, { dialect: "fenced" }).every((d) => d.type === "render/message-delta")).toBe(true);
   });
 
   it("ignores events other than chunk flushes", () => {

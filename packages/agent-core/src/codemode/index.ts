@@ -24,6 +24,7 @@ export {
   createLiveLaneState,
   applyChunksEvent,
   chunkText,
+  liveDeltas,
   type LiveLaneState,
   type LiveDelta,
   type LiveDialect,

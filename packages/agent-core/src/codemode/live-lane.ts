@@ -152,3 +152,15 @@ function bounded(requests: Map<number, RequestLane>, max: number): Map<number, R
   }
   return requests;
 }
+
+/** Folds a run of live events from a fresh lane; the deltas they produce, in order. */
+export function liveDeltas(events: Iterable<AgentEvent>, options: { dialect?: LiveDialect } = {}): LiveDelta[] {
+  let state = createLiveLaneState(options);
+  const deltas: LiveDelta[] = [];
+  for (const event of events) {
+    const step = applyChunksEvent(state, event);
+    state = step.state;
+    deltas.push(...step.deltas);
+  }
+  return deltas;
+}
