@@ -1,0 +1,120 @@
+// Agent core benchmark: fold throughput, and the cost of rendering the last request of a long
+// stream from scratch versus incrementally (request N+1 after request N). The goal is that
+// request N+1 costs O(new events), not O(stream): the incremental column must stay flat as
+// the stream grows while the full column grows with it.
+//
+// Run: pnpm exec tsx bench/core/core.bench.ts
+
+import { readFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { isDeepStrictEqual } from "node:util";
+import {
+  StreamRequestRenderer,
+  foldAgentEvent,
+  foldAgentEvents,
+  initialAgentState,
+  renderRequest,
+  renderRequestAt,
+} from "@agentrt/agent-core";
+import { syntheticStream } from "./stream.ts";
+
+const PATH = "/agents/bench/core";
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+function timeMs(fn: () => void): number {
+  const start = process.hrtime.bigint();
+  fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+function repeat(runs: number, fn: () => void): number {
+  for (let i = 0; i < 3; i += 1) fn(); // warm-up
+  return median(Array.from({ length: runs }, () => timeMs(fn)));
+}
+
+function machine(): string {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  const model = /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1]?.trim() ?? "unknown CPU";
+  return `nproc ${availableParallelism()}, ${model}, Node ${process.version}`;
+}
+
+const fmt = (n: number, digits = 2) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+const { events: all, requestOffsets: allRequests } = syntheticStream(10_000);
+
+// --- fold throughput ---------------------------------------------------------------------
+const streamOf10k = all.slice(0, 10_000);
+const batchMs = repeat(9, () => void foldAgentEvents(initialAgentState(PATH), streamOf10k));
+const liveMs = repeat(5, () => {
+  let state = initialAgentState(PATH);
+  for (const event of streamOf10k) state = foldAgentEvent(state, event);
+});
+
+// --- rendering the last request: full vs incremental --------------------------------------
+interface RenderRow {
+  size: number;
+  request: number;
+  items: number;
+  messages: number;
+  foldAndRenderMs: number;
+  renderOnlyMs: number;
+  incrementalMs: number;
+  newEvents: number;
+}
+
+function renderRow(size: number): RenderRow {
+  const requests = allRequests.filter((r) => r <= size);
+  const last = requests.at(-1) as number;
+  const previous = requests.at(-2) as number;
+  const events = all.slice(0, last);
+  const stateAtLast = foldAgentEvents(initialAgentState(PATH), events);
+  const full = renderRequest(stateAtLast);
+
+  const foldAndRenderMs = repeat(9, () => void renderRequestAt(events, last));
+  const renderOnlyMs = repeat(9, () => void renderRequest(stateAtLast));
+
+  // Incremental: a driver that rendered request N renders N+1 from the new events only.
+  const newEvents = all.slice(previous, last); // offsets previous+1 … last (offsets are dense from 1)
+  const samples: number[] = [];
+  for (let i = 0; i < 12; i += 1) {
+    const renderer = new StreamRequestRenderer(PATH);
+    renderer.renderAt(all.slice(0, previous), previous);
+    let messages: unknown;
+    samples.push(timeMs(() => (messages = renderer.renderAt(newEvents, last))));
+    if (!isDeepStrictEqual(messages, full)) throw new Error(`incremental render of @${last} differs from the full render`);
+  }
+  return {
+    size,
+    request: last,
+    items: stateAtLast.contextItems.length,
+    messages: full.length,
+    foldAndRenderMs,
+    renderOnlyMs,
+    incrementalMs: median(samples.slice(3)),
+    newEvents: newEvents.length,
+  };
+}
+
+const rows = [1_000, 2_500, 5_000, 10_000].map(renderRow);
+
+// --- report -------------------------------------------------------------------------------
+const lines: string[] = [];
+lines.push(`Machine: ${machine()}. Load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(", ")}.`);
+lines.push("");
+lines.push("| fold | events | median ms | events/s |");
+lines.push("|---|---:|---:|---:|");
+lines.push(`| \`foldAgentEvents\` (rebuild from the stream) | 10,000 | ${fmt(batchMs)} | ${fmt(10_000 / (batchMs / 1000), 0)} |`);
+lines.push(`| \`foldAgentEvent\` one at a time (live reducer) | 10,000 | ${fmt(liveMs)} | ${fmt(10_000 / (liveMs / 1000), 0)} |`);
+lines.push("");
+lines.push("| stream events | last request | context items | messages | fold + full render ms | full render only ms | incremental N+1 ms (new events) |");
+lines.push("|---:|---:|---:|---:|---:|---:|---:|");
+for (const r of rows) {
+  lines.push(
+    `| ${r.size.toLocaleString("en-US")} | @${r.request} | ${r.items.toLocaleString("en-US")} | ${r.messages.toLocaleString("en-US")} | ${fmt(r.foldAndRenderMs)} | ${fmt(r.renderOnlyMs)} | ${fmt(r.incrementalMs, 3)} (${r.newEvents}) |`,
+  );
+}
+process.stdout.write(`${lines.join("\n")}\n`);
