@@ -21,11 +21,13 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       name: "createAgent",
       method: "POST",
       path: "/v1/agents",
-      summary: "Create an agent: commits its birth batch atomically (409 if the stream already exists).",
+      summary:
+        "Create an agent: commits its birth batch atomically (201). Retrying the same create returns the original events with status duplicate (200); 409 when the stream already holds other events.",
       kind: "json",
       body: s.createAgentBodySchema,
       response: s.createAgentResponseSchema,
       successStatus: 201,
+      statusOf: (result) => ((result as { status: string }).status === "committed" ? 201 : 200),
       access: ({ body }) => ({ verb: "append", path: (body as { streamPath: string }).streamPath }),
       handle: async ({ body }) => {
         const input = body as { streamPath: string; promptFile?: string; project?: string };

@@ -96,7 +96,7 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
       return;
     }
     const result = await route.handle({ ...input, principal, req });
-    sendJson(res, route.successStatus ?? 200, result);
+    sendJson(res, route.statusOf?.(result) ?? route.successStatus ?? 200, result);
   } catch (error) {
     sendError(deps, req, res, error);
   }

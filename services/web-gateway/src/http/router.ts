@@ -37,6 +37,8 @@ export interface Route {
   /** The 2xx JSON body (json routes); validated in tests against real responses. */
   readonly response?: z.ZodType;
   readonly successStatus?: number;
+  /** Picks the 2xx status from the result when it varies (a replayed create is 200, not 201). */
+  statusOf?(result: unknown): number;
   /** No credential needed (the OpenAPI document). */
   readonly public?: boolean;
   /** The scope check, computed from the parsed input. */
