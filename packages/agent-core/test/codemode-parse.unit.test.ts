@@ -201,6 +201,11 @@ describe("parseTagReply", () => {
     expect(parseTagReply("\nJust words.\n")).toEqual({ kind: "none", prose: "Just words." });
   });
 
+  it("reads a status holding > and single-quoted statuses", () => {
+    expect(parseTagReply('<codemode status="PRs > 5?">\nreturn 1;\n</codemode>')).toEqual({ kind: "script", code: "return 1;", status: "PRs > 5?", prose: "" });
+    expect(parseTagReply("<codemode status='Idle'>return</codemode>")).toEqual({ kind: "end-turn", status: "Idle", prose: "" });
+  });
+
   it("decodes entities in the status and drops an empty status", () => {
     expect(parseTagReply('<codemode status="Fixing &quot;a&quot; &amp; b">return 2;</codemode>')).toMatchObject({
       status: 'Fixing "a" & b',

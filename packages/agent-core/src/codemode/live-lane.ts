@@ -59,7 +59,7 @@ interface LiveSplit {
   readonly status: string | undefined;
 }
 
-const TAG_OPENER = /^[ \t]*<codemode(\s[^>]*)?>/m;
+const TAG_OPENER = /^[ \t]*<codemode((?:\s+[\w-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*>/m;
 const FENCED_OPENER = /^```(?:ts|typescript|tsx|js|javascript|jsx|mts)\b([^\n]*)\n/m;
 
 function couldBeMarker(line: string): boolean {

@@ -8,7 +8,8 @@
 import { tagMalformedFeedback, tagMultipleFeedback } from "./feedback.ts";
 import { joinProse, normaliseStatus, type ParsedReply } from "./reply.ts";
 
-const OPENER = /^<codemode(\s[^>]*)?>/;
+// Attribute values may hold `>` (status="a > b"), so attributes are matched as name="value".
+const OPENER = /^<codemode((?:\s+[\w-]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*>/;
 const CLOSER = "</codemode>";
 
 interface Opener {
