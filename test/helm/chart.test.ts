@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import YAML from "yaml";
 import { validateManifest, type Manifest } from "./k8s-schema.ts";
 import { chartDir, helm, HelmError, renderChart, repoRoot } from "./render.ts";
 import { valuesSchemaJson } from "./values-schema.ts";
@@ -17,6 +18,7 @@ import { byKind, containersOf, envOf, findOne, podTemplates, selectorMatches, ty
 
 const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
 const AUTOSCALED = ["llm-driver", "capability-host", "web-gateway"];
+const umbrellaDir = join(repoRoot, "deploy/helm/agentrt-with-nats");
 const valuesFiles = readdirSync(chartDir)
   .filter((name) => /^values-.+\.yaml$/.test(name))
   .map((name) => join(chartDir, name));
@@ -26,6 +28,7 @@ const valuesCases: Array<[string, string[]]> = [["values.yaml (default)", []], .
 describe("helm lint", () => {
   it.each(valuesCases)(
     "passes --strict with %s",
+    { concurrent: true },
     async (_name, files) => {
       const out = await helm(["lint", "--strict", chartDir, ...files.flatMap((f) => ["--values", f])]);
       expect(out).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -354,7 +357,7 @@ describe("bad values fail with a message naming the field", () => {
     [{ "nats.embedded.enabled": "false" }, /set externalNats\.url/],
     [{ "agentReducer.replicaCount": "65" }, /agentReducer\.replicaCount \(65\) above config\.partitionCount \(64\)/],
     [{ "llmDriver.autoscaling.minReplicas": "11" }, /llmDriver\.autoscaling\.minReplicas \(11\) must not exceed maxReplicas \(10\)/],
-  ])("%o", async (set, message) => {
+  ])("%o", { concurrent: true }, async (set, message) => {
     const failure = await renderChart({ set }).then(
       () => undefined,
       (error: unknown) => error,
@@ -380,9 +383,42 @@ describe("generated chart files are current", () => {
   });
 });
 
+describe("agentrt-with-nats, its agentrt half (offline)", () => {
+  // The official NATS chart cannot be fetched here, so this renders the umbrella with that
+  // dependency taken out: it checks the `agentrt:` values the umbrella passes down (built-in
+  // NATS off, services on the official chart's Service), not the NATS chart itself.
+  let work: string;
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), "agentrt-umbrella-offline-"));
+    cpSync(umbrellaDir, join(work, "chart"), { recursive: true, filter: (src) => !src.includes(`${umbrellaDir}/charts`) });
+    const chartYaml = YAML.parse(readFileSync(join(work, "chart", "Chart.yaml"), "utf8")) as { dependencies: Array<{ name: string; repository: string }> };
+    expect(chartYaml.dependencies.map((d) => [d.name, d.repository])).toEqual([
+      ["agentrt", "file://../agentrt"],
+      ["nats", "https://nats-io.github.io/k8s/helm/charts/"],
+    ]);
+    chartYaml.dependencies = chartYaml.dependencies.filter((d) => d.name === "agentrt");
+    writeFileSync(join(work, "chart", "Chart.yaml"), YAML.stringify(chartYaml));
+    cpSync(chartDir, join(work, "chart", "charts", "agentrt"), { recursive: true });
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it("points the services at the official chart's Service and installs no NATS of its own", async () => {
+    await expect(helm(["lint", "--strict", join(work, "chart"), "--set", "nats.enabled=false"])).resolves.toMatch(/0 chart\(s\) failed/);
+    const manifests = await renderChart({ chart: join(work, "chart"), set: { "nats.enabled": "false" } });
+    for (const manifest of manifests) validateManifest(manifest);
+    expect(byKind(manifests, "StatefulSet")).toEqual([]);
+    const pods = podTemplates(manifests);
+    expect(pods.map((p) => p.component).sort()).toEqual([...SERVICES].sort());
+    for (const pod of pods) {
+      const env = envOf(containersOf(pod)[0]!);
+      expect(env.get("NATS_URL")?.value).toBe("nats://agentrt-nats:4222");
+      expect(env.get("NATS_STREAM_REPLICAS")?.value).toBe("3");
+    }
+  });
+});
+
 // The umbrella chart pulls the official NATS chart, which cannot be fetched offline; it renders
 // here only when someone ran `helm dependency build` (charts/nats-*.tgz present).
-const umbrellaDir = join(repoRoot, "deploy/helm/agentrt-with-nats");
 const natsTgz = existsSync(join(umbrellaDir, "charts")) ? readdirSync(join(umbrellaDir, "charts")).find((f) => /^nats-.*\.tgz$/.test(f)) : undefined;
 describe.skipIf(natsTgz === undefined)("agentrt-with-nats (official NATS chart; needs charts/nats-*.tgz)", () => {
   let work: string;

@@ -40,8 +40,20 @@ export interface RenderOptions {
   namespace?: string;
 }
 
-/** `helm template`, parsed into one object per YAML document (empty documents dropped). */
-export async function renderChart(options: RenderOptions = {}): Promise<Manifest[]> {
+const renders = new Map<string, Promise<Manifest[]>>();
+
+/**
+ * `helm template`, parsed into one object per YAML document (empty documents dropped). The
+ * same options render once per test file: callers only read the result.
+ */
+export function renderChart(options: RenderOptions = {}): Promise<Manifest[]> {
+  const key = JSON.stringify(options);
+  let render = renders.get(key);
+  if (!render) renders.set(key, (render = renderOnce(options)));
+  return render;
+}
+
+async function renderOnce(options: RenderOptions): Promise<Manifest[]> {
   const args = ["template", options.release ?? "rt", options.chart ?? chartDir, "--namespace", options.namespace ?? "agents"];
   for (const file of options.valuesFiles ?? []) args.push("--values", file);
   for (const [key, value] of Object.entries(options.set ?? {})) args.push("--set", `${key}=${value}`);
