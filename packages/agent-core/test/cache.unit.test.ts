@@ -11,6 +11,7 @@ import {
   IncrementalRequestRenderer,
   decideAtHead,
   foldAgentEvent,
+  foldAgentEvents,
   initialAgentState,
   interruptBatch,
   reactToEvent,
@@ -32,6 +33,8 @@ function prng(seed: number): () => number {
 
 interface Run {
   requests: { offset: number; messages: ChatMessage[]; incremental: ChatMessage[] }[];
+  events: AgentEvent[];
+  state: AgentState;
 }
 
 function randomRun(seed: number, steps: number): Run {
@@ -39,13 +42,15 @@ function randomRun(seed: number, steps: number): Run {
   const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const s = new TestStream(PATH);
   const renderer = new IncrementalRequestRenderer();
-  const run: Run = { requests: [] };
+  const run: Run = { requests: [], events: [], state: initialAgentState(PATH) };
   let state: AgentState = initialAgentState(PATH);
   const keys = ["identity", "style", "tools", "project/agents-md"];
 
   const commit = (event: AgentEvent): void => {
     const before = state;
     state = foldAgentEvent(before, event);
+    run.events.push(event);
+    run.state = state;
     if (event.type === "agent/llm-request-requested" && state.openRequest?.requestedAtOffset === event.offset && before.openRequest === null) {
       run.requests.push({ offset: event.offset, messages: renderRequest(state), incremental: renderer.render(state) });
     }
@@ -101,6 +106,13 @@ describe("cache stability", () => {
       }
     }
     expect(checkedPairs).toBeGreaterThan(150);
+  }, 30_000);
+
+  it("folding a whole stream at once gives the same state as folding it event by event", () => {
+    for (let seed = 101; seed <= 110; seed += 1) {
+      const run = randomRun(seed, 200);
+      expect(foldAgentEvents(initialAgentState(PATH), run.events), `seed ${seed}`).toEqual(run.state);
+    }
   }, 30_000);
 
   it("the check itself catches a broken prefix", () => {

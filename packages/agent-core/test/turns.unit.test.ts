@@ -1,7 +1,9 @@
 // The turn lifecycle: triggers, debounce, the birth window, requests, settlement and the
 // queue behind an open request (contract.md "What triggers a turn" and "head of the stream").
 
+import type { AgentEvent } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
+import { foldAgentEvent } from "../src/index.ts";
 import { given, onlyBatch } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
 
@@ -51,6 +53,16 @@ describe("a full turn", () => {
     given(created, hi, requested, reply, settled).atHead(s.now + 60_000).then((d) => {
       expect(d).toEqual({ appends: [], wakeAtMs: null, adopt: null });
     });
+  });
+
+  it("the fold never throws, even on an event that slipped past validation", () => {
+    const s = new TestStream();
+    const spec = given(s.created(), s.user("hi"));
+    const broken = { ...s.user("x"), payload: null } as unknown as AgentEvent;
+    const state = foldAgentEvent(spec.state, broken);
+    expect(state.contextItems).toEqual(spec.state.contextItems);
+    expect(state.pendingLlmRequestTrigger).toEqual(spec.state.pendingLlmRequestTrigger);
+    expect(state.lastFoldedOffset).toBe(broken.offset);
   });
 
   it("nothing is scheduled before agent/created", () => {
