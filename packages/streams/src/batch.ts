@@ -14,7 +14,6 @@ import {
 import { type AppendOptions, MAX_BATCH_BYTES, MAX_BATCH_EVENTS, type ReadOptions } from "./event-store.ts";
 
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export interface PreparedBatch {
@@ -70,11 +69,9 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[]): P
     seen.set(input.idempotencyKey, index);
     keys.push(input.idempotencyKey);
   });
-  const eventsJson = JSON.stringify(
-    inputs.map((e) => (e.idempotencyKey === undefined ? { type: e.type, payload: e.payload } : { type: e.type, payload: e.payload, key: e.idempotencyKey })),
-  );
-  // Worst-case envelope: the largest offset and a full-length timestamp.
-  const bytes = encoder.encode(recordJson(path, Number.MAX_SAFE_INTEGER, "+275760-09-13T00:00:00.000Z", eventsJson)).byteLength;
+  // Parsed durable inputs are exactly {type, payload, idempotencyKey?}: the stored form.
+  const eventsJson = JSON.stringify(inputs);
+  const bytes = Buffer.byteLength(eventsJson) + Buffer.byteLength(path) + RECORD_ENVELOPE_BYTES;
   if (bytes > MAX_BATCH_BYTES) {
     throw new ContractViolationError(
       "batch_too_large",
@@ -86,8 +83,25 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[]): P
   return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, eventsJson, bytes };
 }
 
-function recordJson(streamPath: string, firstOffset: number, createdAt: string, eventsJson: string): string {
-  return `{"v":1,"path":${JSON.stringify(streamPath)},"first":${firstOffset},"at":${JSON.stringify(createdAt)},"events":${eventsJson}}`;
+/** Worst-case bytes of a record around its path and events: the largest offsets and a full-length timestamp. */
+const RECORD_ENVELOPE_BYTES = recordJson("", Number.MAX_SAFE_INTEGER, MAX_BATCH_EVENTS, "+275760-09-13T00:00:00.000Z", "").length + 2;
+
+/**
+ * The stored record. `first` and `n` (event count) lead, so a reader can locate offsets from
+ * the first bytes of a message without parsing its events. `eventsInner` is the events' JSON
+ * without the surrounding brackets (so several appends' events can be concatenated).
+ */
+export function recordJson(streamPath: string, firstOffset: number, count: number, createdAt: string, eventsInner: string): string {
+  return `{"v":1,"first":${firstOffset},"n":${count},"at":"${createdAt}","path":"${streamPath}","events":[${eventsInner}]}`;
+}
+
+const RECORD_HEAD = /^\{"v":1,"first":(\d+),"n":(\d+),/;
+
+/** First offset and event count of a stored record, read from its first bytes. */
+export function readRecordHead(bytes: Uint8Array): { first: number; count: number } | undefined {
+  const match = RECORD_HEAD.exec(decoder.decode(bytes.subarray(0, 64)));
+  if (match === null) return undefined;
+  return { first: Number(match[1]), count: Number(match[2]) };
 }
 
 // --- the committed record ----------------------------------------------------------------
@@ -98,12 +112,8 @@ export interface BatchRecord {
   readonly path: string;
   readonly first: number;
   readonly at: string;
-  readonly events: readonly { readonly type: string; readonly payload: unknown; readonly key?: string }[];
-}
-
-/** The one record a commit writes: the batch's events and the offset of its first one. */
-export function encodeBatchRecord(batch: PreparedBatch, firstOffset: number, createdAt: string): Uint8Array {
-  return encoder.encode(recordJson(batch.streamPath, firstOffset, createdAt, batch.eventsJson));
+  readonly n: number;
+  readonly events: readonly { readonly type: string; readonly payload: unknown; readonly idempotencyKey?: string }[];
 }
 
 export function decodeRecordJson(bytes: Uint8Array): BatchRecord | undefined {
@@ -132,7 +142,7 @@ export function recordEvents(record: BatchRecord): AgentEvent[] {
       createdAt: record.at,
       type: e.type,
       payload: e.payload,
-      ...(typeof e.key === "string" ? { idempotencyKey: e.key } : {}),
+      ...(typeof e.idempotencyKey === "string" ? { idempotencyKey: e.idempotencyKey } : {}),
     });
     if (parsed.ok) events.push(parsed.event);
   });

@@ -5,13 +5,16 @@
 import { AgentRuntimeError } from "@agentrt/contract";
 import { JetStreamApiError, JetStreamApiCodes } from "@nats-io/jetstream";
 import { errors } from "@nats-io/nats-core";
+import { PublishRejectedError, PublishUnconfirmedError } from "./publisher.ts";
 
 export function isWrongLastSequence(error: unknown): boolean {
+  if (error instanceof PublishRejectedError) return error.wrongLastSequence;
   return error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
 }
 
 export function isTransient(error: unknown): boolean {
   return (
+    error instanceof PublishUnconfirmedError ||
     error instanceof errors.TimeoutError ||
     error instanceof errors.NoRespondersError ||
     error instanceof errors.ClosedConnectionError ||

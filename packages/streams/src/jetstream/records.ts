@@ -1,13 +1,10 @@
 // Reading committed batch records back: direct gets (one message by subject, cheap, no
-// consumer) and, for long ranges, an ordered consumer. Every batch message carries its first
-// offset and event count in headers so locating an offset never parses a payload.
+// consumer) and, for long ranges, an ordered consumer. Every record starts with its first
+// offset and event count, so locating an offset never parses a record's events.
 
 import type { AgentEvent } from "@agentrt/contract";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { type BatchRecord, decodeRecordJson, recordEvents } from "../batch.ts";
-
-export const FIRST_OFFSET_HEADER = "Agentrt-First-Offset";
-export const EVENT_COUNT_HEADER = "Agentrt-Event-Count";
+import { type BatchRecord, decodeRecordJson, readRecordHead, recordEvents } from "../batch.ts";
 
 /** One stored batch message: where it sits and which offsets it holds. */
 export interface StoredRecord {
@@ -26,18 +23,12 @@ interface RawMsg {
   readonly seq: number;
   readonly subject: string;
   readonly data: Uint8Array;
-  readonly header?: { get(key: string): string } | undefined;
-  readonly headers?: { get(key: string): string } | undefined;
 }
 
 /** The record of a message, or undefined when it is not a batch record we can read. */
 export function toStoredRecord(msg: RawMsg): StoredRecord | undefined {
-  const h = msg.header ?? msg.headers;
-  const first = Number(h?.get(FIRST_OFFSET_HEADER));
-  const count = Number(h?.get(EVENT_COUNT_HEADER));
-  if (Number.isInteger(first) && first > 0 && Number.isInteger(count) && count > 0) {
-    return { seq: msg.seq, subject: msg.subject, first, count, data: msg.data };
-  }
+  const head = readRecordHead(msg.data);
+  if (head !== undefined && head.first > 0 && head.count > 0) return { seq: msg.seq, subject: msg.subject, first: head.first, count: head.count, data: msg.data };
   const body = decodeRecordJson(msg.data);
   if (body === undefined || body.events.length === 0) return undefined;
   return { seq: msg.seq, subject: msg.subject, first: body.first, count: body.events.length, data: msg.data };
@@ -95,16 +86,21 @@ export class RecordReader {
   }
 
   /**
-   * Records on `subject` from `fromSeq` through `untilSeq`, in order. Short ranges use direct
-   * gets; once a range proves long, an ordered consumer streams the rest.
+   * Records on `subject` from `fromSeq` through `untilSeq`, in order. Direct gets (one round
+   * trip each, nothing to set up) serve short ranges; `expectedRecords` says how many the caller
+   * probably needs. Past that budget an ordered consumer streams the rest, pulling no more than
+   * the caller is expected to use, so a bounded read never drags a long tail over the wire.
    */
-  async *scan(subject: string, fromSeq: number, untilSeq: number): AsyncGenerator<StoredRecord> {
+  async *scan(subject: string, fromSeq: number, untilSeq: number, expectedRecords = Number.POSITIVE_INFINITY): AsyncGenerator<StoredRecord> {
     let next = fromSeq;
-    for (let i = 0; i < DIRECT_GETS_BEFORE_CONSUMER; i++) {
+    const direct = expectedRecords <= MAX_DIRECT_RECORDS ? expectedRecords + 2 : DIRECT_GETS_BEFORE_CONSUMER;
+    let yielded = 0;
+    for (let i = 0; i < direct; i++) {
       if (next > untilSeq) return;
       const record = await this.nextFrom(subject, next);
       if (record === undefined || record.seq > untilSeq) return;
       yield record;
+      yielded++;
       next = record.seq + 1;
     }
     if (next > untilSeq) return;
@@ -113,7 +109,8 @@ export class RecordReader {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: next,
     });
-    const messages = await consumer.consume({ max_messages: 512 });
+    const remaining = expectedRecords - yielded;
+    const messages = await consumer.consume({ max_messages: Math.max(16, Math.min(512, Number.isFinite(remaining) ? remaining : 512)) });
     try {
       for await (const msg of messages) {
         const record = toStoredRecord(msg);
@@ -121,10 +118,12 @@ export class RecordReader {
         if (msg.seq >= untilSeq || msg.info.pending === 0) break;
       }
     } finally {
-      await messages.close().catch(() => undefined);
+      messages.stop();
       await consumer.delete().catch(() => undefined);
     }
   }
 }
 
+/** Ranges expected to need at most this many records are read by direct gets alone. */
+const MAX_DIRECT_RECORDS = 32;
 const DIRECT_GETS_BEFORE_CONSUMER = 8;

@@ -24,6 +24,7 @@ import type {
 import { partitionOfPath, validatePartitionCount } from "../partition.ts";
 import { classified } from "./errors.ts";
 import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
+import { JetStreamPublisher } from "./publisher.ts";
 import { ensureEventStream } from "./stream-setup.ts";
 import { type Closable, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
 import { type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
@@ -58,6 +59,7 @@ export class JetStreamEventStore implements EventStore {
   private readonly scheme: SubjectScheme;
   private readonly reader: RecordReader;
   private readonly writer: BatchWriter;
+  private readonly publisher: JetStreamPublisher;
   private readonly open = new Set<Closable>();
   private readonly now: () => Date;
 
@@ -72,11 +74,11 @@ export class JetStreamEventStore implements EventStore {
     this.scheme = options.scheme;
     this.now = options.now;
     this.reader = new RecordReader(jsm, js, this.streamName);
+    this.publisher = new JetStreamPublisher(nc, options.publishTimeoutMs);
     this.writer = new BatchWriter({
-      js,
+      publisher: this.publisher,
       reader: this.reader,
       now: options.now,
-      publishTimeoutMs: options.publishTimeoutMs,
       maxCachedStreams: options.maxCachedStreams,
       maxAttempts: 200,
     });
@@ -142,7 +144,9 @@ export class JetStreamEventStore implements EventStore {
       if (located === undefined) return [];
       const out: AgentEvent[] = [];
       const wanted = Math.min(limit, lastOffsetOf(located.last) - fromOffset + 1);
-      for await (const record of this.reader.scan(subject, located.startSeq, located.last.seq)) {
+      // Batch sizes vary; the last batch's size is a fair guess at how many records to fetch.
+      const expectedRecords = Number.isFinite(wanted) ? Math.ceil(wanted / Math.max(1, located.last.count)) + 1 : Number.POSITIVE_INFINITY;
+      for await (const record of this.reader.scan(subject, located.startSeq, located.last.seq, expectedRecords)) {
         if (lastOffsetOf(record) < fromOffset) continue;
         for (const event of eventsOf(record)) {
           if (event.offset >= fromOffset && out.length < wanted) out.push(event);
@@ -223,5 +227,6 @@ export class JetStreamEventStore implements EventStore {
 
   async close(): Promise<void> {
     await Promise.all([...this.open].map((s) => s.close()));
+    this.publisher.close();
   }
 }

@@ -7,12 +7,12 @@
 // a publish retried after a timeout land at most once.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
-import { type JetStreamClient, JetStreamError } from "@nats-io/jetstream";
-import { headers, nuid } from "@nats-io/nats-core";
-import { type PreparedBatch, decideAppend } from "../batch.ts";
+import { nuid } from "@nats-io/nats-core";
+import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
-import { classifyNatsError, isTransient, isWrongLastSequence } from "./errors.ts";
-import { EVENT_COUNT_HEADER, FIRST_OFFSET_HEADER, type RecordReader } from "./records.ts";
+import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
+import { type JetStreamPublisher, PublishUnconfirmedError } from "./publisher.ts";
+import type { RecordReader } from "./records.ts";
 import { type StreamViewState, catchUp, emptyView, loadKeys } from "./stream-view.ts";
 
 interface PendingAppend {
@@ -32,10 +32,9 @@ interface StreamWriter {
 type Outcome = { kind: "result"; result: AppendResult } | { kind: "error"; error: unknown };
 
 export interface WriterOptions {
-  readonly js: JetStreamClient;
+  readonly publisher: JetStreamPublisher;
   readonly reader: RecordReader;
   readonly now: () => Date;
-  readonly publishTimeoutMs: number;
   /** Idle per-stream views kept for the next append (bounded memory). */
   readonly maxCachedStreams: number;
   /** Commit attempts lost to other writers before giving up with a retryable conflict. */
@@ -46,6 +45,9 @@ const encoder = new TextEncoder();
 
 export class BatchWriter {
   private readonly writers = new Map<string, StreamWriter>();
+  /** Writers with new appends, started together on the next turn of the event loop. */
+  private readonly toStart = new Set<StreamWriter>();
+  private startScheduled = false;
 
   constructor(private readonly options: WriterOptions) {}
 
@@ -53,13 +55,25 @@ export class BatchWriter {
     const writer = this.writerFor(batch.streamPath, subject);
     return new Promise<AppendResult>((resolve, reject) => {
       writer.pending.push({ batch, options: appendOptions, resolve, reject });
-      if (!writer.running) void this.drain(writer);
+      if (!writer.running) this.scheduleStart(writer);
     });
   }
 
-  /** The last durable offset this writer has seen for a stream, if it has a view. */
-  knownLastOffset(streamPath: string): number | undefined {
-    return this.writers.get(streamPath)?.view.lastSeq === 0 ? undefined : this.writers.get(streamPath)?.view.lastOffset;
+  /**
+   * Starting every idle stream's commit in one callback puts their publishes into the same
+   * socket write (nats.js flushes once per microtask checkpoint) and lets appends issued in
+   * the same turn share a message.
+   */
+  private scheduleStart(writer: StreamWriter): void {
+    this.toStart.add(writer);
+    if (this.startScheduled) return;
+    this.startScheduled = true;
+    setImmediate(() => {
+      this.startScheduled = false;
+      const writers = [...this.toStart];
+      this.toStart.clear();
+      for (const w of writers) if (!w.running) void this.drain(w);
+    });
   }
 
   private writerFor(streamPath: string, subject: string): StreamWriter {
@@ -115,14 +129,9 @@ export class BatchWriter {
       const { outcomes, committed, parts } = decideGroup(view, group, createdAt);
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
-      const body = encoder.encode(
-        `{"v":1,"path":${JSON.stringify(group[0]?.batch.streamPath)},"first":${first},"at":${JSON.stringify(createdAt)},"events":[${parts.join(",")}]}`,
-      );
-      const h = headers();
-      h.set(FIRST_OFFSET_HEADER, String(first));
-      h.set(EVENT_COUNT_HEADER, String(committed.length));
+      const body = encoder.encode(recordJson(group[0]?.batch.streamPath as string, first, committed.length, createdAt, parts.join(",")));
       try {
-        const ack = await this.publishOnce(subject, body, h, view.lastSeq, `${nuid.next()}:${first}`);
+        const ack = await this.publishOnce(subject, body, view.lastSeq, `${nuid.next()}:${first}`);
         view.lastSeq = ack;
         view.lastOffset += committed.length;
         if (view.keys !== undefined) for (const e of committed) if (e.idempotencyKey !== undefined) view.keys.set(e.idempotencyKey, e);
@@ -139,19 +148,13 @@ export class BatchWriter {
     return group.map(() => ({ kind: "error", error }));
   }
 
-  /** Publishes one message; a timeout is retried with the same Nats-Msg-Id, so it lands once. */
-  private async publishOnce(subject: string, body: Uint8Array, h: ReturnType<typeof headers>, lastSeq: number, msgID: string): Promise<number> {
+  /** Publishes one message; an unconfirmed publish is retried with the same Nats-Msg-Id, so it lands once. */
+  private async publishOnce(subject: string, body: Uint8Array, lastSubjectSequence: number, msgID: string): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const ack = await this.options.js.publish(subject, body, {
-          headers: h,
-          msgID,
-          expect: { lastSubjectSequence: lastSeq },
-          timeout: this.options.publishTimeoutMs,
-        });
-        return ack.seq;
+        return await this.options.publisher.publish(subject, body, { msgID, lastSubjectSequence });
       } catch (error) {
-        if (attempt < 2 && (isTransient(error) || (error instanceof JetStreamError && /timeout/i.test(error.message)))) continue;
+        if (attempt < 2 && error instanceof PublishUnconfirmedError) continue;
         throw error;
       }
     }
