@@ -135,6 +135,7 @@ export const valuesSchema: Schema = {
           maxMemoryStore: str("JetStream memory store limit (NATS units).", { pattern: "^[0-9]+[KMGT]B?$" }),
         }),
         resources: freeObject("Resources of each NATS container."),
+        goMemLimit: str("GOMEMLIMIT of nats-server.", { pattern: "^$|^[0-9]+(B|KiB|MiB|GiB|TiB)?$" }),
         podAnnotations: stringMap("Extra annotations on NATS pods."),
         nodeSelector: stringMap("Node selector of NATS pods."),
         tolerations: list("Tolerations of NATS pods.", { type: "object" }),
