@@ -157,6 +157,16 @@ describe("requests", () => {
     });
   });
 
+  it("ignores a request while the agent is paused", () => {
+    const s = new TestStream();
+    const events = [s.created(), s.user("one"), s.event("agent/paused", { reason: "operator" })];
+    given(...events).when(s.requested()).then(({ state, before }) => {
+      expect(state.openRequest).toBeNull();
+      expect(state.contextItems).toEqual(before.contextItems);
+      expect(state.pendingLlmRequestTrigger).toEqual(before.pendingLlmRequestTrigger);
+    });
+  });
+
   it("drops a zombie's assistant output entirely", () => {
     const s = new TestStream();
     const events = [s.created(), s.user("one"), s.requested(), s.succeeded(3), s.user("two"), s.requested()];
