@@ -44,19 +44,19 @@ const renders = new Map<string, Promise<Manifest[]>>();
 
 /**
  * `helm template`, parsed into one object per YAML document (empty documents dropped). The
- * same options render once per test file: callers only read the result.
+ * same command renders once per test file: callers only read the result.
  */
 export function renderChart(options: RenderOptions = {}): Promise<Manifest[]> {
-  const key = JSON.stringify(options);
-  let render = renders.get(key);
-  if (!render) renders.set(key, (render = renderOnce(options)));
-  return render;
-}
-
-async function renderOnce(options: RenderOptions): Promise<Manifest[]> {
   const args = ["template", options.release ?? "rt", options.chart ?? chartDir, "--namespace", options.namespace ?? "agents"];
   for (const file of options.valuesFiles ?? []) args.push("--values", file);
   for (const [key, value] of Object.entries(options.set ?? {})) args.push("--set", `${key}=${value}`);
+  const key = JSON.stringify(args);
+  let render = renders.get(key);
+  if (!render) renders.set(key, (render = renderOnce(args)));
+  return render;
+}
+
+async function renderOnce(args: readonly string[]): Promise<Manifest[]> {
   const out = await helm(args);
   const manifests: Manifest[] = [];
   for (const doc of YAML.parseAllDocuments(out)) {
