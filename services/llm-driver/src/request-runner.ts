@@ -80,6 +80,7 @@ export class RequestRunner {
       return "expired";
     }
     const lastRead = events.at(-1)?.offset ?? requestOffset;
+    log.info({ model: open.model }, "driving request");
     return this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseFencedReply, parseTagReply } from "@agentrt/agent-core";
 import { offlineReply, OFFLINE_LABEL } from "../src/offline-reply.ts";
 
 const head = [
@@ -49,5 +50,25 @@ describe("offline model", () => {
   it("is deterministic", () => {
     const messages = [...head, { role: "user", content: "same" }, stamp];
     expect(offlineReply(messages, false)).toBe(offlineReply(messages, false));
+  });
+});
+
+describe("offline model replies through the real codemode parsers", () => {
+  const user = [...head, { role: "user", content: "hi" }, stamp];
+  const result = { role: "developer", content: '@9 actor=script:"agent-output:7"\nYour script returned (in 5ms):\n```json\n1\n```' };
+
+  it("tag dialect: one runnable script, then a turn end", () => {
+    const first = parseTagReply(offlineReply(user, false));
+    expect(first.kind).toBe("script");
+    expect(first.kind === "script" && first.code.startsWith("await itx.chat.sendMessage(")).toBe(true);
+    expect(first.kind === "script" && first.prose.startsWith(OFFLINE_LABEL)).toBe(true);
+    expect(parseTagReply(offlineReply([...user, result, stamp], false)).kind).toBe("end-turn");
+  });
+
+  it("fenced dialect: one runnable async script, then prose only", () => {
+    const first = parseFencedReply(offlineReply(user, true));
+    expect(first.kind).toBe("script");
+    expect(first.kind === "script" && first.code.startsWith("async (itx) =>")).toBe(true);
+    expect(parseFencedReply(offlineReply([...user, result, stamp], true)).kind).toBe("none");
   });
 });

@@ -1,0 +1,163 @@
+// Zombie drivers as real processes (`node --import tsx services/llm-driver/src/main.ts`: ONE
+// process, so SIGKILL/SIGSTOP reach the driver itself, not a tsx wrapper whose child survives) on a real
+// nats-server: one SIGKILLed mid-stream, whose claim expires so another incarnation completes
+// the request; one frozen with SIGSTOP until its successor settled, then resumed with
+// SIGCONT, whose late settlement must commit nothing. Either way the stream ends with exactly
+// one settlement and one assistant item for the request.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { AgentEvent } from "@agentrt/contract";
+import { waitFor } from "@agentrt/testing";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type DriverEnv, publishLlmWork, seedTurn, startDriverEnv, TEST_PARTITIONS, waitForEvent } from "./driver-harness.ts";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const ACK_WAIT_MS = 2_000;
+
+interface DriverProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly logs: Record<string, unknown>[];
+  waitForLog(what: string, match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+}
+
+let env: DriverEnv;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  env = await startDriverEnv();
+});
+afterEach(() => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGCONT");
+      child.kill("SIGKILL");
+    }
+  }
+});
+afterAll(async () => env?.close());
+
+async function spawnDriver(name: string): Promise<DriverProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, "services/llm-driver/src/main.ts")], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NATS_URL: env.nats.url,
+      OPS_PORT: "0",
+      PARTITION_COUNT: String(TEST_PARTITIONS),
+      LLM_PROVIDERS: JSON.stringify({ openai: env.providers.openai }),
+      LLM_WORK_ACK_WAIT_MS: String(ACK_WAIT_MS),
+      LLM_WORK_HEARTBEAT_MS: "500",
+      LOG_LEVEL: "info",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  const logs: Record<string, unknown>[] = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    try {
+      logs.push({ driver: name, ...(JSON.parse(line) as Record<string, unknown>) });
+    } catch {
+      logs.push({ driver: name, raw: line });
+    }
+  });
+  const proc: DriverProcess = {
+    name,
+    child,
+    logs,
+    waitForLog: (what, match, timeoutMs = 20_000) => waitFor(() => logs.find(match), { timeoutMs, what: `${name}: ${what}` }),
+  };
+  await proc.waitForLog("ready", (l) => l.msg === "llm-driver ready");
+  return proc;
+}
+
+/** The driver process that claimed request R (it logs "driving request" before calling the model). */
+async function claimant(drivers: readonly DriverProcess[], R: number): Promise<DriverProcess> {
+  const line = await waitFor(() => drivers.flatMap((d) => d.logs).find((l) => l.msg === "driving request" && l.requestOffset === R), {
+    what: `a driver to claim @${R}`,
+  });
+  return drivers.find((d) => d.name === line.driver)!;
+}
+
+async function firstChunk(path: string, fromOffset: number): Promise<void> {
+  const live = env.store.subscribe(path, { fromOffset, ephemeral: true });
+  for await (const event of live) if (event.type === "agent/llm-response-chunks") break;
+  await live.close();
+}
+
+function outcomeFor(events: readonly AgentEvent[], R: number) {
+  return {
+    settled: events.filter((e) => e.type === "agent/llm-request-settled" && e.payload.requestOffset === R),
+    assistant: events.filter((e) => e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.llmRequestOffset === R),
+  };
+}
+
+describe("llm-driver zombies (real processes)", () => {
+  it("SIGKILL mid-stream: another incarnation completes the request, exactly once", async () => {
+    const path = "/agents/test/zombie-kill";
+    env.model.script({ tokens: Array.from({ length: 200 }, (_, i) => `slow${i} `), tokensPerSecond: 20 });
+    env.model.script({ text: "Answer from the successor.", usage: { inputTokens: 50, outputTokens: 4 } });
+    const before = env.model.requests.length;
+    // Both incarnations run from the start (process start-up is slow on a loaded machine);
+    // whichever claims the item is killed, and the other must take over.
+    const drivers = await Promise.all([spawnDriver("a"), spawnDriver("b")]);
+    const R = await seedTurn(env, path, "kill the driver");
+    const streaming = firstChunk(path, R + 1);
+    await publishLlmWork(env, path, R);
+    await streaming;
+    const victim = await claimant(drivers, R);
+    victim.child.kill("SIGKILL");
+    await waitFor(() => victim.child.signalCode === "SIGKILL", { what: "the claimant to die" });
+
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", () => true, 30_000);
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "Answer from the successor." });
+    const calls = env.model.requests.slice(before);
+    expect(calls).toHaveLength(2);
+    expect(calls[0]?.progress.clientAborted).toBe(true);
+    // The successor re-rendered byte-identical messages from the stream.
+    expect(calls[1]?.rawBody).toBe(calls[0]?.rawBody);
+    const { settled: all, assistant } = outcomeFor(await env.store.read(path), R);
+    expect(all).toHaveLength(1);
+    expect(assistant).toHaveLength(1);
+  });
+
+  it("SIGSTOP until the successor settled, then SIGCONT: the zombie commits nothing", async () => {
+    const path = "/agents/test/zombie-freeze";
+    // The zombie's reply finishes into its socket buffer while it is frozen, so on waking it
+    // holds a complete answer and tries to settle it.
+    env.model.script({ tokens: Array.from({ length: 20 }, (_, i) => `zombie${i} `), tokensPerSecond: 20, usage: { inputTokens: 10, outputTokens: 20 } });
+    env.model.script({ text: "Answer from the successor.", usage: { inputTokens: 50, outputTokens: 4 } });
+    const before = env.model.requests.length;
+    const drivers = await Promise.all([spawnDriver("c"), spawnDriver("d")]);
+    const R = await seedTurn(env, path, "freeze the driver");
+    const streaming = firstChunk(path, R + 1);
+    await publishLlmWork(env, path, R);
+    await streaming;
+    const zombie = await claimant(drivers, R);
+    zombie.child.kill("SIGSTOP");
+
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", () => true, 30_000);
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "Answer from the successor." });
+    await waitFor(() => env.model.requests[before]?.progress.completed, { what: "the zombie's reply to finish into its socket" });
+
+    zombie.child.kill("SIGCONT");
+    const standDown = await zombie.waitForLog(
+      "standing down",
+      (l) => l.requestOffset === R && (l.msg === "another driver settled this request first; our answer committed nothing" || l.msg === "model call stopped; committing nothing"),
+    );
+    expect(standDown.driver).toBe(zombie.name);
+    const successor = drivers.find((d) => d !== zombie)!;
+    await successor.waitForLog("settling", (l) => l.requestOffset === R && l.msg === "request settled: succeeded");
+    const events = await env.store.read(path);
+    const { settled: all, assistant } = outcomeFor(events, R);
+    expect(all).toHaveLength(1);
+    expect(all[0]?.offset).toBe(settled.offset);
+    expect(assistant).toHaveLength(1);
+    expect(assistant[0]?.type === "agents/context-added" && assistant[0].payload.content).toBe("Answer from the successor.");
+    expect(events.filter((e) => e.type === "agent/token-usage-reported" && e.payload.llmRequestOffset === R)).toHaveLength(1);
+    expect(JSON.stringify(events)).not.toContain("zombie19");
+  });
+});
