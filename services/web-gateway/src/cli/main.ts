@@ -1,11 +1,21 @@
 // `pnpm agents <command> ...`: the project's command line. Each command lives in
 // `commands/<name>.ts` and returns an exit code; this file only dispatches.
 
+import { createCommand, listCommand, requestCommand, sendCommand, stateCommand } from "./commands/agents.ts";
+import { keysCommand } from "./commands/keys.ts";
 import { replayCommand } from "./commands/replay.ts";
+import { tailCommand } from "./commands/tail.ts";
 
 type Command = (args: readonly string[], out: (text: string) => void, err: (text: string) => void) => Promise<number>;
 
 const commands: Record<string, { run: Command; summary: string }> = {
+  create: { run: createCommand, summary: "create PATH [--prompt-file FILE] [--project NAME]   create an agent (the birth batch)" },
+  send: { run: sendCommand, summary: "send PATH MESSAGE... [--interrupt]   send a user message" },
+  tail: { run: tailCommand, summary: "tail PATH [--from N] [--count N]   follow a stream live, with the reply streaming" },
+  state: { run: stateCommand, summary: "state PATH   the agent's folded state" },
+  list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
+  request: { run: requestCommand, summary: "request PATH N [--json]   exactly what the model saw for the request at offset N" },
+  keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append [--file F]   mint an API key (hash stored)" },
   replay: {
     run: replayCommand,
     summary: "replay FILE [--placeholder-protocol] [--runtime]   what the model saw, from a scenario file",

@@ -1,0 +1,78 @@
+// `pnpm agents create|send|state|request|list`: one-shot calls to the gateway's HTTP API.
+
+import { readFile } from "node:fs/promises";
+import { callGateway, clientEnv, encPath, parseArgs } from "../gateway-client.ts";
+
+type Out = (text: string) => void;
+
+export async function createCommand(args: readonly string[], out: Out): Promise<number> {
+  const { positional, flags } = parseArgs(args, ["prompt-file", "project"]);
+  const [streamPath] = positional;
+  if (!streamPath) throw new Error("usage: agents create PATH [--prompt-file FILE] [--project NAME]");
+  const body = {
+    streamPath,
+    ...(typeof flags["prompt-file"] === "string" ? { promptFile: await readFile(flags["prompt-file"], "utf8") } : {}),
+    ...(typeof flags.project === "string" ? { project: flags.project } : {}),
+  };
+  const res = await callGateway<{ status: string; events: { offset: number; type: string }[] }>(clientEnv(), "POST", "/v1/agents", body);
+  out(`${res.status === "committed" ? "created" : "already created"} ${streamPath} (${res.events.length} birth events, @${res.events[0]?.offset}..@${res.events.at(-1)?.offset})\n`);
+  return 0;
+}
+
+export async function sendCommand(args: readonly string[], out: Out): Promise<number> {
+  const { positional, flags } = parseArgs(args, [], ["interrupt"]);
+  const [streamPath, ...words] = positional;
+  if (!streamPath || words.length === 0) throw new Error("usage: agents send PATH MESSAGE... [--interrupt]");
+  const payload = {
+    role: "user",
+    content: words.join(" "),
+    actor: { type: "user", origin: "web" },
+    ...(flags.interrupt === true ? { llmRequestPolicy: { behaviour: "interrupt-current-request" } } : {}),
+  };
+  const res = await callGateway<{ events: { offset: number }[] }>(clientEnv(), "POST", `/v1/streams/${encPath(streamPath)}/events`, {
+    events: [{ type: "agents/context-added", payload }],
+  });
+  out(`sent @${res.events[0]?.offset}\n`);
+  return 0;
+}
+
+export async function stateCommand(args: readonly string[], out: Out): Promise<number> {
+  const [streamPath] = args;
+  if (!streamPath) throw new Error("usage: agents state PATH");
+  const res = await callGateway<unknown>(clientEnv(), "GET", `/v1/agents/${encPath(streamPath)}/state`);
+  out(`${JSON.stringify(res, null, 2)}\n`);
+  return 0;
+}
+
+export async function listCommand(args: readonly string[], out: Out): Promise<number> {
+  const [prefix] = args;
+  const res = await callGateway<{ agents: Array<{ streamPath: string; lastOffset: number; title: string | null; activity: string | null; waitingFor: string | null; openRequestOffset: number | null }> }>(
+    clientEnv(),
+    "GET",
+    `/v1/agents${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ""}`,
+  );
+  for (const a of res.agents) {
+    const bits = [a.title, a.activity && `activity: ${a.activity}`, a.waitingFor && `waiting for ${a.waitingFor}`, a.openRequestOffset && `request @${a.openRequestOffset} open`];
+    out(`${a.streamPath}  @${a.lastOffset}  ${bits.filter(Boolean).join(" · ")}\n`);
+  }
+  return 0;
+}
+
+/** `agents request PATH N`: exactly what the model saw for the request at offset N. */
+export async function requestCommand(args: readonly string[], out: Out): Promise<number> {
+  const { positional, flags } = parseArgs(args, [], ["json"]);
+  const [streamPath, offset] = positional;
+  if (!streamPath || !offset || !/^\d+$/.test(offset)) throw new Error("usage: agents request PATH OFFSET [--json]");
+  const res = await callGateway<{ model: string; requestedAt: string; messages: { role: string; content: string }[] }>(
+    clientEnv(),
+    "GET",
+    `/v1/agents/${encPath(streamPath)}/requests/${offset}`,
+  );
+  if (flags.json === true) {
+    out(`${JSON.stringify(res, null, 2)}\n`);
+    return 0;
+  }
+  out(`request @${offset} · ${res.model} · requested at ${res.requestedAt} · ${res.messages.length} messages\n`);
+  res.messages.forEach((m, i) => out(`\n── [${i}] ${m.role} ${"─".repeat(40)}\n${m.content}\n`));
+  return 0;
+}

@@ -1,0 +1,101 @@
+// `pnpm agents tail PATH [--from N] [--count N]`: follows a stream live over SSE, printing each
+// durable event as one line and the model's reply as it streams (ephemeral chunks). A dropped
+// connection is resumed with Last-Event-ID, so no event is lost or printed twice.
+
+import { clientEnv, encPath, headers, parseArgs } from "../gateway-client.ts";
+
+type Out = (text: string) => void;
+
+interface TailEvent {
+  offset: number;
+  type: string;
+  payload: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- summarised per type
+  ephemeral?: boolean;
+}
+
+export function summarise(e: TailEvent): string {
+  const p = e.payload;
+  switch (e.type) {
+    case "agents/context-added":
+      return `${p.role}${p.key ? ` [${p.key}]` : ""}: ${String(p.content).split("\n")[0]!.slice(0, 160)}`;
+    case "agent/llm-request-requested":
+      return `→ model ${p.model}`;
+    case "agent/llm-request-settled":
+      return `request @${p.requestOffset} ${p.result.status}${p.durationMs !== undefined ? ` in ${p.durationMs}ms` : ""}`;
+    case "capability-host/script-run-requested":
+      return `script ${p.executionId}:\n${String(p.code).replace(/^/gm, "    ")}`;
+    case "capability-host/script-run-settled":
+      return `script ${p.executionId} ${p.settlement.status}: ${JSON.stringify(p.settlement.status === "succeeded" ? p.settlement.result : p.settlement.error)}`;
+    case "agents/web-message-sent":
+      return `message: ${p.message}`;
+    case "stream/error-occurred":
+      return `ERROR ${p.message}`;
+    default:
+      return JSON.stringify(p).slice(0, 160);
+  }
+}
+
+function chunkText(chunks: unknown[]): string {
+  let text = "";
+  for (const c of chunks as any[]) { // eslint-disable-line @typescript-eslint/no-explicit-any -- raw provider chunks
+    const delta = c?.choices?.[0]?.delta?.content;
+    if (typeof delta === "string") text += delta;
+    else if (c?.type === "response.output_text.delta" && typeof c.delta === "string") text += c.delta;
+  }
+  return text;
+}
+
+export async function tailCommand(args: readonly string[], out: Out, err: Out): Promise<number> {
+  const { positional, flags } = parseArgs(args, ["from", "count"]);
+  const [streamPath] = positional;
+  if (!streamPath) throw new Error("usage: agents tail PATH [--from OFFSET] [--count N]");
+  const env = clientEnv();
+  const limit = typeof flags.count === "string" ? Number(flags.count) : Infinity;
+  let lastOffset = typeof flags.from === "string" ? Number(flags.from) - 1 : 0;
+  let printed = 0;
+  let streaming = false;
+  for (let attempt = 0; printed < limit; attempt++) {
+    try {
+      const res = await fetch(`${env.url}/v1/streams/${encPath(streamPath)}/subscribe?ephemeral=1&fromOffset=${lastOffset + 1}`, {
+        headers: headers(env, { accept: "text/event-stream", ...(lastOffset > 0 ? { "last-event-id": String(lastOffset) } : {}) }),
+      });
+      if (!res.ok || res.body === null) {
+        const body = await res.text();
+        if (res.status < 500 && res.status !== 429) throw new Error(`subscribe failed: HTTP ${res.status} ${body}`);
+        throw Object.assign(new Error(`HTTP ${res.status}`), { retry: true });
+      }
+      attempt = 0;
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let cut: number;
+        while ((cut = buffer.indexOf("\n\n")) >= 0 && printed < limit) {
+          const data = buffer.slice(0, cut).split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+          buffer = buffer.slice(cut + 2);
+          if (data === "") continue;
+          const event = JSON.parse(data) as TailEvent;
+          if (event.ephemeral === true) {
+            if (event.type === "agent/llm-response-chunks") {
+              out(`${streaming ? "" : "  … "}${chunkText(event.payload.chunks)}`);
+              streaming = true;
+            }
+            continue;
+          }
+          if (event.offset <= lastOffset) continue;
+          lastOffset = event.offset;
+          if (streaming) out("\n");
+          streaming = false;
+          out(`@${event.offset} ${event.type}  ${summarise(event)}\n`);
+          printed += 1;
+        }
+        if (printed >= limit) break;
+      }
+    } catch (error) {
+      if ((error as { retry?: boolean }).retry !== true && !(error instanceof TypeError)) throw error;
+      err(`connection lost; resuming after @${lastOffset}\n`);
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** attempt, 5000)));
+    }
+  }
+  return 0;
+}

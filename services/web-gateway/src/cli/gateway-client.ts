@@ -1,0 +1,68 @@
+// The CLI's HTTP client of the gateway: `AGENTRT_URL` (default http://127.0.0.1:8080) and
+// `AGENTRT_API_KEY`. Errors come back as the gateway's `{error: {code, message}}`.
+
+export class GatewayCallError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(`${message} (HTTP ${status} ${code})`);
+    this.name = "GatewayCallError";
+  }
+}
+
+export interface ClientEnv {
+  readonly url: string;
+  readonly apiKey?: string;
+}
+
+export function clientEnv(env: NodeJS.ProcessEnv = process.env): ClientEnv {
+  const url = (env.AGENTRT_URL ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
+  return env.AGENTRT_API_KEY ? { url, apiKey: env.AGENTRT_API_KEY } : { url };
+}
+
+export const encPath = (streamPath: string) => encodeURIComponent(streamPath);
+
+export function headers(env: ClientEnv, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...(env.apiKey ? { authorization: `Bearer ${env.apiKey}` } : {}), ...extra };
+}
+
+export async function callGateway<T>(env: ClientEnv, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${env.url}${path}`, {
+    method,
+    headers: headers(env, body === undefined ? {} : { "content-type": "application/json" }),
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new GatewayCallError(res.status, "not_json", `the gateway at ${env.url} answered with non-JSON: ${text.slice(0, 120)}`);
+  }
+  if (!res.ok) {
+    const error = (json as { error?: { code?: string; message?: string } }).error;
+    throw new GatewayCallError(res.status, error?.code ?? "unknown", error?.message ?? res.statusText);
+  }
+  return json as T;
+}
+
+/** Parses `--name value` flags and positional args. */
+export function parseArgs(args: readonly string[], flags: readonly string[], booleans: readonly string[] = []): { positional: string[]; flags: Record<string, string | true> } {
+  const out: Record<string, string | true> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg.startsWith("--")) {
+      const name = arg.slice(2);
+      if (booleans.includes(name)) out[name] = true;
+      else if (flags.includes(name)) {
+        const value = args[++i];
+        if (value === undefined) throw new Error(`--${name} needs a value`);
+        out[name] = value;
+      } else throw new Error(`unknown option ${arg}`);
+    } else positional.push(arg);
+  }
+  return { positional, flags: out };
+}
