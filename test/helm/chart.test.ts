@@ -257,8 +257,11 @@ describe("optional features and secrets", () => {
   const modelKey = "sk-test-never-inline-9f2c";
   const storedKey = { id: "k1", salt: "0".repeat(31) + "1", hash: "ab".repeat(32), scopes: [{ prefix: "/", verbs: ["read"] }] };
   let manifests: Manifest[];
+  let valuesDir: string;
+  afterAll(() => rmSync(valuesDir, { recursive: true, force: true }));
   beforeAll(async () => {
-    const values = join(mkdtempSync(join(tmpdir(), "agentrt-helm-")), "values.yaml");
+    valuesDir = mkdtempSync(join(tmpdir(), "agentrt-helm-"));
+    const values = join(valuesDir, "values.yaml");
     writeFileSync(
       values,
       JSON.stringify({
