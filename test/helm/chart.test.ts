@@ -130,7 +130,10 @@ describe("default values: built-in 3-node NATS", () => {
   });
 
   it("sets requests, limits and a non-root read-only security context everywhere", () => {
+    const account = findOne(byKind(manifests, "ServiceAccount"), () => true);
+    expect(account.automountServiceAccountToken).toBe(false);
     for (const pod of pods) {
+      expect(pod.spec.serviceAccountName, pod.owner).toBe(account.metadata.name);
       expect(pod.spec.securityContext?.runAsNonRoot, pod.owner).toBe(true);
       expect(pod.spec.automountServiceAccountToken, pod.owner).toBe(false);
       for (const c of containersOf(pod)) {
