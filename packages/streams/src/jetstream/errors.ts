@@ -29,6 +29,13 @@ export function isTransient(error: unknown): boolean {
 export function classifyNatsError(error: unknown, what: string): AgentRuntimeError {
   if (error instanceof AgentRuntimeError) return error;
   const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof PublishUnconfirmedError) {
+    return new AgentRuntimeError(
+      "unavailable",
+      `${what}: not confirmed by JetStream (${message}); the batch may or may not have been committed — retry (idempotency keys make the retry safe).`,
+      { retryable: true, cause: error, details: { outcome: "unknown" } },
+    );
+  }
   if (isTransient(error)) {
     return new AgentRuntimeError("unavailable", `${what}: NATS is unavailable (${message}); retry later.`, { retryable: true, cause: error });
   }
