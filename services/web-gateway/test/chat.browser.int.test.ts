@@ -1,0 +1,132 @@
+// The web UI in headless Chromium against a real gateway on the JetStream store. The test
+// plays reducer, driver and host by appending exactly the events a codemode turn produces
+// (and publishing the reply's chunks on the live lane), so every UI claim is checked against
+// known offsets: streamed text before the settlement, the script with status, result and
+// duration, "what the model saw", and recovery from a dropped connection with no duplicate.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "@agentrt/testing";
+import { openTestStore, type TestStore } from "./support/store.ts";
+import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
+import { ensureUiBuilt, launchChromium } from "./support/browser.ts";
+
+const PATH = "/agents/web/browser-demo";
+const SCREENSHOT = join(import.meta.dirname, "../../../docs/screenshot-chat.png");
+let ts: TestStore;
+let gw: TestGateway;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  const uiDistDir = ensureUiBuilt();
+  ts = await openTestStore();
+  gw = await startTestGateway({ store: ts.store, devMode: true, uiDistDir });
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await gw?.close();
+  await ts?.close();
+});
+
+const texts = (selector: string) => page.locator(selector).allInnerTexts();
+const offsetsOf = (selector: string) =>
+  page.locator(selector).evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.offset)));
+const chunk = (llmRequestOffset: number, sequence: number, text: string) => ({
+  type: "agent/llm-response-chunks" as const,
+  payload: { chunks: [{ choices: [{ index: 0, delta: { content: text } }] }], llmRequestOffset, sequence },
+});
+
+describe("web UI", () => {
+  let requestOffset = 0;
+
+  it("creates an agent and sends a message", { timeout: 60_000 }, async () => {
+    await page.goto(gw.url);
+    await page.getByTestId("create-path").fill(PATH);
+    await page.getByTestId("create-button").click();
+    await page.getByTestId("conn-status").filter({ hasText: "live" }).waitFor({ timeout: 15_000 });
+    await page.getByTestId("composer").fill("How many open pull requests are there?");
+    await page.getByTestId("send").click();
+    await page.getByTestId("msg-user").filter({ hasText: "How many open pull requests" }).waitFor({ timeout: 15_000 });
+    const events = await ts.store.read(PATH);
+    expect(events[0]!.type).toBe("agent/created");
+    expect(events.at(-1)).toMatchObject({ type: "agents/context-added", payload: { role: "user", content: "How many open pull requests are there?" } });
+  });
+
+  it("shows the reply streaming live before the request settles", { timeout: 60_000 }, async () => {
+    const [requested] = (await ts.store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "offline/demo", expiresAt: "2099-01-01T00:00:00.000Z" } }])).events;
+    requestOffset = requested!.offset;
+    await page.getByTestId("request-marker").filter({ hasText: `request @${requestOffset}` }).waitFor({ timeout: 15_000 });
+    await ts.store.append(PATH, [chunk(requestOffset, 0, "Let me count ")]);
+    await ts.store.append(PATH, [chunk(requestOffset, 1, "them with a script.")]);
+    await page.getByTestId("msg-streaming").filter({ hasText: "Let me count them with a script." }).waitFor({ timeout: 15_000 });
+    // Nothing has settled yet: the text came from the live lane alone.
+    expect((await ts.store.read(PATH)).some((e) => e.type === "agent/llm-request-settled")).toBe(false);
+  });
+
+  it("shows the script with its status, then its result and duration", { timeout: 60_000 }, async () => {
+    const reply = "Let me count them with a script.\n\n```ts\nasync (itx) => (await itx.repo.listPulls({ state: \"open\" })).length\n```";
+    const settled = await ts.store.append(PATH, [
+      { type: "agents/context-added", payload: { role: "assistant", content: reply, llmRequestOffset: requestOffset }, idempotencyKey: `agent/assistant-context@${requestOffset}` },
+      { type: "agent/llm-request-settled", payload: { requestOffset, durationMs: 900, result: { status: "succeeded", text: reply } }, idempotencyKey: `agent/settle/${requestOffset}` },
+    ]);
+    const assistantOffset = settled.events[0]!.offset;
+    const executionId = `agent-output:${assistantOffset}`;
+    await ts.store.append(PATH, [
+      { type: "capability-host/script-run-requested", payload: { code: 'async (itx) => (await itx.repo.listPulls({ state: "open" })).length', executionId, expiresAt: "2099-01-01T00:00:00.000Z" } },
+    ]);
+    await page.getByTestId("msg-streaming").waitFor({ state: "detached", timeout: 15_000 });
+    await page.getByTestId("msg-assistant").filter({ hasText: "Let me count them with a script." }).waitFor({ timeout: 15_000 });
+    await page.getByTestId("script-status").filter({ hasText: "requested" }).waitFor({ timeout: 15_000 });
+    await ts.store.append(PATH, [{ type: "capability-host/script-run-started", payload: { executionId } }]);
+    await page.getByTestId("script-status").filter({ hasText: "running" }).waitFor({ timeout: 15_000 });
+    await ts.store.append(PATH, [
+      { type: "capability-host/script-run-settled", payload: { executionId, settlement: { status: "succeeded", result: { openPulls: 3 } } } },
+    ]);
+    await page.getByTestId("script-status").filter({ hasText: "succeeded" }).waitFor({ timeout: 15_000 });
+    expect(await texts('[data-testid="script-result"]')).toEqual([JSON.stringify({ openPulls: 3 }, null, 2)]);
+    const [duration] = await texts('[data-testid="script-duration"]');
+    expect(duration).toMatch(/^in \d+(\.\d)?(ms|s)$/);
+    expect(await texts('[data-testid="msg-streaming"]')).toEqual([]);
+  });
+
+  it("opens what the model saw for the request", { timeout: 60_000 }, async () => {
+    await page.getByTestId("request-marker").filter({ hasText: `request @${requestOffset}` }).getByTestId("what-the-model-saw").click();
+    await page.getByTestId("request-view").waitFor({ timeout: 15_000 });
+    const shown = await texts('[data-testid="rendered-message"] pre');
+    const res = await fetch(`${gw.url}/v1/agents/${encodeURIComponent(PATH)}/requests/${requestOffset}`);
+    const expected = ((await res.json()) as { messages: { content: string }[] }).messages.map((m) => m.content);
+    expect(shown.map((s) => s.trim())).toEqual(expected.map((s) => s.trim()));
+    expect(shown.at(-2)).toContain("How many open pull requests are there?");
+    expect(shown.at(-1)).toMatch(/^Requested at: /);
+    await page.goBack();
+    await page.getByTestId("chat").waitFor({ timeout: 15_000 });
+  });
+
+  it("recovers from a dropped connection with no lost or duplicated message", { timeout: 60_000 }, async () => {
+    await page.getByTestId("conn-status").filter({ hasText: "live" }).waitFor({ timeout: 15_000 });
+    // Kill every connection the gateway holds (the UI's SSE stream included), then append
+    // while the UI is reconnecting.
+    gw.gateway.server.closeAllConnections();
+    await page.getByTestId("conn-status").filter({ hasText: "reconnecting" }).waitFor({ timeout: 10_000 });
+    await ts.store.append(PATH, [{ type: "agents/web-message-sent", payload: { message: "There are 3 open pull requests." } }]);
+    await page.getByTestId("msg-assistant").filter({ hasText: "There are 3 open pull requests." }).waitFor({ timeout: 20_000 });
+    await page.getByTestId("conn-status").filter({ hasText: "live" }).waitFor({ timeout: 15_000 });
+    await ts.store.append(PATH, [{ type: "agents/context-added", payload: { role: "user", content: "Thanks!", actor: { type: "user", origin: "web" } } }]);
+    await page.getByTestId("msg-user").filter({ hasText: "Thanks!" }).waitFor({ timeout: 15_000 });
+    const bubbles = [...(await offsetsOf('[data-testid="msg-user"]')), ...(await offsetsOf('[data-testid="msg-assistant"]'))];
+    expect(new Set(bubbles).size).toBe(bubbles.length);
+    expect(await texts('[data-testid="msg-user"]')).toEqual(["How many open pull requests are there?", "Thanks!"]);
+    expect(await texts('[data-testid="msg-assistant"]')).toEqual(["Let me count them with a script.", "There are 3 open pull requests."]);
+    mkdirSync(join(SCREENSHOT, ".."), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    // The raw event stream shows every durable offset exactly once.
+    await page.getByRole("link", { name: /^Events/ }).click();
+    const last = await ts.store.lastOffset(PATH);
+    await waitFor(async () => (await offsetsOf('[data-testid="events-table"] tbody tr')).length === last, { timeoutMs: 15_000, what: "all events in the table" });
+    expect(await offsetsOf('[data-testid="events-table"] tbody tr')).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+  });
+});
