@@ -3,7 +3,9 @@
 
 import { describe, expect, it } from "vitest";
 import {
+  IncrementalRequestRenderer,
   RequestNotRenderableError,
+  foldAgentEvent,
   StreamRequestRenderer,
   foldAgentEvents,
   initialAgentState,
@@ -117,5 +119,33 @@ describe("rendering a request from the stream", () => {
     expect(renderer.renderAt(events, second.offset)).toEqual(renderRequestAt(events, second.offset));
     expect(renderer.canRender(4)).toBe(false);
     expect(() => renderer.renderAt(events, 4)).toThrow(RequestNotRenderableError);
+  });
+});
+
+describe("the incremental renderer after history is rewritten", () => {
+  it("matches the full render after every event, through coalesces, rewrites and a compaction", () => {
+    const s = new TestStream();
+    const events = [s.created(), s.section("a", "A1"), s.section("b", "B1"), s.section("a", "A2"), s.user("q1"), s.requested()];
+    events.push(s.assistant("r1", 6), s.succeeded(6), s.section("b", "B2"), s.section("b", "B3"), s.user("q2"), s.requested());
+    events.push(s.event("agents/context-rewritten", { op: "replace", key: "b", content: "B-redacted" }));
+    events.push(s.event("agents/context-rewritten", { op: "delete", key: "a" }), s.section("c", "C1"));
+    events.push(s.context({
+      role: "developer",
+      content: "summary of it all",
+      compaction: { replacesHistoryThrough: 12 },
+      llmRequestPolicy: { behaviour: "dont-trigger-request" },
+    }));
+    events.push(s.user("q3"), s.event("agents/context-rewritten", { op: "delete", key: "*" }), s.user("q4"));
+    const renderer = new IncrementalRequestRenderer();
+    let state = initialAgentState(PATH);
+    let rebuilt = 0;
+    for (const event of events) {
+      const before = state.contextRevision ?? 0;
+      state = foldAgentEvent(state, event);
+      if ((state.contextRevision ?? 0) !== before) rebuilt += 1;
+      expect(renderer.render(state), `after @${event.offset} ${event.type}`).toEqual(renderRequest(state));
+    }
+    // in-place coalesces (a, b), replace, delete a, compaction, delete *
+    expect(rebuilt).toBe(6);
   });
 });
