@@ -34,7 +34,7 @@ afterAll(async () => {
 
 const texts = (selector: string) => page.locator(selector).allInnerTexts();
 const offsetsOf = (selector: string) =>
-  page.locator(selector).evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.offset)));
+  page.locator(selector).evaluateAll((els) => els.map((e) => Number((e as unknown as { dataset: Record<string, string> }).dataset.offset)));
 const chunk = (llmRequestOffset: number, sequence: number, text: string) => ({
   type: "agent/llm-response-chunks" as const,
   payload: { chunks: [{ choices: [{ index: 0, delta: { content: text } }] }], llmRequestOffset, sequence },
