@@ -19,7 +19,10 @@ beforeAll(async () => {
     reducers: 2,
     drivers: 3,
     model: {
-      defaultReply: (request) => ({ text: `answer to ${lastUserContent(request.body)} — streamed in many small tokens so that kills land mid-stream`, tokensPerSecond: 40 }),
+      defaultReply: (request) => ({
+        text: `answer to ${lastUserContent(request.body)} — streamed in many small tokens, slowly enough that kills and freezes land in the middle of a reply`,
+        tokensPerSecond: 20,
+      }),
     },
     env: { LLM_WORK_ACK_WAIT_MS: "2000", LLM_WORK_HEARTBEAT_MS: "300" },
   });
@@ -39,14 +42,18 @@ describe("chaos: drivers killed and frozen mid-stream", () => {
 
     const killer = (async () => {
       while (running) {
-        await new Promise((r) => setTimeout(r, 1500 + random() * 1500));
+        await new Promise((r) => setTimeout(r, 1000 + random() * 1500));
         if (!running) break;
-        const victim = drivers[Math.floor(random() * drivers.length)]!;
-        if (!victim.running) continue;
+        // Only a driver that is serving is worth killing, and never the last one serving: on
+        // two shared cores a fresh incarnation needs seconds to boot.
+        const serving = drivers.filter((d) => d.ready);
+        if (serving.length < 2) continue;
+        const victim = serving[Math.floor(random() * serving.length)]!;
         await victim.signal("SIGCONT");
         await victim.signal("SIGKILL");
         victim.start();
         kills += 1;
+        void victim.waitReady(120_000).catch(() => undefined);
       }
     })();
 
@@ -54,8 +61,9 @@ describe("chaos: drivers killed and frozen mid-stream", () => {
       while (running) {
         await new Promise((r) => setTimeout(r, 3000 + random() * 2000));
         if (!running) break;
-        const victim = drivers[Math.floor(random() * drivers.length)]!;
-        if (!victim.running) continue;
+        const serving = drivers.filter((d) => d.ready);
+        if (serving.length < 2) continue;
+        const victim = serving[Math.floor(random() * serving.length)]!;
         // Whatever it may be running now must be settled by a successor before it wakes.
         const open: Array<[string, number]> = [];
         for (const path of paths) {
@@ -87,7 +95,12 @@ describe("chaos: drivers killed and frozen mid-stream", () => {
         for (let turn = 1; turn <= TURNS; turn += 1) {
           const message = `${path} message ${turn}`;
           const sent = await say(system.store, path, message);
-          const reply = await waitForAssistant(system.store, path, `answer to ${message}`, 90_000);
+          const reply = await waitForAssistant(system.store, path, `answer to ${message}`, 90_000).catch(async (error: unknown) => {
+            const events = await system.store.read(path);
+            process.stdout.write(`STUCK ${path} turn ${turn}: ${JSON.stringify(events.map((e) => [e.offset, e.type, e.idempotencyKey ?? ""]))}\n`);
+            process.stdout.write(system.processes.logs().split("\n").filter((l) => /"level":(40|50|60)/.test(l)).slice(-40).join("\n") + "\n");
+            throw error;
+          });
           longestStallMs = Math.max(longestStallMs, Date.parse(reply.createdAt) - Date.parse(sent.createdAt));
         }
       }),
@@ -113,7 +126,7 @@ describe("chaos: drivers killed and frozen mid-stream", () => {
       longestStallMs,
     };
     process.stdout.write(`chaos/driver-kills ${JSON.stringify(figures)}\n`);
-    expect(kills).toBeGreaterThan(0);
+    expect(kills).toBeGreaterThanOrEqual(3);
     expect(freezes).toBeGreaterThan(0);
     expect(audit.lost).toBe(0);
     expect(audit.duplicated).toBe(0);

@@ -22,12 +22,39 @@ export class ServiceProcess {
   private child: ChildProcess | undefined;
   private output: string[] = [];
   private exits = 0;
+  private startedAt = 0;
+  private readyIncarnation = -1;
+  private incarnation = 0;
 
   constructor(
     readonly name: string,
     readonly service: ServiceName,
     private readonly env: Record<string, string>,
+    /** The ops port (`/readyz`), when the service has one. */
+    readonly opsPort?: number,
   ) {}
+
+  /** True once this incarnation answered `/readyz`. */
+  get ready(): boolean {
+    return this.running && this.readyIncarnation === this.incarnation;
+  }
+
+  /** Resolves once `/readyz` answers 200 (or, without an ops port, once the process runs). */
+  async waitReady(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const incarnation = this.incarnation;
+    while (Date.now() < deadline) {
+      if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.logs().slice(-3000)}`);
+      const ok =
+        this.opsPort === undefined || (await fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false));
+      if (ok) {
+        if (incarnation === this.incarnation) this.readyIncarnation = incarnation;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${this.name} was not ready within ${timeoutMs} ms:\n${this.logs().slice(-3000)}`);
+  }
 
   get pid(): number | undefined {
     return this.child?.pid;
@@ -41,13 +68,18 @@ export class ServiceProcess {
     return this.exits;
   }
 
+  /** Milliseconds since this incarnation started (0 when not running). */
+  get uptimeMs(): number {
+    return this.running ? Date.now() - this.startedAt : 0;
+  }
+
   start(): this {
     if (this.running) throw new Error(`${this.name} is already running`);
     // One process per service (`node --import tsx`), so a signal reaches the service itself
     // and not a wrapper whose child would outlive a SIGKILL.
     const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entryPoints[this.service])], {
       cwd: repoRoot,
-      env: { ...process.env, LOG_LEVEL: "warn", ...this.env },
+      env: { ...process.env, LOG_LEVEL: "warn", ...this.env, ...(this.opsPort === undefined ? {} : { OPS_PORT: String(this.opsPort) }) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const capture = (data: Buffer) => {
@@ -60,6 +92,8 @@ export class ServiceProcess {
       this.exits += 1;
     });
     this.child = child;
+    this.startedAt = Date.now();
+    this.incarnation += 1;
     return this;
   }
 
@@ -85,8 +119,8 @@ export class ServiceProcess {
 export class ProcessGroup {
   readonly all: ServiceProcess[] = [];
 
-  add(name: string, service: ServiceName, env: Record<string, string>): ServiceProcess {
-    const proc = new ServiceProcess(name, service, env);
+  add(name: string, service: ServiceName, env: Record<string, string>, opsPort?: number): ServiceProcess {
+    const proc = new ServiceProcess(name, service, env, opsPort);
     this.all.push(proc);
     return proc;
   }

@@ -77,13 +77,15 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     NATS_STREAM_REPLICAS: String(replicas),
     OPENAI_BASE_URL: model.url,
     OPENAI_API_KEY: "test-key",
-    REDUCER_LEASE_TTL_MS: "1500",
+    REDUCER_LEASE_TTL_MS: "4000",
     ...options.env,
   };
   const started: ServiceProcess[] = [];
-  for (let i = 0; i < (options.reducers ?? 1); i += 1) started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", { ...common, REDUCER_ID: `reducer-${i + 1}` }));
-  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", common));
-  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", common));
+  for (let i = 0; i < (options.reducers ?? 1); i += 1) {
+    started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", { ...common, REDUCER_ID: `reducer-${i + 1}` }, await freeLoopbackPort()));
+  }
+  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", common, await freeLoopbackPort()));
+  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", common, await freeLoopbackPort()));
   let repoPath: string | undefined;
   if (options.repoProvider) {
     repoPath = makeTestRepo(options.repoProvider.openPulls);
@@ -93,9 +95,14 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   if (options.gateway) {
     const port = await freeLoopbackPort();
     gatewayUrl = `http://127.0.0.1:${port}`;
-    started.push(processes.add("gateway", "web-gateway", { ...common, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" }));
+    started.push(
+      processes.add("gateway", "web-gateway", { ...common, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" }, await freeLoopbackPort()),
+    );
   }
   for (const proc of started) proc.start();
+  // Nothing is sent until every service answers /readyz: on a loaded machine a cold start
+  // takes seconds, and a test must measure the system, not its boot.
+  await Promise.all(started.map((proc) => proc.waitReady(120_000)));
   if (gatewayUrl) {
     await waitFor(async () => (await fetch(`${gatewayUrl}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
   }

@@ -48,6 +48,9 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   const memberKey = `${options.group}.member.${options.owner}`;
   const encode = (value: unknown) => JSON.stringify(value);
   let stopped = false;
+  // Surplus is handed back only when the fair share has been the same for two rounds, so a
+  // member key that lapses for a moment under load does not make partitions ping-pong.
+  let previousFairShare = -1;
   let running: Promise<void> = Promise.resolve();
 
   const lose = async (partition: number, why: string) => {
@@ -78,8 +81,10 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       }
     }
     const fairShare = Math.ceil(options.partitionCount / (await liveMembers()));
+    const stableShare = fairShare === previousFairShare;
+    previousFairShare = fairShare;
     // Hand back surplus so a replica that just joined gets its share.
-    while (held.size > fairShare) {
+    while (stableShare && held.size > fairShare) {
       const partition = [...held.keys()].pop() as number;
       const lease = held.get(partition) as Held;
       await kv.delete(leaseKey(partition), { previousSeq: lease.revision }).catch(() => undefined);
