@@ -8,6 +8,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EventStore, JetStreamEventStore, fnv1a32 } from "../src/index.ts";
+import { JetStreamPublisher, PublishRejectedError } from "../src/jetstream/publisher.ts";
 import { describeEventStoreSuite, note } from "./event-store-suite.ts";
 
 let server: NatsServer;
@@ -80,6 +81,22 @@ describe("JetStreamEventStore specifics", () => {
     expect(info.state.subjects).toEqual({ [`${names.subjectPrefix}.${partition}.agents.web.demo`]: 2 });
     const stored = await jsm.streams.getMessage(names.streamName, { seq: 1 });
     expect(stored?.json<{ first: number; events: unknown[] }>()).toMatchObject({ first: 1, events: [{ type: "agents/context-added" }, {}, {}] });
+    await store.close();
+  });
+
+  it("a publish retried with the same Nats-Msg-Id lands once, even though its expected sequence is now stale", async () => {
+    // The append path relies on the server checking the dedup id BEFORE the expected sequence.
+    const names = namesFor(++storageCounter);
+    const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 8 });
+    const publisher = new JetStreamPublisher(nc, 5_000);
+    const subject = `${names.subjectPrefix}.0.retry`;
+    const body = new TextEncoder().encode("{}");
+    const first = await publisher.publish(subject, body, { msgID: "attempt-1", lastSubjectSequence: 0 });
+    expect(await publisher.publish(subject, body, { msgID: "attempt-1", lastSubjectSequence: 0 })).toBe(first);
+    const refused = await publisher.publish(subject, body, { msgID: "attempt-2", lastSubjectSequence: 0 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(PublishRejectedError);
+    expect((refused as PublishRejectedError).wrongLastSequence).toBe(true);
+    publisher.close();
     await store.close();
   });
 
