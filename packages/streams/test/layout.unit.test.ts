@@ -1,0 +1,48 @@
+// The on-wire layout is a compatibility surface (other languages and older versions read it):
+// subjects, the record head readers locate offsets with, and the prefix filters of listStreams.
+
+import { describe, expect, it } from "vitest";
+import { decodeRecordJson, prepareBatch, readRecordHead, recordJson } from "../src/batch.ts";
+import { durableSubject, ephemeralSubject, pathOfSubject, prefixFilter } from "../src/jetstream/subjects.ts";
+import { note } from "./event-store-suite.ts";
+
+const scheme = { durablePrefix: "ev", ephemeralPrefix: "eph" };
+const encode = (s: string) => new TextEncoder().encode(s);
+
+describe("subjects", () => {
+  it("maps a path to ev.<partition>.<segments> and back, with a parallel live-lane subject", () => {
+    expect(durableSubject(scheme, 7, "/agents/web/demo-1")).toBe("ev.7.agents.web.demo-1");
+    expect(ephemeralSubject(scheme, 7, "/agents/web/demo-1")).toBe("eph.7.agents.web.demo-1");
+    expect(pathOfSubject(scheme, "ev.7.agents.web.demo-1")).toBe("/agents/web/demo-1");
+    expect(pathOfSubject(scheme, "other.7.a")).toBeUndefined();
+  });
+
+  it("filters listStreams by whole segments server-side, leaving partial ones to the client", () => {
+    expect(prefixFilter(scheme, undefined)).toBe("ev.>");
+    expect(prefixFilter(scheme, "/")).toBe("ev.>");
+    expect(prefixFilter(scheme, "/agents/")).toBe("ev.*.agents.>");
+    expect(prefixFilter(scheme, "/agents/we")).toBe("ev.*.agents.>");
+    expect(prefixFilter(scheme, "/agen")).toBe("ev.>");
+  });
+});
+
+describe("batch records", () => {
+  it("lead with the first offset and count, and round-trip the events", () => {
+    const batch = prepareBatch("/a/b", [note("x", "k1"), note("y")]);
+    const json = recordJson(batch.streamPath, 41, 2, "2026-01-01T00:00:00.000Z", batch.eventsJson.slice(1, -1));
+    expect(readRecordHead(encode(json))).toEqual({ first: 41, count: 2 });
+    expect(decodeRecordJson(encode(json))).toEqual({
+      v: 1,
+      first: 41,
+      n: 2,
+      at: "2026-01-01T00:00:00.000Z",
+      path: "/a/b",
+      events: [
+        { type: "agents/context-added", payload: { role: "user", content: "x" }, idempotencyKey: "k1" },
+        { type: "agents/context-added", payload: { role: "user", content: "y" } },
+      ],
+    });
+    expect(Buffer.byteLength(json)).toBeLessThanOrEqual(batch.bytes);
+    expect(readRecordHead(encode("not a record"))).toBeUndefined();
+  });
+});
