@@ -9,7 +9,7 @@ import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EventStore, JetStreamEventStore, fnv1a32 } from "../src/index.ts";
 import { JetStreamPublisher, PublishRejectedError } from "../src/jetstream/publisher.ts";
-import { describeEventStoreSuite, note } from "./event-store-suite.ts";
+import { collectUntil, describeEventStoreSuite, note } from "./event-store-suite.ts";
 
 let server: NatsServer;
 let storageCounter = 0;
@@ -98,6 +98,21 @@ describe("JetStreamEventStore specifics", () => {
     expect((refused as PublishRejectedError).wrongLastSequence).toBe(true);
     publisher.close();
     await store.close();
+  });
+
+  it("ends a live subscription with a retryable error when its connection goes away, not silently", async () => {
+    const names = namesFor(++storageCounter);
+    const own = await connect({ servers: server.url });
+    const store = await JetStreamEventStore.open(own, { ...names, partitionCount: 8 });
+    await store.append("/gone/conn", [note("a")]);
+    const subscription = store.subscribe("/gone/conn");
+    await collectUntil(subscription, (items) => items.length >= 1);
+    await own.close();
+    const ended = await collectUntil(subscription, () => false).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(ended).toMatchObject({ code: "unavailable", retryable: true });
   });
 
   it("a writer with a stale view catches up: offsets stay dense and known keys still collapse", async () => {

@@ -5,7 +5,7 @@
 // opened BEFORE history is read, and are held back until the durable offset they follow has
 // been delivered, so a subscriber sees them where they happened.
 
-import { type AgentEvent, parseStoredEvent } from "@agentrt/contract";
+import { type AgentEvent, AgentRuntimeError, parseStoredEvent } from "@agentrt/contract";
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription as CoreSubscription } from "@nats-io/nats-core";
 import { AsyncQueue } from "../async-queue.ts";
@@ -59,9 +59,13 @@ abstract class ConsumerSubscription<T> implements Closable, AsyncIterable<T> {
     this.detach = detach;
   }
 
+  /** Runs the consumer; an end the subscriber did not ask for is reported as `unavailable`. */
   protected launch(run: () => Promise<void>, what: string): void {
     run().then(
-      () => this.queue.end(),
+      () =>
+        this.queue.end(
+          this.closed ? undefined : new AgentRuntimeError("unavailable", `${what}: the consumer stopped (connection closed or stream gone); subscribe again.`, { retryable: true }),
+        ),
       (error: unknown) => this.queue.end(this.closed ? undefined : classifyNatsError(error, what)),
     );
   }
