@@ -61,6 +61,8 @@ export function buildTimeline(events: readonly StreamEvent[], live: ReadonlyMap<
         const p = e.payload;
         if (p.role === "user") items.push({ kind: "user", offset: e.offset, content: p.content });
         else if (p.role === "assistant") {
+          // The reducer's mirror of a web message is history for the model; the message itself is already shown.
+          if (e.idempotencyKey?.startsWith("agent/render-web-response@")) break;
           if (typeof p.llmRequestOffset === "number") answered.add(p.llmRequestOffset);
           const prose = proseOf(p.content);
           if (prose !== "") items.push({ kind: "assistant", offset: e.offset, content: prose, requestOffset: p.llmRequestOffset });
