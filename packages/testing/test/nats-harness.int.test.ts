@@ -2,14 +2,20 @@
 // kill, pause and restart, and must leave nothing behind.
 
 import { existsSync } from "node:fs";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
-import { type NatsCluster, type NatsServer, startNatsCluster, startNatsServer } from "../src/index.ts";
+import { type NatsCluster, type NatsServer, startNatsCluster, startNatsServer, waitFor } from "../src/index.ts";
 
 interface JsApiReply {
   error?: { code: number; description: string };
   state?: { messages: number };
   [key: string]: unknown;
+}
+
+function msgId(id: string) {
+  const h = headers();
+  h.set("Nats-Msg-Id", id);
+  return h;
 }
 
 async function jsApi(nc: NatsConnection, subject: string, body?: unknown): Promise<JsApiReply> {
@@ -79,15 +85,24 @@ describe("startNatsCluster", () => {
   it("runs a 3-node JetStream cluster that survives losing one node", async () => {
     cluster = await startNatsCluster({ nodes: 3 });
     expect(cluster.nodes.map((n) => n.serverName)).toEqual(["n1", "n2", "n3"]);
-    const nc = await connect({ servers: [...cluster.servers] });
+    const nc = await connect({ servers: [...cluster.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const created = await jsApi(nc, "STREAM.CREATE.R3", { name: "R3", subjects: ["r3.>"], num_replicas: 3, storage: "file" });
     expect(created.error).toBeUndefined();
     expect((await nc.request("r3.a", "1", { timeout: 5_000 })).json<{ seq: number }>().seq).toBe(1);
 
     const victim = cluster.nodes[2] as NatsServer;
     await victim.kill("SIGKILL");
-    const ack = await nc.request("r3.a", "2", { timeout: 10_000 });
-    expect(ack.json<{ seq: number }>().seq).toBe(2);
+    // The survivors may need a leader election first; retry the same message id until it is
+    // acknowledged (the id keeps a retry from storing it twice).
+    const ack = await waitFor(
+      async () => {
+        const reply = await nc.request("r3.a", "2", { timeout: 2_000, headers: msgId("second") });
+        const body = reply.json<{ seq?: number }>();
+        return body.seq;
+      },
+      { timeoutMs: 30_000, what: "an R3 publish acknowledged by the surviving majority" },
+    );
+    expect(ack).toBe(2);
 
     await victim.restart();
     expect(victim.running).toBe(true);

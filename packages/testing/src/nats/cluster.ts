@@ -56,13 +56,6 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
     rmSync(root, { recursive: true, force: true });
     unregisterDir(root);
   };
-  try {
-    for (const p of processes) p.spawn();
-    await Promise.all(processes.map((p) => p.waitReady(options.readyTimeoutMs ?? 30_000)));
-  } catch (error) {
-    await stopAll();
-    throw error;
-  }
   const nodes = processes.map((p) => handleFor(p, undefined, options.readyTimeoutMs ?? 30_000));
   let stopped = false;
   const cluster: NatsCluster = {
@@ -92,6 +85,13 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       await stopAll();
     },
   };
-  await cluster.waitForMetaLeader(options.readyTimeoutMs ?? 30_000);
+  try {
+    for (const p of processes) p.spawn();
+    await Promise.all(processes.map((p) => p.waitReady(options.readyTimeoutMs ?? 30_000)));
+    await cluster.waitForMetaLeader(options.readyTimeoutMs ?? 30_000);
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
   return cluster;
 }
