@@ -129,4 +129,19 @@ describe("web UI", () => {
     await waitFor(async () => (await offsetsOf('[data-testid="events-table"] tbody tr')).length === last, { timeoutMs: 15_000, what: "all events in the table" });
     expect(await offsetsOf('[data-testid="events-table"] tbody tr')).toEqual(Array.from({ length: last }, (_, i) => i + 1));
   });
+
+  it("lists the agent with its title, activity, waiting state and open request", { timeout: 60_000 }, async () => {
+    await ts.store.append(PATH, [{ type: "agent/summary-updated", payload: { title: "PR counter", activity: "Counting pull requests", waitingFor: "user_input" } }]);
+    const [open] = (await ts.store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "offline/demo", expiresAt: "2099-01-01T00:00:00.000Z" } }])).events;
+    await page.goto(`${gw.url}/#/`);
+    const row = page.locator(`[data-testid="agents-table"] tr[data-path="${PATH}"]`);
+    await row.filter({ hasText: "PR counter" }).waitFor({ timeout: 15_000 });
+    const cells = await row.locator("td").allInnerTexts();
+    expect(cells[0]).toContain("PR counter");
+    expect(cells[0]).toContain(PATH);
+    expect(cells[1]).toBe("Counting pull requests");
+    expect(cells[2]).toBe("user_input");
+    expect(cells[3]).toBe(`@${open!.offset} running`);
+    expect(cells[4]).toBe(String(open!.offset));
+  });
 });
