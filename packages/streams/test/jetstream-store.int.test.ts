@@ -68,6 +68,17 @@ describe("JetStreamEventStore specifics", () => {
     await store.close();
   });
 
+  it("lets several services open (and create) the same stream at once", async () => {
+    const names = namesFor(++storageCounter);
+    const other = await connect({ servers: server.url });
+    const stores = await Promise.all(Array.from({ length: 6 }, (_, i) => JetStreamEventStore.open(i % 2 === 0 ? nc : other, { ...names, partitionCount: 8 })));
+    expect(stores.map((s) => s.partitionCount)).toEqual([8, 8, 8, 8, 8, 8]);
+    await stores[0]?.append("/shared/open", [note("x")]);
+    expect(await stores[5]?.lastOffset("/shared/open")).toBe(1);
+    await Promise.all(stores.map((s) => s.close()));
+    await other.close();
+  });
+
   it("stores one message per batch on ev.<fnv1a(path) mod P>.<segments>", async () => {
     const names = namesFor(++storageCounter);
     const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 64 });

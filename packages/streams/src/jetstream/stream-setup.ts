@@ -18,6 +18,28 @@ export interface EventStreamSpec {
 }
 
 const DESCRIPTION = /^agentrt events; partitions=(\d+)$/;
+const STREAM_NAME_IN_USE = 10058;
+
+function streamConfig(spec: EventStreamSpec, description: string, subjects: string[]): Partial<StreamConfig> & { name: string } {
+  return {
+    name: spec.streamName,
+    description,
+    subjects,
+    retention: RetentionPolicy.Limits,
+    storage: spec.storage === "file" ? StorageType.File : StorageType.Memory,
+    num_replicas: spec.replicas,
+    discard: DiscardPolicy.Old,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_age: 0,
+    max_msgs_per_subject: -1,
+    max_msg_size: 1024 * 1024,
+    duplicate_window: nanos(spec.duplicateWindowMs),
+    allow_direct: true,
+    deny_delete: true,
+    deny_purge: true,
+  };
+}
 
 export async function ensureEventStream(jsm: JetStreamManager, spec: EventStreamSpec): Promise<void> {
   const description = `agentrt events; partitions=${spec.partitionCount}`;
@@ -29,25 +51,14 @@ export async function ensureEventStream(jsm: JetStreamManager, spec: EventStream
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
   }
   if (existing === undefined) {
-    await jsm.streams.add({
-      name: spec.streamName,
-      description,
-      subjects,
-      retention: RetentionPolicy.Limits,
-      storage: spec.storage === "file" ? StorageType.File : StorageType.Memory,
-      num_replicas: spec.replicas,
-      discard: DiscardPolicy.Old,
-      max_msgs: -1,
-      max_bytes: -1,
-      max_age: 0,
-      max_msgs_per_subject: -1,
-      max_msg_size: 1024 * 1024,
-      duplicate_window: nanos(spec.duplicateWindowMs),
-      allow_direct: true,
-      deny_delete: true,
-      deny_purge: true,
-    });
-    return;
+    try {
+      await jsm.streams.add(streamConfig(spec, description, subjects));
+      return;
+    } catch (error) {
+      // Another service created it between our look and our add: validate theirs instead.
+      if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) throw error;
+      existing = (await jsm.streams.info(spec.streamName)).config;
+    }
   }
   const recorded = DESCRIPTION.exec(existing.description ?? "");
   if (recorded !== null && Number(recorded[1]) !== spec.partitionCount) {
