@@ -24,6 +24,9 @@ export const driverConfigSchema = z.object({
   LLM_IDLE_TIMEOUT_MS: ms(45_000),
   LLM_WORK_ACK_WAIT_MS: ms(30_000),
   LLM_WORK_HEARTBEAT_MS: ms(5_000),
+  /** Keep driven streams in memory, current via the partition feed (off: read every turn). */
+  LLM_STREAM_CACHE: z.enum(["on", "off"]).default("on"),
+  LLM_STREAM_CACHE_MAX_STREAMS: z.coerce.number().int().min(1).default(2_000),
   LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
 });
 

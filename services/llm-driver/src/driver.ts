@@ -15,6 +15,7 @@ import { OpenAiModelClient } from "./openai-client.ts";
 import type { ModelRoute, ProvidersConfig } from "./providers.ts";
 import { RequestRunner, type DriverSettings, type RunOutcome } from "./request-runner.ts";
 import { RequestStop, RunningRequests } from "./running-requests.ts";
+import { StreamCache } from "./stream-cache.ts";
 
 export const LLM_DRIVER_DURABLE = "llm-driver";
 
@@ -29,6 +30,11 @@ export interface LlmDriverDeps {
   readonly settings: DriverSettings;
   readonly work?: { readonly ackWaitMs?: number; readonly heartbeatMs?: number; readonly concurrency?: number };
   readonly nowMs?: () => number;
+  /**
+   * Follow the store's partition feed from this position and keep recently driven streams in
+   * memory, so a turn need not re-read its stream. Omit to read the stream on every turn.
+   */
+  readonly streamCache?: { readonly afterSequence: number; readonly maxStreams?: number };
   /** Replaces the model clients (defaults: the OpenAI adapter, or the offline model when no provider is configured). */
   readonly modelFor?: (route: ModelRoute | null) => ModelClient;
 }
@@ -38,11 +44,18 @@ export class LlmDriver {
   private readonly runner: RequestRunner;
   private consumer: WorkConsumer | undefined;
   private interrupts: Subscription | undefined;
+  private readonly cache: StreamCache | undefined;
 
   constructor(private readonly deps: LlmDriverDeps) {
     const openai = new OpenAiModelClient();
     const offline = new OfflineModelClient();
+    const cache =
+      deps.streamCache === undefined
+        ? undefined
+        : new StreamCache({ store: deps.store, logger: deps.logger, afterSequence: deps.streamCache.afterSequence, maxStreams: deps.streamCache.maxStreams });
+    this.cache = cache;
     this.runner = new RequestRunner({
+      ...(cache === undefined ? {} : { readStream: (path: string, offset: number) => cache.eventsThrough(path, offset) }),
       store: deps.store,
       providers: deps.providers,
       logger: deps.logger,
@@ -63,6 +76,7 @@ export class LlmDriver {
   }
 
   async start(): Promise<void> {
+    this.cache?.start();
     this.interrupts = listenForInterrupts(this.deps.nc, this.running, this.deps.logger);
     this.consumer = await consumeWork(this.deps.js, this.deps.jsm, {
       kind: "llm",
@@ -83,6 +97,7 @@ export class LlmDriver {
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();
     this.interrupts?.unsubscribe();
+    await this.cache?.stop();
   }
 }
 

@@ -17,3 +17,4 @@ export * from "./request-runner.ts";
 export * from "./interrupts.ts";
 export * from "./driver.ts";
 export * from "./config.ts";
+export * from "./stream-cache.ts";

@@ -31,6 +31,8 @@ await runService({
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
     const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    // The cache follows the feed from the store's current head: older batches are read on demand.
+    const head = config.LLM_STREAM_CACHE === "on" ? (await jsm.streams.info(store.streamName)).state.last_seq : undefined;
     const driver = new LlmDriver({
       nc,
       js,
@@ -40,6 +42,7 @@ await runService({
       logger,
       metrics: createDriverMetrics(metrics),
       settings: { idleTimeoutMs: config.LLM_IDLE_TIMEOUT_MS, contextWindows },
+      ...(head === undefined ? {} : { streamCache: { afterSequence: head, maxStreams: config.LLM_STREAM_CACHE_MAX_STREAMS } }),
       work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
     });
     await driver.start();

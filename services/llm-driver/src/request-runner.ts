@@ -7,7 +7,9 @@ import type { AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
-import { ChunkCoalescer, type ChunkFlush } from "./chunk-coalescer.ts";
+import { ChunkCoalescer } from "./chunk-coalescer.ts";
+import { ChunkPublisher } from "./chunk-publisher.ts";
+import { armRunTimers, watchForSettlement } from "./run-guards.ts";
 import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem } from "./compaction.ts";
 import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.ts";
 import type { DriverMetrics } from "./metrics.ts";
@@ -36,6 +38,8 @@ export interface RequestRunnerDeps {
   readonly running: RunningRequests;
   readonly settings: DriverSettings;
   readonly nowMs: () => number;
+  /** Reads the stream at least through R (default: a full read from the store). */
+  readonly readStream?: (streamPath: string, requestOffset: number) => Promise<readonly AgentEvent[]>;
 }
 
 export type RunOutcome =
@@ -66,7 +70,9 @@ export class RequestRunner {
       return "already-settled";
     }
     const log = this.deps.logger.child({ streamPath, requestOffset });
-    const events = await this.deps.store.read(streamPath);
+    const readStartedAt = this.deps.nowMs();
+    const events = this.deps.readStream ? await this.deps.readStream(streamPath, requestOffset) : await this.deps.store.read(streamPath);
+    const readMs = this.deps.nowMs() - readStartedAt;
     const status = requestStatus(streamPath, events, requestOffset);
     if (status.kind === "settled") return "already-settled";
     if (status.kind === "not-open") {
@@ -80,7 +86,7 @@ export class RequestRunner {
       return "expired";
     }
     const lastRead = events.at(-1)?.offset ?? requestOffset;
-    log.info({ model: open.model }, "driving request");
+    log.info({ model: open.model, events: events.length, readMs }, "driving request");
     return this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });
   }
 
@@ -105,8 +111,8 @@ export class RequestRunner {
     this.deps.running.add(streamPath, R, running);
     const startedAt = nowMs();
     metrics.turnStarted();
-    const timers = this.armTimers(open.expiresAt, stop, ctx.shutdown);
-    const watcher = this.watchForSettlement(streamPath, R, ctx.lastRead + 1, stop, log);
+    const timers = armRunTimers({ expiresAt: open.expiresAt, idleTimeoutMs: settings.idleTimeoutMs, nowMs, stop, shutdown: ctx.shutdown });
+    const watcher = watchForSettlement(store, streamPath, R, ctx.lastRead + 1, stop, log);
     let outcome: RunOutcome = "failed";
     try {
       let messages: RenderedMessage[];
@@ -294,76 +300,5 @@ export class RequestRunner {
     }
     const item: EventInput = compactionItem(report.payload, report.offset, check, summary.trim());
     await this.deps.store.append(ctx.streamPath, [item]);
-  }
-
-  /** The idle watchdog, the request's deadline and service shutdown, as one set of timers. */
-  private armTimers(expiresAt: string, stop: (s: RequestStop) => void, shutdown: AbortSignal | undefined) {
-    const { idleTimeoutMs } = this.deps.settings;
-    const idle = (): NodeJS.Timeout =>
-      setTimeout(() => stop(new RequestStop("idle", `no progress for ${idleTimeoutMs} ms`)), idleTimeoutMs);
-    let idleTimer = idle();
-    const untilDeadline = Math.min(2_147_000_000, Math.max(0, Date.parse(expiresAt) - this.deps.nowMs()));
-    const deadlineTimer = setTimeout(() => stop(new RequestStop("deadline", `deadline ${expiresAt} passed`)), untilDeadline);
-    const onShutdown = (): void => stop(new RequestStop("shutdown", "the driver is shutting down"));
-    shutdown?.addEventListener("abort", onShutdown, { once: true });
-    if (shutdown?.aborted) onShutdown();
-    return {
-      progress() {
-        clearTimeout(idleTimer);
-        idleTimer = idle();
-      },
-      clear() {
-        clearTimeout(idleTimer);
-        clearTimeout(deadlineTimer);
-        shutdown?.removeEventListener("abort", onShutdown);
-      },
-    };
-  }
-
-  /** Aborts the call when a settlement of R (expiry, interrupt, a faster twin) lands on the stream. */
-  private watchForSettlement(streamPath: string, R: number, fromOffset: number, stop: (s: RequestStop) => void, log: Logger) {
-    const subscription = this.deps.store.subscribe(streamPath, { fromOffset });
-    void (async () => {
-      for await (const event of subscription) {
-        if (event.type === "agent/llm-request-settled" && event.payload.requestOffset === R) {
-          stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${event.offset}`));
-          return;
-        }
-      }
-    })().catch((error: unknown) => log.warn({ err: error }, "settlement watch ended with an error"));
-    return { close: () => void subscription.close().catch(() => undefined) };
-  }
-}
-
-/** Publishes flushes on the live lane one after another, so a viewer sees provider order. */
-class ChunkPublisher {
-  private chain: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly store: EventStore,
-    private readonly streamPath: string,
-    private readonly requestOffset: number,
-    private readonly metrics: DriverMetrics,
-    private readonly log: Logger,
-  ) {}
-
-  publish(flush: ChunkFlush): void {
-    const event = {
-      type: "agent/llm-response-chunks" as const,
-      payload: { chunks: [...flush.chunks], llmRequestOffset: this.requestOffset, sequence: flush.sequence },
-    };
-    this.chain = this.chain.then(async () => {
-      try {
-        await this.store.append(this.streamPath, [event]);
-        this.metrics.chunkEvent(flush.chunks.length, flush.bytes);
-      } catch (error) {
-        // The live lane may lose events (contract); the settlement still carries the text.
-        this.log.warn({ err: error, sequence: flush.sequence }, "publishing chunks failed");
-      }
-    });
-  }
-
-  drained(): Promise<void> {
-    return this.chain;
   }
 }

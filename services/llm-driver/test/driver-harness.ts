@@ -21,17 +21,17 @@ export interface DriverEnv {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  readonly store: EventStore;
+  readonly store: JetStreamEventStore;
   readonly model: FakeModel;
   /** Provider config pointing `openai/*` at the fake model. */
   readonly providers: ProvidersConfig;
-  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig; contextWindows?: ContextWindowTable }): Promise<LlmDriver>;
+  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig; contextWindows?: ContextWindowTable; streamCache?: boolean }): Promise<LlmDriver>;
   close(): Promise<void>;
 }
 
 export const TEST_PARTITIONS = 8;
 
-export async function openTestStore(nc: NatsConnection): Promise<EventStore> {
+export async function openTestStore(nc: NatsConnection): Promise<JetStreamEventStore> {
   return JetStreamEventStore.open(nc, { partitionCount: TEST_PARTITIONS });
 }
 
@@ -59,7 +59,10 @@ export async function startDriverEnv(): Promise<DriverEnv> {
     model,
     providers,
     async startDriver(options = {}) {
+      // Wired like main.ts: the stream cache follows the feed from the store's head.
+      const head = (await jsm.streams.info(store.streamName)).state.last_seq;
       const driver = new LlmDriver({
+        ...(options.streamCache === false ? {} : { streamCache: { afterSequence: head } }),
         nc,
         js,
         jsm,

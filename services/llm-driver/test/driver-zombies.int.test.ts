@@ -70,7 +70,8 @@ async function spawnDriver(name: string): Promise<DriverProcess> {
     logs,
     waitForLog: (what, match, timeoutMs = 20_000) => waitFor(() => logs.find(match), { timeoutMs, what: `${name}: ${what}` }),
   };
-  await proc.waitForLog("ready", (l) => l.msg === "llm-driver ready");
+  // Process start-up (tsx transpiling the service) is slow on a loaded machine.
+  await proc.waitForLog("ready", (l) => l.msg === "llm-driver ready", 90_000);
   return proc;
 }
 
@@ -95,7 +96,7 @@ function outcomeFor(events: readonly AgentEvent[], R: number) {
   };
 }
 
-describe("llm-driver zombies (real processes)", () => {
+describe("llm-driver zombies (real processes)", { timeout: 180_000 }, () => {
   it("SIGKILL mid-stream: another incarnation completes the request, exactly once", async () => {
     const path = "/agents/test/zombie-kill";
     env.model.script({ tokens: Array.from({ length: 200 }, (_, i) => `slow${i} `), tokensPerSecond: 20 });

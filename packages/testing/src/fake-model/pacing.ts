@@ -53,8 +53,13 @@ export async function paceTokens(options: PaceOptions): Promise<boolean> {
     }
     if (backpressure) {
       await new Promise<void>((resolve) => {
-        response.once("drain", resolve);
-        response.once("close", resolve);
+        const done = (): void => {
+          response.off("drain", done);
+          response.off("close", done);
+          resolve();
+        };
+        response.on("drain", done);
+        response.on("close", done);
       });
     } else if (index < limit) {
       const nextDue = start + (index / tokensPerSecond) * 1000;

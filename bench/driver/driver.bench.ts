@@ -1,0 +1,219 @@
+// LLM driver benchmark (issue #4).
+//
+// 1. Turn overhead: (time the fake model receives the request) − (time the triggering user
+//    event's append was acknowledged) − debounce, over 200 sequential turns. The agent-reducer
+//    and the llm-driver run as real processes (`node --import tsx …/main.ts`) on a
+//    harness-started nats-server; this process appends the user events and hosts the fake
+//    model, so both timestamps come from one clock.
+// 2. Streaming passthrough: tokens/s a live subscriber (`subscribe(path, {ephemeral: true})`)
+//    receives versus tokens/s the fake model emits, for paced rates and "as fast as it can",
+//    in the same run.
+//
+// Run: pnpm exec tsx bench/driver/driver.bench.ts [--turns 200]
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { AgentEvent } from "@agentrt/contract";
+import { ensureWorkStream } from "@agentrt/service-kit";
+import { JetStreamEventStore } from "@agentrt/streams";
+import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer } from "@agentrt/testing";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const PARTITIONS = 8;
+const argTurns = process.argv.indexOf("--turns");
+const TURNS = argTurns === -1 ? 200 : Number(process.argv[argTurns + 1]);
+const DEBOUNCE_MS = Number(process.env.BENCH_DEBOUNCE_MS ?? 0);
+const WARMUP_TURNS = 10;
+const AGENTS = 10;
+
+const nowMs = (): number => performance.timeOrigin + performance.now();
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
+};
+const fmt = (n: number, d = 2) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+
+function machine(): string {
+  const cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? "unknown CPU";
+  const memKb = Number(/MemTotal:\s*(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0);
+  const bin = natsServerBinary();
+  const nats = bin === undefined ? "nats-server unknown" : execFileSync(bin, ["--version"], { encoding: "utf8" }).trim();
+  return `nproc ${availableParallelism()}, ${cpu}, ${(memKb / 1048576).toFixed(1)} GiB RAM, Node ${process.version}, ${nats}`;
+}
+
+interface Service {
+  readonly child: ChildProcess;
+  readonly started: Promise<void>;
+}
+
+/** Starts a service as a real process; `started` resolves on its "<name> started" log line. */
+function startService(name: string, main: string, env: Record<string, string>): Service {
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, main)], {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: "info", OPS_PORT: "0", PARTITION_COUNT: String(PARTITIONS), ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const started = new Promise<void>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${name} exited with ${code} before it started`)));
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (process.env.BENCH_VERBOSE) process.stderr.write(`[${name}] ${line}\n`);
+      if (line.includes(`"msg":"${name} started"`)) resolve();
+    });
+  });
+  return { child, started };
+}
+
+/** The stream's events from `fromOffset` through the first settlement (a live subscription, no polling). */
+async function untilSettled(path: string, fromOffset: number): Promise<AgentEvent[]> {
+  const seen: AgentEvent[] = [];
+  const live = store.subscribe(path, { fromOffset });
+  try {
+    for await (const event of live) {
+      seen.push(event);
+      if (event.type === "agent/llm-request-settled") return seen;
+    }
+  } finally {
+    await live.close();
+  }
+  throw new Error(`${path} ended without a settlement`);
+}
+
+const nats = await startNatsServer();
+const nc = await connect({ servers: nats.url });
+await ensureWorkStream(await jetstreamManager(nc));
+void jetstream(nc);
+const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS });
+
+// Replies are short prose (no script), so a turn ends at the settlement.
+const model = await startFakeModel({ defaultReply: { text: "ok.", usage: { inputTokens: 100, outputTokens: 1 } } });
+const providers = JSON.stringify({ openai: { baseUrl: model.url, apiKey: "bench", api: "chat", promptCacheKey: true } });
+const services = [
+  startService("agent-reducer", "services/agent-reducer/src/main.ts", { NATS_URL: nats.url, REDUCER_ID: "bench-reducer" }),
+  startService("llm-driver", "services/llm-driver/src/main.ts", { NATS_URL: nats.url, LLM_PROVIDERS: providers }),
+];
+const cleanup = async () => {
+  for (const service of services) service.child.kill("SIGKILL");
+  await model.close().catch(() => undefined);
+  await store.close().catch(() => undefined);
+  await nc.close().catch(() => undefined);
+  await nats.stop();
+};
+
+try {
+  await Promise.all(services.map((s) => s.started));
+  // --- 1. turn overhead --------------------------------------------------------------------
+  const agents = Array.from({ length: AGENTS }, (_, i) => `/agents/bench/driver-${i}`);
+  for (const path of agents) {
+    await store.append(path, [
+      { type: "agent/created", payload: {} },
+      { type: "agent/configured", payload: { config: { interpretResponses: true, llmRequestDebounceMs: DEBOUNCE_MS } } },
+      { type: "agents/context-added", payload: { role: "system", key: "identity", content: "You are a benchmark agent." } },
+    ]);
+  }
+  const samples: number[] = [];
+  const ackToRequested: number[] = [];
+  const requestedToModel: number[] = [];
+  for (let turn = 0; turn < TURNS + WARMUP_TURNS; turn += 1) {
+    const path = agents[turn % AGENTS] as string;
+    const marker = `turn-${turn}`;
+    const seen = model.requests.length;
+    const result = await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: marker, actor: { type: "user", origin: "web" } } }]);
+    const ackAt = nowMs();
+    const userOffset = (result.events[0] as AgentEvent).offset;
+    const request = (await model.waitForRequests(seen + 1, 30_000)).at(-1) as FakeModelRequest;
+    if (!request.rawBody.includes(`"${marker}"`)) throw new Error(`the model's request ${seen} is not ${marker}'s`);
+    // The turn is over when its settlement is on the stream; only then start the next one.
+    const events = await untilSettled(path, userOffset);
+    const requested = events.find((e) => e.type === "agent/llm-request-requested");
+    if (turn >= WARMUP_TURNS) {
+      samples.push(request.receivedAtMs - ackAt - DEBOUNCE_MS);
+      if (requested) {
+        ackToRequested.push(Date.parse(requested.createdAt) - Date.parse((result.events[0] as AgentEvent).createdAt));
+        requestedToModel.push(request.receivedAtMs - Date.parse(requested.createdAt));
+      }
+    }
+  }
+
+  // --- 2. streaming passthrough ------------------------------------------------------------
+  const rates: { label: string; tokens: number; tokensPerSecond: number }[] = [
+    { label: "1,000 tok/s", tokens: 2_000, tokensPerSecond: 1_000 },
+    { label: "5,000 tok/s", tokens: 10_000, tokensPerSecond: 5_000 },
+    { label: "as fast as it can", tokens: 20_000, tokensPerSecond: Infinity },
+  ];
+  const passthrough: { label: string; emitted: number; received: number; events: number }[] = [];
+  for (const [i, rate] of rates.entries()) {
+    const path = `/agents/bench/stream-${i}`;
+    await store.append(path, [
+      { type: "agent/created", payload: {} },
+      { type: "agent/configured", payload: { config: { interpretResponses: true, llmRequestDebounceMs: 0 } } },
+    ]);
+    model.script({ tokens: Array.from({ length: rate.tokens }, (_, t) => `t${t} `), tokensPerSecond: rate.tokensPerSecond });
+    const live = store.subscribe(path, { fromOffset: 1, ephemeral: true });
+    let first = 0;
+    let last = 0;
+    let received = 0;
+    let events = 0;
+    const done = (async () => {
+      for await (const event of live) {
+        if (event.type === "agent/llm-response-chunks") {
+          const at = nowMs();
+          if (first === 0) first = at;
+          last = at;
+          events += 1;
+          for (const chunk of event.payload.chunks as { choices?: { delta?: { content?: string } }[] }[]) if (chunk.choices?.[0]?.delta?.content) received += 1;
+        }
+        if (event.type === "agent/llm-request-settled") break;
+      }
+    })();
+    const seen = model.requests.length;
+    await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: `stream ${rate.label}`, actor: { type: "user", origin: "web" } } }]);
+    await done;
+    await live.close();
+    const emittedBy = model.requests[seen] as FakeModelRequest;
+    const p = emittedBy.progress;
+    if (received !== rate.tokens || p.tokensSent !== rate.tokens) throw new Error(`${rate.label}: received ${received} / sent ${p.tokensSent} of ${rate.tokens} tokens`);
+    // Emitted: tokens over the model's first-to-last-token span. Received: the same tokens over
+    // the span from the model's first token to the subscriber holding the last one, so every
+    // delay the driver and the live lane add counts against it.
+    passthrough.push({
+      label: rate.label,
+      emitted: rate.tokens / (((p.lastTokenAtMs ?? 0) - (p.firstTokenAtMs ?? 0)) / 1000),
+      received: rate.tokens / ((last - (p.firstTokenAtMs ?? 0)) / 1000),
+      events,
+    });
+    void first;
+  }
+
+  const load = loadavg().map((l) => l.toFixed(1)).join(", ");
+  const lines = [
+    `Command: \`pnpm exec tsx bench/driver/driver.bench.ts --turns ${TURNS}\` — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC.`,
+    `Machine: ${machine()}. Load average at the end: ${load} (1/5/15 min); other work was running on the machine.`,
+    "",
+    `Turn overhead: ${TURNS} sequential turns (after ${WARMUP_TURNS} warm-up turns) over ${AGENTS} agents; agent-reducer and llm-driver as real processes; debounce ${DEBOUNCE_MS} ms (subtracted).`,
+    "Overhead = fake model receives the request − the user event's append is acknowledged − debounce.",
+    "",
+    "| measure | p50 ms | p99 ms | max ms | goal |",
+    "|---|---:|---:|---:|---|",
+    `| turn overhead (ack → model receives) | ${fmt(pct(samples, 50))} | ${fmt(pct(samples, 99))} | ${fmt(Math.max(...samples))} | p50 ≤ 5, p99 ≤ 20 |`,
+    `| reducer: user event → request event (createdAt, ms resolution) | ${fmt(pct(ackToRequested, 50))} | ${fmt(pct(ackToRequested, 99))} | ${fmt(Math.max(...ackToRequested))} | |`,
+    `| driver: request event createdAt → model receives | ${fmt(pct(requestedToModel, 50))} | ${fmt(pct(requestedToModel, 99))} | ${fmt(Math.max(...requestedToModel))} | |`,
+    "",
+    "Streaming passthrough: one turn per rate. Emitted = tokens / (model's last token − its first token); received = tokens / (subscriber has the last chunk event − model's first token).",
+    "",
+    "| model rate | emitted tok/s | received tok/s | received/emitted | chunk events | goal |",
+    "|---|---:|---:|---:|---:|---|",
+    ...passthrough.map(
+      (r) => `| ${r.label} | ${fmt(r.emitted, 0)} | ${fmt(r.received, 0)} | ${fmt(r.received / r.emitted)}× | ${r.events} | ${r.label === "as fast as it can" ? "report" : "≥ 0.95×"} |`,
+    ),
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+} finally {
+  await cleanup();
+}

@@ -1,0 +1,40 @@
+// Publishes coalesced chunks on the live lane one flush after another, so a viewer sees the
+// provider's order; a lost live event is logged, never fatal (the settlement carries the text).
+
+import type { Logger } from "@agentrt/service-kit";
+import type { EventStore } from "@agentrt/streams";
+import type { ChunkFlush } from "./chunk-coalescer.ts";
+import type { DriverMetrics } from "./metrics.ts";
+
+/** Publishes flushes on the live lane one after another, so a viewer sees provider order. */
+export class ChunkPublisher {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly streamPath: string,
+    private readonly requestOffset: number,
+    private readonly metrics: DriverMetrics,
+    private readonly log: Logger,
+  ) {}
+
+  publish(flush: ChunkFlush): void {
+    const event = {
+      type: "agent/llm-response-chunks" as const,
+      payload: { chunks: [...flush.chunks], llmRequestOffset: this.requestOffset, sequence: flush.sequence },
+    };
+    this.chain = this.chain.then(async () => {
+      try {
+        await this.store.append(this.streamPath, [event]);
+        this.metrics.chunkEvent(flush.chunks.length, flush.bytes);
+      } catch (error) {
+        // The live lane may lose events (contract); the settlement still carries the text.
+        this.log.warn({ err: error, sequence: flush.sequence }, "publishing chunks failed");
+      }
+    });
+  }
+
+  drained(): Promise<void> {
+    return this.chain;
+  }
+}

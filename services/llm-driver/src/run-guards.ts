@@ -1,0 +1,68 @@
+// What can end a model call besides its answer: the idle watchdog (no progress for the idle
+// window), the request's deadline (`expiresAt`), service shutdown, and a settlement of the
+// request by someone else appearing on the stream (expiry, interrupt, a faster twin).
+
+import type { Logger } from "@agentrt/service-kit";
+import type { EventStore } from "@agentrt/streams";
+import { RequestStop } from "./running-requests.ts";
+
+export interface RunTimers {
+  /** Call on every sign of life from the model; cheap (no timer churn per chunk). */
+  progress(): void;
+  clear(): void;
+}
+
+export function armRunTimers(options: {
+  expiresAt: string;
+  idleTimeoutMs: number;
+  nowMs: () => number;
+  stop: (stop: RequestStop) => void;
+  shutdown: AbortSignal | undefined;
+}): RunTimers {
+  const { idleTimeoutMs, nowMs, stop, shutdown, expiresAt } = options;
+  let lastProgressAt = nowMs();
+  let idleTimer: NodeJS.Timeout | undefined;
+  // One timer, re-armed for the remainder when progress happened since it was set.
+  const checkIdle = (): void => {
+    const idleFor = nowMs() - lastProgressAt;
+    if (idleFor >= idleTimeoutMs) stop(new RequestStop("idle", `no progress for ${idleTimeoutMs} ms`));
+    else idleTimer = setTimeout(checkIdle, idleTimeoutMs - idleFor);
+  };
+  idleTimer = setTimeout(checkIdle, idleTimeoutMs);
+  const untilDeadline = Math.min(2_147_000_000, Math.max(0, Date.parse(expiresAt) - nowMs()));
+  const deadlineTimer = setTimeout(() => stop(new RequestStop("deadline", `deadline ${expiresAt} passed`)), untilDeadline);
+  const onShutdown = (): void => stop(new RequestStop("shutdown", "the driver is shutting down"));
+  shutdown?.addEventListener("abort", onShutdown, { once: true });
+  if (shutdown?.aborted) onShutdown();
+  return {
+    progress() {
+      lastProgressAt = nowMs();
+    },
+    clear() {
+      clearTimeout(idleTimer);
+      clearTimeout(deadlineTimer);
+      shutdown?.removeEventListener("abort", onShutdown);
+    },
+  };
+}
+
+/** Stops the call when a settlement of R lands on the stream after `fromOffset`. */
+export function watchForSettlement(
+  store: EventStore,
+  streamPath: string,
+  R: number,
+  fromOffset: number,
+  stop: (stop: RequestStop) => void,
+  log: Logger,
+): { close(): void } {
+  const subscription = store.subscribe(streamPath, { fromOffset });
+  void (async () => {
+    for await (const event of subscription) {
+      if (event.type === "agent/llm-request-settled" && event.payload.requestOffset === R) {
+        stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${event.offset}`));
+        return;
+      }
+    }
+  })().catch((error: unknown) => log.warn({ err: error }, "settlement watch ended with an error"));
+  return { close: () => void subscription.close().catch(() => undefined) };
+}
