@@ -165,8 +165,10 @@ export type AppendDecision =
  * reports `duplicate` (what the retrier needs) rather than a conflict with its own write.
  */
 export function decideAppend(view: StreamView, batch: PreparedBatch, options: AppendOptions | undefined, createdAt: string): AppendDecision {
-  const originals = batch.keys.map((k) => view.findKey(k)).filter((e): e is AgentEvent => e !== undefined);
-  if (originals.length > 0) return { kind: "duplicate", originals };
+  if (batch.keys.length > 0) {
+    const originals = batch.keys.map((k) => view.findKey(k)).filter((e): e is AgentEvent => e !== undefined);
+    if (originals.length > 0) return { kind: "duplicate", originals };
+  }
   const expected = options?.expectedLastOffset;
   if (expected !== undefined && expected !== view.lastOffset) {
     throw new AgentRuntimeError(
@@ -179,17 +181,11 @@ export function decideAppend(view: StreamView, batch: PreparedBatch, options: Ap
 }
 
 export function stampEvents(batch: PreparedBatch, firstOffset: number, createdAt: string): AgentEvent[] {
-  return batch.inputs.map(
-    (input, i) =>
-      ({
-        streamPath: batch.streamPath,
-        offset: firstOffset + i,
-        createdAt,
-        type: input.type,
-        payload: input.payload,
-        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
-      }) as AgentEvent,
-  );
+  return batch.inputs.map((input, i) => {
+    const event: Record<string, unknown> = { streamPath: batch.streamPath, offset: firstOffset + i, createdAt, type: input.type, payload: input.payload };
+    if (input.idempotencyKey !== undefined) event.idempotencyKey = input.idempotencyKey;
+    return event as unknown as AgentEvent;
+  });
 }
 
 /** Live-lane events carry the stream's last durable offset (they sit "after" it) and `ephemeral: true`. */
