@@ -11,6 +11,7 @@ import { buildOpenApi } from "./api/openapi.ts";
 import { buildRoutes } from "./api/routes.ts";
 import type { Authenticator } from "./auth/authenticator.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/body.ts";
+import { NO_METRICS, type GatewayMetrics } from "./http/gateway-metrics.ts";
 import { createUpgradeHandler } from "./http/live.ts";
 import { handleHttp, type PipelineDeps } from "./http/pipeline.ts";
 import type { Route } from "./http/router.ts";
@@ -24,6 +25,7 @@ export interface GatewayOptions<S> {
   /** The built UI (Vite `dist`); omitted → no UI routes. */
   readonly uiDistDir?: string;
   readonly maxBodyBytes?: number;
+  readonly metrics?: GatewayMetrics;
 }
 
 export interface HttpGateway {
@@ -39,7 +41,13 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
   // The document describes the routes it is served by, so it is built from them lazily.
   let openApi: unknown = null;
   const routes = buildRoutes(api, () => (openApi ??= buildOpenApi(routes)));
-  const deps: PipelineDeps = { routes, auth: options.auth, log: options.log, maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES };
+  const deps: PipelineDeps = {
+    routes,
+    auth: options.auth,
+    log: options.log,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    metrics: options.metrics ?? NO_METRICS,
+  };
   const upgrades = createUpgradeHandler(deps, options.log);
   const server = createServer((req, res) => {
     const isApi = (req.url ?? "/").startsWith("/v1/");

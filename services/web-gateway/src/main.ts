@@ -9,6 +9,7 @@ import { loadKeys } from "./auth/load-keys.ts";
 import { gatewayConfigSchema } from "./config.ts";
 import { gatewayCore } from "./core.ts";
 import { createHttpGateway } from "./gateway.ts";
+import { gatewayMetrics } from "./http/gateway-metrics.ts";
 import { bindGrpc, createGrpcServer } from "./grpc/server.ts";
 import { DEFAULT_UI_DIST, ensureUiBuilt } from "./ui-build.ts";
 
@@ -42,7 +43,15 @@ await runService({
     });
     const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
-    const gateway = createHttpGateway({ store, core: gatewayCore(), auth, log: logger, uiDistDir, maxBodyBytes: config.MAX_BODY_BYTES });
+    const gateway = createHttpGateway({
+      store,
+      core: gatewayCore(),
+      auth,
+      log: logger,
+      uiDistDir,
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      metrics: gatewayMetrics(metrics),
+    });
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
     const grpc = createGrpcServer(gateway.api, auth, logger);
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);

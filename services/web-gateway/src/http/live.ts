@@ -64,6 +64,7 @@ export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscri
 
 /** Accepts WebSocket upgrades for `websocket` routes, after the same auth and parsing as HTTP. */
 export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
+  const { metrics } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const handler = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     let subscription: Subscription;
@@ -78,7 +79,10 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
       );
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => void pumpWebSocket(ws, subscription, log));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      metrics.liveOpened("websocket");
+      void pumpWebSocket(ws, subscription, log).finally(() => metrics.liveClosed("websocket"));
+    });
   };
   return { handler, close: () => wss.close() };
 }

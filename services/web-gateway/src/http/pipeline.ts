@@ -8,6 +8,7 @@ import type { z } from "zod";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { readJsonBody } from "./body.ts";
+import type { GatewayMetrics } from "./gateway-metrics.ts";
 import { matchRoute, type Route, type RouteInput } from "./router.ts";
 
 export interface PipelineDeps {
@@ -15,6 +16,7 @@ export interface PipelineDeps {
   readonly auth: Authenticator;
   readonly log: Logger;
   readonly maxBodyBytes: number;
+  readonly metrics: GatewayMetrics;
 }
 
 export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string): T {
@@ -89,15 +91,26 @@ export function sendError(deps: Pick<PipelineDeps, "log">, req: IncomingMessage,
 }
 
 export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = performance.now();
+  let routeName = "unmatched";
+  const observe = () => deps.metrics.observeRequest(routeName, res.statusCode, (performance.now() - started) / 1000);
   try {
     const { route, input, principal } = await prepare(deps, req, "http");
+    routeName = route.name;
     if (route.kind === "sse") {
-      await route.handle({ ...input, principal, req, res });
+      deps.metrics.liveOpened("sse");
+      try {
+        await route.handle({ ...input, principal, req, res });
+      } finally {
+        deps.metrics.liveClosed("sse");
+      }
       return;
     }
     const result = await route.handle({ ...input, principal, req });
     sendJson(res, route.statusOf?.(result) ?? route.successStatus ?? 200, result);
+    observe();
   } catch (error) {
     sendError(deps, req, res, error);
+    observe();
   }
 }

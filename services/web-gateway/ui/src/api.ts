@@ -1,33 +1,9 @@
 // The UI's client of the gateway's HTTP API. The API key (when the gateway is not in dev
 // mode) is kept in localStorage and sent as a bearer token.
 
-export interface StreamEvent {
-  streamPath: string;
-  offset: number;
-  type: string;
-  payload: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered per type below
-  createdAt: string;
-  idempotencyKey?: string;
-  ephemeral?: boolean;
-}
+import type { AgentSummary, RenderedRequest, StreamEvent } from "./types.ts";
 
-export interface AgentSummary {
-  streamPath: string;
-  lastOffset: number;
-  title: string | null;
-  activity: string | null;
-  waitingFor: string | null;
-  openRequestOffset: number | null;
-  paused: boolean;
-}
-
-export interface RenderedRequest {
-  streamPath: string;
-  requestOffset: number;
-  model: string;
-  requestedAt: string;
-  messages: { role: string; content: string }[];
-}
+export type { AgentSummary, RenderedRequest, StreamEvent };
 
 export class ApiError extends Error {
   constructor(

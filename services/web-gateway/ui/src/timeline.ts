@@ -2,7 +2,7 @@
 // shows: user and assistant messages, the streaming reply, scripts with status, result and
 // duration, errors, and a marker per request linking to what the model saw. Pure.
 
-import type { StreamEvent } from "./api.ts";
+import type { StreamEvent } from "./types.ts";
 
 export type TimelineItem =
   | { kind: "user"; offset: number; content: string }
