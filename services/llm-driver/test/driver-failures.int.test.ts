@@ -137,6 +137,21 @@ describe("llm-driver: failures", () => {
     expect(events.some((e) => e.idempotencyKey === `agent/assistant-context@${R}`)).toBe(false);
   });
 
+  it("a call still streaming at the request's expiresAt is abandoned and settles failed", async () => {
+    const path = "/agents/test/deadline";
+    env.model.script({ tokens: Array.from({ length: 200 }, (_, i) => `d${i} `), tokensPerSecond: 40 });
+    await append(env.store, path, [...birthEvents(), userMessage("take your time")]);
+    const expiresAt = new Date(Date.now() + 1_500).toISOString();
+    const [request] = await append(env.store, path, [{ type: "agent/llm-request-requested", payload: { model: "openai/gpt-5.6-terra", expiresAt } }]);
+    const R = request!.offset;
+    await publishLlmWork(env, path, R);
+    const error = await waitForEvent(env.store, path, "stream/error-occurred", (e) => e.idempotencyKey === `agent/failure-error/${R}`);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
+    expect(error.payload.message).toBe(`LLM request @${R} failed (attempt 1 of 3): the request's deadline ${expiresAt} passed before the model finished. Retrying.`);
+    const request2 = env.model.requests.find((r) => JSON.stringify(r.body).includes("take your time"));
+    await waitFor(() => request2?.progress.clientAborted, { what: "the model call to be aborted at the deadline" });
+  });
+
   it("nobody answers an interrupt for a request no driver is running", async () => {
     await expect(
       env.nc.request(INTERRUPT_SUBJECT, JSON.stringify({ streamPath: "/agents/test/nobody", requestOffset: 9 }), { timeout: 300 }),

@@ -123,6 +123,13 @@ describe("llm-driver zombies (real processes)", { timeout: 180_000 }, () => {
     const { settled: all, assistant } = outcomeFor(await env.store.read(path), R);
     expect(all).toHaveLength(1);
     expect(assistant).toHaveLength(1);
+    // The survivor's metrics count the turn it completed.
+    const survivor = drivers.find((d) => d !== victim)!;
+    const ready = survivor.logs.find((l) => l.msg === "llm-driver ready") as { opsPort: number };
+    const metrics = await (await fetch(`http://127.0.0.1:${ready.opsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^agentrt_llm_turns_total\{outcome="succeeded",service="llm-driver"\} 1$/m);
+    expect(metrics).toMatch(/^agentrt_llm_chunk_events_total\{service="llm-driver"\} [1-9]/m);
+    expect(metrics).toMatch(/^agentrt_llm_first_token_seconds_count\{service="llm-driver"\} 1$/m);
   });
 
   it("SIGSTOP until the successor settled, then SIGCONT: the zombie commits nothing", async () => {
