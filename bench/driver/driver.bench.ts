@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
-import { ensureWorkStream } from "@agentrt/service-kit";
+import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
 import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer } from "@agentrt/testing";
 
@@ -88,7 +88,7 @@ async function untilSettled(path: string, fromOffset: number): Promise<AgentEven
 const nats = await startNatsServer();
 const nc = await connect({ servers: nats.url });
 await ensureWorkStream(await jetstreamManager(nc));
-void jetstream(nc);
+const js = jetstream(nc);
 const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS });
 
 // Replies are short prose (no script), so a turn ends at the settlement.
@@ -139,6 +139,34 @@ try {
         requestedToModel.push(request.receivedAtMs - Date.parse(requested.createdAt));
       }
     }
+  }
+
+  // --- 1b. driver only -------------------------------------------------------------------------
+  // This process plays the reducer: it appends the request itself and hands it over, so the
+  // overhead is the driver's alone (request append acknowledged → model receives). The
+  // streams are never born (no agent/created), so the real reducer leaves them alone.
+  const driverOnly: number[] = [];
+  const soloAgents = Array.from({ length: AGENTS }, (_, i) => `/agents/bench/solo-${i}`);
+  for (const path of soloAgents) {
+    await store.append(path, [
+      { type: "agent/configured", payload: { config: { interpretResponses: true, llmRequestDebounceMs: 0 } } },
+      { type: "agents/context-added", payload: { role: "system", key: "identity", content: "You are a benchmark agent." } },
+    ]);
+  }
+  for (let turn = 0; turn < TURNS + WARMUP_TURNS; turn += 1) {
+    const path = soloAgents[turn % AGENTS] as string;
+    const marker = `solo-${turn}`;
+    const seen = model.requests.length;
+    await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: marker, actor: { type: "user", origin: "web" } } }]);
+    const expiresAt = new Date(Date.now() + 600_000).toISOString();
+    const appended = await store.append(path, [{ type: "agent/llm-request-requested", payload: { model: "openai/gpt-5.6-terra", expiresAt } }]);
+    const ackAt = nowMs();
+    const R = (appended.events[0] as AgentEvent).offset;
+    await publishWork(js, "llm", store.partitionOf(path), { streamPath: path, requestOffset: R });
+    const request = (await model.waitForRequests(seen + 1, 30_000)).at(-1) as FakeModelRequest;
+    if (!request.rawBody.includes(`"${marker}"`)) throw new Error(`the model's request ${seen} is not ${marker}'s`);
+    await untilSettled(path, R);
+    if (turn >= WARMUP_TURNS) driverOnly.push(request.receivedAtMs - ackAt);
   }
 
   // --- 2. streaming passthrough ------------------------------------------------------------
@@ -204,6 +232,7 @@ try {
     `| turn overhead (ack → model receives) | ${fmt(pct(samples, 50))} | ${fmt(pct(samples, 99))} | ${fmt(Math.max(...samples))} | p50 ≤ 5, p99 ≤ 20 |`,
     `| reducer: user event → request event (createdAt, ms resolution) | ${fmt(pct(ackToRequested, 50))} | ${fmt(pct(ackToRequested, 99))} | ${fmt(Math.max(...ackToRequested))} | |`,
     `| driver: request event createdAt → model receives | ${fmt(pct(requestedToModel, 50))} | ${fmt(pct(requestedToModel, 99))} | ${fmt(Math.max(...requestedToModel))} | |`,
+    `| driver only (${TURNS} turns, this process appends the request and its work item): request append acknowledged → model receives | ${fmt(pct(driverOnly, 50))} | ${fmt(pct(driverOnly, 99))} | ${fmt(Math.max(...driverOnly))} | |`,
     "",
     "Streaming passthrough: one turn per rate. Emitted = tokens / (model's last token − its first token); received = tokens / (subscriber has the last chunk event − model's first token).",
     "",
