@@ -5,6 +5,7 @@ import { ContractViolationError, type AgentEvent } from "@agentrt/contract";
 import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, BirthInput, RenderedMessage } from "./agent-core-port.ts";
+import { LiveHub } from "./live-hub.ts";
 
 export interface ReadPage {
   readonly streamPath: string;
@@ -33,10 +34,15 @@ export class GatewayApi<S = unknown> {
   /** Folded state per stream, advanced incrementally: lists and state reads stay cheap. */
   private readonly cache = new Map<string, { state: S; lastOffset: number }>();
 
+  /** One shared store subscription per followed stream, however many clients follow it. */
+  readonly live: LiveHub;
+
   constructor(
     private readonly store: EventStore,
     private readonly core: AgentCorePort<S>,
-  ) {}
+  ) {
+    this.live = new LiveHub(store);
+  }
 
   async createAgent(input: BirthInput): Promise<AppendResult> {
     const batch = this.core.birthBatch(input);
@@ -64,7 +70,7 @@ export class GatewayApi<S = unknown> {
   /** Opens a live subscription after checking the start offset; history then live. */
   async subscribe(streamPath: string, fromOffset: number, ephemeral: boolean): Promise<Subscription> {
     await this.assertOffsetInRange(streamPath, fromOffset);
-    return this.store.subscribe(streamPath, { fromOffset, ephemeral });
+    return this.live.subscribe(streamPath, fromOffset, ephemeral);
   }
 
   async state(streamPath: string): Promise<{ streamPath: string; lastOffset: number; state: Record<string, unknown> }> {

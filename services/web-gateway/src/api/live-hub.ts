@@ -1,0 +1,143 @@
+// Live fan-out: however many clients follow one stream, the gateway holds ONE store
+// subscription for it (JetStream consumers are not free) and multiplexes it. A client that
+// starts at offset k is attached to the shared feed first (buffering what arrives), then
+// reads [k, H] from the store, where H is the last offset the shared feed had delivered at the
+// moment of attaching; after that it takes the buffered and live events above H. Attaching is
+// synchronous, so nothing between history and live is missed or repeated.
+
+import type { AgentEvent } from "@agentrt/contract";
+import { AsyncQueue, type EventStore, type Subscription } from "@agentrt/streams";
+
+/** A client this many events behind is cut off; it reconnects from its last offset. */
+export const MAX_CLIENT_BACKLOG = 10_000;
+const HISTORY_PAGE = 500;
+
+interface Client {
+  readonly ephemeral: boolean;
+  readonly queue: AsyncQueue<AgentEvent>;
+  /** Live events that arrived while this client was still reading history. */
+  pending: AgentEvent[] | null;
+  /** The last durable offset handed to this client: nothing at or below it is sent again. */
+  last: number;
+  /** Events queued and not yet taken by the client. */
+  backlog: number;
+}
+
+interface Feed {
+  readonly clients: Set<Client>;
+  /** The last durable offset the shared subscription has delivered. */
+  delivered: number;
+  upstream: Subscription;
+}
+
+export class LiveHub {
+  private readonly feeds = new Map<string, Promise<Feed>>();
+
+  constructor(private readonly store: EventStore) {}
+
+  /** Open shared store subscriptions (for metrics and tests). */
+  get sharedSubscriptions(): number {
+    return this.feeds.size;
+  }
+
+  subscribe(streamPath: string, fromOffset: number, ephemeral: boolean): Subscription {
+    const client: Client = {
+      ephemeral,
+      queue: new AsyncQueue<AgentEvent>(() => void this.detach(streamPath, client)),
+      pending: [],
+      last: fromOffset - 1,
+      backlog: 0,
+    };
+    void this.attach(streamPath, client, fromOffset).catch((error: unknown) => client.queue.end(error));
+    const queue = client.queue;
+    async function* taken(): AsyncGenerator<AgentEvent> {
+      for await (const event of queue) {
+        client.backlog -= 1;
+        yield event;
+      }
+    }
+    return {
+      [Symbol.asyncIterator]: taken,
+      close: async () => {
+        queue.end();
+        await this.detach(streamPath, client);
+      },
+    };
+  }
+
+  private async attach(streamPath: string, client: Client, fromOffset: number): Promise<void> {
+    const feed = await this.feedFor(streamPath);
+    if (client.queue.closed) return;
+    feed.clients.add(client);
+    const through = feed.delivered;
+    for (let next = fromOffset; next <= through; ) {
+      const page = await this.store.read(streamPath, { fromOffset: next, limit: Math.min(HISTORY_PAGE, through - next + 1) });
+      if (page.length === 0) break;
+      for (const event of page) this.push(client, event);
+      next = page.at(-1)!.offset + 1;
+    }
+    const pending = client.pending ?? [];
+    client.pending = null;
+    for (const event of pending) this.push(client, event);
+  }
+
+  /** Hands one event to a client: durable ones strictly in offset order, each once. */
+  private push(client: Client, event: AgentEvent): void {
+    if (event.ephemeral === true) {
+      if (!client.ephemeral) return;
+    } else {
+      if (event.offset <= client.last) return;
+      client.last = event.offset;
+    }
+    if (++client.backlog > MAX_CLIENT_BACKLOG) client.queue.end();
+    else client.queue.push(event);
+  }
+
+  private feedFor(streamPath: string): Promise<Feed> {
+    let feed = this.feeds.get(streamPath);
+    if (feed === undefined) {
+      feed = this.openFeed(streamPath);
+      this.feeds.set(streamPath, feed);
+      feed.catch(() => this.feeds.delete(streamPath));
+    }
+    return feed;
+  }
+
+  private async openFeed(streamPath: string): Promise<Feed> {
+    const last = await this.store.lastOffset(streamPath);
+    const feed: Feed = { clients: new Set(), delivered: last, upstream: this.store.subscribe(streamPath, { fromOffset: last + 1, ephemeral: true }) };
+    void (async () => {
+      try {
+        for await (const event of feed.upstream) {
+          if (event.ephemeral !== true) feed.delivered = event.offset;
+          for (const client of feed.clients) {
+            if (client.pending !== null) client.pending.push(event);
+            else this.push(client, event);
+          }
+        }
+        this.endFeed(streamPath, feed);
+      } catch (error) {
+        this.endFeed(streamPath, feed, error);
+      }
+    })();
+    return feed;
+  }
+
+  private endFeed(streamPath: string, feed: Feed, error?: unknown): void {
+    for (const client of feed.clients) client.queue.end(error);
+    feed.clients.clear();
+    void this.feeds.get(streamPath)?.then((current) => current === feed && this.feeds.delete(streamPath));
+  }
+
+  private async detach(streamPath: string, client: Client): Promise<void> {
+    const promise = this.feeds.get(streamPath);
+    if (promise === undefined) return;
+    const feed = await promise.catch(() => undefined);
+    if (feed === undefined) return;
+    feed.clients.delete(client);
+    if (feed.clients.size === 0 && this.feeds.get(streamPath) === promise) {
+      this.feeds.delete(streamPath);
+      await feed.upstream.close();
+    }
+  }
+}
