@@ -44,20 +44,33 @@ export function eventsOf(record: StoredRecord): AgentEvent[] {
 }
 
 export class RecordReader {
+  /**
+   * @param consistentReads read through the stream leader. A replicated stream's direct gets
+   *   may be answered by a follower that has not applied the newest commit yet, so a reader
+   *   could miss an event that was already acknowledged (a driver handed request R would not
+   *   find R). The leader-served `STREAM.MSG.GET` takes the same `next_by_subj` query on 2.9.
+   */
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly streamName: string,
+    private readonly consistentReads = false,
   ) {}
 
+  private get(query: { last_by_subj: string } | { next_by_subj: string; seq: number }) {
+    return this.consistentReads
+      ? this.jsm.streams.getMessage(this.streamName, query as Parameters<JetStreamManager["streams"]["getMessage"]>[1])
+      : this.jsm.direct.getMessage(this.streamName, query);
+  }
+
   async last(subject: string): Promise<StoredRecord | undefined> {
-    const msg = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: subject });
+    const msg = await this.get({ last_by_subj: subject });
     return msg === null ? undefined : toStoredRecord(msg);
   }
 
   /** The first record on `subject` with sequence ≥ `seq`. */
   async nextFrom(subject: string, seq: number): Promise<StoredRecord | undefined> {
-    const msg = await this.jsm.direct.getMessage(this.streamName, { next_by_subj: subject, seq: Math.max(1, seq) });
+    const msg = await this.get({ next_by_subj: subject, seq: Math.max(1, seq) });
     return msg === null ? undefined : toStoredRecord(msg);
   }
 

@@ -67,13 +67,16 @@ export class JetStreamEventStore implements EventStore {
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     jsm: JetStreamManager,
-    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now">> & { scheme: SubjectScheme },
+    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now">> & {
+      scheme: SubjectScheme;
+      consistentReads: boolean;
+    },
   ) {
     this.partitionCount = options.partitionCount;
     this.streamName = options.streamName;
     this.scheme = options.scheme;
     this.now = options.now;
-    this.reader = new RecordReader(jsm, js, this.streamName);
+    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads);
     this.publisher = new JetStreamPublisher(nc, options.publishTimeoutMs);
     this.writer = new BatchWriter({
       publisher: this.publisher,
@@ -101,7 +104,11 @@ export class JetStreamEventStore implements EventStore {
         duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
       });
       const js = jetstream(nc, { timeout: publishTimeoutMs });
+      // Whatever this opener asked for, the stream as it exists decides: a replicated stream
+      // is read through its leader so an acknowledged event is never missed.
+      const replicated = (await jsm.streams.info(streamName)).config.num_replicas > 1;
       return new JetStreamEventStore(nc, js, jsm, {
+        consistentReads: replicated,
         partitionCount,
         streamName,
         scheme,
