@@ -36,6 +36,9 @@ export interface ProjectWorkerOptions {
 }
 
 export function react(before: AgentState, event: AgentEvent, after: AgentState, worker: ProjectWorkerOptions = { enabled: true }): Reaction {
+  // A stream that was never born is not an agent: nothing is transcribed, mirrored or
+  // interpreted into it (the birth certificate itself is the one event reacted to).
+  if (before.birthCertificate === null && event.type !== "agent/created") return { batches: [] };
   const reaction = reactToEvent(before, event, after, { interpreters: { codemode: true, projectWorker: false } });
   const batches = [...reaction.appends];
   if (worker.enabled && (event.type !== "agent/created" || bornIntoProject(event))) {

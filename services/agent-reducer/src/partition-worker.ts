@@ -2,7 +2,7 @@
 // snapshot, folds every later batch into per-stream processors, and writes a new snapshot
 // every N events once all reactions up to that point have been appended.
 
-import type { EventStore, FeedSubscription } from "@agentrt/streams";
+import type { EventStore, FeedBatch, FeedSubscription } from "@agentrt/streams";
 import type { Logger } from "@agentrt/service-kit";
 import type { ProjectWorkerOptions } from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
@@ -62,25 +62,47 @@ export class PartitionWorker {
     return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored, this.options.projectWorker);
   }
 
-  private async follow(feed: FeedSubscription): Promise<void> {
-    try {
-      for await (const batch of feed) {
-        if (this.stopped) break;
-        let processor = this.processors.get(batch.streamPath);
-        if (!processor) {
-          processor = this.newProcessor(batch.streamPath);
-          this.processors.set(batch.streamPath, processor);
+  /**
+   * Folds the feed until stopped. A feed that fails (NATS failover, a timeout) is followed
+   * again from the last folded sequence after a backoff: a worker that holds the lease must
+   * never go silent while it keeps renewing it.
+   */
+  private async follow(first: FeedSubscription): Promise<void> {
+    let feed = first;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        for await (const batch of feed) {
+          if (this.stopped) break;
+          failures = 0;
+          this.fold(batch.streamPath, batch.events);
+          this.sequence = batch.sequence;
+          this.eventsSinceSnapshot += batch.events.length;
+          this.options.onEvents?.(batch.events.length);
+          if (this.eventsSinceSnapshot >= this.options.snapshotEveryEvents) void this.snapshot();
         }
-        for (const event of batch.events) processor.apply(event);
-        this.sequence = batch.sequence;
-        this.eventsSinceSnapshot += batch.events.length;
-        this.options.onEvents?.(batch.events.length);
-        if (this.eventsSinceSnapshot >= this.options.snapshotEveryEvents) void this.snapshot();
+        if (this.stopped) return;
+        this.options.logger.warn({ partition: this.partition }, "partition feed ended; following it again");
+      } catch (error) {
+        if (this.stopped) return;
+        this.options.logger.warn({ err: error, partition: this.partition, sequence: this.sequence }, "partition feed failed; following it again");
       }
-    } catch (error) {
-      if (!this.stopped) this.options.logger.error({ err: error, partition: this.partition }, "partition feed failed");
-      throw error;
+      await feed.close().catch(() => undefined);
+      failures += 1;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** Math.min(failures, 6))));
+      if (this.stopped) return;
+      feed = this.options.store.feed({ partitions: [this.partition], afterSequence: this.sequence });
+      this.feed = feed;
     }
+  }
+
+  private fold(streamPath: string, events: FeedBatch["events"]): void {
+    let processor = this.processors.get(streamPath);
+    if (!processor) {
+      processor = this.newProcessor(streamPath);
+      this.processors.set(streamPath, processor);
+    }
+    for (const event of events) processor.apply(event);
   }
 
   /** Writes a snapshot when every processor's reactions have been appended. */

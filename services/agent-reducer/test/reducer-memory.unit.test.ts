@@ -193,3 +193,52 @@ describe("the project worker inside the reducer", () => {
     expect(events.map((e) => e.type)).toEqual(["agent/created", "agent/configured", "agents/context-added"]);
   });
 });
+
+describe("a partition feed that fails", () => {
+  it("is followed again from the last folded sequence, and the agent keeps being served", async () => {
+    const store = new MemoryEventStore();
+    // The first feed fails after delivering what it has, as a JetStream consumer does when its
+    // node dies; later feeds behave.
+    let feeds = 0;
+    const flaky = Object.create(store) as MemoryEventStore;
+    flaky.feed = (options) => {
+      feeds += 1;
+      const inner = store.feed(options);
+      if (feeds > 1) return inner;
+      return {
+        close: () => inner.close(),
+        async *[Symbol.asyncIterator]() {
+          let delivered = 0;
+          for await (const batch of inner) {
+            yield batch;
+            delivered += 1;
+            if (delivered === 1) throw new Error("NATS is unavailable (timeout)");
+          }
+        },
+      };
+    };
+    const { effects } = memoryEffects(store);
+    const worker = new PartitionWorker({ partition: store.partitionOf(PATH), store: flaky, snapshots: memorySnapshotStore(), effects, logger, snapshotEveryEvents: 10_000 });
+    workers.push(worker);
+    await worker.start();
+    await store.append(PATH, born(0));
+    await store.append(PATH, [userSays("are you there?")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    expect(feeds).toBeGreaterThan(1);
+    expect(worker.processor(PATH)?.state.lastFoldedOffset).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe("a stream that was never born", () => {
+  it("is not an agent: nothing is transcribed into it", async () => {
+    const store = new MemoryEventStore();
+    const { effects } = memoryEffects(store);
+    const worker = await startWorker(store, effects);
+    await store.append(PATH, [{ type: "stream/error-occurred", payload: { message: "not an agent" } }]);
+    await store.append(PATH, [{ type: "agent/created", payload: {} }]);
+    await store.append(PATH, [{ type: "stream/error-occurred", payload: { message: "now it is" } }]);
+    await waitFor(async () => (await store.read(PATH)).some((e) => e.idempotencyKey === "agent/transcribe-error@3"), { timeoutMs: 5000 });
+    await worker.processor(PATH)!.settle();
+    expect((await store.read(PATH)).some((e) => e.idempotencyKey === "agent/transcribe-error@1")).toBe(false);
+  });
+});
