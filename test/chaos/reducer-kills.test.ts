@@ -3,8 +3,8 @@
 // exactly one request, and every message an answer.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type System, startSystem } from "../support/system.ts";
-import { auditStream, createBareAgent, lastUserContent, prng, say, sumAudits, waitForAssistant } from "../support/turns.ts";
+import { type System, startSystem, waitForAnswer } from "../support/system.ts";
+import { auditStream, createBareAgent, lastUserContent, prng, say, sumAudits } from "../support/turns.ts";
 
 const AGENTS = 10;
 const TURNS = 5;
@@ -58,7 +58,7 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
           const message = `${path} message ${turn}`;
           const sent = await say(system.store, path, message);
           triggers.push([path, sent.offset]);
-          const reply = await waitForAssistant(system.store, path, `answer to ${message}`, 90_000);
+          const reply = await waitForAnswer(system, path, `answer to ${message}`, 90_000);
           longestStallMs = Math.max(longestStallMs, Date.parse(reply.createdAt) - Date.parse(sent.createdAt));
         }
       }),

@@ -17,7 +17,9 @@ import {
   startNatsServer,
   waitFor,
 } from "@agentrt/testing";
+import type { AgentEvent } from "@agentrt/contract";
 import { ProcessGroup, type ServiceProcess } from "./processes.ts";
+import { waitForAssistant } from "./turns.ts";
 
 export const PARTITIONS = 8;
 
@@ -60,6 +62,18 @@ export function makeTestRepo(openPulls: number): string {
     writeFileSync(join(pulls, `${i}.json`), JSON.stringify({ number: i, title: `PR ${i}`, state: i <= openPulls ? "open" : "closed", author: "dev" }));
   }
   return dir;
+}
+
+/** Waits for an agent's answer; on timeout prints the stream and every service's warnings. */
+export async function waitForAnswer(system: System, path: string, contains: string, timeoutMs: number): Promise<AgentEvent> {
+  try {
+    return await waitForAssistant(system.store, path, contains, timeoutMs);
+  } catch (error) {
+    const events = await system.store.read(path).catch(() => []);
+    process.stdout.write(`STUCK ${path} waiting for "${contains}": ${JSON.stringify(events.map((e) => [e.offset, e.type, e.idempotencyKey ?? ""]))}\n`);
+    process.stdout.write(`${system.processes.all.map((p) => `--- ${p.name} (running=${p.running})\n${p.logs().split("\n").filter((l) => /"level":(40|50|60)/.test(l)).slice(-15).join("\n")}`).join("\n")}\n`);
+    throw error;
+  }
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
