@@ -56,6 +56,8 @@ export class CapabilityHost {
     ]);
     const declarations = loadItxDeclarations();
     const checker = new ScriptChecker(declarations);
+    // The first check loads and binds the lib files (hundreds of ms); pay it before claiming work.
+    checker.check({ preamble: "", resultsPreamble: "const results = [] as const;", code: "return 1;", wrapped: "async (itx) => {\nreturn 1;\n}" }, 60_000);
     const docs = new DocsIndex(declarations);
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
     await registry.start();
@@ -107,7 +109,9 @@ export class CapabilityHost {
       concurrency: this.options.concurrency ?? 4,
       ackWaitMs: this.options.ackWaitMs ?? 30_000,
       handler: async (item) => {
-        this.options.onOutcome?.(await this.runner.handle(item.streamPath, item.executionId));
+        // (not `onOutcome?.(await …)`: an optional call skips evaluating its arguments)
+        const outcome = await this.runner.handle(item.streamPath, item.executionId);
+        this.options.onOutcome?.(outcome);
         return { type: "ack" };
       },
     });

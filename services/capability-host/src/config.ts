@@ -20,6 +20,8 @@ export const hostConfigSchema = z.object({
   SCRIPT_MAX_RUN_MS: int(100, 120_000),
   SCRIPT_MEMORY_LIMIT_MB: int(8, 64),
   SCRIPT_STACK_LIMIT_KB: int(64, 512),
+  /** Longest synchronous stretch of a script (it shares the event loop with heartbeats). */
+  SCRIPT_MAX_SYNC_SLICE_MS: int(100, 10_000),
   PROVIDER_CALL_TIMEOUT_MS: int(100, 30_000),
 });
 

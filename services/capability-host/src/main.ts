@@ -25,7 +25,7 @@ await runService({
       store,
       logger,
       limits: { typecheckBudgetMs: config.SCRIPT_TYPECHECK_BUDGET_MS, maxRunMs: config.SCRIPT_MAX_RUN_MS },
-      sandboxLimits: { memoryBytes: config.SCRIPT_MEMORY_LIMIT_MB * 1024 * 1024, stackBytes: config.SCRIPT_STACK_LIMIT_KB * 1024 },
+      sandboxLimits: { memoryBytes: config.SCRIPT_MEMORY_LIMIT_MB * 1024 * 1024, stackBytes: config.SCRIPT_STACK_LIMIT_KB * 1024, maxSyncSliceMs: config.SCRIPT_MAX_SYNC_SLICE_MS },
       concurrency: config.SCRIPT_CONCURRENCY,
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,

@@ -73,6 +73,7 @@ export class ScriptRunner {
 
   async handle(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
     const log = this.deps.logger.child({ streamPath, executionId });
+    log.debug("handling script work item");
     const events = await this.deps.store.read(streamPath);
     let requested: Requested | undefined;
     let started = false;

@@ -19,9 +19,14 @@ export interface SandboxLimits {
   readonly memoryBytes: number;
   /** Native stack cap per script, bytes. */
   readonly stackBytes: number;
+  /**
+   * Longest stretch a script may compute without awaiting. QuickJS runs on the host's event
+   * loop, so a long synchronous stretch would also starve the host's work heartbeats.
+   */
+  readonly maxSyncSliceMs: number;
 }
 
-export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 64 * 1024 * 1024, stackBytes: 512 * 1024 };
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 64 * 1024 * 1024, stackBytes: 512 * 1024, maxSyncSliceMs: 10_000 };
 
 /** How a host function answers a script's call. Throw to reject inside the script. */
 export type HostCallHandler = (op: string, args: unknown[]) => Promise<unknown>;
@@ -69,7 +74,13 @@ export class QuickJsSandbox {
     const runtime = this.module.newRuntime();
     runtime.setMemoryLimit(this.limits.memoryBytes);
     runtime.setMaxStackSize(this.limits.stackBytes);
-    runtime.setInterruptHandler(() => Date.now() > request.deadlineAtMs);
+    let sliceStartedAt = Date.now();
+    let sliceExceeded = false;
+    runtime.setInterruptHandler(() => {
+      const now = Date.now();
+      if (now - sliceStartedAt > this.limits.maxSyncSliceMs) sliceExceeded = true;
+      return sliceExceeded || now > request.deadlineAtMs;
+    });
     const vm = runtime.newContext();
     const deferreds = new Set<QuickJSDeferredPromise>();
     let startMs = 0;
@@ -83,10 +94,12 @@ export class QuickJsSandbox {
       this.installBootstrap(vm, request, deferreds);
       t1 = performance.now();
       startMs = t1 - t0;
+      sliceStartedAt = Date.now();
       const evaluated = vm.evalCode(request.javascript, "script.js");
-      if (evaluated.error) return outcome(this.failure(vm, evaluated.error, request.deadlineAtMs));
+      if (evaluated.error) return outcome(this.failure(vm, evaluated.error, sliceExceeded ? 0 : request.deadlineAtMs));
       const settled = vm.resolvePromise(evaluated.value);
       evaluated.value.dispose();
+      sliceStartedAt = Date.now();
       runtime.executePendingJobs();
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<"deadline">((resolve) => {
@@ -98,7 +111,7 @@ export class QuickJsSandbox {
         void settled.then((late) => late.dispose());
         return outcome({ kind: "deadline" });
       }
-      if (result.error) return outcome(this.failure(vm, result.error, request.deadlineAtMs));
+      if (result.error) return outcome(this.failure(vm, result.error, sliceExceeded ? 0 : request.deadlineAtMs));
       const handle = result.value;
       const type = vm.typeof(handle);
       const text = type === "string" ? vm.getString(handle) : undefined;
@@ -136,6 +149,7 @@ export class QuickJsSandbox {
         try {
           fn();
           deferreds.delete(deferred);
+          sliceStartedAt = Date.now();
           vm.runtime.executePendingJobs();
         } catch {
           // The context was torn down (deadline) while this call was in flight: nothing to do.

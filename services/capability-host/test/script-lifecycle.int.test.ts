@@ -1,0 +1,164 @@
+// The script lifecycle on a real nats-server: round trip, typecheck blocking, runtime errors,
+// deadlines (and the host serving on), preamble scope, and the itx built-ins.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+
+let fx: HostFixture;
+beforeAll(async () => {
+  fx = await startFixture({ host: { limits: { maxRunMs: 4_000 } } });
+});
+afterAll(async () => fx?.stop());
+
+describe("capability host: script lifecycle", () => {
+  it("runs a script round trip: started before the body, settled with its JSON result", async () => {
+    const path = uniquePath("roundtrip");
+    const { executionId } = await requestScript(fx, path, "return { sum: 1 + 2, list: [1, 'a', null] };");
+    const settled = await waitSettled(fx.store, path, executionId);
+    expect(settled.payload.settlement).toEqual({ status: "succeeded", result: { sum: 3, list: [1, "a", null] } });
+    expect(settled.idempotencyKey).toBe(`capability-host/script-run-settled@${executionId}`);
+    const started = await eventsOf(fx.store, path, "capability-host/script-run-started");
+    expect(started).toHaveLength(1);
+    expect(started[0]!.idempotencyKey).toBe(`capability-host/script-run-started@${executionId}`);
+    expect(started[0]!.offset).toBeLessThan(settled.offset);
+  });
+
+  it("blocks a typo on a known namespace (itx.chat.sendMesage) with 'Did you mean' and appends no started event", async () => {
+    const path = uniquePath("typo");
+    const { executionId } = await requestScript(fx, path, 'await itx.chat.sendMesage("hi");');
+    const settled = await waitSettled(fx.store, path, executionId);
+    const s = settled.payload.settlement;
+    expect(s).toMatchObject({ status: "failed", failureKind: "typecheck", phase: "typecheck", executionMayHaveOccurred: false, cancellation: "not-applicable" });
+    if (s.status !== "failed") throw new Error("expected a failure");
+    expect(s.error).toBe(
+      "Script was NOT executed: it does not typecheck against this scope's capability types.\n" +
+        "Line 1, column 16: error TS2551: Property 'sendMesage' does not exist on type 'ItxChat'. Did you mean 'sendMessage'?\n" +
+        "Fix the type errors and resend the whole corrected script.",
+    );
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-started")).toHaveLength(0);
+    expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(0);
+  });
+
+  it("runs an unknown root namespace unchecked (providers extend itx at run time) and fails at run time naming it", async () => {
+    const path = uniquePath("unknown-ns");
+    const { executionId } = await requestScript(fx, path, "return await itx.unknownNs.doThing(1);");
+    const s = (await waitSettled(fx.store, path, executionId)).payload.settlement;
+    expect(s).toMatchObject({ status: "failed", failureKind: "runtime", phase: "execution" });
+    if (s.status === "failed") expect(s.error).toContain('no capability provider registered the namespace "unknownNs"');
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-started")).toHaveLength(1);
+  });
+
+  it("settles a thrown error as runtime", async () => {
+    const path = uniquePath("throws");
+    const { executionId } = await requestScript(fx, path, 'throw new RangeError("out of cheese");');
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+      status: "failed",
+      error: "RangeError: out of cheese",
+      failureKind: "runtime",
+      phase: "execution",
+      executionMayHaveOccurred: true,
+      cancellation: "not-applicable",
+    });
+  });
+
+  it("stops while(true){} at the deadline, settles deadline, and keeps serving the next script", async () => {
+    const path = uniquePath("loop");
+    const loop = await requestScript(fx, path, "while (true) {}");
+    const next = await requestScript(fx, path, "return 'still serving';");
+    const s = (await waitSettled(fx.store, path, loop.executionId)).payload.settlement;
+    expect(s).toMatchObject({ status: "failed", failureKind: "deadline", phase: "execution", executionMayHaveOccurred: true });
+    expect((await waitSettled(fx.store, path, next.executionId)).payload.settlement).toEqual({ status: "succeeded", result: "still serving" });
+  });
+
+  it("uses expiresAt − 15 s as the deadline: a request expiring within 15 s never starts", async () => {
+    const path = uniquePath("short-expiry");
+    const { executionId } = await requestScript(fx, path, "return 1;", { expiresInMs: 10_000 });
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toMatchObject({
+      status: "failed",
+      failureKind: "deadline",
+      phase: "before-execution",
+      executionMayHaveOccurred: false,
+    });
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-started")).toHaveLength(0);
+  });
+
+  it("settles an unstarted request past expiresAt as expired (before-execution)", async () => {
+    const path = uniquePath("expired");
+    const { executionId } = await requestScript(fx, path, "return 1;", { expiresInMs: -1_000 });
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toMatchObject({
+      status: "failed",
+      failureKind: "expired",
+      phase: "before-execution",
+      executionMayHaveOccurred: false,
+      cancellation: "not-applicable",
+    });
+  });
+
+  it("puts a preamble constant in scope at typecheck and execution, and prior results in `results`", async () => {
+    const path = uniquePath("preamble");
+    await fx.store.append(path, [{ type: "agent/created", payload: {}, idempotencyKey: "agent/created" }]);
+    await fx.store.append(path, [{ type: "capability-host/preamble-set", payload: { key: "team", code: 'const teamName = "platform";\nconst double = (n: number) => n * 2;' } }]);
+    const first = await requestScript(fx, path, "return double(21);");
+    expect((await waitSettled(fx.store, path, first.executionId)).payload.settlement).toEqual({ status: "succeeded", result: 42 });
+    const second = await requestScript(fx, path, 'return `${teamName}:${results[0].status === "succeeded" && "data" in results[0] ? results[0].data : "none"}`;');
+    expect((await waitSettled(fx.store, path, second.executionId)).payload.settlement).toEqual({ status: "succeeded", result: "platform:42" });
+    // A misspelt preamble name is provably wrong: the checker suggests the preamble's name.
+    const typo = await requestScript(fx, path, "return teamNane;");
+    const s = (await waitSettled(fx.store, path, typo.executionId)).payload.settlement;
+    expect(s.status === "failed" && s.error).toContain("Cannot find name 'teamNane'. Did you mean 'teamName'?");
+  });
+
+  it("serves the itx built-ins: chat, agent.append, streams, kv, files, agents, getScriptResult, docs", async () => {
+    const path = uniquePath("builtins");
+    const child = `${path}/helper`;
+    const code = [
+      'await itx.chat.sendMessage("hello from a script");',
+      'await itx.agent.append({ type: "events.iterate.com/agent/summary-updated", payload: { title: "Testing itx" } });',
+      'const first = await itx.streams.get(itx.agent.path).getEvent({ offset: 1 });',
+      'await itx.kv.set("counter", { n: 3 });',
+      'const kv = await itx.kv.get("counter");',
+      'const keys = await itx.kv.list();',
+      'await itx.files.write("notes/a.md", "# hi");',
+      'const text = await itx.files.get("notes/a.md").text();',
+      'const listed = await itx.files.list("notes/");',
+      'const created = await itx.agents.get("helper").create();',
+      'await itx.agents.get("helper").message("please help");',
+      'const docs = await itx.docs.search({ q: "send chat message" });',
+      'const tc = await itx.docs.typecheck({ code: "await itx.chat.sendMesage(1)" });',
+      "return { firstType: first?.type, kv, keys, text, listed, created, docsFound: docs.length > 0, tcOk: tc.ok, tcProblem: tc.problems[0] };",
+    ].join("\n");
+    const { executionId } = await requestScript(fx, path, code);
+    const s = (await waitSettled(fx.store, path, executionId)).payload.settlement;
+    expect(s.status).toBe("succeeded");
+    if (s.status !== "succeeded") return;
+    expect(s.result).toMatchObject({
+      firstType: "agent/created",
+      kv: { n: 3 },
+      keys: ["counter"],
+      text: "# hi",
+      listed: [{ path: "notes/a.md", size: 4 }],
+      created: { path: child, created: true },
+      docsFound: true,
+      tcOk: false,
+    });
+    expect((s.result as { tcProblem: string }).tcProblem).toContain("Did you mean 'sendMessage'?");
+    const sent = await eventsOf(fx.store, path, "agents/web-message-sent");
+    expect(sent.map((e) => e.payload)).toEqual([{ message: "hello from a script" }]);
+    expect((await eventsOf(fx.store, path, "agent/summary-updated")).map((e) => e.payload)).toEqual([{ title: "Testing itx" }]);
+    const childEvents = await fx.store.read(child);
+    expect(childEvents.map((e) => e.type)).toEqual(["agent/created", "agents/context-added"]);
+    expect(childEvents[1]!.payload).toEqual({ role: "developer", content: "please help", actor: { type: "agent", path } });
+    // The result of an earlier script reads back by id.
+    const again = await requestScript(fx, path, `return await itx.capabilityHost.getScriptResult(${JSON.stringify(executionId)});`);
+    const back = (await waitSettled(fx.store, path, again.executionId)).payload.settlement;
+    expect(back.status === "succeeded" && (back.result as { status: string }).status).toBe("succeeded");
+  });
+
+  it("refuses machinery events from itx.agent.append", async () => {
+    const path = uniquePath("forge");
+    const code = 'await itx.agent.append({ type: "capability-host/script-run-settled", payload: { executionId: "x", settlement: { status: "succeeded" } } });';
+    const { executionId } = await requestScript(fx, path, code);
+    const s = (await waitSettled(fx.store, path, executionId)).payload.settlement;
+    expect(s.status === "failed" && s.error).toContain('scripts may not append "capability-host/script-run-settled"');
+  });
+});
