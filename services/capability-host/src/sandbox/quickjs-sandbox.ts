@@ -91,7 +91,9 @@ export class QuickJsSandbox {
       runMs: performance.now() - t1,
     });
     try {
-      this.installBootstrap(vm, request, deferreds);
+      this.installBootstrap(vm, request, deferreds, () => {
+        sliceStartedAt = Date.now();
+      });
       t1 = performance.now();
       startMs = t1 - t0;
       sliceStartedAt = Date.now();
@@ -138,7 +140,7 @@ export class QuickJsSandbox {
     });
   }
 
-  private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>): void {
+  private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>, enterSlice: () => void): void {
     const hostCall = vm.newFunction("hostCall", (opHandle, argsHandle) => {
       const op = vm.getString(opHandle);
       const argsText = vm.getString(argsHandle);
@@ -149,7 +151,7 @@ export class QuickJsSandbox {
         try {
           fn();
           deferreds.delete(deferred);
-          sliceStartedAt = Date.now();
+          enterSlice();
           vm.runtime.executePendingJobs();
         } catch {
           // The context was torn down (deadline) while this call was in flight: nothing to do.
