@@ -74,8 +74,8 @@ export class ProviderRegistry {
     })();
     const queue = "capability-host";
     this.subscriptions.push(
-      this.nc.subscribe(REGISTER_SUBJECT, { queue, callback: (_e, msg) => void this.onRegister(msg.string()).then((r) => msg.respond(JSON.stringify(r))) }),
-      this.nc.subscribe(REVOKE_SUBJECT, { queue, callback: (_e, msg) => void this.onRevoke(msg.string()).then((r) => msg.respond(JSON.stringify(r))) }),
+      this.nc.subscribe(REGISTER_SUBJECT, { queue, callback: (_e, msg) => void this.answer(() => this.onRegister(msg.string())).then((r) => msg.respond(JSON.stringify(r))) }),
+      this.nc.subscribe(REVOKE_SUBJECT, { queue, callback: (_e, msg) => void this.answer(() => this.onRevoke(msg.string())).then((r) => msg.respond(JSON.stringify(r))) }),
     );
   }
 
@@ -112,6 +112,16 @@ export class ProviderRegistry {
     return reply.result;
   }
 
+  /** Every request gets an answer: an internal failure is reported, not left to time out. */
+  private async answer(fn: () => Promise<RegisterReply>): Promise<RegisterReply> {
+    try {
+      return await fn();
+    } catch (error) {
+      this.logger.error({ err: error }, "provider registration failed");
+      return { ok: false, error: `the host could not record the registration: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+
   private async onRegister(body: string): Promise<RegisterReply> {
     const parsed = parseJson(registerRequestSchema, body);
     if (!parsed.ok) return { ok: false, error: parsed.error };
@@ -146,7 +156,7 @@ export class ProviderRegistry {
 }
 
 function declarationSyntaxError(namespace: string, declarations: string): string | null {
-  const out = ts.transpileModule(declarations, { fileName: `${namespace}.d.ts`, reportDiagnostics: true });
+  const out = ts.transpileModule(declarations, { fileName: `${namespace}-declarations.ts`, reportDiagnostics: true });
   const first = out.diagnostics?.find((d) => d.category === ts.DiagnosticCategory.Error);
   return first === undefined ? null : ts.flattenDiagnosticMessageText(first.messageText, "\n");
 }

@@ -1,0 +1,99 @@
+// Capability providers on a real nats-server: a provider registered at run time is callable
+// and typechecked with no host change; its registration and revocation are recorded in the
+// CAPABILITY_PROVIDERS bucket; a call to a gone provider fails naming the namespace; and
+// scenario 1b with the example `repo` provider (a separate process) settles with 7.
+
+import { planScriptResultRender } from "@agentrt/agent-core";
+import { startCapabilityProvider } from "@agentrt/capability-sdk";
+import { Kvm } from "@nats-io/kv";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROVIDERS_BUCKET } from "../src/index.ts";
+import { type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+import { makeRepoFixture, type RepoFixture, startRepoProviderProcess } from "./repo-fixture.ts";
+
+let fx: HostFixture;
+let repo: RepoFixture;
+beforeAll(async () => {
+  fx = await startFixture({ host: { providerCallTimeoutMs: 3_000 } });
+  repo = makeRepoFixture(7, 2);
+});
+afterAll(async () => {
+  await fx?.stop();
+  repo?.remove();
+});
+
+const WEATHER_DTS = `interface Itx { weather: { forecast(args: { city: string }): Promise<{ city: string; tempC: number }> } }`;
+
+describe("capability providers", () => {
+  it("a provider registered at run time is callable, typechecked, recorded, and fails clearly once revoked", async () => {
+    const providerNc = await connect({ servers: fx.server.url });
+    const provider = await startCapabilityProvider(providerNc, {
+      namespace: "weather",
+      declarations: WEATHER_DTS,
+      methods: { forecast: (args, caller) => ({ city: (args[0] as { city: string }).city, tempC: 4, caller: caller.agentPath }) },
+    });
+    const path = uniquePath("weather");
+    const call = await requestScript(fx, path, 'return await itx.weather.forecast({ city: "Oslo" });');
+    expect((await waitSettled(fx.store, path, call.executionId)).payload.settlement).toEqual({
+      status: "succeeded",
+      result: { city: "Oslo", tempC: 4, caller: path },
+    });
+
+    const typo = await requestScript(fx, path, 'return await itx.weather.forcast({ city: "Oslo" });');
+    const t = (await waitSettled(fx.store, path, typo.executionId)).payload.settlement;
+    expect(t).toMatchObject({ status: "failed", failureKind: "typecheck" });
+    expect(t.status === "failed" && t.error).toContain("Property 'forcast' does not exist");
+    expect(t.status === "failed" && t.error).toContain("Did you mean 'forecast'?");
+
+    const kv = await new Kvm(fx.nc).open(PROVIDERS_BUCKET);
+    expect(JSON.parse((await kv.get("weather"))!.string())).toMatchObject({ namespace: "weather", methods: ["forecast"], instanceId: provider.instanceId });
+
+    await provider.stop();
+    const history = [];
+    for await (const e of await kv.history({ key: "weather" })) history.push(e.operation);
+    expect(history[0]).toBe("PUT");
+    expect(history.at(-1)).toBe("DEL");
+
+    const after = await requestScript(fx, path, 'return await itx.weather.forecast({ city: "Oslo" });');
+    const a = (await waitSettled(fx.store, path, after.executionId)).payload.settlement;
+    expect(a).toMatchObject({ status: "failed", failureKind: "runtime" });
+    expect(a.status === "failed" && a.error).toContain('no capability provider registered the namespace "weather"');
+    await providerNc.close();
+  });
+
+  it("scenario 1b: itx.repo.listPulls from the example provider process settles 7, and a killed provider fails naming itx.repo", async () => {
+    const child = await startRepoProviderProcess(fx.server.url, repo);
+    try {
+      const path = uniquePath("scenario-1b");
+      const code = 'return (await itx.repo.listPulls({ state: "open" })).length;';
+      const { executionId, requestedOffset } = await requestScript(fx, path, code, { executionId: "agent-output:33" });
+      const settled = await waitSettled(fx.store, path, executionId);
+      expect(settled.payload).toEqual({ executionId: "agent-output:33", settlement: { status: "succeeded", result: 7 } });
+
+      // The reducer's render of this settlement (agent-core), with the measured duration.
+      const events = await fx.store.read(path);
+      const requested = events.find((e) => e.offset === requestedOffset)!;
+      const durationMs = Date.parse(settled.createdAt) - Date.parse(requested.createdAt);
+      const plan = planScriptResultRender({ executionId, settlement: settled.payload.settlement, durationMs, settledOffset: settled.offset, historyLimit: 30_000 });
+      expect(plan.kind).toBe("inline");
+      if (plan.kind === "inline") expect(plan.event.payload.content).toMatch(/^Your script returned \(in \d+(\.\d)?m?s\):\n```json\n7\n```\n/);
+
+      // The other repo methods run real git.
+      const more = await requestScript(fx, path, "const log = await itx.repo.log({ limit: 5 }); const files = await itx.repo.files(); const readme = await itx.repo.read({ path: 'README.md' }); return { subjects: log.map((c) => c.subject), files, readme };");
+      expect((await waitSettled(fx.store, path, more.executionId)).payload.settlement).toEqual({
+        status: "succeeded",
+        result: { subjects: ["Initial commit"], files: ["README.md"], readme: "# demo repo\n" },
+      });
+
+      child.kill("SIGKILL");
+      await new Promise((resolve) => child.once("exit", resolve));
+      const gone = await requestScript(fx, path, code);
+      const g = (await waitSettled(fx.store, path, gone.executionId)).payload.settlement;
+      expect(g).toMatchObject({ status: "failed", failureKind: "runtime" });
+      expect(g.status === "failed" && g.error).toMatch(/The capability provider for itx\.repo is gone/);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+});
