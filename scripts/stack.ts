@@ -105,7 +105,14 @@ async function main(): Promise<void> {
     start(name, process.execPath, ["--import", "tsx", entry], { ...common, ...env });
   }
   const repoProvider = join(root, "examples", "repo-provider", "src", "main.ts");
-  if (existsSync(repoProvider)) start("repo-provider", process.execPath, ["--import", "tsx", repoProvider], { ...common, REPO_PATH: process.env.REPO_PATH ?? root });
+  if (existsSync(repoProvider)) {
+    // The demo's `itx.repo`: this checkout as the repository, and a folder of sample pull requests.
+    start("repo-provider", process.execPath, ["--import", "tsx", repoProvider], {
+      ...common,
+      REPO_DIR: process.env.REPO_DIR ?? root,
+      PULLS_DIR: process.env.PULLS_DIR ?? join(root, "examples", "repo-provider", "demo-pulls"),
+    });
+  }
 
   await waitFor("web-gateway", () => reachable("127.0.0.1", httpPort), 60_000);
   const model = process.env.OPENAI_API_KEY || process.env.LLM_PROVIDERS ? "your configured provider" : "the built-in OFFLINE model (set OPENAI_API_KEY for a real one)";

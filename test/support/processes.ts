@@ -32,6 +32,8 @@ export class ServiceProcess {
     private readonly env: Record<string, string>,
     /** The ops port (`/readyz`), when the service has one. */
     readonly opsPort?: number,
+    /** Without an ops port: a line the process prints once it is serving. */
+    readonly readyPattern?: RegExp,
   ) {}
 
   /** True once this incarnation answered `/readyz`. */
@@ -46,7 +48,9 @@ export class ServiceProcess {
     while (Date.now() < deadline) {
       if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.logs().slice(-3000)}`);
       const ok =
-        this.opsPort === undefined || (await fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false));
+        this.opsPort !== undefined
+          ? await fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false)
+          : this.readyPattern === undefined || this.readyPattern.test(this.logs());
       if (ok) {
         if (incarnation === this.incarnation) this.readyIncarnation = incarnation;
         return;
@@ -119,8 +123,15 @@ export class ServiceProcess {
 export class ProcessGroup {
   readonly all: ServiceProcess[] = [];
 
-  add(name: string, service: ServiceName, env: Record<string, string>, opsPort?: number): ServiceProcess {
-    const proc = new ServiceProcess(name, service, env, opsPort);
+  constructor() {
+    // A test file that dies (a timeout, a crash) must not leave services running as orphans.
+    process.once("exit", () => {
+      for (const p of this.all) if (p.pid !== undefined && p.running) process.kill(p.pid, "SIGKILL");
+    });
+  }
+
+  add(name: string, service: ServiceName, env: Record<string, string>, opsPort?: number, readyPattern?: RegExp): ServiceProcess {
+    const proc = new ServiceProcess(name, service, env, opsPort, readyPattern);
     this.all.push(proc);
     return proc;
   }

@@ -103,7 +103,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   let repoPath: string | undefined;
   if (options.repoProvider) {
     repoPath = makeTestRepo(options.repoProvider.openPulls);
-    started.push(processes.add("repo-provider", "repo-provider", { ...common, REPO_PATH: repoPath }));
+    started.push(processes.add("repo-provider", "repo-provider", { ...common, REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }, undefined, /repo-provider ready/));
   }
   let gatewayUrl: string | undefined;
   if (options.gateway) {
