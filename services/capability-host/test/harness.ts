@@ -3,10 +3,10 @@
 // does (append `script-run-requested`, publish the work item) and wait for its settlement.
 
 import type { AgentEvent } from "@agentrt/contract";
-import { publishWork } from "@agentrt/service-kit";
+import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore, type EventStore } from "@agentrt/streams";
 import { startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import pino from "pino";
@@ -33,6 +33,7 @@ export async function startFixture(options: { startHost?: boolean; host?: Partia
   const server = await startNatsServer();
   const nc = await connect({ servers: server.url });
   const hostStore = await JetStreamEventStore.open(nc, { partitionCount: 4 });
+  await ensureWorkStream(await jetstreamManager(nc));
   const testNc = await connect({ servers: server.url });
   const store = await JetStreamEventStore.open(testNc, { partitionCount: 4 });
   const fixture: HostFixture = {
