@@ -50,7 +50,9 @@ async function orLogs<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (error) {
-    process.stdout.write(`${group.logs().slice(-6000)}\n`);
+    const events = await fetch(`${url}/v1/streams/${encodeURIComponent(PATH)}/events?limit=1000`).then((r) => r.json(), () => null);
+    const summary = (events as { events?: { offset: number; type: string; payload: unknown }[] } | null)?.events?.map((e) => `@${e.offset} ${e.type} ${JSON.stringify(e.payload).slice(0, 160)}`);
+    process.stdout.write(`${group.logs().slice(-6000)}\n--- stream ---\n${(summary ?? []).join("\n")}\n`);
     throw error;
   }
 }
