@@ -63,8 +63,9 @@ export class CapabilityHost {
     await registry.start();
     const agentFiles = new AgentFiles(files);
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
-    let host: CapabilityHost | undefined;
-    const check = (parts: ScriptSourceParts, budgetMs: number): CheckOutcome => host!.check(parts, budgetMs);
+    // The runner needs the host's check (which refreshes provider declarations) before the host exists.
+    const self: { host?: CapabilityHost } = {};
+    const check = (parts: ScriptSourceParts, budgetMs: number): CheckOutcome => self.host!.check(parts, budgetMs);
     const runner = new ScriptRunner({
       store: options.store,
       sandbox,
@@ -93,8 +94,8 @@ export class CapabilityHost {
           caller,
         ),
     });
-    host = new CapabilityHost(runner, checker, registry, docs, options);
-    return host;
+    self.host = new CapabilityHost(runner, checker, registry, docs, options);
+    return self.host;
   }
 
   /** Starts claiming `work.script.*` items (durable consumer `capability-host`). */

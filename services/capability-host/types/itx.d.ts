@@ -12,6 +12,7 @@ interface ItxStoredEvent {
   streamPath: string;
   offset: number;
   type: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- payload shapes vary by type; scripts read fields freely
   payload: any;
   createdAt: string;
   idempotencyKey?: string;
@@ -108,6 +109,7 @@ interface Itx {
   capabilityHost: ItxCapabilityHost;
   docs: ItxDocs;
   /** Provider namespaces registered at run time (their declarations merge into Itx). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- unknown namespaces run unchecked (providers extend itx at run time)
   [namespace: string]: any;
 }
 
