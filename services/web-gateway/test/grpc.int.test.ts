@@ -91,5 +91,17 @@ describe("gRPC", () => {
     const range = await unary.readEvents({ streamPath: path, fromOffset: 5, limit: 1 }, writer.apiKey).catch((e: ServiceError) => e);
     expect((range as ServiceError).code).toBe(status.OUT_OF_RANGE);
     expect(await ts.store.lastOffset(path)).toBe(0);
+    const refused = await new Promise<ServiceError>((resolve) => {
+      const stream = client.subscribe({ streamPath: path, fromOffset: 1, ephemeral: false }, md());
+      stream.on("data", () => undefined);
+      stream.on("error", resolve);
+    });
+    expect(refused.code).toBe(status.UNAUTHENTICATED);
+    const outOfRange = await new Promise<ServiceError>((resolve) => {
+      const stream = client.subscribe({ streamPath: path, fromOffset: 9, ephemeral: false }, md(writer.apiKey));
+      stream.on("data", () => undefined);
+      stream.on("error", resolve);
+    });
+    expect(outOfRange.code).toBe(status.OUT_OF_RANGE);
   });
 });

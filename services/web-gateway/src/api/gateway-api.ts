@@ -29,6 +29,8 @@ export interface RenderedRequest {
 
 /** The most agents one list call folds (each needs its stream read once, then is cached). */
 export const MAX_LIST = 500;
+/** Folded states kept in memory; the least recently used beyond this are folded again on demand. */
+export const MAX_CACHED_STATES = 2_000;
 
 export class GatewayApi<S = unknown> {
   /** Folded state per stream, advanced incrementally: lists and state reads stay cheap. */
@@ -123,7 +125,12 @@ export class GatewayApi<S = unknown> {
       lastOffset = event.offset;
     }
     const next = { state, lastOffset };
-    if (lastOffset > 0) this.cache.set(streamPath, next);
+    if (lastOffset > 0) {
+      // Re-inserting moves the entry to the end of the Map's order, so the first key is the least recently used.
+      this.cache.delete(streamPath);
+      this.cache.set(streamPath, next);
+      if (this.cache.size > MAX_CACHED_STATES) this.cache.delete(this.cache.keys().next().value!);
+    }
     return next;
   }
 

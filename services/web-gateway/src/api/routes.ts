@@ -2,6 +2,7 @@
 // (`/v1/streams/%2Fagents%2Fweb%2Fdemo/events`), which keeps every route unambiguous and
 // every path a plain OpenAPI parameter.
 
+import type { IncomingMessage } from "node:http";
 import { Authenticator } from "../auth/authenticator.ts";
 import type { Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
@@ -11,7 +12,7 @@ import * as s from "./schemas.ts";
 type P = { streamPath: string; offset: number };
 
 export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
-  const subscribeFor = (ctx: { params: Record<string, unknown>; query: Record<string, unknown>; req: import("node:http").IncomingMessage }) => {
+  const subscribeFor = (ctx: { params: Record<string, unknown>; query: Record<string, unknown>; req: IncomingMessage }) => {
     const { streamPath } = ctx.params as P;
     const q = ctx.query as { fromOffset?: number; ephemeral: boolean };
     return api.subscribe(streamPath, resumeOffset(ctx.req, q.fromOffset), q.ephemeral);

@@ -107,7 +107,9 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
           await subscription.close();
           call.end();
         } catch (error) {
-          call.destroy(Object.assign(new Error(grpcError(error).details), grpcError(error)));
+          // grpc-js turns an "error" on a server stream into the call's final status.
+          const status = grpcError(error);
+          call.emit("error", Object.assign(new Error(status.details), status));
         }
       })();
     },
