@@ -3,6 +3,7 @@
 // from injected clients (NATS connection, event store, logger) so main.ts and the tests wire
 // the same thing.
 
+import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import type { EventStore } from "@agentrt/streams";
 import { consumeWork, ensureWorkStream, type WorkConsumer } from "@agentrt/service-kit";
@@ -31,6 +32,16 @@ export interface CapabilityHostOptions {
   readonly providerCallTimeoutMs?: number;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
+  /** The project whose tagged prompt file births sub-agents (`itx.agents.get(p).create()`). */
+  readonly project?: ProjectBirth;
+}
+
+export interface ProjectBirth {
+  readonly promptFileText: string;
+  readonly project: { readonly name: string; readonly slug: string };
+  readonly configRepo: string;
+  /** The workspace named in a new agent's boot context (default: `workspace:<stream path>`). */
+  readonly workspaceOf?: (streamPath: string) => string;
 }
 
 export class CapabilityHost {
@@ -84,6 +95,7 @@ export class CapabilityHost {
             providers: registry,
             docs,
             providerCallTimeoutMs: options.providerCallTimeoutMs ?? 30_000,
+            ...(options.project === undefined ? {} : { birthBatch: projectBirthBatch(options.project) }),
             typecheck: (code) => {
               const trimmed = code.trim();
               const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
@@ -135,4 +147,15 @@ export class CapabilityHost {
     await this.consumer?.stop();
     this.registry.stop();
   }
+}
+
+function projectBirthBatch(project: ProjectBirth): (streamPath: string) => ReturnType<typeof birthBatch> {
+  return (streamPath) =>
+    birthBatch({
+      promptFileText: project.promptFileText,
+      project: project.project,
+      configRepo: project.configRepo,
+      streamPath,
+      workspace: project.workspaceOf?.(streamPath) ?? `workspace:${streamPath}`,
+    });
 }

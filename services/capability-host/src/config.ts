@@ -23,6 +23,11 @@ export const hostConfigSchema = z.object({
   /** Longest synchronous stretch of a script (it shares the event loop with heartbeats). */
   SCRIPT_MAX_SYNC_SLICE_MS: int(100, 10_000),
   PROVIDER_CALL_TIMEOUT_MS: int(100, 30_000),
+  /** A tagged prompt file (`<section key="…">` blocks): sub-agents created by scripts get the birth batch. */
+  PROJECT_PROMPT_FILE: z.string().min(1).optional(),
+  PROJECT_NAME: z.string().min(1).default("demo"),
+  PROJECT_SLUG: z.string().regex(/^[a-z0-9-]+$/, "lower-case letters, digits and -").default("demo"),
+  PROJECT_CONFIG_REPO: z.string().min(1).default("/repos/config"),
 });
 
 export type HostConfig = z.infer<typeof hostConfigSchema>;

@@ -4,6 +4,7 @@
 
 import { connectNats, createLogger, createMetrics, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
+import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
 import { hostConfigSchema } from "./config.ts";
 
@@ -31,6 +32,15 @@ await runService({
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
       onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
       onOutcome: (outcome) => outcomes.inc({ outcome }),
+      ...(config.PROJECT_PROMPT_FILE === undefined
+        ? {}
+        : {
+            project: {
+              promptFileText: readFileSync(config.PROJECT_PROMPT_FILE, "utf8"),
+              project: { name: config.PROJECT_NAME, slug: config.PROJECT_SLUG },
+              configRepo: config.PROJECT_CONFIG_REPO,
+            },
+          }),
     });
     await host.consume();
     const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });

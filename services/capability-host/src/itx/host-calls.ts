@@ -2,7 +2,7 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
-import { type AgentEvent, ContractViolationError, EVENT_URI_PREFIX, parseEventInput, parseStreamPath } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, type EventInput, EVENT_URI_PREFIX, parseEventInput, parseStreamPath } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
@@ -28,6 +28,8 @@ export interface ItxHostDeps {
   /** Typechecks code in the caller's scope (itx.docs.typecheck). */
   readonly typecheck: (code: string) => { ok: boolean; problems: string[] };
   readonly providerCallTimeoutMs: number;
+  /** The birth batch of a sub-agent (the project worker's `birthBatch`), when a project is configured. */
+  readonly birthBatch?: (streamPath: string) => EventInput[];
 }
 
 export interface ScriptCaller {
@@ -74,8 +76,11 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "agents.create": {
         const path = resolvePath(args[0]);
         if ((await deps.store.lastOffset(path)) > 0) return { path, created: false };
+        const batch: readonly unknown[] = deps.birthBatch?.(path) ?? [
+          { type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: "agent/created" },
+        ];
         const result = await deps.store
-          .append(path, [{ type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: "agent/created" }], { expectedLastOffset: 0 })
+          .append(path, batch, { expectedLastOffset: 0 })
           .catch((error: unknown) => {
             if (error instanceof Error && "code" in error && error.code === "conflict") return { status: "duplicate" as const };
             throw error;

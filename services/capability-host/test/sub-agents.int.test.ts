@@ -1,0 +1,47 @@
+// Sub-agents from a script: `itx.agents.get(name).create()` commits the project worker's birth
+// batch (from the project's tagged prompt file) atomically and once; `.message(text)` lands
+// as developer context with actor {type: "agent", path: <caller>}.
+
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+
+let fx: HostFixture;
+beforeAll(async () => {
+  fx = await startFixture({
+    host: {
+      project: {
+        promptFileText: '<section key="identity">\nYou are a research helper.\n</section>\n\n<section key="output-formatting">\nAnswer briefly.\n</section>\n',
+        project: { name: "Demo", slug: "demo" },
+        configRepo: "/repos/config",
+      },
+    },
+  });
+});
+afterAll(async () => fx?.stop());
+
+it("create() births the sub-agent with the project's batch once; message() is developer context from the caller", async () => {
+  const path = uniquePath("parent");
+  const child = `${path}/researcher`;
+  const code = [
+    'const first = await itx.agents.get("researcher").create();',
+    'const again = await itx.agents.get("researcher").create();',
+    'await itx.agents.get("researcher").message("Summarise the open PRs.");',
+    "return { first, again };",
+  ].join("\n");
+  const { executionId } = await requestScript(fx, path, code);
+  expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+    status: "succeeded",
+    result: { first: { path: child, created: true }, again: { path: child, created: false } },
+  });
+  const events = await fx.store.read(child);
+  expect(events.map((e) => [e.type, e.idempotencyKey])).toEqual([
+    ["agent/created", "agent/birth/created"],
+    ["agent/configured", "agent/birth/configured"],
+    ["agents/context-added", "agent/birth/section/identity"],
+    ["agents/context-added", "agent/birth/section/output-formatting"],
+    ["agents/context-added", "agent/birth/boot-context"],
+    ["agents/context-added", `capability-host/agent-message@${executionId}#1`],
+  ]);
+  expect(events[2]!.payload).toMatchObject({ role: "system", key: "identity", content: "You are a research helper." });
+  expect(events[5]!.payload).toEqual({ role: "developer", content: "Summarise the open PRs.", actor: { type: "agent", path } });
+});
