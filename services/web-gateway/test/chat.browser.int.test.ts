@@ -3,17 +3,15 @@
 // (and publishing the reply's chunks on the live lane), so every UI claim is checked against
 // known offsets: streamed text before the settlement, the script with status, result and
 // duration, "what the model saw", and recovery from a dropped connection with no duplicate.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "@agentrt/testing";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
-import { ensureUiBuilt, launchChromium } from "./support/browser.ts";
+import { ensureUiBuilt, launchChromium, screenshotPath } from "./support/browser.ts";
 
 const PATH = "/agents/web/browser-demo";
-const SCREENSHOT = join(import.meta.dirname, "../../../docs/screenshot-chat.png");
+const SCREENSHOT = screenshotPath("screenshot-chat.png");
 let ts: TestStore;
 let gw: TestGateway;
 let browser: Browser;
@@ -121,7 +119,6 @@ describe("web UI", () => {
     expect(new Set(bubbles).size).toBe(bubbles.length);
     expect(await texts('[data-testid="msg-user"]')).toEqual(["How many open pull requests are there?", "Thanks!"]);
     expect(await texts('[data-testid="msg-assistant"]')).toEqual(["Let me count them with a script.", "There are 3 open pull requests."]);
-    mkdirSync(join(SCREENSHOT, ".."), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     // The raw event stream shows every durable offset exactly once.
     await page.getByRole("link", { name: /^Events/ }).click();

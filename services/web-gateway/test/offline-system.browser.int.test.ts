@@ -3,12 +3,11 @@
 // creates an agent and sends a message; the offline model's reply, its script (status, result,
 // duration), the script's chat message and "what the model saw" all show; then the gateway
 // process is killed and restarted and the UI recovers with no duplicated message.
-import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freeLoopbackPort, startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
 import { ProcessGroup, type ServiceProcess } from "../../../test/support/processes.ts";
-import { ensureUiBuilt, launchChromium } from "./support/browser.ts";
+import { ensureUiBuilt, launchChromium, screenshotPath } from "./support/browser.ts";
 
 const PATH = `/agents/web/offline-${Date.now().toString(36)}`;
 let nats: NatsServer;
@@ -71,7 +70,7 @@ describe("the offline model through every service", () => {
     expect(JSON.parse(result!)).toMatchObject({ sentMessage: true, streamPath: PATH, firstEventType: "agent/created" });
     expect((await texts('[data-testid="script-duration"]'))[0]).toMatch(/^in \d+(\.\d)?(ms|s)$/);
     await page.getByTestId("msg-assistant").filter({ hasText: "Hello from a codemode script" }).waitFor({ timeout: 60_000 });
-    await page.screenshot({ path: join(import.meta.dirname, "../../../docs/screenshot-offline.png"), fullPage: true });
+    await page.screenshot({ path: screenshotPath("screenshot-offline.png"), fullPage: true });
   });
 
   it("shows what the model saw for the first request", { timeout: 60_000 }, async () => {

@@ -34,6 +34,7 @@ export async function prepare(
   deps: PipelineDeps,
   req: IncomingMessage,
   kind: "http" | "upgrade",
+  onMatched: (route: Route) => void = () => {},
 ): Promise<{ route: Route; input: RouteInput; principal: Principal | null }> {
   const url = new URL(req.url ?? "/", "http://gateway.invalid");
   const match = matchRoute(
@@ -46,6 +47,7 @@ export async function prepare(
     throw new GatewayError("method_not_allowed", `${req.method} is not allowed on ${url.pathname}; use ${match.allowed.join(", ")}.`);
   }
   const route = match.route;
+  onMatched(route);
   const rawQuery = Object.fromEntries(url.searchParams.entries());
   const credential = Authenticator.credentialFrom(req.headers, rawQuery.apiKey);
   const principal = route.public === true ? null : deps.auth.authenticate(credential);
@@ -95,8 +97,7 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
   let routeName = "unmatched";
   const observe = () => deps.metrics.observeRequest(routeName, res.statusCode, (performance.now() - started) / 1000);
   try {
-    const { route, input, principal } = await prepare(deps, req, "http");
-    routeName = route.name;
+    const { route, input, principal } = await prepare(deps, req, "http", (r) => (routeName = r.name));
     if (route.kind === "sse") {
       deps.metrics.liveOpened("sse");
       try {

@@ -1,12 +1,22 @@
 // Headless Chromium for browser tests: the system's /usr/bin/chromium driven by playwright-core
 // (never a downloaded browser), and the UI built once when its dist folder is missing.
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const UI_DIST = join(import.meta.dirname, "../../ui/dist");
+
+/**
+ * Where screenshots go: `docs/` (checked in, shown in the README) when AGENTRT_SCREENSHOTS=1,
+ * otherwise a temp dir, so an ordinary test run leaves the working tree clean.
+ */
+export function screenshotPath(name: string): string {
+  const dir = process.env.AGENTRT_SCREENSHOTS === "1" ? join(import.meta.dirname, "../../../../docs") : mkdtempSync(join(tmpdir(), "agentrt-shots-"));
+  return join(dir, name);
+}
 
 export function ensureUiBuilt(): string {
   if (!existsSync(join(UI_DIST, "index.html"))) {
