@@ -137,8 +137,11 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
     const located = await spec.reader.locate(spec.subject, spec.fromOffset);
     let startSeq = located?.startSeq ?? 0;
     if (located === undefined) {
+      // `fromOffset` was past the end when located; the batch holding it may have been
+      // committed since, and then it IS the last record. Starting AT the last record (not
+      // after it) cannot miss it, and offsets below `fromOffset` are dropped below.
       const last = await spec.reader.last(spec.subject);
-      startSeq = last === undefined ? 0 : last.seq + 1;
+      startSeq = last === undefined ? 0 : last.seq;
     }
     if (this.closed) return;
     await this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.subject, startSeq }, (msg) => {
