@@ -161,4 +161,27 @@ describe("capability host: script lifecycle", () => {
     const s = (await waitSettled(fx.store, path, executionId)).payload.settlement;
     expect(s.status === "failed" && s.error).toContain('scripts may not append "capability-host/script-run-settled"');
   });
+
+  it("spills a result too big for an event to the workspace and settles it as oversized; getScriptResult reads it back", async () => {
+    const path = uniquePath("oversized");
+    const big = await requestScript(fx, path, 'return Array.from({ length: 3000 }, (_, i) => ({ i, text: "x".repeat(100) }));');
+    const s = (await waitSettled(fx.store, path, big.executionId)).payload.settlement;
+    expect(s.status).toBe("succeeded");
+    if (s.status !== "succeeded") return;
+    expect(s.result).toBeUndefined();
+    expect(s.oversized?.kind).toBe("omitted");
+    expect(s.oversized!.typeText.replace(/\s+/g, " ")).toMatch(/^(Array<)?\{ i: number;? text: string;? \}(\[\]|>)$/);
+    expect(s.oversized!.preview).toContain("more items");
+    expect(s.oversized!.serializedChars).toBeGreaterThan(256_000);
+    const spill = `script-results/${big.executionId.replace(/[^A-Za-z0-9._-]+/g, "-")}.json`;
+    const back = await requestScript(
+      fx,
+      path,
+      `const full = await itx.capabilityHost.getScriptResult(${JSON.stringify(big.executionId)}); const files = await itx.files.list("script-results/"); return { n: (full as any).result.length, last: (full as any).result[2999].i, files: files.map((f) => f.path) };`,
+    );
+    expect((await waitSettled(fx.store, path, back.executionId)).payload.settlement).toEqual({
+      status: "succeeded",
+      result: { n: 3000, last: 2999, files: [spill] },
+    });
+  });
 });
