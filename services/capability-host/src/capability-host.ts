@@ -32,6 +32,7 @@ export interface CapabilityHostOptions {
   readonly providerCallTimeoutMs?: number;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
+  readonly tracer?: ScriptRunnerDeps["tracer"];
   /** The project whose tagged prompt file births sub-agents (`itx.agents.get(p).create()`). */
   readonly project?: ProjectBirth;
 }
@@ -86,6 +87,7 @@ export class CapabilityHost {
       limits,
       logger,
       ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
+      ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
       hostCalls: (caller, scope) =>
         createHostCallHandler(
           {

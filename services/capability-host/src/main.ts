@@ -2,7 +2,7 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, createLogger, createMetrics, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
@@ -21,7 +21,9 @@ await runService({
     const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
     const nc = await connectNats({ url: config.NATS_URL, name: "capability-host", logger });
     const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    const tracing = createTracing("capability-host");
     const host = await CapabilityHost.start({
+      tracer: tracing.tracer,
       nc,
       store,
       logger,
@@ -51,6 +53,7 @@ await runService({
         await ops.close();
         await store.close();
         await nc.drain();
+        await tracing.shutdown();
       },
     };
   },

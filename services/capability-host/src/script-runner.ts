@@ -6,6 +6,8 @@
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
 import type { AgentEvent } from "@agentrt/contract";
+import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
 import type { Logger } from "pino";
 import type { AgentFiles } from "./itx/agent-storage.ts";
@@ -38,6 +40,8 @@ export interface ScriptLimits {
 export const DEFAULT_SCRIPT_LIMITS: ScriptLimits = { typecheckBudgetMs: 2_000, maxRunMs: 120_000, deadlineMarginMs: 15_000, maxSettlementResultChars: 256_000 };
 
 export interface ScriptRunnerDeps {
+  /** Traces each script the agent's own reply requested as a span of that turn. */
+  readonly tracer?: Tracer;
   readonly store: EventStore;
   readonly sandbox: QuickJsSandbox;
   readonly files: AgentFiles;
@@ -64,6 +68,19 @@ export type ScriptRunOutcome =
 
 type Requested = Extract<AgentEvent, { type: "capability-host/script-run-requested" }>;
 
+/**
+ * The turn a script belongs to: `agent-output:<n>` names the assistant reply at n, whose
+ * `llmRequestOffset` names the request, whose key `agent/request/<trigger>` names the trigger.
+ */
+function turnTriggerOf(events: readonly AgentEvent[], executionId: string): number | undefined {
+  const match = /^agent-output:(\d+)$/.exec(executionId);
+  if (!match) return undefined;
+  const reply = events.find((e) => e.offset === Number(match[1]));
+  if (reply?.type !== "agents/context-added" || reply.payload.llmRequestOffset === undefined) return undefined;
+  const requestOffset = reply.payload.llmRequestOffset;
+  return triggerOffsetOfRequestKey(events.find((e) => e.offset === requestOffset)?.idempotencyKey);
+}
+
 export class ScriptRunner {
   private readonly now: () => number;
 
@@ -83,6 +100,23 @@ export class ScriptRunner {
       else if (e.type === "capability-host/script-run-settled" && e.payload.executionId === executionId) return "already-settled";
     }
     if (requested === undefined) return "not-found";
+    const trigger = turnTriggerOf(events, executionId);
+    if (this.deps.tracer === undefined || trigger === undefined) return this.runRequested(streamPath, executionId, events, requested, started, log);
+    return inSpan(this.deps.tracer, "script.run", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.execution_id": executionId }, async (span) => {
+      const outcome = await this.runRequested(streamPath, executionId, events, requested, started, log);
+      span.setAttribute("agentrt.outcome", outcome);
+      return outcome;
+    });
+  }
+
+  private async runRequested(
+    streamPath: string,
+    executionId: string,
+    events: readonly AgentEvent[],
+    requested: Requested,
+    started: boolean,
+    log: Logger,
+  ): Promise<ScriptRunOutcome> {
     if (started) {
       log.warn("script was started by a host that died; settling orphaned without re-running it");
       return this.settle(streamPath, executionId, orphanedFailed(), "orphaned", log);

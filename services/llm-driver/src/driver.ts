@@ -3,6 +3,7 @@
 // request runner, and answers interrupts. Everything it needs is passed in, so tests run it
 // in-process against a real nats-server and the composition root only wires.
 
+import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { consumeWork, type Logger, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
@@ -20,6 +21,8 @@ import { StreamCache } from "./stream-cache.ts";
 export const LLM_DRIVER_DURABLE = "llm-driver";
 
 export interface LlmDriverDeps {
+  /** OpenTelemetry tracer for the driver's span of each turn. */
+  readonly tracer?: Tracer;
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
@@ -63,6 +66,7 @@ export class LlmDriver {
       running: this.running,
       settings: deps.settings,
       nowMs: deps.nowMs ?? Date.now,
+      ...(deps.tracer === undefined ? {} : { tracer: deps.tracer }),
       modelFor: deps.modelFor ?? ((route) => (route === null ? offline : openai)),
     });
   }

@@ -3,7 +3,7 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, createLogger, createMetrics, ensureWorkStream, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
@@ -33,7 +33,9 @@ await runService({
     const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
     // The cache follows the feed from the store's current head: older batches are read on demand.
     const head = config.LLM_STREAM_CACHE === "on" ? (await jsm.streams.info(store.streamName)).state.last_seq : undefined;
+    const tracing = createTracing("llm-driver");
     const driver = new LlmDriver({
+      tracer: tracing.tracer,
       nc,
       js,
       jsm,
@@ -54,6 +56,7 @@ await runService({
         await ops.close();
         await store.close();
         await nc.drain();
+        await tracing.shutdown();
       },
     };
   },

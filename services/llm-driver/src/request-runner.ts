@@ -3,6 +3,8 @@
 // batch. Stops without committing anything when someone else settles R first or an
 // interrupt takes the request; settles failed on errors, the idle watchdog or the deadline.
 
+import type { Tracer } from "@opentelemetry/api";
+import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
@@ -38,6 +40,8 @@ export interface RequestRunnerDeps {
   readonly running: RunningRequests;
   readonly settings: DriverSettings;
   readonly nowMs: () => number;
+  /** Traces each driven request as a span of its turn (see service-kit's turnContext). */
+  readonly tracer?: Tracer;
   /** Reads the stream at least through R (default: a full read from the store). */
   readonly readStream?: (streamPath: string, requestOffset: number) => Promise<readonly AgentEvent[]>;
 }
@@ -87,7 +91,15 @@ export class RequestRunner {
     }
     const lastRead = events.at(-1)?.offset ?? requestOffset;
     log.info({ model: open.model, events: events.length, readMs }, "driving request");
-    return this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });
+    const drive = () => this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });
+    // The request's key names the trigger it answers, which names the turn's trace.
+    const trigger = triggerOffsetOfRequestKey(events.find((e) => e.offset === requestOffset)?.idempotencyKey);
+    if (this.deps.tracer === undefined || trigger === undefined) return drive();
+    return inSpan(this.deps.tracer, "llm.request", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.request_offset": requestOffset, "agentrt.model": open.model }, async (span) => {
+      const outcome = await drive();
+      span.setAttribute("agentrt.outcome", outcome);
+      return outcome;
+    });
   }
 
   private async drive(ctx: {

@@ -3,6 +3,7 @@
 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import type { AgentCorePort } from "./api/agent-core-port.ts";
@@ -26,6 +27,7 @@ export interface GatewayOptions<S> {
   readonly uiDistDir?: string;
   readonly maxBodyBytes?: number;
   readonly metrics?: GatewayMetrics;
+  readonly tracer?: Tracer;
 }
 
 export interface HttpGateway {
@@ -37,7 +39,7 @@ export interface HttpGateway {
 }
 
 export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
-  const api = new GatewayApi(options.store, options.core) as GatewayApi;
+  const api = new GatewayApi(options.store, options.core, options.tracer) as GatewayApi;
   // The document describes the routes it is served by, so it is built from them lazily.
   let openApi: unknown = null;
   const routes = buildRoutes(api, () => (openApi ??= buildOpenApi(routes)));

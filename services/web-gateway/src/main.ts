@@ -3,7 +3,7 @@
 // SIGTERM closes the listeners, then drains NATS.
 
 import { JetStreamEventStore } from "@agentrt/streams";
-import { connectNats, createLogger, createMetrics, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
 import { gatewayConfigSchema } from "./config.ts";
@@ -43,7 +43,9 @@ await runService({
     });
     const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
+    const tracing = createTracing("web-gateway");
     const gateway = createHttpGateway({
+      tracer: tracing.tracer,
       store,
       core: gatewayCore(),
       auth,
@@ -64,6 +66,7 @@ await runService({
         await ops.close();
         await store.close();
         await nc.drain();
+        await tracing.shutdown();
       },
     };
   },

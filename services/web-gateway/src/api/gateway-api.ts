@@ -1,6 +1,8 @@
 // The gateway's operations, transport-free: HTTP, WebSocket and gRPC all call these, so the
 // rules (offset ranges, not-found, what "the model saw" means) exist once.
 
+import type { Tracer } from "@opentelemetry/api";
+import { turnContext } from "@agentrt/service-kit";
 import { ContractViolationError, type AgentEvent } from "@agentrt/contract";
 import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
@@ -42,6 +44,8 @@ export class GatewayApi<S = unknown> {
   constructor(
     private readonly store: EventStore,
     private readonly core: AgentCorePort<S>,
+    /** Starts the trace of every turn a committed user message triggers. */
+    private readonly tracer?: Tracer,
   ) {
     this.live = new LiveHub(store);
   }
@@ -58,8 +62,20 @@ export class GatewayApi<S = unknown> {
     }
   }
 
-  append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number): Promise<AppendResult> {
-    return this.store.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
+  async append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number): Promise<AppendResult> {
+    const startedAt = Date.now();
+    const result = await this.store.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
+    if (this.tracer !== undefined && result.status === "committed") {
+      // A user's message is where a turn starts: its span opens the turn's trace, which the
+      // reducer, driver and host join by deriving the same trace id from (path, offset).
+      for (const event of result.events) {
+        if (event.type !== "agents/context-added" || event.payload.role !== "user") continue;
+        this.tracer
+          .startSpan("gateway.user-message", { startTime: startedAt, attributes: { "agentrt.stream_path": streamPath, "agentrt.offset": event.offset } }, turnContext(streamPath, event.offset))
+          .end();
+      }
+    }
+    return result;
   }
 
   async read(streamPath: string, fromOffset: number, limit: number): Promise<ReadPage> {
