@@ -10,26 +10,33 @@ import { JetStreamEventStore } from "../src/index.ts";
 
 let server: NatsServer;
 let nc: NatsConnection;
+let writerNc: NatsConnection;
 let store: JetStreamEventStore;
+/** The writer is another process in real life: its own connection and store. */
+let writerStore: JetStreamEventStore;
 beforeAll(async () => {
   server = await startNatsServer();
   nc = await connect({ servers: server.url });
+  writerNc = await connect({ servers: server.url });
   store = await JetStreamEventStore.open(nc, { partitionCount: 4 });
+  writerStore = await JetStreamEventStore.open(writerNc, { partitionCount: 4 });
 });
 afterAll(async () => {
   await store.close();
+  await writerStore.close();
   await nc.close();
+  await writerNc.close();
   await server.stop();
 });
 
 describe.each([false, true])("subscribe at the head (ephemeral lane %s)", (ephemeral) => {
   it("misses nothing appended while the subscription starts", async () => {
     const path = `/agents/head/${ephemeral ? "eph" : "durable"}`;
-    await store.append(path, [{ type: "agent/created", payload: {} }]);
+    await writerStore.append(path, [{ type: "agent/created", payload: {} }]);
     let writing = true;
     const writer = (async () => {
       while (writing) {
-        await store.append(path, [{ type: "agent/summary-updated", payload: { activity: "tick" } }]);
+        await writerStore.append(path, [{ type: "agent/summary-updated", payload: { activity: "tick" } }]);
         await new Promise((r) => setTimeout(r, 2));
       }
     })();

@@ -88,7 +88,31 @@ export class ScriptRunner {
     this.now = deps.now ?? Date.now;
   }
 
+  /** Scripts this process is running now, by stream and execution id. */
+  private readonly inFlight = new Map<string, Promise<ScriptRunOutcome>>();
+
+  /**
+   * Handles one work item. A redelivery of a script THIS process is still running (its claim
+   * lapsed while a long synchronous stretch blocked the heartbeats) waits for that run: seeing
+   * its started event, it would otherwise wrongly settle a live script as orphaned.
+   */
   async handle(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
+    const key = `${streamPath}\u0000${executionId}`;
+    const running = this.inFlight.get(key);
+    if (running !== undefined) {
+      await running.catch(() => undefined);
+      return "already-settled";
+    }
+    const run = this.handleOnce(streamPath, executionId);
+    this.inFlight.set(key, run);
+    try {
+      return await run;
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+
+  private async handleOnce(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
     const log = this.deps.logger.child({ streamPath, executionId });
     log.debug("handling script work item");
     const events = await this.deps.store.read(streamPath);

@@ -2,6 +2,9 @@
 // deadlines (and the host serving on), preamble scope, and the itx built-ins.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstream } from "@nats-io/jetstream";
+import { publishWork } from "@agentrt/service-kit";
+import { waitFor } from "@agentrt/testing";
 import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
 let fx: HostFixture;
@@ -11,6 +14,19 @@ beforeAll(async () => {
 afterAll(async () => fx?.stop());
 
 describe("capability host: script lifecycle", () => {
+  it("waits for a script it is still running when that script's work item is delivered again", async () => {
+    const path = uniquePath("redelivered");
+    // Awaits often, so the host's event loop serves the second delivery while this runs.
+    const code = 'const end = Date.now() + 1500;\nwhile (Date.now() < end) { await itx.streams.get(itx.agent.path).read({ fromOffset: 1, limit: 1 }); }\nreturn "done";';
+    const { executionId, requestedOffset } = await requestScript(fx, path, code);
+    await waitFor(async () => (await eventsOf(fx.store, path, "capability-host/script-run-started")).length === 1, { timeoutMs: 20_000 });
+    // The claim lapsed (say a long synchronous stretch blocked the heartbeats): the same
+    // item arrives again while the script is running here.
+    await publishWork(jetstream(fx.nc), "script", fx.store.partitionOf(path), { streamPath: path, requestedOffset, executionId }, { redrive: true });
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: "done" });
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-settled")).toHaveLength(1);
+  });
+
   it("runs a script round trip: started before the body, settled with its JSON result", async () => {
     const path = uniquePath("roundtrip");
     const { executionId } = await requestScript(fx, path, "return { sum: 1 + 2, list: [1, 'a', null] };");
