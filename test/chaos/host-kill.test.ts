@@ -34,7 +34,7 @@ while (Date.now() < end) {}
 return "finished";`;
     await system.store.append(path, [requested("api:long", long)]);
     const started = await waitForEvent(path, (e) => e.type === "capability-host/script-run-started" && e.payload.executionId === "api:long", 60_000);
-    await waitForEvent(path, (e) => e.type === "agent/summary-updated" && e.payload.activity === "side effect of the long script", 30_000);
+    await waitForEvent(path, (e) => e.type === "agent/summary-updated" && "activity" in e.payload && e.payload.activity === "side effect of the long script", 30_000);
     await system.store.append(path, [requested("api:q1", "return 1;"), requested("api:q2", "return 2;"), requested("api:q3", "return 3;")]);
 
     const host = system.processes.byService("capability-host")[0]!;
@@ -51,7 +51,7 @@ return "finished";`;
     await new Promise((r) => setTimeout(r, 3000));
     const events = await system.store.read(path);
     const settled = (id: string) => events.filter((e): e is AgentEvent & { type: "capability-host/script-run-settled" } => e.type === "capability-host/script-run-settled" && e.payload.executionId === id);
-    const sideEffects = events.filter((e) => e.type === "agent/summary-updated" && e.payload.activity === "side effect of the long script").length;
+    const sideEffects = events.filter((e) => e.type === "agent/summary-updated" && "activity" in e.payload && e.payload.activity === "side effect of the long script").length;
     const startedLong = events.filter((e) => e.type === "capability-host/script-run-started" && e.payload.executionId === "api:long").length;
     const figures = {
       kills: 1,
