@@ -7,6 +7,7 @@ import { DEFAULT_AGENT_CONFIG, type AgentEvent, type AgentConfig } from "@agentr
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { codemodeReactions } from "../src/codemode/index.ts";
+import { initialAgentState } from "../src/fold/fold.ts";
 import type { AgentState } from "../src/state.ts";
 
 // CI checks out shared/ beside the clone; locally it is /work/shared beside /work/main.
@@ -29,25 +30,8 @@ const fixtureEvent = (offset: number): AgentEvent => {
 
 function stateWith(overrides: Partial<Omit<AgentState, "config">> & { config?: Partial<AgentConfig> } = {}): AgentState {
   const { config, ...rest } = overrides;
-  return {
-    streamPath: "/agents/web/demo",
-    lastFoldedOffset: 0,
-    lastFoldedAtMs: 0,
-    birthCertificate: { createdAtOffset: 5 },
-    config: { ...DEFAULT_AGENT_CONFIG, ...config },
-    contextItems: [],
-    lastLlmRequestOffset: 0,
-    latestExternalTriggerOffset: 0,
-    pendingLlmRequestTrigger: null,
-    openRequest: null,
-    consecutiveLlmFailures: 0,
-    paused: null,
-    autonomousTurnCount: 0,
-    activeScriptExecutions: [],
-    summary: {},
-    tokenUsage: { totalInputTokens: 0, totalOutputTokens: 0, totalCachedInputTokens: 0, totalReasoningOutputTokens: 0 },
-    ...rest,
-  };
+  // Derived from the real initial state, so a new state field never silently diverges.
+  return { ...initialAgentState("/agents/web/demo"), birthCertificate: { createdAtOffset: 5 }, config: { ...DEFAULT_AGENT_CONFIG, ...config }, ...rest };
 }
 
 const fence = "```";
