@@ -124,15 +124,28 @@ export class RecordReader {
     });
     const remaining = expectedRecords - yielded;
     const messages = await consumer.consume({ max_messages: Math.max(16, Math.min(512, Number.isFinite(remaining) ? remaining : 512)) });
+    let lastSeen = next - 1;
     try {
       for await (const msg of messages) {
         const record = toStoredRecord(msg);
         if (record !== undefined && record.seq <= untilSeq) yield record;
+        lastSeen = msg.seq;
         if (msg.seq >= untilSeq || msg.info.pending === 0) break;
       }
     } finally {
       messages.stop();
       await consumer.delete().catch(() => undefined);
+    }
+    // An ephemeral consumer of a replicated stream may live on a follower that has not applied
+    // the newest commits yet, and reports nothing pending before `untilSeq` (which the leader
+    // gave us). Finish the range through the leader so an acknowledged event is never missed.
+    if (this.consistentReads) {
+      for (let seq = lastSeen + 1; seq <= untilSeq; ) {
+        const record = await this.nextFrom(subject, seq);
+        if (record === undefined || record.seq > untilSeq) return;
+        yield record;
+        seq = record.seq + 1;
+      }
     }
   }
 }
