@@ -146,14 +146,43 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
     if (this.closed) return;
     await this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.subject, startSeq }, (msg) => {
       const record = toStoredRecord(msg);
-      if (record === undefined || record.first + record.count <= this.nextOffset) return;
-      for (const event of eventsOf(record)) {
-        if (event.offset < this.nextOffset) continue;
-        this.queue.push(event);
-        this.nextOffset = event.offset + 1;
-      }
-      this.releaseEphemeral();
+      if (record === undefined) return;
+      // Records are delivered one after another, in order, even when a gap must be read first.
+      this.delivering = this.delivering
+        .then(() => this.deliver(spec, record))
+        .catch((error: unknown) => this.queue.end(classifyNatsError(error, `subscribe to ${spec.subject}`)));
     });
+  }
+
+  private delivering: Promise<void> = Promise.resolve();
+
+  /**
+   * Offsets on one stream are dense, so a record that starts beyond the next expected offset
+   * means the consumer skipped something (an ordered consumer reset under load was seen to).
+   * The missing range is read from the store before the record is delivered: a subscriber
+   * never sees a gap, whatever the consumer did.
+   */
+  private async deliver(spec: StreamSubscriptionSpec, record: NonNullable<ReturnType<typeof toStoredRecord>>): Promise<void> {
+    if (this.closed || record.first + record.count <= this.nextOffset) return;
+    if (record.first > this.nextOffset) {
+      const located = await spec.reader.locate(spec.subject, this.nextOffset);
+      if (located !== undefined) {
+        for await (const missing of spec.reader.scan(spec.subject, located.startSeq, record.seq - 1)) {
+          this.pushEvents(missing, record.first - 1);
+          if (this.nextOffset >= record.first) break;
+        }
+      }
+    }
+    this.pushEvents(record, Number.POSITIVE_INFINITY);
+    this.releaseEphemeral();
+  }
+
+  private pushEvents(record: NonNullable<ReturnType<typeof toStoredRecord>>, through: number): void {
+    for (const event of eventsOf(record)) {
+      if (event.offset < this.nextOffset || event.offset > through) continue;
+      this.queue.push(event);
+      this.nextOffset = event.offset + 1;
+    }
   }
 
   private onEphemeral(data: Uint8Array): void {
