@@ -160,6 +160,14 @@ export class JetStreamEventStore implements EventStore {
         }
         if (out.length >= wanted) break;
       }
+      // A read of the whole stream saw every key: the writer can start from it (services read a
+      // stream, then append to it with a key, e.g. the host's started and settled events).
+      const end = lastOffsetOf(located.last);
+      if (fromOffset === 1 && out.length === end && out.at(-1)?.offset === end) {
+        const keys = new Map<string, AgentEvent>();
+        for (const event of out) if (event.idempotencyKey !== undefined) keys.set(event.idempotencyKey, event);
+        this.writer.warm(path, subject, { lastOffset: end, lastSeq: located.last.seq, keys });
+      }
       return out;
     });
   }

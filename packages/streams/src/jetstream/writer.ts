@@ -76,6 +76,18 @@ export class BatchWriter {
     });
   }
 
+  /**
+   * Takes a view a caller just read in full (every record through `lastSeq`) as this writer's
+   * view, so the next keyed append needs no read of its own. Only ever moves a view forward,
+   * and never while an append is being committed: a view stays behind the truth or on it.
+   */
+  warm(streamPath: string, subject: string, view: StreamViewState): void {
+    const writer = this.writerFor(streamPath, subject);
+    if (writer.running || writer.pending.length > 0) return;
+    if (writer.view.lastSeq > view.lastSeq || (writer.view.lastSeq === view.lastSeq && writer.view.keys !== undefined)) return;
+    Object.assign(writer.view, view);
+  }
+
   private writerFor(streamPath: string, subject: string): StreamWriter {
     let writer = this.writers.get(streamPath);
     if (writer !== undefined) {
