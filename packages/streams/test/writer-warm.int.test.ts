@@ -50,3 +50,27 @@ it("a writer warmed by a full read still finds every key and follows other write
   expect((await b.append(path, [note("five again", "k5")])).status).toBe("duplicate");
   expect((await a.read(path)).map((e) => e.offset)).toEqual([1, 2, 3, 4, 5]);
 });
+
+it("a writer advanced by a feed it follows stays exact: keys, offsets, other writers", async () => {
+  const a = await store();
+  const b = await store();
+  const path = "/agents/warm/fed";
+  await a.append(path, [note("one", "f1")]);
+  await b.read(path); // b knows the stream through offset 1
+  const feed = b.feed({ partitions: [b.partitionOf(path)] });
+  const seen: number[] = [];
+  const following = (async () => {
+    for await (const batch of feed) for (const e of batch.events) if (batch.streamPath === path) seen.push(e.offset);
+  })();
+  await a.append(path, [note("two", "f2")]);
+  await a.append(path, [note("three", "f3"), note("four", "f4")]);
+  const deadline = Date.now() + 5000;
+  while (!seen.includes(4) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(seen).toEqual([1, 2, 3, 4]);
+  // b's view was advanced by the feed: the keys it saw there are duplicates, offsets go on at 5.
+  expect((await b.append(path, [note("four again", "f4")])).status).toBe("duplicate");
+  expect((await b.append(path, [note("five", "f5")])).events.map((e) => e.offset)).toEqual([5]);
+  await feed.close();
+  await following;
+  expect((await a.read(path)).map((e) => e.idempotencyKey)).toEqual(["f1", "f2", "f3", "f4", "f5"]);
+});

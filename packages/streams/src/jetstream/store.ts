@@ -216,7 +216,16 @@ export class JetStreamEventStore implements EventStore {
       (self) => this.open.delete(self),
     );
     this.open.add(feed);
-    return feed;
+    const writer = this.writer;
+    return {
+      close: () => feed.close(),
+      async *[Symbol.asyncIterator]() {
+        for await (const batch of feed) {
+          writer.observe(batch.streamPath, batch.sequence, batch.events);
+          yield batch;
+        }
+      },
+    };
   }
 
   async listStreams(prefix?: string): Promise<StreamSummary[]> {

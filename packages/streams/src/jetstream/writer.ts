@@ -88,6 +88,22 @@ export class BatchWriter {
     Object.assign(writer.view, view);
   }
 
+  /**
+   * Advances an idle writer's view by a record seen on a feed, when that record directly
+   * follows what the view knows (offsets are dense, so the view is then exactly current).
+   * A reducer folds the records it is about to react to: its next append needs no read.
+   */
+  observe(streamPath: string, seq: number, events: readonly AgentEvent[]): void {
+    const writer = this.writers.get(streamPath);
+    const first = events[0];
+    if (writer === undefined || first === undefined || writer.running || writer.pending.length > 0) return;
+    const view = writer.view;
+    if (seq <= view.lastSeq || first.offset !== view.lastOffset + 1 || (view.lastSeq === 0 && view.keys === undefined)) return;
+    view.lastSeq = seq;
+    view.lastOffset = (events.at(-1) as AgentEvent).offset;
+    if (view.keys !== undefined) for (const e of events) if (e.idempotencyKey !== undefined) view.keys.set(e.idempotencyKey, e);
+  }
+
   private writerFor(streamPath: string, subject: string): StreamWriter {
     let writer = this.writers.get(streamPath);
     if (writer !== undefined) {
