@@ -2,7 +2,7 @@
 // hosts, interrupting a driver, publishing runtime transitions, and the clock. The stream
 // processor is written against this so it can run on the memory store in unit tests.
 
-import type { EventInput, PayloadOf } from "@agentrt/contract";
+import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { inSpan, publishWork, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
@@ -13,11 +13,17 @@ import type { Logger } from "@agentrt/service-kit";
 
 export type HeadAppendOutcome = "committed" | "duplicate" | "conflict";
 
+export interface HeadAppendResult {
+  readonly status: HeadAppendOutcome;
+  /** The committed events (empty unless committed). */
+  readonly events: readonly AgentEvent[];
+}
+
 export interface ReducerEffects {
   now(): number;
   append(streamPath: string, batch: readonly EventInput[]): Promise<void>;
   /** Appends only if the stream's last offset is still `expectedLastOffset`. */
-  appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendOutcome>;
+  appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendResult>;
   publishLlmWork(streamPath: string, requestOffset: number): Promise<void>;
   publishScriptWork(streamPath: string, requestedOffset: number, executionId: string): Promise<void>;
   /** Asks the driver running the request to abort; resolves to its partial text, if any. */
@@ -43,12 +49,12 @@ export function natsReducerEffects(deps: {
       await store.append(streamPath, batch);
     },
     async appendAtHead(streamPath, batch, expectedLastOffset) {
-      const attempt = async (): Promise<HeadAppendOutcome> => {
+      const attempt = async (): Promise<HeadAppendResult> => {
         try {
           const result = await store.append(streamPath, batch, { expectedLastOffset });
-          return result.status;
+          return result.status === "committed" ? result : { status: result.status, events: [] };
         } catch (error) {
-          if (isAgentRuntimeError(error) && error.code === "conflict") return "conflict";
+          if (isAgentRuntimeError(error) && error.code === "conflict") return { status: "conflict", events: [] };
           throw error;
         }
       };
@@ -57,7 +63,7 @@ export function natsReducerEffects(deps: {
       if (trigger === undefined || !deps.tracer) return attempt();
       return inSpan(deps.tracer, "reducer.request", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.trigger_offset": trigger }, async (span) => {
         const outcome = await attempt();
-        span.setAttribute("agentrt.outcome", outcome);
+        span.setAttribute("agentrt.outcome", outcome.status);
         return outcome;
       });
     },

@@ -97,8 +97,8 @@ export class StreamProcessor {
     await this.appendReactions();
     await this.runInterrupts();
     await this.handOffWork();
-    await this.publishRuntime();
     await this.decide();
+    await this.publishRuntime();
   }
 
   private async appendReactions(): Promise<void> {
@@ -163,7 +163,14 @@ export class StreamProcessor {
       const outcome = await this.effects.appendAtHead(this.streamPath, batch, this.state.lastFoldedOffset);
       // The stream moved on (a conflict) or the work was done already: decide again when the
       // newer events arrive, which they do through the feed.
-      if (outcome !== "committed") return;
+      if (outcome.status !== "committed") return;
+      // Hand a new request to the drivers now rather than when it comes back through the feed:
+      // one hop less on every turn (the work item is deduplicated, so the later check is a no-op).
+      const request = outcome.events.find((e) => e.type === "agent/llm-request-requested");
+      if (request !== undefined && request.offset !== this.publishedRequestOffset) {
+        await this.effects.publishLlmWork(this.streamPath, request.offset);
+        this.publishedRequestOffset = request.offset;
+      }
     }
     if (decision.wakeAtMs !== undefined) {
       const delay = Math.max(0, decision.wakeAtMs - this.effects.now());

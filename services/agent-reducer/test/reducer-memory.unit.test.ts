@@ -6,7 +6,7 @@ import { MemoryEventStore } from "@agentrt/streams";
 import { waitFor } from "@agentrt/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "@agentrt/service-kit";
-import type { HeadAppendOutcome, ReducerEffects } from "../src/effects.ts";
+import type { HeadAppendResult, ReducerEffects } from "../src/effects.ts";
 import { PartitionWorker } from "../src/partition-worker.ts";
 import { memorySnapshotStore } from "../src/snapshots.ts";
 
@@ -21,11 +21,12 @@ function memoryEffects(store: MemoryEventStore, options: { partialText?: string;
   const effects: ReducerEffects = {
     now: options.now ?? Date.now,
     append: async (path, batch) => void (await store.append(path, batch)),
-    appendAtHead: async (path, batch, expectedLastOffset): Promise<HeadAppendOutcome> => {
+    appendAtHead: async (path, batch, expectedLastOffset): Promise<HeadAppendResult> => {
       try {
-        return (await store.append(path, batch, { expectedLastOffset })).status;
+        const result = await store.append(path, batch, { expectedLastOffset });
+        return result.status === "committed" ? result : { status: result.status, events: [] };
       } catch (error) {
-        if ((error as { code?: string }).code === "conflict") return "conflict";
+        if ((error as { code?: string }).code === "conflict") return { status: "conflict", events: [] };
         throw error;
       }
     },

@@ -31,7 +31,7 @@ afterAll(async () => {
 const effects: ReducerEffects = {
   now: Date.now,
   append: async (path, batch) => void (await store.append(path, batch)),
-  appendAtHead: async (path, batch, expectedLastOffset) => (await store.append(path, batch, { expectedLastOffset })).status,
+  appendAtHead: async (path, batch, expectedLastOffset) => store.append(path, batch, { expectedLastOffset }),
   publishLlmWork: async () => undefined,
   publishScriptWork: async () => undefined,
   interruptDriver: async () => undefined,
