@@ -79,13 +79,13 @@ export class RecordReader {
    * `next_by_subj`, so the cost is O(log sequences) round trips, independent of `offset`.
    * Returns undefined when the stream's last offset is below `offset`.
    */
-  async locate(subject: string, offset: number): Promise<{ startSeq: number; last: StoredRecord } | undefined> {
+  async locate(subject: string, offset: number): Promise<{ startSeq: number; last: StoredRecord; first?: StoredRecord } | undefined> {
     const last = await this.last(subject);
     if (last === undefined || lastOffsetOf(last) < offset) return undefined;
     if (last.first <= offset) return { startSeq: last.seq, last };
     const first = await this.nextFrom(subject, 1);
     if (first === undefined) return undefined;
-    if (first.first > offset || lastOffsetOf(first) >= offset) return { startSeq: first.seq, last };
+    if (first.first > offset || lastOffsetOf(first) >= offset) return { startSeq: first.seq, last, first };
     // Invariant: the record at `lo` starts at or before `offset`; every record at ≥ `hi` starts after it.
     let lo = first.seq;
     let hi = last.seq;
@@ -96,6 +96,25 @@ export class RecordReader {
       else lo = probe.seq;
     }
     return { startSeq: lo, last };
+  }
+
+  /**
+   * The records of a located range, reusing the first and last records `locate` already
+   * fetched (a short stream is then read in two round trips instead of four).
+   */
+  async *scanLocated(
+    subject: string,
+    located: { startSeq: number; last: StoredRecord; first?: StoredRecord },
+    expectedRecords = Number.POSITIVE_INFINITY,
+  ): AsyncGenerator<StoredRecord> {
+    let from = located.startSeq;
+    if (located.first !== undefined && located.first.seq === from) {
+      yield located.first;
+      from = located.first.seq + 1;
+    }
+    if (from > located.last.seq) return;
+    if (from < located.last.seq) yield* this.scan(subject, from, located.last.seq - 1, expectedRecords);
+    yield located.last;
   }
 
   /**

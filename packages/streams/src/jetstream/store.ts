@@ -153,7 +153,7 @@ export class JetStreamEventStore implements EventStore {
       const wanted = Math.min(limit, lastOffsetOf(located.last) - fromOffset + 1);
       // Batch sizes vary; the last batch's size is a fair guess at how many records to fetch.
       const expectedRecords = Number.isFinite(wanted) ? Math.ceil(wanted / Math.max(1, located.last.count)) + 1 : Number.POSITIVE_INFINITY;
-      for await (const record of this.reader.scan(subject, located.startSeq, located.last.seq, expectedRecords)) {
+      for await (const record of this.reader.scanLocated(subject, located, expectedRecords)) {
         if (lastOffsetOf(record) < fromOffset) continue;
         for (const event of eventsOf(record)) {
           if (event.offset >= fromOffset && out.length < wanted) out.push(event);
