@@ -146,6 +146,8 @@ export class RecordReader {
     let lastSeen = next - 1;
     try {
       for await (const msg of messages) {
+        // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
+        if (msg.seq <= lastSeen) continue;
         const record = toStoredRecord(msg);
         if (record !== undefined && record.seq <= untilSeq) yield record;
         lastSeen = msg.seq;

@@ -156,7 +156,9 @@ export class JetStreamEventStore implements EventStore {
       for await (const record of this.reader.scanLocated(subject, located, expectedRecords)) {
         if (lastOffsetOf(record) < fromOffset) continue;
         for (const event of eventsOf(record)) {
-          if (event.offset >= fromOffset && out.length < wanted) out.push(event);
+          // Offsets are dense: take exactly the next one, so a record delivered twice can
+          // neither repeat an event nor push the end of the range out of the result.
+          if (event.offset === fromOffset + out.length && out.length < wanted) out.push(event);
         }
         if (out.length >= wanted) break;
       }
