@@ -1,27 +1,17 @@
 // create() commits the birth batch atomically, and "what the model saw" returns the exact
 // messages rendered from the stream folded through a request's offset.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PROTOCOL_PROMPT, renderRequestAt } from "@agentrt/agent-core";
-import { openTestStore, type TestStore } from "./support/store.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
+import { useDevGateway } from "./support/gateway-harness.ts";
 import { enc, http, userMessage } from "./support/http.ts";
 
-let ts: TestStore;
-let gw: TestGateway;
-beforeAll(async () => {
-  ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, devMode: true });
-});
-afterAll(async () => {
-  await gw?.close();
-  await ts?.close();
-});
+const fx = useDevGateway();
 
 describe("create", () => {
   it("commits the birth batch: certificate, birth window, one keyed system section per prompt-file block, boot context", async () => {
     const streamPath = "/agents/web/created";
     const promptFile = '<section key="identity">\nYou are a test agent.\n</section>\n\n<section key="rules">\nBe brief.\n</section>\n';
-    const res = await http(gw.url, "POST", "/v1/agents", { body: { streamPath, promptFile, project: "Acme Labs" } });
+    const res = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath, promptFile, project: "Acme Labs" } });
     expect(res.status).toBe(201);
     expect(res.body.events.map((e: { type: string }) => e.type)).toEqual([
       "agent/created",
@@ -35,21 +25,21 @@ describe("create", () => {
     expect(res.body.events.slice(2).map((e: { payload: { key: string } }) => e.payload.key)).toEqual(["identity", "rules", "agent/boot-context"]);
     expect(res.body.events[4].payload.content).toContain('Project "Acme Labs" (slug acme-labs)');
     // A retried create commits nothing and returns the originals.
-    const again = await http(gw.url, "POST", "/v1/agents", { body: { streamPath, promptFile, project: "Acme Labs" } });
+    const again = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath, promptFile, project: "Acme Labs" } });
     expect(again.status).toBe(200);
     expect(again.body.status).toBe("duplicate");
-    expect(await ts.store.lastOffset(streamPath)).toBe(5);
+    expect(await fx.ts.store.lastOffset(streamPath)).toBe(5);
     // A stream that already holds other events is not an agent to create.
     const other = "/agents/web/not-empty";
-    await http(gw.url, "POST", `/v1/streams/${enc(other)}/events`, { body: { events: [userMessage("hi")] } });
-    const clash = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: other } });
+    await http(fx.gw.url, "POST", `/v1/streams/${enc(other)}/events`, { body: { events: [userMessage("hi")] } });
+    const clash = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath: other } });
     expect(clash.status).toBe(409);
     expect(clash.body.error.code).toBe("conflict");
-    expect(await ts.store.lastOffset(other)).toBe(1);
+    expect(await fx.ts.store.lastOffset(other)).toBe(1);
   });
 
   it("uses the built-in project's prompt file when none is given", async () => {
-    const res = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: "/agents/web/default" } });
+    const res = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath: "/agents/web/default" } });
     expect(res.status).toBe(201);
     const keys = res.body.events.filter((e: { type: string }) => e.type === "agents/context-added").map((e: { payload: { key: string } }) => e.payload.key);
     expect(keys[0]).toBe("identity");
@@ -57,11 +47,11 @@ describe("create", () => {
   });
 
   it("rejects a malformed prompt file and a bad path, committing nothing", async () => {
-    const bad = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: "/agents/web/bad", promptFile: '<section key="a">\nno closer\n' } });
+    const bad = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath: "/agents/web/bad", promptFile: '<section key="a">\nno closer\n' } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/line \d+/);
-    expect(await ts.store.lastOffset("/agents/web/bad")).toBe(0);
-    const path = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: "agents/web/x" } });
+    expect(await fx.ts.store.lastOffset("/agents/web/bad")).toBe(0);
+    const path = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath: "agents/web/x" } });
     expect(path.status).toBe(400);
     expect(path.body.error.details.issues[0].path).toBe("body.streamPath");
   });
@@ -70,15 +60,15 @@ describe("create", () => {
 describe("what the model saw", () => {
   it("returns the messages rendered from the stream folded through the request offset", async () => {
     const streamPath = "/agents/web/seen";
-    expect((await http(gw.url, "POST", "/v1/agents", { body: { streamPath } })).status).toBe(201);
+    expect((await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath } })).status).toBe(201);
     const configured = { type: "agent/configured", payload: { config: { interpretResponses: false, llmRequestDebounceMs: 250 } } };
-    const turn = await http(gw.url, "POST", `/v1/streams/${enc(streamPath)}/events`, {
+    const turn = await http(fx.gw.url, "POST", `/v1/streams/${enc(streamPath)}/events`, {
       body: { events: [configured, userMessage("What is 2+2?"), { type: "agent/llm-request-requested", payload: { model: "offline/echo", expiresAt: "2099-01-01T00:00:00.000Z" } }] },
     });
     const requestEvent = turn.body.events[2];
     // A later event must not change what the earlier request rendered.
-    await http(gw.url, "POST", `/v1/streams/${enc(streamPath)}/events`, { body: { events: [userMessage("later")] } });
-    const res = await http(gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/${requestEvent.offset}`);
+    await http(fx.gw.url, "POST", `/v1/streams/${enc(streamPath)}/events`, { body: { events: [userMessage("later")] } });
+    const res = await http(fx.gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/${requestEvent.offset}`);
     expect(res.status).toBe(200);
     expect(res.body.model).toBe("offline/echo");
     expect(res.body.requestedAt).toBe(requestEvent.createdAt);
@@ -88,18 +78,18 @@ describe("what the model saw", () => {
     expect(messages.at(-2)).toEqual({ role: "user", content: "What is 2+2?" });
     expect(messages.at(-1)).toEqual({ role: "developer", content: `Requested at: ${requestEvent.createdAt}` });
     // Byte-identical to the core's own renderer over the same stored events.
-    const stored = await ts.store.read(streamPath);
+    const stored = await fx.ts.store.read(streamPath);
     expect(messages).toEqual(renderRequestAt(stored, requestEvent.offset));
   });
 
   it("404 for an offset that is not an accepted llm-request-requested", async () => {
     const streamPath = "/agents/web/seen";
-    const notRequest = await http(gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/1`);
+    const notRequest = await http(fx.gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/1`);
     expect(notRequest.status).toBe(404);
     expect(notRequest.body.error.message).toContain('"agent/created"');
-    const past = await http(gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/999`);
+    const past = await http(fx.gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/999`);
     expect(past.status).toBe(404);
-    const zero = await http(gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/0`);
+    const zero = await http(fx.gw.url, "GET", `/v1/agents/${enc(streamPath)}/requests/0`);
     expect(zero.status).toBe(400);
   });
 });

@@ -1,38 +1,28 @@
 // The served OpenAPI document is kept true: every route of the router is in it and nothing
 // else is, each operation documents its parameters, and real responses of the JSON routes
 // parse with the schemas the document was generated from.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openTestStore, type TestStore } from "./support/store.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
+import { describe, expect, it } from "vitest";
+import { useDevGateway } from "./support/gateway-harness.ts";
 import { enc, http, userMessage } from "./support/http.ts";
 
-let ts: TestStore;
-let gw: TestGateway;
-beforeAll(async () => {
-  ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, devMode: true });
-});
-afterAll(async () => {
-  await gw?.close();
-  await ts?.close();
-});
+const fx = useDevGateway();
 
 describe("OpenAPI document", () => {
   it("lists exactly the router's routes, by method and path", async () => {
-    const res = await http(gw.url, "GET", "/v1/openapi.json");
+    const res = await http(fx.gw.url, "GET", "/v1/openapi.json");
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe("3.1.0");
     const documented = Object.entries(res.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
     );
-    const routed = gw.gateway.routes.map((r) => `${r.method} ${r.path}`);
+    const routed = fx.gw.gateway.routes.map((r) => `${r.method} ${r.path}`);
     expect(documented.sort()).toEqual(routed.sort());
     expect(new Set(routed).size).toBe(routed.length);
   });
 
   it("documents every path parameter, and bodies for the routes that take one", async () => {
-    const doc = (await http(gw.url, "GET", "/v1/openapi.json")).body;
-    for (const route of gw.gateway.routes) {
+    const doc = (await http(fx.gw.url, "GET", "/v1/openapi.json")).body;
+    for (const route of fx.gw.gateway.routes) {
       const op = doc.paths[route.path][route.method.toLowerCase()];
       expect(op.operationId).toBe(route.name);
       const templated = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
@@ -47,16 +37,16 @@ describe("OpenAPI document", () => {
   it("real responses parse with the documented response schemas", async () => {
     const path = "/agents/openapi/one";
     const bodies: Record<string, unknown> = {};
-    bodies.appendEvents = (await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [{ type: "agent/created", payload: {} }, userMessage("hi")] } })).body;
-    bodies.readEvents = (await http(gw.url, "GET", `/v1/streams/${enc(path)}/events`)).body;
-    bodies.getAgentState = (await http(gw.url, "GET", `/v1/agents/${enc(path)}/state`)).body;
-    bodies.listAgents = (await http(gw.url, "GET", "/v1/agents")).body;
+    bodies.appendEvents = (await http(fx.gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [{ type: "agent/created", payload: {} }, userMessage("hi")] } })).body;
+    bodies.readEvents = (await http(fx.gw.url, "GET", `/v1/streams/${enc(path)}/events`)).body;
+    bodies.getAgentState = (await http(fx.gw.url, "GET", `/v1/agents/${enc(path)}/state`)).body;
+    bodies.listAgents = (await http(fx.gw.url, "GET", "/v1/agents")).body;
     for (const [name, body] of Object.entries(bodies)) {
-      const route = gw.gateway.routes.find((r) => r.name === name)!;
+      const route = fx.gw.gateway.routes.find((r) => r.name === name)!;
       const parsed = route.response!.safeParse(body);
       expect(parsed.success, `${name}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
     }
-    const error = (await http(gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=-1`)).body;
+    const error = (await http(fx.gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=-1`)).body;
     expect(Object.keys(error.error).sort()).toEqual(["code", "details", "message"]);
   });
 });

@@ -1,6 +1,7 @@
 // Starts a real gateway (HTTP + gRPC) on free loopback ports over a given event store, with
 // real API keys, for integration tests.
-
+import { afterAll, beforeAll } from "vitest";
+import { openTestStore, type TestStore } from "./store.ts";
 import type { EventStore } from "@agentrt/streams";
 import { createLogger } from "@agentrt/service-kit";
 import { Authenticator } from "../../src/auth/authenticator.ts";
@@ -66,4 +67,21 @@ export async function startTestGateway(options: {
       await gateway.close();
     },
   };
+}
+
+/**
+ * A dev-mode gateway on its own test store for the whole file: opened before the first test,
+ * closed after the last (closing tolerates a NATS the test itself took down).
+ */
+export function useDevGateway(): { ts: TestStore; gw: TestGateway } {
+  const fixture = {} as { ts: TestStore; gw: TestGateway };
+  beforeAll(async () => {
+    fixture.ts = await openTestStore();
+    fixture.gw = await startTestGateway({ store: fixture.ts.store, devMode: true });
+  });
+  afterAll(async () => {
+    await fixture.gw?.close();
+    await fixture.ts?.close().catch(() => undefined);
+  });
+  return fixture;
 }
