@@ -40,6 +40,10 @@ export interface JetStreamEventStoreOptions {
   readonly subjectPrefix?: string;
   /** Subject prefix of the core-NATS live lane (default `eph`). */
   readonly ephemeralPrefix?: string;
+  /**
+   * Default "file". "memory" is for short tests only: on nats-server 2.9 a memory stream checks
+   * `expect.lastSubjectSequence` by walking the stream, so appends slow down as it grows.
+   */
   readonly storage?: "file" | "memory";
   /** Window for Nats-Msg-Id retry dedup (default 2 minutes). */
   readonly duplicateWindowMs?: number;
