@@ -46,6 +46,17 @@ export function parsePayload<T extends EventType>(type: T, payload: unknown): z.
   return result.data as z.infer<(typeof eventPayloadSchemas)[T]>;
 }
 
+const INPUT_FIELDS = new Set(["type", "payload", "idempotencyKey", "ephemeral"]);
+
+/** The fields an event input may not have, or undefined (allocates nothing on the common path). */
+function unknownInputFields(raw: Record<string, unknown>): string[] | undefined {
+  let unknown: string[] | undefined;
+  for (const key in raw) {
+    if (Object.hasOwn(raw, key) && !INPUT_FIELDS.has(key)) (unknown ??= []).push(key);
+  }
+  return unknown;
+}
+
 /**
  * Validates one event a writer wants to append. `index` names its place in a batch so the
  * error says which event was wrong.
@@ -57,9 +68,8 @@ export function parseEventInput(raw: unknown, index?: number): EventInput {
       { path: where, message: "must be an object" },
     ]);
   }
-  const allowed = new Set(["type", "payload", "idempotencyKey", "ephemeral"]);
-  const unknownKeys = Object.keys(raw).filter((k) => !allowed.has(k));
-  if (unknownKeys.length > 0) {
+  const unknownKeys = unknownInputFields(raw);
+  if (unknownKeys !== undefined) {
     throw new ContractViolationError(
       "invalid_event",
       `${where} has unknown field(s) ${unknownKeys.map((k) => `"${k}"`).join(", ")}; an event input has type, payload, idempotencyKey and ephemeral.`,

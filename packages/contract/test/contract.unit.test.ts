@@ -105,8 +105,16 @@ describe("parseEventInput", () => {
     expect(violation(() => parseEventInput({ type: "agent/exploded", payload: {} })).code).toBe("unknown_event_type");
   });
 
-  it("rejects unknown envelope fields", () => {
-    expect(violation(() => parseEventInput({ type: "agent/created", payload: {}, offset: 3 })).code).toBe("invalid_event");
+  it("rejects unknown envelope fields, naming each one", () => {
+    const error = violation(() => parseEventInput({ type: "agent/created", payload: {}, offset: 3, streamPath: "/a" }, 4));
+    expect(error.code).toBe("invalid_event");
+    expect(error.issues.map((i) => i.path)).toEqual(["events[4].offset", "events[4].streamPath"]);
+    expect(error.message).toContain('"offset", "streamPath"');
+  });
+
+  it("looks only at an input's own fields", () => {
+    const inherited = Object.assign(Object.create({ offset: 3 }) as object, { type: "agents/context-added", payload: { role: "user", content: "hi" } });
+    expect(parseEventInput(inherited).type).toBe("agents/context-added");
   });
 
   it("marks chunks ephemeral and rejects ephemeral:false on them", () => {
