@@ -1,10 +1,12 @@
 // Headless Chromium for browser tests: the system's /usr/bin/chromium driven by playwright-core
-// (never a downloaded browser), and the UI built once when its dist folder is missing.
+// (never a downloaded browser), and the UI built when its build is missing or older than its
+// sources (a test never runs against a stale bundle).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
+import { uiNeedsBuild } from "../../src/ui-build.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const UI_DIST = join(import.meta.dirname, "../../ui/dist");
@@ -19,7 +21,7 @@ export function screenshotPath(name: string): string {
 }
 
 export function ensureUiBuilt(): string {
-  if (!existsSync(join(UI_DIST, "index.html"))) {
+  if (uiNeedsBuild(UI_DIST)) {
     execFileSync("pnpm", ["exec", "vite", "build", "--config", "ui/vite.config.ts"], { cwd: join(import.meta.dirname, "../.."), stdio: "ignore" });
   }
   return UI_DIST;
