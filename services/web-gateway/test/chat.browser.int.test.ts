@@ -65,6 +65,21 @@ describe("web UI", () => {
     expect((await ts.store.read(PATH)).some((e) => e.type === "agent/llm-request-settled")).toBe(false);
   });
 
+  it("shows the prose and the script apart while they stream, from the reducer's previews", { timeout: 60_000 }, async () => {
+    const preview = (type: "render/message-delta" | "render/script-delta", payload: Record<string, unknown>) =>
+      ts.store.append(PATH, [{ type, payload: { llmRequestOffset: requestOffset, ...payload }, ephemeral: true }]);
+    await ts.store.append(PATH, [chunk(requestOffset, 2, '\n\n<codemode status="Counting pulls">\nasync (itx) => (await itx.repo')]);
+    await preview("render/message-delta", { text: "Let me count them with a script." });
+    await preview("render/script-delta", { code: "async (itx) => (await itx.repo", status: "Counting pulls" });
+    await page.getByTestId("script-streaming").filter({ hasText: "async (itx) => (await itx.repo" }).waitFor({ timeout: 15_000 });
+    await preview("render/script-delta", { code: '.listPulls({ state: "open" })).length' });
+    await page.getByTestId("script-streaming").filter({ hasText: '.listPulls({ state: "open" })).length' }).waitFor({ timeout: 15_000 });
+    // The raw markup stays out of the bubble: it shows the prose preview only.
+    expect(await texts('[data-testid="msg-streaming"]')).toEqual(["Let me count them with a script."]);
+    expect(await texts('[data-testid="script-streaming-status"]')).toEqual(["Counting pulls"]);
+    expect((await ts.store.read(PATH)).some((e) => e.type.startsWith("render/"))).toBe(false);
+  });
+
   it("shows the script with its status, then its result and duration", { timeout: 60_000 }, async () => {
     const reply = "Let me count them with a script.\n\n```ts\nasync (itx) => (await itx.repo.listPulls({ state: \"open\" })).length\n```";
     const settled = await ts.store.append(PATH, [
@@ -77,6 +92,7 @@ describe("web UI", () => {
       { type: "capability-host/script-run-requested", payload: { code: 'async (itx) => (await itx.repo.listPulls({ state: "open" })).length', executionId, expiresAt: "2099-01-01T00:00:00.000Z" } },
     ]);
     await page.getByTestId("msg-streaming").waitFor({ state: "detached", timeout: 15_000 });
+    await page.getByTestId("script-streaming").waitFor({ state: "detached", timeout: 15_000 });
     await page.getByTestId("msg-assistant").filter({ hasText: "Let me count them with a script." }).waitFor({ timeout: 15_000 });
     await page.getByTestId("script-status").filter({ hasText: "requested" }).waitFor({ timeout: 15_000 });
     await ts.store.append(PATH, [{ type: "capability-host/script-run-started", payload: { executionId } }]);

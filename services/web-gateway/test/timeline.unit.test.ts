@@ -1,6 +1,6 @@
 // The chat view's pure model (ui/src/timeline.ts): which events become which bubbles and cards.
 import { describe, expect, it } from "vitest";
-import { buildTimeline, chunkText, formatDuration, proseOf } from "../ui/src/timeline.ts";
+import { type LiveReplies, applyLiveEvent, buildTimeline, chunkText, formatDuration, proseOf } from "../ui/src/timeline.ts";
 
 let offset = 0;
 const ev = (type: string, payload: unknown, createdAt = "2026-01-01T00:00:00.000Z", idempotencyKey?: string) => ({
@@ -11,6 +11,12 @@ const ev = (type: string, payload: unknown, createdAt = "2026-01-01T00:00:00.000
   createdAt,
   ...(idempotencyKey ? { idempotencyKey } : {}),
 });
+
+/** Replies streamed as raw text only (no previews). */
+const rawLive = (entries: [number, string][]): LiveReplies => new Map(entries.map(([r, text]) => [r, { chunks: new Map(), text }]));
+const live = (type: string, payload: unknown) => ({ streamPath: "/a", offset: 2, type, payload, createdAt: "2026-01-01T00:00:00.000Z", ephemeral: true });
+const chunkEvent = (sequence: number, text: string) => live("agent/llm-response-chunks", { llmRequestOffset: 2, sequence, chunks: [{ choices: [{ index: 0, delta: { content: text } }] }] });
+const replay = (events: ReturnType<typeof live>[]): LiveReplies => events.reduce<LiveReplies>((m, e) => applyLiveEvent(m, e), new Map());
 
 describe("buildTimeline", () => {
   it("turns a codemode turn into user, request, assistant prose and a settled script with its duration", () => {
@@ -26,7 +32,7 @@ describe("buildTimeline", () => {
       ev("capability-host/script-run-settled", { executionId: "agent-output:3", settlement: { status: "succeeded", result: 3 } }, "2026-01-01T00:00:02.234Z"),
       ev("agents/context-added", { role: "assistant", content: "The assistant sent this visible web-chat message: hi" }, undefined, "agent/render-web-response@9"),
     ];
-    const items = buildTimeline(events, new Map([[2, "Counting."]]));
+    const items = buildTimeline(events, rawLive([[2, "Counting."]]));
     expect(items.map((i) => i.kind)).toEqual(["user", "request", "assistant", "script"]);
     expect(items[1]).toMatchObject({ status: "succeeded" });
     expect(items[2]).toMatchObject({ content: "Counting." });
@@ -36,8 +42,53 @@ describe("buildTimeline", () => {
   it("shows live text under its request until the reply is committed", () => {
     offset = 0;
     const events = [ev("agents/context-added", { role: "user", content: "hi" }), ev("agent/llm-request-requested", { model: "m", expiresAt: "2099-01-01T00:00:00.000Z" })];
-    expect(buildTimeline(events, new Map([[2, "Hel"]])).map((i) => i.kind)).toEqual(["user", "request", "streaming"]);
-    expect(buildTimeline(events, new Map([[2, ""]])).map((i) => i.kind)).toEqual(["user", "request"]);
+    expect(buildTimeline(events, rawLive([[2, "Hel"]])).map((i) => i.kind)).toEqual(["user", "request", "streaming"]);
+    expect(buildTimeline(events, rawLive([[2, ""]])).map((i) => i.kind)).toEqual(["user", "request"]);
+  });
+});
+
+describe("live replies", () => {
+  const requested = () => {
+    offset = 0;
+    return [ev("agents/context-added", { role: "user", content: "count PRs" }), ev("agent/llm-request-requested", { model: "m", expiresAt: "2099-01-01T00:00:00.000Z" })];
+  };
+
+  it("given chunks out of order, when folded, then the raw text follows their sequence and ignores repeats", () => {
+    const replies = replay([chunkEvent(1, "world"), chunkEvent(0, "hello "), chunkEvent(1, "world")]);
+    expect(replies.get(2)?.text).toBe("hello world");
+    expect(buildTimeline(requested(), replies).at(-1)).toEqual({ kind: "streaming", requestOffset: 2, text: "hello world" });
+  });
+
+  it("given the reducer's previews, when folded, then prose and script stream apart, not the raw text", () => {
+    const replies = replay([
+      chunkEvent(0, 'Counting.\n<codemode status="Counting pulls">\nreturn (await itx.repo'),
+      live("render/message-delta", { llmRequestOffset: 2, text: "Counting." }),
+      live("render/script-delta", { llmRequestOffset: 2, code: "return (await itx.repo", status: "Counting pulls" }),
+      live("render/script-delta", { llmRequestOffset: 2, code: ".listPulls()).length" }),
+    ]);
+    expect(buildTimeline(requested(), replies).at(-1)).toEqual({
+      kind: "streaming",
+      requestOffset: 2,
+      text: "Counting.",
+      script: { code: "return (await itx.repo.listPulls()).length", status: "Counting pulls" },
+    });
+  });
+
+  it("given a reply that starts with its script, when only a script preview came, then the script shows alone", () => {
+    const replies = replay([live("render/script-delta", { llmRequestOffset: 2, code: "return 1" })]);
+    expect(buildTimeline(requested(), replies).at(-1)).toEqual({ kind: "streaming", requestOffset: 2, text: "", script: { code: "return 1" } });
+  });
+
+  it("given the reply committed, when previews linger, then only the durable reply shows", () => {
+    const events = [...requested(), ev("agents/context-added", { role: "assistant", content: "Counting.", llmRequestOffset: 2 })];
+    const replies = replay([live("render/message-delta", { llmRequestOffset: 2, text: "Counting." })]);
+    expect(buildTimeline(events, replies).map((i) => i.kind)).toEqual(["user", "request", "assistant"]);
+  });
+
+  it("leaves the replies as they are for other live events", () => {
+    const replies = replay([chunkEvent(0, "a")]);
+    expect(applyLiveEvent(replies, live("agent/runtime-changed", { llmRequestOffset: 2 }))).toBe(replies);
+    expect(applyLiveEvent(replies, live("render/message-delta", {}))).toBe(replies);
   });
 });
 

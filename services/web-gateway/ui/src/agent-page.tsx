@@ -1,30 +1,24 @@
 // One agent: a single live subscription feeds the chat view, the raw event stream and the
 // summary header; the request view shows exactly what the model saw for one request.
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
 import { subscribeLive, type ConnectionState } from "./live.ts";
-import { buildTimeline, chunkText, formatDuration, type TimelineItem } from "./timeline.ts";
+import { applyLiveEvent, buildTimeline, formatDuration, type LiveReplies, type TimelineItem } from "./timeline.ts";
 
 type Route = { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
 
 export function AgentPage({ path, route }: { path: string; route: Route }) {
   const [events, setEvents] = useState<StreamEvent[]>([]);
-  const [live, setLive] = useState<Map<number, string>>(new Map());
+  const [live, setLive] = useState<LiveReplies>(new Map());
   const [conn, setConn] = useState<ConnectionState>("connecting");
-  const chunks = useRef(new Map<number, Map<number, unknown[]>>());
   useEffect(() => {
     const seen = new Set<number>();
+    setLive(new Map());
     const handle = subscribeLive(
       path,
       (e) => {
         if (e.ephemeral) {
-          if (e.type !== "agent/llm-response-chunks") return;
-          const r = e.payload.llmRequestOffset as number;
-          const bySeq = chunks.current.get(r) ?? new Map<number, unknown[]>();
-          bySeq.set(e.payload.sequence, e.payload.chunks);
-          chunks.current.set(r, bySeq);
-          const text = chunkText([...bySeq.entries()].sort((a, b) => a[0] - b[0]).flatMap(([, c]) => c));
-          setLive((m) => new Map(m).set(r, text));
+          setLive((m) => applyLiveEvent(m, e));
           return;
         }
         if (seen.has(e.offset)) return;
@@ -59,7 +53,7 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
   );
 }
 
-function ChatView({ path, events, live }: { path: string; events: StreamEvent[]; live: Map<number, string> }) {
+function ChatView({ path, events, live }: { path: string; events: StreamEvent[]; live: LiveReplies }) {
   const items = useMemo(() => buildTimeline(events, live), [events, live]);
   const [draft, setDraft] = useState("");
   const [error, setError] = useState<string | null>(null);
@@ -99,7 +93,20 @@ function Item({ item, path }: { item: TimelineItem; path: string }) {
     case "assistant":
       return <div class="msg assistant" data-testid="msg-assistant" data-offset={item.offset}>{item.content}</div>;
     case "streaming":
-      return <div class="msg assistant streaming" data-testid="msg-streaming">{item.text}<span class="caret" /></div>;
+      return (
+        <>
+          {item.text !== "" && <div class="msg assistant streaming" data-testid="msg-streaming">{item.text}{item.script === undefined && <span class="caret" />}</div>}
+          {item.script !== undefined && (
+            <div class="script writing" data-testid="script-streaming">
+              <div class="script-head">
+                <span>script, being written</span>
+                {item.script.status !== undefined && <span class="muted" data-testid="script-streaming-status">{item.script.status}</span>}
+              </div>
+              <pre class="code">{item.script.code}<span class="caret" /></pre>
+            </div>
+          )}
+        </>
+      );
     case "request":
       return (
         <div class="request-marker" data-testid="request-marker" data-offset={item.offset}>

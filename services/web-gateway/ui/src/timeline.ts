@@ -1,13 +1,13 @@
-// Turns a stream's events (plus the live text streamed so far) into what the chat view
-// shows: user and assistant messages, the streaming reply, scripts with status, result and
-// duration, errors, and a marker per request linking to what the model saw. Pure.
+// Turns a stream's events (plus the replies streaming on the live lane) into what the chat
+// view shows: user and assistant messages, the streaming reply, scripts with status, result
+// and duration, errors, and a marker per request linking to what the model saw. Pure.
 
 import type { StreamEvent } from "./types.ts";
 
 export type TimelineItem =
   | { kind: "user"; offset: number; content: string }
   | { kind: "assistant"; offset: number; content: string; requestOffset?: number }
-  | { kind: "streaming"; requestOffset: number; text: string }
+  | { kind: "streaming"; requestOffset: number; text: string; script?: LiveScript }
   | { kind: "request"; offset: number; status: string; model: string }
   | {
       kind: "script";
@@ -19,6 +19,62 @@ export type TimelineItem =
       durationMs?: number;
     }
   | { kind: "error"; offset: number; message: string };
+
+export interface LiveScript {
+  readonly code: string;
+  readonly status?: string;
+}
+
+/**
+ * One reply while it streams, from the live lane: the raw provider chunks by sequence and,
+ * when the agent interprets its replies, the reducer's previews (`render/message-delta` and
+ * `render/script-delta`, increments) of the prose and the script apart.
+ */
+export interface LiveReply {
+  readonly chunks: ReadonlyMap<number, readonly unknown[]>;
+  /** The raw reply text so far, chunks in sequence order. */
+  readonly text: string;
+  /** Prose from the previews; absent until the first preview arrives. */
+  readonly prose?: string;
+  readonly script?: LiveScript;
+}
+
+export type LiveReplies = ReadonlyMap<number, LiveReply>;
+
+const emptyReply: LiveReply = { chunks: new Map(), text: "" };
+
+/** Folds one live-lane event into the streaming replies (other events leave them as they are). */
+export function applyLiveEvent(live: LiveReplies, e: StreamEvent): LiveReplies {
+  const requestOffset = e.payload?.llmRequestOffset;
+  if (typeof requestOffset !== "number") return live;
+  const reply = live.get(requestOffset) ?? emptyReply;
+  let next: LiveReply;
+  switch (e.type) {
+    case "agent/llm-response-chunks": {
+      const chunks = new Map(reply.chunks).set(e.payload.sequence as number, e.payload.chunks as unknown[]);
+      next = { ...reply, chunks, text: chunkText([...chunks.entries()].sort((a, b) => a[0] - b[0]).flatMap(([, c]) => c)) };
+      break;
+    }
+    case "render/message-delta":
+      next = { ...reply, prose: (reply.prose ?? "") + String(e.payload.text ?? "") };
+      break;
+    case "render/script-delta": {
+      const status = typeof e.payload.status === "string" ? e.payload.status : reply.script?.status;
+      const code = (reply.script?.code ?? "") + String(e.payload.code ?? "");
+      next = { ...reply, script: status === undefined ? { code } : { code, status } };
+      break;
+    }
+    default:
+      return live;
+  }
+  return new Map(live).set(requestOffset, next);
+}
+
+/** What the streaming bubble shows: the previews once there are any, else the raw text. */
+export function liveView(reply: LiveReply): { text: string; script?: LiveScript } {
+  if (reply.prose === undefined && reply.script === undefined) return { text: reply.text };
+  return reply.script === undefined ? { text: reply.prose ?? "" } : { text: reply.prose ?? "", script: reply.script };
+}
 
 /** Text of the reply streamed so far for one request, from raw provider chunks. */
 export function chunkText(chunks: unknown[]): string {
@@ -47,7 +103,7 @@ export function formatDuration(ms: number): string {
   return s === 0 ? `${m}m` : `${m}m ${s}s`;
 }
 
-export function buildTimeline(events: readonly StreamEvent[], live: ReadonlyMap<number, string>): TimelineItem[] {
+export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies): TimelineItem[] {
   const items: TimelineItem[] = [];
   const settled = new Map<number, string>();
   const scripts = new Map<string, Extract<TimelineItem, { kind: "script" }> & { requestedAt: string }>();
@@ -102,11 +158,13 @@ export function buildTimeline(events: readonly StreamEvent[], live: ReadonlyMap<
         break;
     }
   }
-  // A reply still streaming (no assistant item yet) shows its live text under its request.
-  for (const [requestOffset, text] of live) {
-    if (answered.has(requestOffset) || settled.has(requestOffset) || text === "") continue;
+  // A reply still streaming (no assistant item yet) shows under its request.
+  for (const [requestOffset, reply] of live) {
+    if (answered.has(requestOffset) || settled.has(requestOffset)) continue;
+    const view = liveView(reply);
+    if (view.text === "" && view.script === undefined) continue;
     const at = items.findIndex((i) => i.kind === "request" && i.offset === requestOffset);
-    const item: TimelineItem = { kind: "streaming", requestOffset, text };
+    const item: TimelineItem = { kind: "streaming", requestOffset, ...view };
     if (at >= 0) items.splice(at + 1, 0, item);
     else items.push(item);
   }
