@@ -16,7 +16,7 @@ import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv } from "./itx/
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
-import { DEFAULT_SANDBOX_LIMITS, QuickJsSandbox, type SandboxLimits } from "./sandbox/index.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox, WorkerSandbox } from "./sandbox/index.ts";
 import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, ScriptRunner, type ScriptRunnerDeps } from "./script-runner.ts";
 import { type CheckOutcome, loadItxDeclarations, ScriptChecker, type ScriptSourceParts } from "./typecheck/index.ts";
 
@@ -54,6 +54,7 @@ export class CapabilityHost {
     readonly checker: ScriptChecker,
     readonly registry: ProviderRegistry,
     private readonly docs: DocsIndex,
+    private readonly sandbox: ScriptSandbox,
     private readonly options: CapabilityHostOptions,
   ) {}
 
@@ -64,7 +65,9 @@ export class CapabilityHost {
       kvm.create(AGENT_KV_BUCKET, { history: 1 }),
       kvm.create(PROVIDERS_BUCKET, { history: 16 }),
       new Objm(nc).create(AGENT_FILES_BUCKET),
-      QuickJsSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS),
+      // One worker thread per script that may run at once: a script computing never stalls the
+      // host's heartbeats, probes or other scripts.
+      WorkerSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, { workers: options.concurrency ?? 4 }),
     ]);
     const declarations = loadItxDeclarations();
     const checker = new ScriptChecker(declarations);
@@ -108,7 +111,7 @@ export class CapabilityHost {
           caller,
         ),
     });
-    self.host = new CapabilityHost(runner, checker, registry, docs, options);
+    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, options);
     return self.host;
   }
 
@@ -148,6 +151,7 @@ export class CapabilityHost {
   async stop(): Promise<void> {
     await this.consumer?.stop();
     this.registry.stop();
+    await this.sandbox.close();
   }
 }
 

@@ -20,7 +20,7 @@ export const hostConfigSchema = z.object({
   SCRIPT_MAX_RUN_MS: int(100, 120_000),
   SCRIPT_MEMORY_LIMIT_MB: int(8, 64),
   SCRIPT_STACK_LIMIT_KB: int(64, 512),
-  /** Longest synchronous stretch of a script (it shares the event loop with heartbeats). */
+  /** Longest synchronous stretch of a script (a script that never awaits is stopped after it). */
   SCRIPT_MAX_SYNC_SLICE_MS: int(100, 10_000),
   PROVIDER_CALL_TIMEOUT_MS: int(100, 30_000),
   /** A tagged prompt file (`<section key="…">` blocks): sub-agents created by scripts get the birth batch. */

@@ -11,7 +11,7 @@ import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
 import type { Logger } from "pino";
 import type { AgentFiles } from "./itx/agent-storage.ts";
-import { compileScript, type HostCallHandler, type QuickJsSandbox, ScriptCompileError } from "./sandbox/index.ts";
+import { compileScript, type HostCallHandler, ScriptCompileError, type ScriptSandbox } from "./sandbox/index.ts";
 import { resultPreview, resultSpillPath, resultTypeText } from "./codemode.ts";
 import { scopeAt, type ScriptScope } from "./scope.ts";
 import {
@@ -43,7 +43,7 @@ export interface ScriptRunnerDeps {
   /** Traces each script the agent's own reply requested as a span of that turn. */
   readonly tracer?: Tracer;
   readonly store: EventStore;
-  readonly sandbox: QuickJsSandbox;
+  readonly sandbox: ScriptSandbox;
   readonly files: AgentFiles;
   readonly check: (parts: ScriptSourceParts, budgetMs: number) => CheckOutcome;
   readonly wrap: (code: string) => string;

@@ -1,4 +1,4 @@
-// Runs compiled script JavaScript in QuickJS (WebAssembly): one WASM module per process, a
+// Runs compiled script JavaScript in QuickJS (WebAssembly): one WASM module per thread, a
 // fresh runtime + context per script, so nothing survives between scripts and a memory cap
 // applies per script. The only bridge to the host is the `hostCall` function handed to the
 // bootstrap; values cross as JSON strings. A CPU-bound loop is stopped by the interrupt
@@ -20,8 +20,8 @@ export interface SandboxLimits {
   /** Native stack cap per script, bytes. */
   readonly stackBytes: number;
   /**
-   * Longest stretch a script may compute without awaiting. QuickJS runs on the host's event
-   * loop, so a long synchronous stretch would also starve the host's work heartbeats.
+   * Longest stretch a script may compute without awaiting. In a worker thread (the host's
+   * default) a long stretch stalls only its own worker; run in-thread it stalls everything.
    */
   readonly maxSyncSliceMs: number;
 }
@@ -44,12 +44,18 @@ export type SandboxOutcome =
   | { readonly kind: "threw"; readonly error: string; readonly startMs: number; readonly runMs: number }
   | { readonly kind: "deadline"; readonly startMs: number; readonly runMs: number };
 
+/** Where scripts run: in this thread (`QuickJsSandbox`) or in worker threads (`WorkerSandbox`). */
+export interface ScriptSandbox {
+  run(request: SandboxRun): Promise<SandboxOutcome>;
+  close(): Promise<void>;
+}
+
 /** A script-visible error from a host function (its message is what the script sees). */
 export class HostCallError extends Error {
   override readonly name = "HostCallError";
 }
 
-export class QuickJsSandbox {
+export class QuickJsSandbox implements ScriptSandbox {
   /** Replaced when a QuickJS abort (e.g. a leak assertion after out-of-memory) poisons it. */
   private module: QuickJSWASMModule;
   private replacing: Promise<void> | undefined;
@@ -130,6 +136,10 @@ export class QuickJsSandbox {
         this.replaceModule();
       }
     }
+  }
+
+  async close(): Promise<void> {
+    // Nothing to release: each script's runtime is disposed when it ends.
   }
 
   private replaceModule(): void {
