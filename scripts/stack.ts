@@ -37,6 +37,16 @@ function reachable(host: string, port: number, timeoutMs = 1000): Promise<boolea
   });
 }
 
+async function answersOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -114,6 +124,9 @@ async function main(): Promise<void> {
     });
   }
 
+  // Ready means every service says so on its ops port (the host, for one, warms its checker and
+  // sandbox workers first), not merely that the UI's port is open.
+  await Promise.all(services.map(([name, env]) => waitFor(name, () => answersOk(`http://127.0.0.1:${env.OPS_PORT}/readyz`), 120_000)));
   await waitFor("web-gateway", () => reachable("127.0.0.1", httpPort), 60_000);
   const model = process.env.OPENAI_API_KEY || process.env.LLM_PROVIDERS ? "your configured provider" : "the built-in OFFLINE model (set OPENAI_API_KEY for a real one)";
   log(`ready: open http://127.0.0.1:${httpPort}/  — agents answer with ${model}. Ctrl-C stops everything.`);
