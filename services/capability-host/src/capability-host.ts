@@ -16,7 +16,7 @@ import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv } from "./itx/
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox, WorkerSandbox } from "./sandbox/index.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox, WorkerSandbox, type WorkerReplacedReason } from "./sandbox/index.ts";
 import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, ScriptRunner, type ScriptRunnerDeps } from "./script-runner.ts";
 import { type CheckOutcome, loadItxDeclarations, ScriptChecker, type ScriptSourceParts } from "./typecheck/index.ts";
 
@@ -32,6 +32,8 @@ export interface CapabilityHostOptions {
   readonly providerCallTimeoutMs?: number;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
+  /** A sandbox worker was replaced (it held a script past its deadline, or it died). */
+  readonly onSandboxWorkerReplaced?: (reason: WorkerReplacedReason) => void;
   readonly tracer?: ScriptRunnerDeps["tracer"];
   /** The project whose tagged prompt file births sub-agents (`itx.agents.get(p).create()`). */
   readonly project?: ProjectBirth;
@@ -67,7 +69,13 @@ export class CapabilityHost {
       new Objm(nc).create(AGENT_FILES_BUCKET),
       // One worker thread per script that may run at once: a script computing never stalls the
       // host's heartbeats, probes or other scripts.
-      WorkerSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, { workers: options.concurrency ?? 4 }),
+      WorkerSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, {
+        workers: options.concurrency ?? 4,
+        onWorkerReplaced: (reason, detail) => {
+          logger.warn({ reason, detail }, "replaced a script sandbox worker");
+          options.onSandboxWorkerReplaced?.(reason);
+        },
+      }),
     ]);
     const declarations = loadItxDeclarations();
     const checker = new ScriptChecker(declarations);

@@ -19,6 +19,7 @@ await runService({
     const metrics = createMetrics("capability-host");
     const phases = metrics.histogram("capability_host_phase_seconds", "Script phase durations", ["phase"]);
     const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
+    const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
     const nc = await connectNats({ url: config.NATS_URL, name: "capability-host", logger });
     const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
     const tracing = createTracing("capability-host");
@@ -34,6 +35,7 @@ await runService({
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
       onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
       onOutcome: (outcome) => outcomes.inc({ outcome }),
+      onSandboxWorkerReplaced: (reason) => replacedWorkers.inc({ reason }),
       ...(config.PROJECT_PROMPT_FILE === undefined
         ? {}
         : {

@@ -2,13 +2,21 @@
 // thread or the other scripts; host functions answer across threads as in the in-thread
 // sandbox; a worker that hangs past the deadline or dies is replaced and the pool keeps serving.
 import { afterEach, describe, expect, it } from "vitest";
-import { DEFAULT_SANDBOX_LIMITS, type HostCallHandler, QuickJsSandbox, type SandboxOutcome, type ScriptSandbox, WorkerSandbox } from "../src/sandbox/index.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type HostCallHandler,
+  QuickJsSandbox,
+  type SandboxOutcome,
+  type ScriptSandbox,
+  WorkerSandbox,
+  type WorkerSandboxOptions,
+} from "../src/sandbox/index.ts";
 
 const opened: ScriptSandbox[] = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((s) => s.close()));
 });
-async function pool(workers: number, extra: { entry?: URL; hardStopGraceMs?: number } = {}): Promise<WorkerSandbox> {
+async function pool(workers: number, extra: Omit<WorkerSandboxOptions, "workers"> = {}): Promise<WorkerSandbox> {
   const sandbox = await WorkerSandbox.create(DEFAULT_SANDBOX_LIMITS, { workers, ...extra });
   opened.push(sandbox);
   return sandbox;
@@ -90,7 +98,8 @@ describe("WorkerSandbox", () => {
   });
 
   it("ends a script whose worker never reports at its deadline, replaces the worker and keeps serving", { timeout: 30_000 }, async () => {
-    const sandbox = await pool(1, { entry: new URL("./fixtures/stuck-worker.mjs", import.meta.url), hardStopGraceMs: 100 });
+    const replaced: string[] = [];
+    const sandbox = await pool(1, { entry: new URL("./fixtures/stuck-worker.mjs", import.meta.url), hardStopGraceMs: 100, onWorkerReplaced: (reason) => replaced.push(reason) });
     const started = performance.now();
     const stuck = await run(sandbox, "loop", noHost, 300);
     expect(stuck.kind).toBe("deadline");
@@ -99,13 +108,20 @@ describe("WorkerSandbox", () => {
     const again = await run(sandbox, "loop", noHost, 100);
     expect(again.kind).toBe("deadline");
     expect(sandbox.workersReplaced).toBe(2);
+    expect(replaced).toEqual(["deadline", "deadline"]);
   });
 
   it("fails a script whose worker dies, naming why, and replaces the worker", { timeout: 30_000 }, async () => {
-    const sandbox = await pool(1, { entry: new URL("./fixtures/stuck-worker.mjs", import.meta.url), hardStopGraceMs: 100 });
+    const replaced: [string, string][] = [];
+    const sandbox = await pool(1, {
+      entry: new URL("./fixtures/stuck-worker.mjs", import.meta.url),
+      hardStopGraceMs: 100,
+      onWorkerReplaced: (reason, detail) => replaced.push([reason, detail]),
+    });
     const died: SandboxOutcome = await run(sandbox, "exit");
     expect(died).toMatchObject({ kind: "threw", error: "the sandbox worker exited with code 3" });
-    await expect.poll(() => sandbox.workersReplaced).toBe(1);
+    expect(sandbox.workersReplaced).toBe(1);
+    expect(replaced).toEqual([["died", "the sandbox worker exited with code 3"]]);
     expect((await run(sandbox, "loop", noHost, 100)).kind).toBe("deadline");
   });
 

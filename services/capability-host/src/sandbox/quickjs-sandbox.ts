@@ -67,7 +67,7 @@ export class QuickJsSandbox implements ScriptSandbox {
     this.module = module;
   }
 
-  /** How many times a poisoned WASM module was replaced (a metric; the host keeps serving). */
+  /** How many times a poisoned WASM module was replaced (the host keeps serving). */
   modulesReplaced = 0;
 
   static async create(limits: SandboxLimits = DEFAULT_SANDBOX_LIMITS): Promise<QuickJsSandbox> {

@@ -15,7 +15,11 @@ export interface WorkerSandboxOptions {
   readonly hardStopGraceMs?: number;
   /** The worker's entry module (default: the QuickJS worker); tests put misbehaving workers here. */
   readonly entry?: URL;
+  /** Told each time a worker is replaced: it held a script past its deadline, or it died. */
+  readonly onWorkerReplaced?: (reason: WorkerReplacedReason, detail: string) => void;
 }
+
+export type WorkerReplacedReason = "deadline" | "died";
 
 interface Running {
   readonly runId: number;
@@ -48,6 +52,7 @@ export class WorkerSandbox implements ScriptSandbox {
   private closed = false;
   private readonly hardStopGraceMs: number;
   private readonly entry: URL;
+  private readonly onWorkerReplaced: WorkerSandboxOptions["onWorkerReplaced"];
 
   private constructor(
     private readonly limits: SandboxLimits,
@@ -56,6 +61,7 @@ export class WorkerSandbox implements ScriptSandbox {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${options.workers}`);
     this.hardStopGraceMs = options.hardStopGraceMs ?? 2_000;
     this.entry = options.entry ?? ENTRY;
+    this.onWorkerReplaced = options.onWorkerReplaced;
     for (let i = 0; i < options.workers; i++) {
       const slot: Slot = { worker: undefined as unknown as Worker, current: undefined, broken: false };
       this.slots.push(slot);
@@ -131,11 +137,12 @@ export class WorkerSandbox implements ScriptSandbox {
   /** Ends the slot's script (if any) with `reason`, and puts a new worker in the slot. */
   private replace(slot: Slot, reason: string): void {
     this.finish(slot, { kind: "threw", error: reason, startMs: 0, runMs: 0 });
-    this.respawn(slot);
+    this.respawn(slot, "died", reason);
   }
 
-  private respawn(slot: Slot): void {
+  private respawn(slot: Slot, reason: WorkerReplacedReason, detail: string): void {
     this.workersReplaced++;
+    this.onWorkerReplaced?.(reason, detail);
     void slot.worker.terminate();
     this.spawn(slot).then(
       () => this.dispatch(),
@@ -195,7 +202,7 @@ export class WorkerSandbox implements ScriptSandbox {
     const running = slot.current;
     if (running === undefined || running.runId !== runId) return;
     this.finish(slot, { kind: "deadline", startMs: 0, runMs: performance.now() - running.startedAt });
-    this.respawn(slot);
+    this.respawn(slot, "deadline", `no report ${this.hardStopGraceMs} ms after the script's deadline`);
   }
 
   private finish(slot: Slot, outcome: SandboxOutcome): void {
