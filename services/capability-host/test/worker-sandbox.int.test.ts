@@ -58,7 +58,8 @@ describe("WorkerSandbox", () => {
     );
     expect(value.map((o) => o.kind === "returned" && o.value)).toEqual(["slow", "quick"]);
     expect(order).toEqual(["quick", "slow"]);
-    expect(gapMs).toBeLessThan(250);
+    // Well under the script's second even on a loaded machine; in-thread the gap is the whole second.
+    expect(gapMs).toBeLessThan(500);
 
     // The measurement can see a stall: the same script in this thread stops the timers.
     const inThread = await QuickJsSandbox.create(DEFAULT_SANDBOX_LIMITS);
