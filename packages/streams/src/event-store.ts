@@ -70,6 +70,16 @@ export interface FeedSubscription extends AsyncIterable<FeedBatch> {
   close(): Promise<void>;
 }
 
+export interface LiveFeedOptions {
+  /** Partitions to follow; default every partition. */
+  readonly partitions?: readonly number[];
+}
+
+/** Live-lane events as they are published: iterate it; `close()` ends the iteration. */
+export interface LiveFeed extends AsyncIterable<AgentEvent> {
+  close(): Promise<void>;
+}
+
 export interface StreamSummary {
   readonly streamPath: string;
   readonly lastOffset: number;
@@ -98,6 +108,14 @@ export interface EventStore {
 
   /** Every committed batch of the chosen partitions, in commit order, then live. */
   feed(options?: FeedOptions): FeedSubscription;
+
+  /**
+   * Live-lane (ephemeral) events of every stream in the chosen partitions, from now on, as they
+   * are published. No history and best effort, like the live lane itself: what is published
+   * while nobody listens is gone. For a service reacting to the live lane of the streams it
+   * owns (the reducer's reply previews).
+   */
+  liveFeed(options?: LiveFeedOptions): LiveFeed;
 
   /** Streams that have at least one durable event, optionally under a path prefix. */
   listStreams(prefix?: string): Promise<StreamSummary[]>;

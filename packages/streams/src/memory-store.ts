@@ -12,6 +12,8 @@ import type {
   FeedBatch,
   FeedOptions,
   FeedSubscription,
+  LiveFeed,
+  LiveFeedOptions,
   ReadOptions,
   StreamSummary,
   SubscribeOptions,
@@ -36,6 +38,11 @@ interface FeedListener {
   readonly queue: AsyncQueue<FeedBatch>;
 }
 
+interface LiveListener {
+  readonly partitions: ReadonlySet<number>;
+  readonly queue: AsyncQueue<AgentEvent>;
+}
+
 export interface MemoryEventStoreOptions {
   readonly partitionCount?: number;
   /** The commit clock (default `() => new Date()`), so unit tests can pin createdAt. */
@@ -49,6 +56,7 @@ export class MemoryEventStore implements EventStore {
   private readonly log: FeedBatch[] = [];
   private readonly listeners = new Set<Listener>();
   private readonly feedListeners = new Set<FeedListener>();
+  private readonly liveListeners = new Set<LiveListener>();
   private closed = false;
 
   constructor(options: MemoryEventStoreOptions = {}) {
@@ -69,6 +77,8 @@ export class MemoryEventStore implements EventStore {
     if (batch.ephemeral) {
       const live = ephemeralEvents(batch, lastOffset, createdAt);
       for (const event of live) this.deliver(event);
+      const partition = this.partitionOf(batch.streamPath);
+      for (const listener of this.liveListeners) if (listener.partitions.has(partition)) for (const event of live) listener.queue.push(event);
       return { status: "committed", events: live };
     }
     const decision = decideAppend({ lastOffset, findKey: (k) => stream?.keys.get(k) }, batch, options, createdAt);
@@ -127,6 +137,14 @@ export class MemoryEventStore implements EventStore {
     return subscriptionOf(listener.queue, () => this.feedListeners.delete(listener));
   }
 
+  liveFeed(options?: LiveFeedOptions): LiveFeed {
+    this.assertOpen();
+    const partitions = new Set(parsePartitions(options?.partitions, this.partitionCount));
+    const listener: LiveListener = { partitions, queue: new AsyncQueue<AgentEvent>(() => this.liveListeners.delete(listener)) };
+    this.liveListeners.add(listener);
+    return subscriptionOf(listener.queue, () => this.liveListeners.delete(listener));
+  }
+
   async listStreams(prefix?: string): Promise<StreamSummary[]> {
     this.assertOpen();
     return [...this.streams.entries()]
@@ -139,8 +157,10 @@ export class MemoryEventStore implements EventStore {
     this.closed = true;
     for (const listener of this.listeners) listener.queue.end();
     for (const listener of this.feedListeners) listener.queue.end();
+    for (const listener of this.liveListeners) listener.queue.end();
     this.listeners.clear();
     this.feedListeners.clear();
+    this.liveListeners.clear();
   }
 
   private deliver(event: AgentEvent): void {

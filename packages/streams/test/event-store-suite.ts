@@ -267,6 +267,40 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       await durableOnly.close();
     });
 
+    withStorage("a live feed carries the live-lane events of its partitions only, never durable ones", async (storage, store) => {
+      const pathA = uniquePath("live");
+      let pathB = uniquePath("live");
+      while (store.partitionOf(pathB) === store.partitionOf(pathA)) pathB = uniquePath("live");
+      const reader = await storage.open();
+      const mine = reader.liveFeed({ partitions: [store.partitionOf(pathA)] });
+      const every = reader.liveFeed();
+      // Best effort like the lane itself: publish until both feeds are demonstrably attached.
+      const attached = Promise.all([
+        collectUntil(mine, (items) => items.some((e) => e.streamPath === pathA)),
+        collectUntil(every, (items) => items.some((e) => e.streamPath === pathA)),
+      ]);
+      let ready = false;
+      void attached.then(() => (ready = true));
+      for (let i = 0; i < 200 && !ready; i++) {
+        await store.append(pathA, [chunk("warm", i)]);
+        await new Promise((res) => setTimeout(res, 5));
+      }
+      await attached;
+      await store.append(pathA, [note("durable")]);
+      await store.append(pathB, [chunk("elsewhere", 0)]);
+      await store.append(pathA, [chunk("marker", 999)]);
+      const isMarker = (e: AgentEvent) => e.streamPath === pathA && e.type === "agent/llm-response-chunks" && e.payload.sequence === 999;
+      const fromMine = await collectUntil(mine, (items) => items.some(isMarker));
+      const fromEvery = await collectUntil(every, (items) => items.some(isMarker) && items.some((e) => e.streamPath === pathB));
+      expect(fromMine.every((e) => e.ephemeral === true && e.streamPath === pathA && e.type === "agent/llm-response-chunks")).toBe(true);
+      expect(fromMine.find(isMarker)).toMatchObject({ offset: 1, ephemeral: true });
+      expect(fromEvery.find((e) => e.streamPath === pathB)).toMatchObject({ type: "agent/llm-response-chunks", offset: 0, ephemeral: true });
+      expect(fromEvery.some((e) => e.ephemeral !== true)).toBe(false);
+      await mine.close();
+      await every.close();
+      expect(() => store.liveFeed({ partitions: [-1] })).toThrow(/partition/);
+    });
+
     withStorage("feeds every committed batch of chosen partitions in commit order, and resumes", async (_s, store) => {
       const paths = [uniquePath("feed"), uniquePath("feed"), uniquePath("feed")];
       const written: string[][] = [];

@@ -4,6 +4,7 @@
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import {
   type AgentRuntime,
+  type LiveDialect,
   type AgentState,
   computeRuntime,
   decideAtHead,
@@ -67,3 +68,13 @@ export const runtimeOf = (state: AgentState): AgentRuntime => computeRuntime(sta
 
 export const interruptEvents = (requestOffset: number, partialText: string | undefined): EventInput[] =>
   interruptBatch(requestOffset, partialText);
+
+/**
+ * Which reply dialect to preview on the live lane, if any: the one that will interpret the
+ * reply (fenced while `interpretResponses` is on; tag when the project worker interprets).
+ */
+export function liveDialect(state: AgentState, worker: ProjectWorkerOptions = { enabled: true }): LiveDialect | undefined {
+  if (state.birthCertificate === null) return undefined;
+  if (state.config.interpretResponses) return "fenced";
+  return worker.enabled ? "tag" : undefined;
+}

@@ -1,5 +1,5 @@
 // The reducer's side effects behind one interface: appending, handing work to drivers and
-// hosts, interrupting a driver, publishing runtime transitions, and the clock. The stream
+// hosts, interrupting a driver, publishing runtime transitions and reply previews, and the clock. The stream
 // processor is written against this so it can run on the memory store in unit tests.
 
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
@@ -29,6 +29,8 @@ export interface ReducerEffects {
   /** Asks the driver running the request to abort; resolves to its partial text, if any. */
   interruptDriver(streamPath: string, requestOffset: number): Promise<string | undefined>;
   publishRuntime(streamPath: string, payload: PayloadOf<"agent/runtime-changed">): Promise<void>;
+  /** Publishes live-lane previews of a streaming reply (`render/*-delta`, ephemeral). */
+  publishPreviews(streamPath: string, deltas: readonly EventInput[]): Promise<void>;
 }
 
 export const INTERRUPT_SUBJECT = "agentrt.llm.interrupt";
@@ -84,6 +86,9 @@ export function natsReducerEffects(deps: {
     },
     async publishRuntime(streamPath, payload) {
       await store.append(streamPath, [{ type: "agent/runtime-changed", payload, ephemeral: true }]);
+    },
+    async publishPreviews(streamPath, deltas) {
+      await store.append(streamPath, deltas);
     },
   };
 }

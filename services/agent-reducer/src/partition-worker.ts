@@ -1,8 +1,9 @@
 // Follows one partition's feed while this replica holds its lease: restores the partition
 // snapshot, folds every later batch into per-stream processors, and writes a new snapshot
-// every N events once all reactions up to that point have been appended.
+// every N events once all reactions up to that point have been appended. It also follows the
+// partition's live lane, so streaming replies get their prose and script previews.
 
-import type { EventStore, FeedBatch, FeedSubscription } from "@agentrt/streams";
+import type { EventStore, FeedBatch, FeedSubscription, LiveFeed } from "@agentrt/streams";
 import type { Logger } from "@agentrt/service-kit";
 import type { ProjectWorkerOptions } from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
@@ -24,6 +25,8 @@ export class PartitionWorker {
   private readonly processors = new Map<string, StreamProcessor>();
   private feed: FeedSubscription | undefined;
   private loop: Promise<void> | undefined;
+  private live: LiveFeed | undefined;
+  private liveLoop: Promise<void> | undefined;
   private sequence = 0;
   private snapshotSequence = 0;
   private eventsSinceSnapshot = 0;
@@ -56,6 +59,21 @@ export class PartitionWorker {
     }
     this.feed = store.feed({ partitions: [partition], afterSequence: this.sequence });
     this.loop = this.follow(this.feed);
+    this.live = store.liveFeed({ partitions: [partition] });
+    this.liveLoop = this.followLive(this.live);
+  }
+
+  /** Hands live-lane chunks to their stream's processor (streams not yet folded have none). */
+  private async followLive(live: LiveFeed): Promise<void> {
+    try {
+      for await (const event of live) {
+        if (this.stopped) return;
+        this.processors.get(event.streamPath)?.applyLive(event);
+      }
+    } catch (error) {
+      // Core NATS subscriptions survive reconnects; this ends only with the store.
+      if (!this.stopped) this.options.logger.warn({ err: error, partition: this.partition }, "live lane feed ended; replies of this partition get no previews");
+    }
   }
 
   private newProcessor(streamPath: string, restored?: ConstructorParameters<typeof StreamProcessor>[3]): StreamProcessor {
@@ -126,6 +144,8 @@ export class PartitionWorker {
     this.stopped = true;
     for (const processor of this.processors.values()) processor.close();
     await this.feed?.close();
+    await this.live?.close();
     await this.loop?.catch(() => undefined);
+    await this.liveLoop;
   }
 }

@@ -10,7 +10,7 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
-import type { AgentState } from "@agentrt/agent-core";
+import { type AgentState, type LiveLaneState, applyChunksEvent, createLiveLaneState } from "@agentrt/agent-core";
 import type { Logger } from "@agentrt/service-kit";
 import * as core from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
@@ -27,6 +27,8 @@ export class StreamProcessor {
   private wakeTimer: NodeJS.Timeout | undefined;
   private flushScheduled = false;
   private chain: Promise<void> = Promise.resolve();
+  private liveLane: LiveLaneState | undefined;
+  private previews: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
@@ -55,6 +57,24 @@ export class StreamProcessor {
     if (reaction.batches.length > 0) this.pendingReactions.push(...reaction.batches);
     if (reaction.interruptRequestOffset !== undefined) this.pendingInterrupts.push(reaction.interruptRequestOffset);
     this.scheduleFlush();
+  }
+
+  /**
+   * Turns a live-lane chunk of a streaming reply into previews of its prose and script
+   * (`render/message-delta`, `render/script-delta`) and publishes them, in order, when this
+   * agent's replies are interpreted. Best effort like the lane: nothing durable depends on it.
+   */
+  applyLive(event: AgentEvent): void {
+    if (this.closed || event.type !== "agent/llm-response-chunks") return;
+    const dialect = core.liveDialect(this.state, this.worker);
+    if (dialect === undefined) return;
+    if (this.liveLane?.dialect !== dialect) this.liveLane = createLiveLaneState({ dialect });
+    const step = applyChunksEvent(this.liveLane, event);
+    this.liveLane = step.state;
+    if (step.deltas.length === 0) return;
+    this.previews = this.previews
+      .then(() => this.effects.publishPreviews(this.streamPath, step.deltas))
+      .catch((error: unknown) => this.logger.debug({ err: error }, "could not publish reply previews"));
   }
 
   /** True when nothing is queued: a snapshot taken now covers every reaction. */

@@ -37,6 +37,7 @@ function memoryEffects(store: MemoryEventStore, options: { partialText?: string;
       return options.partialText;
     },
     publishRuntime: async (_path, payload) => void runtimes.push(payload),
+    publishPreviews: async (path, deltas) => void (await store.append(path, deltas)),
   };
   return { effects, llmWork, scriptWork, interrupts, runtimes };
 }
@@ -68,6 +69,20 @@ async function startWorker(store: MemoryEventStore, effects: ReducerEffects, sna
 }
 
 const ofType = (events: AgentEvent[], type: string) => events.filter((e) => e.type === type);
+
+/** Reads a subscription into an array until `done` holds (or fails after 5 s). */
+async function collectUntil(source: AsyncIterable<AgentEvent>, done: (items: AgentEvent[]) => boolean): Promise<AgentEvent[]> {
+  const items: AgentEvent[] = [];
+  const reading = (async () => {
+    for await (const event of source) {
+      items.push(event);
+      if (done(items)) return;
+    }
+  })();
+  await waitFor(() => done(items), { timeoutMs: 5000 });
+  await reading;
+  return items;
+}
 
 describe("the reducer shell", () => {
   it("appends one debounced request for two quick messages and hands it to a driver", async () => {
@@ -109,6 +124,48 @@ describe("the reducer shell", () => {
     });
     // The interrupting message is the next trigger: a second request follows.
     await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 2, { timeoutMs: 5000 });
+  });
+
+  it("given a fenced reply streaming on the live lane, then it publishes the prose and the script apart, in order", async () => {
+    const store = new MemoryEventStore();
+    const { effects } = memoryEffects(store);
+    await startWorker(store, effects);
+    await store.append(PATH, born(600_000));
+    await waitFor(async () => (await store.read(PATH)).length === 2, { timeoutMs: 5000 });
+    const watcher = store.subscribe(PATH, { fromOffset: 3, ephemeral: true });
+    const chunk = (sequence: number, content: string) => ({
+      type: "agent/llm-response-chunks",
+      payload: { llmRequestOffset: 2, sequence, chunks: [{ choices: [{ index: 0, delta: { content } }] }] },
+    });
+    await store.append(PATH, [chunk(0, "Counting the pulls.\n\n```ts\nasync (itx) => (await itx.repo")]);
+    await store.append(PATH, [chunk(1, ".listPulls()).length\n")]);
+    await store.append(PATH, [chunk(2, "```\n")]);
+    const previews = await collectUntil(watcher, (items) => {
+      const code = items.filter((e) => e.type === "render/script-delta").map((e) => (e.payload as { code: string }).code).join("");
+      return code.includes(".listPulls()).length");
+    });
+    await watcher.close();
+    const prose = previews.filter((e) => e.type === "render/message-delta").map((e) => (e.payload as { text: string }).text).join("");
+    const code = previews.filter((e) => e.type === "render/script-delta").map((e) => (e.payload as { code: string }).code).join("");
+    expect(prose).toBe("Counting the pulls.");
+    expect(code).toBe("async (itx) => (await itx.repo.listPulls()).length");
+    expect(previews.every((e) => e.ephemeral === true && (e.payload as { llmRequestOffset: number }).llmRequestOffset === 2)).toBe(true);
+    // Nothing of it is stored.
+    expect((await store.read(PATH)).some((e) => e.type.startsWith("render/"))).toBe(false);
+  });
+
+  it("given a stream that was never born, then its live lane gets no previews", async () => {
+    const store = new MemoryEventStore();
+    const { effects } = memoryEffects(store);
+    const worker = await startWorker(store, effects);
+    await store.append(PATH, [userSays("not an agent")]);
+    await waitFor(() => worker.processor(PATH)?.state.lastFoldedOffset === 1, { timeoutMs: 5000 });
+    const watcher = store.subscribe(PATH, { fromOffset: 2, ephemeral: true });
+    await store.append(PATH, [{ type: "agent/llm-response-chunks", payload: { llmRequestOffset: 1, sequence: 0, chunks: [{ choices: [{ index: 0, delta: { content: "Hi.\n" } }] }] } }]);
+    const seen = await collectUntil(watcher, (items) => items.some((e) => e.type === "agent/llm-response-chunks"));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await watcher.close();
+    expect(seen.some((e) => e.type.startsWith("render/"))).toBe(false);
   });
 
   it("expires an open request nobody settles, with the contract's error", async () => {

@@ -36,6 +36,7 @@ const effects: ReducerEffects = {
   publishScriptWork: async () => undefined,
   interruptDriver: async () => undefined,
   publishRuntime: async () => undefined,
+  publishPreviews: async () => undefined,
 };
 
 it("a successor restores the partition snapshot and resumes the feed after it", async () => {

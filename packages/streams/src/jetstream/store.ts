@@ -16,6 +16,8 @@ import type {
   EventStore,
   FeedOptions,
   FeedSubscription,
+  LiveFeed,
+  LiveFeedOptions,
   ReadOptions,
   StreamSummary,
   SubscribeOptions,
@@ -26,7 +28,7 @@ import { classified } from "./errors.ts";
 import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
 import { JetStreamPublisher } from "./publisher.ts";
 import { ensureEventStream } from "./stream-setup.ts";
-import { type Closable, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
+import { type Closable, LivePartitionFeed, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
 import { type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
 import { BatchWriter } from "./writer.ts";
 
@@ -232,6 +234,15 @@ export class JetStreamEventStore implements EventStore {
         }
       },
     };
+  }
+
+  liveFeed(options?: LiveFeedOptions): LiveFeed {
+    const partitions = parsePartitions(options?.partitions, this.partitionCount);
+    const prefix = this.scheme.ephemeralPrefix;
+    const subjects = partitions.length === this.partitionCount ? [`${prefix}.>`] : partitions.map((p) => `${prefix}.${p}.>`);
+    const feed = new LivePartitionFeed(this.nc, subjects, (self) => this.open.delete(self));
+    this.open.add(feed);
+    return feed;
   }
 
   async listStreams(prefix?: string): Promise<StreamSummary[]> {

@@ -241,3 +241,43 @@ export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
     );
   }
 }
+
+/**
+ * Live-lane events of whole partitions: plain core-NATS subscriptions on the ephemeral
+ * subjects (`<prefix>.<partition>.>`), nothing stored and nothing replayed.
+ */
+export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
+  private readonly queue = new AsyncQueue<AgentEvent>(() => void this.close());
+  private readonly subscriptions: CoreSubscription[];
+
+  constructor(
+    nc: NatsConnection,
+    subjects: readonly string[],
+    private readonly detach: (self: Closable) => void,
+  ) {
+    this.subscriptions = subjects.map((subject) => nc.subscribe(subject, { callback: (_err, msg) => this.onMessage(msg.data) }));
+  }
+
+  private onMessage(data: Uint8Array): void {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(decoder.decode(data));
+    } catch {
+      return;
+    }
+    for (const item of Array.isArray(raw) ? raw : []) {
+      const parsed = parseStoredEvent(item);
+      if (parsed.ok && parsed.event.ephemeral === true) this.queue.push(parsed.event);
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
+    return this.queue[Symbol.asyncIterator]();
+  }
+
+  async close(): Promise<void> {
+    this.detach(this);
+    for (const subscription of this.subscriptions) subscription.unsubscribe();
+    this.queue.end();
+  }
+}

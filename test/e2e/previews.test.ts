@@ -1,0 +1,48 @@
+// Reply previews on the live lane, whole system: while the model streams a codemode reply
+// through the driver, the reducer publishes the prose and the script apart (`render/*-delta`,
+// ephemeral), in order, and none of it is stored. What the web UI's chat shows as it streams.
+import type { AgentEvent } from "@agentrt/contract";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type System, startSystem } from "../support/system.ts";
+import { createBareAgent, say, waitForAssistant } from "../support/turns.ts";
+
+const PROSE = "Let me count the open pull requests.";
+const CODE = 'async (itx) => (await itx.repo.listPulls({ state: "open" })).length';
+const REPLY = `${PROSE}\n\n\`\`\`ts\n${CODE}\n\`\`\``;
+
+let system: System;
+beforeAll(async () => {
+  // Paced so the reply streams for about a second: several chunk flushes, several previews.
+  system = await startSystem({ reducers: 1, drivers: 1, model: { defaultReply: { text: REPLY, tokensPerSecond: 25 } } });
+});
+afterAll(async () => system?.stop());
+
+it("streams the prose and the script of a reply apart, as the reducer's previews", { timeout: 60_000 }, async () => {
+  const path = "/agents/previews/one";
+  await createBareAgent(system.store, path);
+  const watcher = system.store.subscribe(path, { fromOffset: 3, ephemeral: true });
+  const seen: AgentEvent[] = [];
+  const reading = (async () => {
+    for await (const event of watcher) seen.push(event);
+  })();
+  await say(system.store, path, "How many open pull requests are there?");
+  const assistant = await waitForAssistant(system.store, path, PROSE, 30_000).catch((error: unknown) => {
+    process.stdout.write(system.processes.logs() + "\n");
+    throw error;
+  });
+  const requestOffset = (assistant.payload as { llmRequestOffset?: number }).llmRequestOffset;
+  expect(requestOffset).toBeGreaterThan(0);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await watcher.close();
+  await reading;
+
+  const previews = seen.filter((e) => e.type === "render/message-delta" || e.type === "render/script-delta");
+  const joined = (type: string, field: "text" | "code") =>
+    previews.filter((e) => e.type === type).map((e) => String((e.payload as unknown as Record<string, unknown>)[field])).join("");
+  expect(joined("render/message-delta", "text")).toBe(PROSE);
+  expect(joined("render/script-delta", "code")).toBe(CODE);
+  // Several previews, not one at the end: the script was shown while it was being written.
+  expect(previews.filter((e) => e.type === "render/script-delta").length).toBeGreaterThan(1);
+  expect(previews.every((e) => e.ephemeral === true && (e.payload as { llmRequestOffset: number }).llmRequestOffset === requestOffset)).toBe(true);
+  expect((await system.store.read(path)).some((e) => e.type.startsWith("render/"))).toBe(false);
+});
