@@ -3,7 +3,7 @@
 // stops at a gap in the sequence.
 import type { AgentEvent } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
-import { applyChunksEvent, createLiveLaneState, liveDeltas, type LiveDelta, type LiveLaneState } from "../src/codemode/index.ts";
+import { applyChunksEvent, createLiveLaneState, endRequest, liveDeltas, type LiveDelta, type LiveLaneState } from "../src/codemode/index.ts";
 
 const chat = (content: string) => ({ choices: [{ index: 0, delta: { content } }] });
 const chatDone = { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
@@ -103,6 +103,16 @@ describe("live lane", () => {
     let state = createLiveLaneState({ maxRequests: 2 });
     for (const offset of [10, 20, 30]) state = applyChunksEvent(state, flush(0, [chat(`r${offset}`)], offset)).state;
     expect([...state.requests.keys()]).toEqual([20, 30]);
+  });
+
+  it("given a request that ended, when its lane is forgotten, then the others stay and a late flush previews nothing", () => {
+    let state = createLiveLaneState();
+    for (const offset of [10, 20]) state = applyChunksEvent(state, flush(0, [chat(`reply ${offset}\n`)], offset)).state;
+    const ended = endRequest(state, 10);
+    expect([...ended.requests.keys()]).toEqual([20]);
+    expect(endRequest(ended, 10)).toBe(ended);
+    // A flush of the ended request arriving late is mid-stream for a fresh lane: no deltas.
+    expect(applyChunksEvent(ended, flush(1, [chat("more")], 10)).deltas).toEqual([]);
   });
 
   it("liveDeltas folds a run of events from a fresh lane", () => {

@@ -10,7 +10,7 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
-import { type AgentState, type LiveLaneState, applyChunksEvent, createLiveLaneState } from "@agentrt/agent-core";
+import { type AgentState, type LiveLaneState, applyChunksEvent, createLiveLaneState, endRequest } from "@agentrt/agent-core";
 import type { Logger } from "@agentrt/service-kit";
 import * as core from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
@@ -52,6 +52,10 @@ export class StreamProcessor {
       this.unsettledScripts.set(event.payload.executionId, event.offset);
     } else if (event.type === "capability-host/script-run-settled") {
       this.unsettledScripts.delete(event.payload.executionId);
+    } else if (event.type === "agent/llm-request-settled" && this.liveLane !== undefined) {
+      // The reply is durable now; its preview lane (the whole reply text) is dropped.
+      this.liveLane = endRequest(this.liveLane, event.payload.requestOffset);
+      if (this.liveLane.requests.size === 0) this.liveLane = undefined;
     }
     const reaction = core.react(before, event, after, this.worker);
     if (reaction.batches.length > 0) this.pendingReactions.push(...reaction.batches);
@@ -68,13 +72,19 @@ export class StreamProcessor {
     if (this.closed || event.type !== "agent/llm-response-chunks") return;
     const dialect = core.liveDialect(this.state, this.worker);
     if (dialect === undefined) return;
-    if (this.liveLane?.dialect !== dialect) this.liveLane = createLiveLaneState({ dialect });
+    // One request streams at a time; a second lane covers chunks of the previous one arriving late.
+    if (this.liveLane?.dialect !== dialect) this.liveLane = createLiveLaneState({ dialect, maxRequests: 2 });
     const step = applyChunksEvent(this.liveLane, event);
     this.liveLane = step.state;
     if (step.deltas.length === 0) return;
     this.previews = this.previews
       .then(() => this.effects.publishPreviews(this.streamPath, step.deltas))
       .catch((error: unknown) => this.logger.debug({ err: error }, "could not publish reply previews"));
+  }
+
+  /** Requests whose reply is being previewed (their lanes hold the reply text so far). */
+  get previewedRequests(): number[] {
+    return [...(this.liveLane?.requests.keys() ?? [])];
   }
 
   /** True when nothing is queued: a snapshot taken now covers every reaction. */

@@ -129,7 +129,7 @@ describe("the reducer shell", () => {
   it("given a fenced reply streaming on the live lane, then it publishes the prose and the script apart, in order", async () => {
     const store = new MemoryEventStore();
     const { effects } = memoryEffects(store);
-    await startWorker(store, effects);
+    const worker = await startWorker(store, effects);
     await store.append(PATH, born(600_000));
     await waitFor(async () => (await store.read(PATH)).length === 2, { timeoutMs: 5000 });
     const watcher = store.subscribe(PATH, { fromOffset: 3, ephemeral: true });
@@ -152,6 +152,10 @@ describe("the reducer shell", () => {
     expect(previews.every((e) => e.ephemeral === true && (e.payload as { llmRequestOffset: number }).llmRequestOffset === 2)).toBe(true);
     // Nothing of it is stored.
     expect((await store.read(PATH)).some((e) => e.type.startsWith("render/"))).toBe(false);
+    // Once the reply is settled its lane (the whole reply text) is let go.
+    expect(worker.processor(PATH)?.previewedRequests).toEqual([2]);
+    await store.append(PATH, [{ type: "agent/llm-request-settled", payload: { requestOffset: 2, result: { status: "succeeded", text: "" } } }]);
+    await waitFor(() => worker.processor(PATH)?.previewedRequests.length === 0, { timeoutMs: 5000 });
   });
 
   it("given a stream that was never born, then its live lane gets no previews", async () => {

@@ -23,6 +23,7 @@ export { codemodeReactions, planSettlementRender } from "./reactions.ts";
 export {
   createLiveLaneState,
   applyChunksEvent,
+  endRequest,
   chunkText,
   liveDeltas,
   type LiveLaneState,

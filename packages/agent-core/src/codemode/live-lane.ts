@@ -144,6 +144,14 @@ export function applyChunksEvent(state: LiveLaneState, event: AgentEvent): { sta
   return { state: { ...state, requests: bounded(requests, state.maxRequests) }, deltas };
 }
 
+/** Forgets a request's lane (its reply is durable now): a lane holds the whole reply text. */
+export function endRequest(state: LiveLaneState, llmRequestOffset: number): LiveLaneState {
+  if (!state.requests.has(llmRequestOffset)) return state;
+  const requests = new Map(state.requests);
+  requests.delete(llmRequestOffset);
+  return { ...state, requests };
+}
+
 function bounded(requests: Map<number, RequestLane>, max: number): Map<number, RequestLane> {
   while (requests.size > max) {
     const oldest = requests.keys().next();
