@@ -186,16 +186,7 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
   }
 
   private onEphemeral(data: Uint8Array): void {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(decoder.decode(data));
-    } catch {
-      return;
-    }
-    for (const item of Array.isArray(raw) ? raw : []) {
-      const parsed = parseStoredEvent(item);
-      if (parsed.ok && parsed.event.ephemeral === true) this.heldEphemeral.push(parsed.event);
-    }
+    this.heldEphemeral.push(...liveEventsOf(data));
     this.releaseEphemeral();
   }
 
@@ -259,16 +250,7 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
   }
 
   private onMessage(data: Uint8Array): void {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(decoder.decode(data));
-    } catch {
-      return;
-    }
-    for (const item of Array.isArray(raw) ? raw : []) {
-      const parsed = parseStoredEvent(item);
-      if (parsed.ok && parsed.event.ephemeral === true) this.queue.push(parsed.event);
-    }
+    for (const event of liveEventsOf(data)) this.queue.push(event);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
@@ -280,4 +262,20 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
     for (const subscription of this.subscriptions) subscription.unsubscribe();
     this.queue.end();
   }
+}
+
+/** The live-lane events of one core-NATS message (a JSON array); anything unreadable is skipped. */
+function liveEventsOf(data: Uint8Array): AgentEvent[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(data));
+  } catch {
+    return [];
+  }
+  const events: AgentEvent[] = [];
+  for (const item of Array.isArray(raw) ? raw : []) {
+    const parsed = parseStoredEvent(item);
+    if (parsed.ok && parsed.event.ephemeral === true) events.push(parsed.event);
+  }
+  return events;
 }
