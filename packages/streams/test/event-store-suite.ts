@@ -3,6 +3,7 @@
 // JetStream: its own NATS connection), so races between two processes are real races.
 
 import { type AgentEvent, ContractViolationError, AgentRuntimeError } from "@agentrt/contract";
+import { collectUntil } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import { type AppendResult, type EventStore, MAX_BATCH_EVENTS, type FeedBatch } from "../src/index.ts";
 
@@ -32,26 +33,6 @@ export const chunk = (text: string, sequence = 0) => ({
 });
 
 const contentOf = (e: AgentEvent) => (e.type === "agents/context-added" ? e.payload.content : `<${e.type}>`);
-
-/** Takes items from an async iterable until `done` says so, failing at the deadline. */
-export async function collectUntil<T>(source: AsyncIterable<T>, done: (items: T[]) => boolean, timeoutMs = 15_000): Promise<T[]> {
-  const items: T[] = [];
-  const iterator = source[Symbol.asyncIterator]();
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`deadline: collected ${items.length} items, condition not met`)), timeoutMs);
-  });
-  try {
-    while (!done(items)) {
-      const next = await Promise.race([iterator.next(), deadline]);
-      if (next.done === true) break;
-      items.push(next.value);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-  return items;
-}
 
 async function rejection(promise: Promise<unknown>): Promise<AgentRuntimeError> {
   const error = await promise.then(

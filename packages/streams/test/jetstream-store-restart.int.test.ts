@@ -3,11 +3,11 @@
 // down appends fail as retryable `unavailable` rather than hanging or half-committing.
 
 import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
+import { type NatsServer, collectUntil, startNatsServer } from "@agentrt/testing";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { JetStreamEventStore } from "../src/index.ts";
-import { collectUntil, note } from "./event-store-suite.ts";
+import { note } from "./event-store-suite.ts";
 
 let server: NatsServer;
 let nc: NatsConnection;

@@ -3,13 +3,13 @@
 // only JetStream has — stream validation on open, the on-disk record shape, cost of reads far
 // into a stream.
 
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
+import { type NatsServer, collectUntil, startNatsServer } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EventStore, JetStreamEventStore, fnv1a32 } from "../src/index.ts";
 import { JetStreamPublisher, PublishRejectedError } from "../src/jetstream/publisher.ts";
-import { collectUntil, describeEventStoreSuite, note } from "./event-store-suite.ts";
+import { describeEventStoreSuite, note } from "./event-store-suite.ts";
 
 let server: NatsServer;
 let storageCounter = 0;

@@ -3,7 +3,7 @@
 
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
 import { MemoryEventStore } from "@agentrt/streams";
-import { waitFor } from "@agentrt/testing";
+import { collectUntil, waitFor } from "@agentrt/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "@agentrt/service-kit";
 import type { HeadAppendResult, ReducerEffects } from "../src/effects.ts";
@@ -70,20 +70,6 @@ async function startWorker(store: MemoryEventStore, effects: ReducerEffects, sna
 
 const ofType = (events: AgentEvent[], type: string) => events.filter((e) => e.type === type);
 
-/** Reads a subscription into an array until `done` holds (or fails after 5 s). */
-async function collectUntil(source: AsyncIterable<AgentEvent>, done: (items: AgentEvent[]) => boolean): Promise<AgentEvent[]> {
-  const items: AgentEvent[] = [];
-  const reading = (async () => {
-    for await (const event of source) {
-      items.push(event);
-      if (done(items)) return;
-    }
-  })();
-  await waitFor(() => done(items), { timeoutMs: 5000 });
-  await reading;
-  return items;
-}
-
 describe("the reducer shell", () => {
   it("appends one debounced request for two quick messages and hands it to a driver", async () => {
     const store = new MemoryEventStore();
@@ -143,7 +129,7 @@ describe("the reducer shell", () => {
     const previews = await collectUntil(watcher, (items) => {
       const code = items.filter((e) => e.type === "render/script-delta").map((e) => (e.payload as { code: string }).code).join("");
       return code.includes(".listPulls()).length");
-    });
+    }, 5000);
     await watcher.close();
     const prose = previews.filter((e) => e.type === "render/message-delta").map((e) => (e.payload as { text: string }).text).join("");
     const code = previews.filter((e) => e.type === "render/script-delta").map((e) => (e.payload as { code: string }).code).join("");
@@ -166,7 +152,7 @@ describe("the reducer shell", () => {
     await waitFor(() => worker.processor(PATH)?.state.lastFoldedOffset === 1, { timeoutMs: 5000 });
     const watcher = store.subscribe(PATH, { fromOffset: 2, ephemeral: true });
     await store.append(PATH, [{ type: "agent/llm-response-chunks", payload: { llmRequestOffset: 1, sequence: 0, chunks: [{ choices: [{ index: 0, delta: { content: "Hi.\n" } }] }] } }]);
-    const seen = await collectUntil(watcher, (items) => items.some((e) => e.type === "agent/llm-response-chunks"));
+    const seen = await collectUntil(watcher, (items) => items.some((e) => e.type === "agent/llm-response-chunks"), 5000);
     await new Promise((resolve) => setTimeout(resolve, 50));
     await watcher.close();
     expect(seen.some((e) => e.type.startsWith("render/"))).toBe(false);
