@@ -29,6 +29,8 @@ const event = (i: number) => ({
   payload: { role: "user", content: `message ${i}: the quick brown fox jumps over the lazy dog, twice over for a realistic size.` },
 });
 const encoder = new TextEncoder();
+/** The raw side's messages: the same 64 event payloads the store appends, encoded once. */
+const RAW_PAYLOADS = Array.from({ length: 64 }, (_, i) => encoder.encode(JSON.stringify(event(i))));
 
 interface Row {
   readonly scenario: string;
@@ -92,10 +94,9 @@ async function main(): Promise<void> {
  * at once and waits for every ack (one call = one raw publish when the batch is 1).
  */
 async function runRaw(js: JetStreamClient, batch: number, ops: number, streams: number, round: string): Promise<LoadResult> {
-  const payloads = Array.from({ length: 64 }, (_, i) => encoder.encode(JSON.stringify(event(i))));
   return await closedLoop(ops, CONCURRENCY, batch, (i) => {
     const subject = `raw.${round}.${batch}.${streams}.s${i % streams}`;
-    return Promise.all(Array.from({ length: batch }, (_, j) => js.publish(subject, payloads[(i * batch + j) % 64])));
+    return Promise.all(Array.from({ length: batch }, (_, j) => js.publish(subject, RAW_PAYLOADS[(i * batch + j) % 64])));
   });
 }
 
@@ -147,7 +148,6 @@ interface CheckFigures {
  * runs here, so any difference is the server's.
  */
 async function measureServerChecks(js: JetStreamClient, jsm: JetStreamManager): Promise<CheckFigures[]> {
-  const payloads = Array.from({ length: 64 }, (_, i) => encoder.encode(JSON.stringify(event(i))));
   const lastSeq = new Map<string, number>();
   const checked = async (subject: string, data: Uint8Array) => {
     for (;;) {
@@ -170,12 +170,12 @@ async function measureServerChecks(js: JetStreamClient, jsm: JetStreamManager): 
   };
   const calls = 12_000;
   for (let round = 0; round < 3; round++) {
-    variants.plain.push(await closedLoop(calls, CONCURRENCY, 1, (i) => js.publish(`raw.checks.plain.s${i % STREAMS_MANY}`, payloads[i % 64])));
+    variants.plain.push(await closedLoop(calls, CONCURRENCY, 1, (i) => js.publish(`raw.checks.plain.s${i % STREAMS_MANY}`, RAW_PAYLOADS[i % 64])));
     variants["with Nats-Msg-Id"].push(
-      await closedLoop(calls, CONCURRENCY, 1, (i) => js.publish(`raw.checks.id.s${i % STREAMS_MANY}`, payloads[i % 64], { msgID: nuid.next() })),
+      await closedLoop(calls, CONCURRENCY, 1, (i) => js.publish(`raw.checks.id.s${i % STREAMS_MANY}`, RAW_PAYLOADS[i % 64], { msgID: nuid.next() })),
     );
     variants["with Nats-Msg-Id and Nats-Expected-Last-Subject-Sequence"].push(
-      await closedLoop(calls, CONCURRENCY, 1, (i) => checked(`checked.s${i % STREAMS_MANY}`, payloads[i % 64] as Uint8Array)),
+      await closedLoop(calls, CONCURRENCY, 1, (i) => checked(`checked.s${i % STREAMS_MANY}`, RAW_PAYLOADS[i % 64] as Uint8Array)),
     );
   }
   return Object.entries(variants).map(([variant, rounds]) => {
