@@ -44,7 +44,7 @@ interface Queued {
 const ENTRY = new URL("./sandbox-worker-entry.mjs", import.meta.url);
 
 export class WorkerSandbox implements ScriptSandbox {
-  /** Workers replaced after dying or being terminated at a deadline (a metric). */
+  /** Workers replaced after dying or being terminated at a deadline (each also told to `onWorkerReplaced`). */
   workersReplaced = 0;
   private readonly slots: Slot[] = [];
   private readonly queue: Queued[] = [];
@@ -78,10 +78,6 @@ export class WorkerSandbox implements ScriptSandbox {
       throw error;
     }
     return sandbox;
-  }
-
-  get workerCount(): number {
-    return this.slots.length;
   }
 
   run(request: SandboxRun): Promise<SandboxOutcome> {
