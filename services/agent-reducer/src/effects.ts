@@ -1,6 +1,7 @@
 // The reducer's side effects behind one interface: appending, handing work to drivers and
-// hosts, interrupting a driver, publishing runtime transitions and reply previews, and the clock. The stream
-// processor is written against this so it can run on the memory store in unit tests.
+// hosts, interrupting a driver, publishing runtime transitions and reply previews, and the
+// clock. The stream processor is written against this so it can run on the memory store in
+// unit tests.
 
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
