@@ -1,6 +1,7 @@
 // @agentrt/service-kit: what every service process shares — config, logging, metrics, the
 // ops endpoint, the NATS connection, graceful shutdown, work queues and partition leases.
 export * from "./config.ts";
+export * from "./base-config.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./ops-server.ts";

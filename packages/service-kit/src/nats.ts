@@ -7,10 +7,11 @@ import type { Logger } from "pino";
 
 export type { NatsConnection } from "@nats-io/nats-core";
 
-export async function connectNats(options: { url: string; name: string; logger?: Logger }): Promise<NatsConnection> {
+export async function connectNats(options: { url: string; name: string; user?: string; pass?: string; logger?: Logger }): Promise<NatsConnection> {
   const nc = await connect({
     servers: options.url.split(",").map((s) => s.trim()),
     name: options.name,
+    ...(options.user === undefined ? {} : { user: options.user, pass: options.pass ?? "" }),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 5_000,

@@ -15,6 +15,7 @@ import {
   ensureWorkStream,
   loadConfig,
   runService,
+  natsConnectionOptions,
   startOpsServer,
 } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
@@ -31,7 +32,7 @@ await runService({
   async start() {
     const metrics = createMetrics("agent-reducer");
     const tracing = createTracing("agent-reducer");
-    const nc = await connectNats({ url: config.NATS_URL, name: "agent-reducer", logger });
+    const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
@@ -54,7 +55,7 @@ await runService({
       },
     });
     await reducer.start();
-    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
     return {
       async stop() {
         await reducer.stop();

@@ -1,16 +1,12 @@
 // The capability host's environment, parsed once at start-up (a bad value fails fast naming
 // the variable and the rule).
 
+import { baseServiceConfigSchema } from "@agentrt/service-kit";
 import { z } from "zod";
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
 
-export const hostConfigSchema = z.object({
-  NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
-  OPS_PORT: z.coerce.number().int().min(0).max(65_535).default(9_103),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
-  PARTITION_COUNT: int(1, 64),
-  NATS_STREAM_REPLICAS: int(1, 1),
+export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Scripts run at once by this process. */
   SCRIPT_CONCURRENCY: int(1, 4),
   SCRIPT_WORK_ACK_WAIT_MS: int(1_000, 30_000),

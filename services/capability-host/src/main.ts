@@ -2,7 +2,7 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, createLogger, createMetrics, createTracing, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
@@ -20,7 +20,7 @@ await runService({
     const phases = metrics.histogram("capability_host_phase_seconds", "Script phase durations", ["phase"]);
     const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
     const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
-    const nc = await connectNats({ url: config.NATS_URL, name: "capability-host", logger });
+    const nc = await connectNats({ ...natsConnectionOptions(config), name: "capability-host", logger });
     const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
     const tracing = createTracing("capability-host");
     const host = await CapabilityHost.start({
@@ -47,7 +47,7 @@ await runService({
           }),
     });
     await host.consume();
-    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
     logger.info({ opsPort: ops.port }, "capability-host ready");
     return {
       async stop() {

@@ -3,6 +3,7 @@
 // provider. With neither, the offline model answers.
 
 import { readFileSync } from "node:fs";
+import { baseServiceConfigSchema } from "@agentrt/service-kit";
 import { z } from "zod";
 import { ProviderConfigError } from "./errors.ts";
 import { resolveProviders, type ProvidersConfig } from "./providers.ts";
@@ -10,12 +11,7 @@ import { DEFAULT_CONTEXT_WINDOWS, type ContextWindowTable } from "./usage.ts";
 
 const ms = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
 
-export const driverConfigSchema = z.object({
-  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
-  OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9465),
-  LOG_LEVEL: z.string().default("info"),
-  PARTITION_COUNT: z.coerce.number().int().min(1).max(1024).default(64),
-  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   LLM_PROVIDERS: z.string().optional(),
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().optional(),

@@ -3,7 +3,7 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
@@ -26,7 +26,7 @@ await runService({
       logger.info({ providers: Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, { baseUrl: p.baseUrl, api: p.api }])) }, "model providers");
     }
     const metrics = createMetrics("llm-driver");
-    const nc = await connectNats({ url: config.NATS_URL, name: "llm-driver", logger });
+    const nc = await connectNats({ ...natsConnectionOptions(config), name: "llm-driver", logger });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
@@ -48,7 +48,7 @@ await runService({
       work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
     });
     await driver.start();
-    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
     logger.info({ opsPort: ops.port, offline: driver.offline }, "llm-driver ready");
     return {
       async stop() {

@@ -1,17 +1,13 @@
 // The gateway's environment, parsed once at start-up.
+import { baseServiceConfigSchema } from "@agentrt/service-kit";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
 
-export const gatewayConfigSchema = z.object({
-  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   HTTP_HOST: z.string().default("127.0.0.1"),
   HTTP_PORT: port.default(8080),
   GRPC_PORT: port.default(8081),
-  OPS_PORT: port.default(9467),
-  LOG_LEVEL: z.string().default("info"),
-  PARTITION_COUNT: z.coerce.number().int().min(1).max(1024).default(64),
-  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /** JSON file `{keys: [...]}` of hashed API keys (see `pnpm agents keys create`). */
   AGENTRT_KEYS_FILE: z.string().optional(),
   /** The same document inline, for secrets mounted as env. */

@@ -3,7 +3,7 @@
 // SIGTERM closes the listeners, then drains NATS.
 
 import { JetStreamEventStore } from "@agentrt/streams";
-import { connectNats, createLogger, createMetrics, createTracing, loadConfig, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
 import { gatewayConfigSchema } from "./config.ts";
@@ -33,7 +33,7 @@ await runService({
       logger.warn("no API keys configured (AGENTRT_KEYS_FILE / AGENTRT_KEYS_JSON): every request will be refused with 401");
     }
     const metrics = createMetrics("web-gateway");
-    const nc = await connectNats({ url: config.NATS_URL, name: "web-gateway", logger });
+    const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
     const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
     const auth = new Authenticator({
       keys,
@@ -57,7 +57,7 @@ await runService({
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
     const grpc = createGrpcServer(gateway.api, auth, logger);
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
-    const ops = await startOpsServer({ port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
     logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");
     return {
       async stop() {

@@ -127,6 +127,8 @@ read from an existing Secret (for URLs that carry credentials).
   value: {{ include "agentrt.streamReplicas" . | quote }}
 - name: PARTITION_COUNT
   value: {{ .Values.config.partitionCount | quote }}
+- name: OPS_HOST
+  value: "0.0.0.0"
 - name: OPS_PORT
   value: {{ .Values.config.opsPort | quote }}
 - name: LOG_LEVEL

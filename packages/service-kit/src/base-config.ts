@@ -1,0 +1,35 @@
+// The environment every service reads: where NATS is and who it connects as, where the ops
+// endpoint listens, logging, and the deployment's partition and replica counts. Each service
+// extends this with its own keys, so a name means the same thing in every service and the
+// chart sets it once.
+
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65_535);
+
+/** The base keys; `opsPort` is the service's default ops port. */
+export function baseServiceConfigSchema(opsPort: number) {
+  return z.object({
+    NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
+    /** The service's own NATS user (per-service permissions); unset connects anonymously. */
+    NATS_USER: z.string().min(1).optional(),
+    NATS_PASSWORD: z.string().min(1).optional(),
+    /** Bind address of /healthz, /readyz, /metrics. Loopback by default; `0.0.0.0` in a pod. */
+    OPS_HOST: z.string().min(1).default("127.0.0.1"),
+    OPS_PORT: port.default(opsPort),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    PARTITION_COUNT: z.coerce.number().int().min(1).max(1024).default(64),
+    NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  });
+}
+
+export type BaseServiceConfig = z.infer<ReturnType<typeof baseServiceConfigSchema>>;
+
+/** The connection options a service's base config names. */
+export function natsConnectionOptions(config: BaseServiceConfig): { url: string; user?: string; pass?: string } {
+  return {
+    url: config.NATS_URL,
+    ...(config.NATS_USER === undefined ? {} : { user: config.NATS_USER }),
+    ...(config.NATS_PASSWORD === undefined ? {} : { pass: config.NATS_PASSWORD }),
+  };
+}
