@@ -61,9 +61,20 @@ describe("parseFencedReply", () => {
     expect(parseFencedReply(`text\n  ${fence}ts\n  async () => 1\n  ${fence}`).kind).toBe("none");
   });
 
-  it("treats a single non-script fence as part of the prose", () => {
-    const reply = `The config:\n${fence}json\n{"a": 1}\n${fence}`;
-    expect(parseFencedReply(reply)).toEqual({ kind: "none", prose: reply });
+  it("rejects a lone non-TypeScript fence with the did-NOT-run feedback naming its language (codemode.md)", () => {
+    const parsed = parseFencedReply(`${fence}python\nprint("hi")\n${fence}`);
+    expect(parsed).toMatchObject({ kind: "rejected", reason: "malformed", prose: "" });
+    expect(parsed.kind === "rejected" && parsed.feedback).toMatch(/did NOT run.*```python fence/s);
+  });
+
+  it("rejects a single non-script fence beside prose, keeping the prose for the user", () => {
+    const parsed = parseFencedReply(`The config:\n${fence}json\n{"a": 1}\n${fence}`);
+    expect(parsed).toMatchObject({ kind: "rejected", reason: "malformed", prose: "The config:" });
+  });
+
+  it("names a bare fence as one with no language", () => {
+    const parsed = parseFencedReply(`${fence}\nsome text\n${fence}`);
+    expect(parsed.kind === "rejected" && parsed.feedback).toMatch(/a fence with no language/);
   });
 
   it("does not end the script at a fence written inside a template literal", () => {

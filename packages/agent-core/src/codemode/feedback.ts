@@ -23,6 +23,17 @@ export function fencedNotAsyncFeedback(): string {
   );
 }
 
+/** A lone fence that is not TypeScript (```python, ```json, a bare ```): it was not run either. */
+export function fencedNotScriptFeedback(language: string): string {
+  const fence = language === "" ? "a fence with no language" : `a \`\`\`${language} fence`;
+  return (
+    `Your code block did NOT run: only a \`\`\`ts fence whose body starts with \`async\` is run, and this reply held ${fence}. ` +
+    "To act, send one script like this:\n" +
+    `${FENCED_SHAPE}\n` +
+    "Examples meant for the user belong in prose without a fence."
+  );
+}
+
 export function fencedUnclosedFeedback(): string {
   return (
     "Your code block did NOT run: the ```ts fence was never closed, so the script may be cut off. " +

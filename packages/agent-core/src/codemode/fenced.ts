@@ -3,7 +3,7 @@
 // with JavaScript-aware scanning so ``` inside a string does not cut the script short.
 
 import { type FenceClose, findClosingFenceInScript, findClosingFenceNaive } from "./js-scan.ts";
-import { fencedMultipleFeedback, fencedNotAsyncFeedback, fencedUnclosedFeedback } from "./feedback.ts";
+import { fencedMultipleFeedback, fencedNotAsyncFeedback, fencedNotScriptFeedback, fencedUnclosedFeedback } from "./feedback.ts";
 import { joinProse, normaliseStatus, type ParsedReply } from "./reply.ts";
 
 const SCRIPT_LANGUAGES = new Set(["ts", "typescript", "tsx", "js", "javascript", "jsx", "mts"]);
@@ -71,11 +71,14 @@ export function parseFencedReply(text: string): ParsedReply {
     };
   }
   const block = blocks[0] as FencedBlock;
-  // A single non-script fence (```json, ```bash, a bare ```) is markdown for the user.
-  if (!SCRIPT_LANGUAGES.has(block.language)) return { kind: "none", prose: text.trim() };
   const prose = proseOutside(text, blocks);
   if (block.close === null) {
     return { kind: "rejected", reason: "malformed", feedback: fencedUnclosedFeedback(), prose };
+  }
+  // codemode.md: any single fence whose body is not an async function gets the "did NOT run"
+  // feedback, whatever its language, so a model that answered in ```python learns that nothing ran.
+  if (!SCRIPT_LANGUAGES.has(block.language)) {
+    return { kind: "rejected", reason: "malformed", feedback: fencedNotScriptFeedback(block.language), prose };
   }
   const code = text.slice(block.bodyStart, block.close.bodyEnd).trim();
   if (!/^async\b/.test(code)) {
