@@ -37,6 +37,8 @@ export interface CapabilityHostOptions {
   readonly tracer?: ScriptRunnerDeps["tracer"];
   /** The project whose tagged prompt file births sub-agents (`itx.agents.get(p).create()`). */
   readonly project?: ProjectBirth;
+  /** JetStream replicas of the buckets and the work stream the host creates (3 in a cluster). */
+  readonly replicas?: number;
 }
 
 export interface ProjectBirth {
@@ -63,10 +65,11 @@ export class CapabilityHost {
   static async start(options: CapabilityHostOptions): Promise<CapabilityHost> {
     const { nc, logger } = options;
     const kvm = new Kvm(nc);
+    const replicas = options.replicas ?? 1;
     const [agentKv, providersKv, files, sandbox] = await Promise.all([
-      kvm.create(AGENT_KV_BUCKET, { history: 1 }),
-      kvm.create(PROVIDERS_BUCKET, { history: 16 }),
-      new Objm(nc).create(AGENT_FILES_BUCKET),
+      kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }),
+      kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }),
+      new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }),
       // One worker thread per script that may run at once: a script computing never stalls the
       // host's heartbeats, probes or other scripts.
       WorkerSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, {
@@ -127,7 +130,7 @@ export class CapabilityHost {
   async consume(): Promise<void> {
     const js = jetstream(this.options.nc);
     const jsm = await jetstreamManager(this.options.nc);
-    await ensureWorkStream(jsm);
+    await ensureWorkStream(jsm, { replicas: this.options.replicas ?? 1 });
     this.consumer = await consumeWork(js, jsm, {
       kind: "script",
       durable: "capability-host",

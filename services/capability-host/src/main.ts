@@ -31,6 +31,7 @@ await runService({
       limits: { typecheckBudgetMs: config.SCRIPT_TYPECHECK_BUDGET_MS, maxRunMs: config.SCRIPT_MAX_RUN_MS },
       sandboxLimits: { memoryBytes: config.SCRIPT_MEMORY_LIMIT_MB * 1024 * 1024, stackBytes: config.SCRIPT_STACK_LIMIT_KB * 1024, maxSyncSliceMs: config.SCRIPT_MAX_SYNC_SLICE_MS },
       concurrency: config.SCRIPT_CONCURRENCY,
+      replicas: config.NATS_STREAM_REPLICAS,
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
       onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
