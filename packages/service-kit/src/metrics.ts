@@ -6,7 +6,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 export interface Metrics {
   readonly registry: Registry;
   counter(name: string, help: string, labelNames?: readonly string[]): Counter<string>;
-  gauge(name: string, help: string, labelNames?: readonly string[]): Gauge<string>;
+  /** `read`, when given, sets an unlabelled gauge's value at every scrape. */
+  gauge(name: string, help: string, labelNames?: readonly string[], read?: () => number): Gauge<string>;
   histogram(name: string, help: string, labelNames?: readonly string[], buckets?: number[]): Histogram<string>;
 }
 
@@ -19,7 +20,20 @@ export function createMetrics(service: string, options: { collectDefaults?: bool
   return {
     registry,
     counter: (name, help, labelNames = []) => new Counter({ name, help, labelNames: [...labelNames], registers: [registry] }),
-    gauge: (name, help, labelNames = []) => new Gauge({ name, help, labelNames: [...labelNames], registers: [registry] }),
+    gauge: (name, help, labelNames = [], read) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: [...labelNames],
+        registers: [registry],
+        ...(read === undefined
+          ? {}
+          : {
+              collect(this: Gauge<string>) {
+                this.set(read());
+              },
+            }),
+      }),
     histogram: (name, help, labelNames = [], buckets = LATENCY_BUCKETS_SECONDS) =>
       new Histogram({ name, help, labelNames: [...labelNames], buckets, registers: [registry] }),
   };

@@ -5,7 +5,12 @@ import { z } from "zod";
 export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
   REDUCER_ID: z.string().min(1).optional(),
   REDUCER_LEASE_TTL_MS: z.coerce.number().int().min(500).default(6000),
+  /** Snapshot a changed agent after this many events (at its next quiet moment)… */
   REDUCER_SNAPSHOT_EVERY_EVENTS: z.coerce.number().int().min(1).default(2000),
+  /** …or once it has been quiet this long. */
+  REDUCER_SNAPSHOT_IDLE_MS: z.coerce.number().int().min(1).default(1000),
+  /** An agent with nothing pending is dropped from memory after this long idle (rebuilt from its snapshot on its next event). */
+  REDUCER_EVICT_IDLE_MS: z.coerce.number().int().min(1).default(30_000),
   PROJECT_WORKER: z.enum(["on", "off"]).default("on"),
   /** The project's AGENTS.md, injected by the worker's birth reaction (default: the demo text). */
   PROJECT_AGENTS_MD_FILE: z.string().optional(),

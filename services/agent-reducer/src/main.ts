@@ -47,7 +47,11 @@ await runService({
       logger,
       metrics,
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
-      snapshotEveryEvents: config.REDUCER_SNAPSHOT_EVERY_EVENTS,
+      retention: {
+        snapshotEveryEvents: config.REDUCER_SNAPSHOT_EVERY_EVENTS,
+        snapshotIdleMs: config.REDUCER_SNAPSHOT_IDLE_MS,
+        evictIdleMs: config.REDUCER_EVICT_IDLE_MS,
+      },
       kvReplicas: config.NATS_STREAM_REPLICAS,
       projectWorker: {
         enabled: config.PROJECT_WORKER === "on",

@@ -1,7 +1,12 @@
-// Follows one partition's feed while this replica holds its lease: restores the partition
-// snapshot, folds every later batch into per-stream processors, and writes a new snapshot
-// every N events once all reactions up to that point have been appended. It also follows the
-// partition's live lane, so streaming replies get their prose and script previews.
+// Follows one partition's feed while this replica holds its lease, folding every batch into
+// the processor of its agent. Memory is bounded by activity, not by every agent ever seen:
+// an agent is held only while it has something pending or was active recently; an idle one is
+// snapshotted on its own and evicted, and rebuilt from that snapshot plus the events after it
+// when its next event arrives. The partition itself keeps only a checkpoint: the feed position
+// up to which every reaction has been appended, and the agents that had work pending, which a
+// successor wakes at takeover (everything else wakes lazily). So takeover costs time in
+// proportion to the active agents, and snapshots are taken under continuous traffic.
+// The worker also follows the partition's live lane for reply previews.
 
 import type { EventStore, FeedBatch, FeedSubscription, LiveFeed } from "@agentrt/streams";
 import type { Logger } from "@agentrt/service-kit";
@@ -10,60 +15,92 @@ import type { ReducerEffects } from "./effects.ts";
 import { SNAPSHOT_FORMAT, type SnapshotStore } from "./snapshots.ts";
 import { StreamProcessor } from "./stream-processor.ts";
 
+export interface RetentionPolicy {
+  /** Snapshot a changed agent once it has been quiet this long. */
+  readonly snapshotIdleMs: number;
+  /** …or once this many events were folded since its last snapshot (at its next quiet moment). */
+  readonly snapshotEveryEvents: number;
+  /** Evict an agent with nothing pending after this long without activity. */
+  readonly evictIdleMs: number;
+  /** How often snapshots, evictions and the checkpoint are looked after. */
+  readonly maintainEveryMs: number;
+}
+
+export const DEFAULT_RETENTION: RetentionPolicy = { snapshotIdleMs: 1_000, snapshotEveryEvents: 2_000, evictIdleMs: 30_000, maintainEveryMs: 1_000 };
+
 export interface PartitionWorkerOptions {
   readonly partition: number;
   readonly store: EventStore;
   readonly snapshots: SnapshotStore;
   readonly effects: ReducerEffects;
   readonly logger: Logger;
-  readonly snapshotEveryEvents: number;
+  readonly retention?: Partial<RetentionPolicy>;
   readonly projectWorker?: ProjectWorkerOptions;
   readonly onEvents?: (count: number) => void;
+  readonly onRetention?: (what: "snapshot" | "evicted" | "rebuilt" | "checkpoint") => void;
 }
 
 export class PartitionWorker {
   private readonly processors = new Map<string, StreamProcessor>();
+  /** Per agent, the feed sequence of its oldest batch not yet fully reacted to. */
+  private readonly unreacted = new Map<string, number>();
+  /** Agents being brought into memory right now (never evicted mid-rebuild). */
+  private readonly loading = new Set<string>();
+  private lastPending = "";
+  private readonly retention: RetentionPolicy;
   private feed: FeedSubscription | undefined;
   private loop: Promise<void> | undefined;
   private live: LiveFeed | undefined;
   private liveLoop: Promise<void> | undefined;
+  private maintainTimer: NodeJS.Timeout | undefined;
+  private maintaining: Promise<void> | undefined;
   private sequence = 0;
-  private snapshotSequence = 0;
-  private eventsSinceSnapshot = 0;
+  private checkpointSequence = 0;
   private stopped = false;
 
-  constructor(private readonly options: PartitionWorkerOptions) {}
+  constructor(private readonly options: PartitionWorkerOptions) {
+    this.retention = { ...DEFAULT_RETENTION, ...options.retention };
+  }
 
   get partition(): number {
     return this.options.partition;
   }
 
+  /** The agent's processor while it is held in memory. */
   processor(streamPath: string): StreamProcessor | undefined {
     return this.processors.get(streamPath);
   }
 
-  async start(): Promise<void> {
-    const { partition, store, snapshots, logger } = this.options;
-    const snapshot = await snapshots.load(partition).catch((error: unknown) => {
-      logger.warn({ err: error, partition }, "snapshot unreadable; replaying the partition");
-      return null;
-    });
-    if (snapshot) {
-      for (const state of snapshot.streams) {
-        this.processors.set(state.streamPath, this.newProcessor(state.streamPath, state));
-      }
-      this.sequence = this.snapshotSequence = snapshot.sequence;
-      logger.info({ partition, sequence: snapshot.sequence, streams: snapshot.streams.length }, "restored partition snapshot");
-      // Timers and hand-offs are re-armed from state.
-      for (const processor of this.processors.values()) processor.scheduleFlush();
-    }
-    this.feed = store.feed({ partitions: [partition], afterSequence: this.sequence });
-    this.loop = this.follow(this.feed);
-    this.live = store.liveFeed({ partitions: [partition] });
-    this.liveLoop = this.followLive(this.live);
+  /** How many agents are held in memory. */
+  get residentAgents(): number {
+    return this.processors.size;
   }
 
-  /** Hands live-lane chunks to their stream's processor (streams not yet folded have none). */
+  async start(): Promise<void> {
+    const { partition, snapshots, logger } = this.options;
+    const checkpoint = await snapshots.loadCheckpoint(partition).catch((error: unknown) => {
+      logger.warn({ err: error, partition }, "partition checkpoint unreadable; replaying the partition");
+      return null;
+    });
+    if (checkpoint) {
+      // Agents with a timer, an open request or a running script are woken now (their timers
+      // and hand-offs re-armed from state); every other agent waits for its next event.
+      for (const path of checkpoint.pending) {
+        const processor = await this.rebuild(path, "head");
+        processor.scheduleFlush();
+      }
+      this.sequence = this.checkpointSequence = checkpoint.sequence;
+      logger.info({ partition, sequence: checkpoint.sequence, pending: checkpoint.pending.length }, "resumed the partition from its checkpoint");
+    }
+    this.feed = this.options.store.feed({ partitions: [partition], afterSequence: this.sequence });
+    this.loop = this.follow(this.feed);
+    this.live = this.options.store.liveFeed({ partitions: [partition] });
+    this.liveLoop = this.followLive(this.live);
+    this.maintainTimer = setInterval(() => void this.maintain(), this.retention.maintainEveryMs);
+    this.maintainTimer.unref();
+  }
+
+  /** Hands live-lane chunks to their stream's processor (agents not in memory get no previews). */
   private async followLive(live: LiveFeed): Promise<void> {
     try {
       for await (const event of live) {
@@ -81,6 +118,33 @@ export class PartitionWorker {
   }
 
   /**
+   * Brings an agent into memory: its snapshot (if any, of this format), then its events after
+   * the snapshot up to `through` (an offset, or the head). Folding those events reacts to them
+   * again, which commits nothing: every reaction is idempotency-keyed.
+   */
+  private async rebuild(streamPath: string, through: number | "head"): Promise<StreamProcessor> {
+    const snapshot = await this.options.snapshots.loadAgent(streamPath).catch((error: unknown) => {
+      this.options.logger.warn({ err: error, streamPath }, "agent snapshot unreadable; rebuilding it from its events");
+      return null;
+    });
+    const processor = this.newProcessor(streamPath, snapshot?.state);
+    processor.snapshotOffset = snapshot?.offset ?? 0;
+    this.processors.set(streamPath, processor);
+    const fromOffset = (snapshot?.offset ?? 0) + 1;
+    if (through === "head" || fromOffset <= through) {
+      this.loading.add(streamPath);
+      try {
+        const tail = await this.options.store.read(streamPath, through === "head" ? { fromOffset } : { fromOffset, limit: through - fromOffset + 1 });
+        for (const event of tail) processor.apply(event);
+      } finally {
+        this.loading.delete(streamPath);
+      }
+    }
+    if (snapshot !== null) this.options.onRetention?.("rebuilt");
+    return processor;
+  }
+
+  /**
    * Folds the feed until stopped. A feed that fails (NATS failover, a timeout) is followed
    * again from the last folded sequence after a backoff: a worker that holds the lease must
    * never go silent while it keeps renewing it.
@@ -93,11 +157,9 @@ export class PartitionWorker {
         for await (const batch of feed) {
           if (this.stopped) break;
           failures = 0;
-          this.fold(batch.streamPath, batch.events);
+          await this.fold(batch);
           this.sequence = batch.sequence;
-          this.eventsSinceSnapshot += batch.events.length;
           this.options.onEvents?.(batch.events.length);
-          if (this.eventsSinceSnapshot >= this.options.snapshotEveryEvents) void this.snapshot();
         }
         if (this.stopped) return;
         this.options.logger.warn({ partition: this.partition }, "partition feed ended; following it again");
@@ -114,34 +176,94 @@ export class PartitionWorker {
     }
   }
 
-  private fold(streamPath: string, events: FeedBatch["events"]): void {
-    let processor = this.processors.get(streamPath);
-    if (!processor) {
-      processor = this.newProcessor(streamPath);
-      this.processors.set(streamPath, processor);
-    }
-    for (const event of events) processor.apply(event);
+  private async fold(batch: FeedBatch): Promise<void> {
+    const first = batch.events[0];
+    if (first === undefined) return;
+    const processor = this.processors.get(batch.streamPath) ?? (await this.rebuild(batch.streamPath, first.offset - 1));
+    for (const event of batch.events) processor.apply(event);
+    if (!this.unreacted.has(batch.streamPath)) this.unreacted.set(batch.streamPath, batch.sequence);
   }
 
-  /** Writes a snapshot when every processor's reactions have been appended. */
-  async snapshot(): Promise<boolean> {
-    const sequence = this.sequence;
-    if (sequence === this.snapshotSequence) return false;
-    await Promise.all([...this.processors.values()].map((p) => p.settle()));
-    if (![...this.processors.values()].every((p) => p.isIdle()) || sequence !== this.sequence) return false;
-    this.eventsSinceSnapshot = 0;
-    await this.options.snapshots.save({
-      format: SNAPSHOT_FORMAT,
-      partition: this.partition,
-      sequence,
-      streams: [...this.processors.values()].map((p) => p.state),
+  /** Snapshots quiet changed agents, evicts idle ones and advances the checkpoint. */
+  private maintain(): Promise<void> {
+    this.maintaining ??= this.runMaintenance().finally(() => {
+      this.maintaining = undefined;
     });
-    this.snapshotSequence = sequence;
-    return true;
+    return this.maintaining;
+  }
+
+  private async runMaintenance(force = false): Promise<void> {
+    const now = this.options.effects.now();
+    const { snapshotIdleMs, snapshotEveryEvents, evictIdleMs } = this.retention;
+    for (const processor of [...this.processors.values()]) {
+      if (this.stopped && !force) return;
+      if (!processor.isDirty() || !processor.isIdle()) continue;
+      if (force || now - processor.lastActivityMs >= snapshotIdleMs || processor.eventsSinceSnapshot >= snapshotEveryEvents) {
+        await this.saveSnapshot(processor);
+      }
+    }
+    for (const [path, processor] of this.processors) {
+      if (this.loading.has(path) || !processor.canEvict(now, evictIdleMs)) continue;
+      processor.close();
+      this.processors.delete(path);
+      this.options.onRetention?.("evicted");
+    }
+    await this.saveCheckpoint();
+  }
+
+  private async saveSnapshot(processor: StreamProcessor): Promise<void> {
+    const state = processor.state;
+    try {
+      // A state too large for one value is not stored; the agent is then rebuilt from its
+      // older snapshot and events, which is always correct.
+      await this.options.snapshots.saveAgent({ format: SNAPSHOT_FORMAT, streamPath: state.streamPath, offset: state.lastFoldedOffset, state });
+      processor.snapshotOffset = Math.max(processor.snapshotOffset, state.lastFoldedOffset);
+      processor.eventsSinceSnapshot = 0;
+      this.options.onRetention?.("snapshot");
+    } catch (error) {
+      this.options.logger.warn({ err: error, streamPath: state.streamPath }, "could not save an agent snapshot; will try again");
+    }
+  }
+
+  /**
+   * The checkpoint is the feed position before the oldest batch some agent has not finished
+   * reacting to (computed synchronously, so no batch slips between the check and the value).
+   */
+  private async saveCheckpoint(): Promise<void> {
+    let sequence = this.sequence;
+    for (const [path, firstSequence] of this.unreacted) {
+      const processor = this.processors.get(path);
+      if (processor === undefined || processor.isIdle()) this.unreacted.delete(path);
+      else sequence = Math.min(sequence, firstSequence - 1);
+    }
+    const pending = [...this.processors.values()].filter((p) => p.hasPendingWork()).map((p) => p.streamPath);
+    const pendingKey = pending.join("\n");
+    if (sequence <= this.checkpointSequence && pendingKey === this.lastPending) return;
+    try {
+      await this.options.snapshots.saveCheckpoint({ format: SNAPSHOT_FORMAT, partition: this.partition, sequence, pending });
+      this.checkpointSequence = Math.max(this.checkpointSequence, sequence);
+      this.lastPending = pendingKey;
+      this.options.onRetention?.("checkpoint");
+    } catch (error) {
+      this.options.logger.warn({ err: error, partition: this.partition }, "could not save the partition checkpoint; will try again");
+    }
+  }
+
+  /**
+   * Settles every agent's queued work, snapshots every changed agent and writes the
+   * checkpoint (a graceful stop, and tests). Returns the checkpoint's feed sequence.
+   */
+  async checkpointNow(): Promise<number> {
+    await this.maintaining;
+    await Promise.all([...this.processors.values()].map((p) => p.settle()));
+    await this.runMaintenance(true);
+    return this.checkpointSequence;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.maintainTimer) clearInterval(this.maintainTimer);
+    await this.maintaining;
     for (const processor of this.processors.values()) processor.close();
     await this.feed?.close();
     await this.live?.close();

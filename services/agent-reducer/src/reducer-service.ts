@@ -1,6 +1,7 @@
 // The agent-reducer: holds partition leases and runs a partition worker for each partition it
 // owns. A replica that dies loses its leases within the lease TTL; the survivors acquire them,
-// restore the partition snapshot and re-arm timers from state.
+// resume from the partition's checkpoint, wake the agents that had work pending and rebuild the
+// others from their own snapshots when their next event arrives.
 
 import type { EventStore } from "@agentrt/streams";
 import { type Metrics, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
@@ -8,7 +9,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "@agentrt/service-kit";
 import type { ProjectWorkerOptions } from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
-import { PartitionWorker } from "./partition-worker.ts";
+import { PartitionWorker, type RetentionPolicy } from "./partition-worker.ts";
 import type { SnapshotStore } from "./snapshots.ts";
 
 export interface ReducerServiceOptions {
@@ -20,7 +21,7 @@ export interface ReducerServiceOptions {
   readonly logger: Logger;
   readonly metrics?: Metrics;
   readonly leaseTtlMs: number;
-  readonly snapshotEveryEvents: number;
+  readonly retention?: Partial<RetentionPolicy>;
   readonly kvReplicas?: number;
   readonly projectWorker?: ProjectWorkerOptions;
 }
@@ -30,10 +31,20 @@ export class ReducerService {
   private leases: PartitionLeases | undefined;
   private readonly leaseChanges;
   private readonly eventsFolded;
+  private readonly retentionEvents;
 
   constructor(private readonly options: ReducerServiceOptions) {
     this.leaseChanges = options.metrics?.counter("agentrt_reducer_lease_changes_total", "Partition leases acquired or lost", ["change"]);
     this.eventsFolded = options.metrics?.counter("agentrt_reducer_events_folded_total", "Events folded by this replica");
+    this.retentionEvents = options.metrics?.counter("agentrt_reducer_retention_total", "Agent snapshots written, agents evicted and rebuilt, partition checkpoints written", ["what"]);
+    options.metrics?.gauge("agentrt_reducer_resident_agents", "Agents held in memory by this replica", [], () =>
+      [...this.workers.values()].reduce((sum, w) => sum + w.residentAgents, 0),
+    );
+  }
+
+  /** Agents held in memory across the partitions this replica owns. */
+  residentAgents(): number {
+    return [...this.workers.values()].reduce((sum, w) => sum + w.residentAgents, 0);
   }
 
   ownedPartitions(): number[] {
@@ -58,9 +69,10 @@ export class ReducerService {
           snapshots: options.snapshots,
           effects: options.effects,
           logger: options.logger.child({ partition }),
-          snapshotEveryEvents: options.snapshotEveryEvents,
+          ...(options.retention ? { retention: options.retention } : {}),
           ...(options.projectWorker ? { projectWorker: options.projectWorker } : {}),
           onEvents: (count) => this.eventsFolded?.inc(count),
+          onRetention: (what) => this.retentionEvents?.inc({ what }),
         });
         this.workers.set(partition, worker);
         await worker.start();
@@ -76,7 +88,7 @@ export class ReducerService {
 
   async stop(): Promise<void> {
     // Snapshot what we own so the next owner starts close to the head, then hand leases back.
-    for (const worker of this.workers.values()) await worker.snapshot().catch(() => false);
+    for (const worker of this.workers.values()) await worker.checkpointNow().catch(() => 0);
     await this.leases?.stop({ release: true });
     for (const worker of this.workers.values()) await worker.stop();
     this.workers.clear();

@@ -1,58 +1,118 @@
-// Partition snapshots: the folded state of every agent in a partition at a feed sequence, so
-// a replica that takes a partition over resumes from there instead of replaying every stream
-// from offset 1. Stored in the NATS object store (states can exceed a KV value).
+// Snapshots, per agent: the folded state of ONE agent at a stream offset, so an agent evicted
+// from memory, or taken over by another replica, is rebuilt from its own snapshot plus the
+// events after it, never from the whole partition. A partition keeps only a checkpoint: the
+// feed position up to which every event's reactions have been appended, and which agents had
+// work pending then (a timer, an open request, a running script), so a successor wakes
+// exactly those at once and everything else lazily, on its next event.
 //
-// A snapshot is written only when every reaction up to its sequence has been appended, so the
-// events it covers never need reacting to again.
+// Both live in one NATS KV bucket (a value is at most the server's max payload; an agent whose
+// state is larger is simply not snapshotted and is rebuilt from its stream, which is always
+// correct). A value of another format version is ignored: rebuilding from events is always
+// correct, so a format change needs no migration.
 
-import { Objm, type ObjectStore } from "@nats-io/obj";
+import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { AgentState } from "@agentrt/agent-core";
 
-export const SNAPSHOT_FORMAT = 1;
+/** Bump when AgentState or this envelope changes shape: older snapshots are then rebuilt from events. */
+export const SNAPSHOT_FORMAT = 2;
 
-export interface PartitionSnapshot {
+export interface AgentSnapshot {
+  readonly format: typeof SNAPSHOT_FORMAT;
+  readonly streamPath: string;
+  /** The stream offset the state covers (its lastFoldedOffset). */
+  readonly offset: number;
+  readonly state: AgentState;
+}
+
+export interface PartitionCheckpoint {
   readonly format: typeof SNAPSHOT_FORMAT;
   readonly partition: number;
+  /** Every batch of the feed up to here has been folded and reacted to. */
   readonly sequence: number;
-  readonly streams: readonly AgentState[];
+  /** Agents with work pending at the checkpoint: a successor rebuilds these at once. */
+  readonly pending: readonly string[];
 }
 
 export interface SnapshotStore {
-  load(partition: number): Promise<PartitionSnapshot | null>;
-  save(snapshot: PartitionSnapshot): Promise<void>;
+  loadAgent(streamPath: string): Promise<AgentSnapshot | null>;
+  /** False when the snapshot could not be stored (too large): the agent is rebuilt from events. */
+  saveAgent(snapshot: AgentSnapshot): Promise<boolean>;
+  loadCheckpoint(partition: number): Promise<PartitionCheckpoint | null>;
+  saveCheckpoint(checkpoint: PartitionCheckpoint): Promise<void>;
+}
+
+export const SNAPSHOT_BUCKET = "agentrt_agent_snapshots";
+
+const agentKey = (streamPath: string) => `agents${streamPath}`;
+const checkpointKey = (partition: number) => `partition.${partition}`;
+
+function parseAgent(bytes: Uint8Array, streamPath: string): AgentSnapshot | null {
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as Partial<AgentSnapshot>;
+    const ok = parsed.format === SNAPSHOT_FORMAT && parsed.streamPath === streamPath && typeof parsed.offset === "number" && parsed.state?.lastFoldedOffset === parsed.offset;
+    return ok ? (parsed as AgentSnapshot) : null;
+  } catch {
+    return null;
+  }
+}
+
+function parseCheckpoint(bytes: Uint8Array, partition: number): PartitionCheckpoint | null {
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as Partial<PartitionCheckpoint>;
+    const ok = parsed.format === SNAPSHOT_FORMAT && parsed.partition === partition && typeof parsed.sequence === "number" && Array.isArray(parsed.pending);
+    return ok ? (parsed as PartitionCheckpoint) : null;
+  } catch {
+    return null;
+  }
 }
 
 export async function openSnapshotStore(nc: NatsConnection, options: { bucket?: string; replicas?: number } = {}): Promise<SnapshotStore> {
-  const objm = new Objm(nc);
-  const bucket: ObjectStore = await objm.create(options.bucket ?? "agentrt_snapshots", { replicas: options.replicas ?? 1 });
-  const name = (partition: number) => `reducer-partition-${partition}.json`;
+  const kv: KV = await new Kvm(nc).create(options.bucket ?? SNAPSHOT_BUCKET, { history: 1, replicas: options.replicas ?? 1 });
+  const maxBytes = Math.max(1024, nc.info?.max_payload ?? 1_048_576) - 4096;
   return {
-    async load(partition) {
-      const text = await bucket.getBlob(name(partition)).catch(() => null);
-      if (!text) return null;
-      try {
-        const parsed = JSON.parse(new TextDecoder().decode(text)) as PartitionSnapshot;
-        // A snapshot from another format version is ignored: replaying is always correct.
-        return parsed.format === SNAPSHOT_FORMAT && parsed.partition === partition ? parsed : null;
-      } catch {
-        return null;
-      }
+    async loadAgent(streamPath) {
+      const entry = await kv.get(agentKey(streamPath));
+      return entry === null || entry.operation !== "PUT" ? null : parseAgent(entry.value, streamPath);
     },
-    async save(snapshot) {
-      await bucket.putBlob({ name: name(snapshot.partition) }, new TextEncoder().encode(JSON.stringify(snapshot)));
+    async saveAgent(snapshot) {
+      const bytes = new TextEncoder().encode(JSON.stringify(snapshot));
+      if (bytes.length > maxBytes) return false;
+      await kv.put(agentKey(snapshot.streamPath), bytes);
+      return true;
+    },
+    async loadCheckpoint(partition) {
+      const entry = await kv.get(checkpointKey(partition));
+      return entry === null || entry.operation !== "PUT" ? null : parseCheckpoint(entry.value, partition);
+    },
+    async saveCheckpoint(checkpoint) {
+      await kv.put(checkpointKey(checkpoint.partition), new TextEncoder().encode(JSON.stringify(checkpoint)));
     },
   };
 }
 
-/** An in-process snapshot store, for tests that run the reducer on the memory event store. */
-export function memorySnapshotStore(): SnapshotStore & { saved: Map<number, PartitionSnapshot> } {
-  const saved = new Map<number, PartitionSnapshot>();
+/** An in-process snapshot store (JSON round trip, like the real one), for tests on the memory event store. */
+export function memorySnapshotStore(): SnapshotStore & { agents: Map<string, string>; checkpoints: Map<number, string> } {
+  const agents = new Map<string, string>();
+  const checkpoints = new Map<number, string>();
+  const bytes = (text: string) => new TextEncoder().encode(text);
   return {
-    saved,
-    load: async (partition) => saved.get(partition) ?? null,
-    save: async (snapshot) => {
-      saved.set(snapshot.partition, structuredClone(snapshot));
+    agents,
+    checkpoints,
+    loadAgent: async (path) => {
+      const text = agents.get(path);
+      return text === undefined ? null : parseAgent(bytes(text), path);
+    },
+    saveAgent: async (snapshot) => {
+      agents.set(snapshot.streamPath, JSON.stringify(snapshot));
+      return true;
+    },
+    loadCheckpoint: async (partition) => {
+      const text = checkpoints.get(partition);
+      return text === undefined ? null : parseCheckpoint(bytes(text), partition);
+    },
+    saveCheckpoint: async (checkpoint) => {
+      checkpoints.set(checkpoint.partition, JSON.stringify(checkpoint));
     },
   };
 }

@@ -7,6 +7,10 @@
 // Decisions are appended with `expectedLastOffset` = the last folded offset: the reducer only
 // acts on the head of the stream, and a stream that moved on is simply decided again once the
 // newer events arrive.
+//
+// What it holds besides the folded state is bounded: the store itself rejects a key appended
+// twice, so only the keys of recent events are kept, to skip reactions a replay shows as done
+// without a round trip.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
@@ -15,9 +19,30 @@ import type { Logger } from "@agentrt/service-kit";
 import * as core from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
 
+/** How many recent idempotency keys a processor remembers (a replay's burst, not the stream). */
+const RECENT_KEYS = 256;
+
+class RecentKeys {
+  private readonly keys = new Set<string>();
+  add(key: string): void {
+    this.keys.delete(key);
+    this.keys.add(key);
+    if (this.keys.size > RECENT_KEYS) this.keys.delete(this.keys.values().next().value as string);
+  }
+  has(key: string): boolean {
+    return this.keys.has(key);
+  }
+}
+
 export class StreamProcessor {
   state: AgentState;
-  private readonly seenKeys = new Set<string>();
+  /** The offset the agent's stored snapshot covers (0: none); the state is clean when equal. */
+  snapshotOffset = 0;
+  /** Events folded since the last snapshot. */
+  eventsSinceSnapshot = 0;
+  /** When an event was last folded or work last finished here (epoch ms), for idle snapshots and eviction. */
+  lastActivityMs: number;
+  private readonly seenKeys = new RecentKeys();
   private pendingReactions: EventInput[][] = [];
   private pendingInterrupts: number[] = [];
   private readonly unsettledScripts = new Map<string, number>();
@@ -29,6 +54,7 @@ export class StreamProcessor {
   private chain: Promise<void> = Promise.resolve();
   private liveLane: LiveLaneState | undefined;
   private previews: Promise<void> = Promise.resolve();
+  private flushing = false;
   private closed = false;
 
   constructor(
@@ -39,6 +65,10 @@ export class StreamProcessor {
     private readonly worker: core.ProjectWorkerOptions = { enabled: true },
   ) {
     this.state = restored ?? core.newState(streamPath);
+    // A restored agent's running scripts are handed to the host again (the work item is
+    // deduplicated; a script already started is the host's to recover).
+    for (const script of this.state.activeScriptExecutions) this.unsettledScripts.set(script.executionId, script.requestedOffset);
+    this.lastActivityMs = effects.now();
   }
 
   /** Folds one delivered event and records what must follow from it. */
@@ -47,6 +77,8 @@ export class StreamProcessor {
     const before = this.state;
     const after = core.fold(before, event);
     this.state = after;
+    this.eventsSinceSnapshot += 1;
+    this.lastActivityMs = this.effects.now();
     if (event.idempotencyKey !== undefined) this.seenKeys.add(event.idempotencyKey);
     if (event.type === "capability-host/script-run-requested") {
       this.unsettledScripts.set(event.payload.executionId, event.offset);
@@ -87,9 +119,28 @@ export class StreamProcessor {
     return [...(this.liveLane?.requests.keys() ?? [])];
   }
 
-  /** True when nothing is queued: a snapshot taken now covers every reaction. */
+  /** True when nothing is queued or running: every folded event has been reacted to. */
   isIdle(): boolean {
-    return !this.flushScheduled && this.pendingReactions.length === 0 && this.pendingInterrupts.length === 0;
+    return !this.flushScheduled && !this.flushing && this.pendingReactions.length === 0 && this.pendingInterrupts.length === 0;
+  }
+
+  /**
+   * True while the agent has something that will happen without a new event: a timer
+   * (debounce, backoff, expiry), an open request, a running script, or unfinished reactions.
+   * Such an agent stays in memory; a successor wakes it at takeover.
+   */
+  hasPendingWork(): boolean {
+    return !this.isIdle() || this.wakeTimer !== undefined || this.state.openRequest !== null || this.state.activeScriptExecutions.length > 0;
+  }
+
+  /** True when the stored snapshot is older than the folded state. */
+  isDirty(): boolean {
+    return this.state.lastFoldedOffset > this.snapshotOffset;
+  }
+
+  /** True when dropping this processor loses nothing: it is rebuilt from its snapshot on its next event. */
+  canEvict(nowMs: number, idleMs: number): boolean {
+    return !this.isDirty() && !this.hasPendingWork() && this.liveLane === undefined && nowMs - this.lastActivityMs >= idleMs;
   }
 
   /** Runs queued work now and waits for it (tests, snapshots, shutdown). */
@@ -114,6 +165,7 @@ export class StreamProcessor {
   close(): void {
     this.closed = true;
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
   }
 
   private retryLater(): void {
@@ -124,11 +176,17 @@ export class StreamProcessor {
 
   private async flush(): Promise<void> {
     if (this.closed) return;
-    await this.appendReactions();
-    await this.runInterrupts();
-    await this.handOffWork();
-    await this.decide();
-    await this.publishRuntime();
+    this.flushing = true;
+    try {
+      await this.appendReactions();
+      await this.runInterrupts();
+      await this.handOffWork();
+      await this.decide();
+      await this.publishRuntime();
+    } finally {
+      this.flushing = false;
+      this.lastActivityMs = this.effects.now();
+    }
   }
 
   private async appendReactions(): Promise<void> {

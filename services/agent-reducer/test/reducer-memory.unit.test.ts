@@ -62,7 +62,7 @@ afterEach(async () => {
 });
 
 async function startWorker(store: MemoryEventStore, effects: ReducerEffects, snapshots = memorySnapshotStore(), snapshotEveryEvents = 10_000) {
-  const worker = new PartitionWorker({ partition: store.partitionOf(PATH), store, snapshots, effects, logger, snapshotEveryEvents });
+  const worker = new PartitionWorker({ partition: store.partitionOf(PATH), store, snapshots, effects, logger, retention: { snapshotEveryEvents } });
   workers.push(worker);
   await worker.start();
   return worker;
@@ -187,7 +187,8 @@ describe("the reducer shell", () => {
     await store.append(PATH, born(400));
     await store.append(PATH, [userSays("remember me")]);
     await waitFor(() => worker.processor(PATH)?.state.pendingLlmRequestTrigger !== null && worker.processor(PATH) !== undefined, { timeoutMs: 2000 });
-    expect(await worker.snapshot()).toBe(true);
+    expect(await worker.checkpointNow()).toBeGreaterThan(0);
+    expect(JSON.parse(snapshots.checkpoints.get(store.partitionOf(PATH))!).pending).toEqual([PATH]);
     await worker.stop(); // dies mid-debounce
     workers.splice(workers.indexOf(worker), 1);
     expect(ofType(await store.read(PATH), "agent/llm-request-requested")).toHaveLength(0);
@@ -266,7 +267,7 @@ describe("a partition feed that fails", () => {
       };
     };
     const { effects } = memoryEffects(store);
-    const worker = new PartitionWorker({ partition: store.partitionOf(PATH), store: flaky, snapshots: memorySnapshotStore(), effects, logger, snapshotEveryEvents: 10_000 });
+    const worker = new PartitionWorker({ partition: store.partitionOf(PATH), store: flaky, snapshots: memorySnapshotStore(), effects, logger });
     workers.push(worker);
     await worker.start();
     await store.append(PATH, born(0));

@@ -1,17 +1,20 @@
-// Snapshots on a real nats-server: a partition worker writes its folded states to the object
-// store, and its successor restores them and follows the feed from the snapshot's sequence
-// instead of replaying every stream from offset 1.
+// Per-agent snapshots and partition checkpoints on a real nats-server: a successor resumes the
+// feed from the checkpoint and rebuilds each agent from its own snapshot plus the events after
+// it; snapshots and checkpoints are written under continuous traffic, with no stop; an idle
+// agent is evicted and rebuilt on its next event; a snapshot of another format is ignored.
 
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { Kvm } from "@nats-io/kv";
 import type { EventInput } from "@agentrt/contract";
-import { type FeedOptions, JetStreamEventStore } from "@agentrt/streams";
+import { foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
+import { type FeedOptions, JetStreamEventStore, type ReadOptions } from "@agentrt/streams";
 import { createLogger } from "@agentrt/service-kit";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReducerEffects } from "../src/effects.ts";
-import { PartitionWorker } from "../src/partition-worker.ts";
-import { openSnapshotStore } from "../src/snapshots.ts";
+import { PartitionWorker, type RetentionPolicy } from "../src/partition-worker.ts";
+import { openSnapshotStore, SNAPSHOT_BUCKET, type SnapshotStore } from "../src/snapshots.ts";
 
 const logger = createLogger("test", "silent");
 let server: NatsServer;
@@ -39,39 +42,142 @@ const effects: ReducerEffects = {
   publishPreviews: async () => undefined,
 };
 
-it("a successor restores the partition snapshot and resumes the feed after it", async () => {
-  const path = "/agents/snap/long";
-  const partition = store.partitionOf(path);
-  await store.append(path, [
-    { type: "agent/created", payload: {} },
-    { type: "agent/configured", payload: { config: { llmRequestDebounceMs: 600_000 } } },
-  ]);
-  const say = (i: number): EventInput => ({ type: "agents/context-added", payload: { role: "user", content: `message ${i}`, actor: { type: "user", origin: "web" } } });
-  for (let i = 0; i < 40; i += 1) await store.append(path, [say(i)]);
+/** User input that schedules no turn, so an agent has nothing pending and can be evicted. */
+const note = (i: number): EventInput => ({
+  type: "agents/context-added",
+  payload: { role: "user", content: `message ${i}`, actor: { type: "user", origin: "web" }, llmRequestPolicy: { behaviour: "dont-trigger-request" } },
+});
 
-  const snapshots = await openSnapshotStore(nc);
-  const first = new PartitionWorker({ partition, store, snapshots, effects, logger, snapshotEveryEvents: 10 });
-  await first.start();
-  await waitFor(() => first.processor(path)?.state.lastFoldedOffset === 42, { timeoutMs: 10_000 });
-  expect(await first.snapshot()).toBe(true);
-  const folded = first.processor(path)!.state;
-  await first.stop();
-  const saved = await snapshots.load(partition);
-  expect(saved?.sequence).toBeGreaterThan(0);
-  expect(saved?.streams.find((s) => s.streamPath === path)?.lastFoldedOffset).toBe(42);
+async function bear(path: string, notes: number): Promise<void> {
+  await store.append(path, [{ type: "agent/created", payload: {} }]);
+  for (let i = 0; i < notes; i += 1) await store.append(path, [note(i)]);
+}
 
-  // The successor must ask the feed for what follows the snapshot, not for everything.
-  const asked: FeedOptions[] = [];
+/** The store, with every feed and read the worker asks for recorded. */
+function watchedStore() {
+  const feeds: FeedOptions[] = [];
+  const reads: Array<{ path: string } & ReadOptions> = [];
   const watched = Object.create(store) as JetStreamEventStore;
   watched.feed = (options) => {
-    asked.push(options ?? {});
+    feeds.push(options ?? {});
     return store.feed(options);
   };
-  const successor = new PartitionWorker({ partition, store: watched, snapshots: await openSnapshotStore(nc), effects, logger, snapshotEveryEvents: 10 });
-  await successor.start();
-  expect(asked).toEqual([{ partitions: [partition], afterSequence: saved!.sequence }]);
-  expect(successor.processor(path)?.state).toEqual(folded);
-  await store.append(path, [say(40)]);
-  await waitFor(() => successor.processor(path)?.state.lastFoldedOffset === 43, { timeoutMs: 10_000 });
-  await successor.stop();
+  watched.read = (path, options) => {
+    reads.push({ path, ...options });
+    return store.read(path, options);
+  };
+  return { watched, feeds, reads };
+}
+
+async function foldedFromEvents(path: string) {
+  return foldAgentEvents(initialAgentState(path), await store.read(path));
+}
+
+function worker(partition: number, snapshots: SnapshotStore, retention: Partial<RetentionPolicy> = {}, over: JetStreamEventStore = store) {
+  return new PartitionWorker({ partition, store: over, snapshots, effects, logger, retention });
+}
+
+describe("per-agent snapshots and partition checkpoints", () => {
+  it("a successor resumes from the checkpoint and rebuilds an agent from its own snapshot, reading nothing before it", async () => {
+    const path = "/agents/snap/long";
+    const partition = store.partitionOf(path);
+    await bear(path, 41);
+    const snapshots = await openSnapshotStore(nc);
+    const first = worker(partition, snapshots);
+    await first.start();
+    await waitFor(() => first.processor(path)?.state.lastFoldedOffset === 42, { timeoutMs: 10_000 });
+    const sequence = await first.checkpointNow();
+    expect(sequence).toBeGreaterThan(0);
+    await first.stop();
+    expect((await snapshots.loadAgent(path))?.offset).toBe(42);
+    const checkpoint = await snapshots.loadCheckpoint(partition);
+    expect(checkpoint).toMatchObject({ sequence, pending: [] });
+
+    const { watched, feeds, reads } = watchedStore();
+    const successor = worker(partition, await openSnapshotStore(nc), {}, watched);
+    await successor.start();
+    expect(feeds).toEqual([{ partitions: [partition], afterSequence: sequence }]);
+    // Nothing pending: the agent is not even loaded until its next event.
+    expect(successor.processor(path)).toBeUndefined();
+    await store.append(path, [note(41)]);
+    await waitFor(() => successor.processor(path)?.state.lastFoldedOffset === 43, { timeoutMs: 10_000 });
+    expect(reads.filter((r) => r.path === path)).toEqual([]);
+    expect(successor.processor(path)!.state).toEqual(await foldedFromEvents(path));
+    await successor.stop();
+  });
+
+  it("writes snapshots and checkpoints under continuous traffic, with no stop, and a successor resumes from them", async () => {
+    const busy = "/agents/snap/busy";
+    const partition = store.partitionOf(busy);
+    await bear(busy, 1);
+    const snapshots = await openSnapshotStore(nc);
+    const first = worker(partition, snapshots, { snapshotEveryEvents: 20, snapshotIdleMs: 60_000, maintainEveryMs: 100 });
+    await first.start();
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      while (writing) {
+        await store.append(busy, [note(1000 + written)]);
+        written += 1;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    try {
+      // The agent is never quiet for snapshotIdleMs, yet its snapshot and the checkpoint advance.
+      await waitFor(async () => ((await snapshots.loadAgent(busy))?.offset ?? 0) > 40 && ((await snapshots.loadCheckpoint(partition))?.sequence ?? 0) > 40, { timeoutMs: 20_000 });
+      expect(writing).toBe(true);
+    } finally {
+      writing = false;
+      await writer;
+    }
+    const checkpoint = (await snapshots.loadCheckpoint(partition))!;
+    await first.stop(); // no checkpointNow: as if it died
+
+    const { watched, feeds } = watchedStore();
+    const successor = worker(partition, await openSnapshotStore(nc), {}, watched);
+    await successor.start();
+    expect(feeds[0]).toEqual({ partitions: [partition], afterSequence: checkpoint.sequence });
+    await store.append(busy, [note(0)]);
+    const head = await store.lastOffset(busy);
+    await waitFor(() => successor.processor(busy)?.state.lastFoldedOffset === head, { timeoutMs: 10_000 });
+    expect(successor.processor(busy)!.state).toEqual(await foldedFromEvents(busy));
+    await successor.stop();
+  });
+
+  it("evicts an idle agent and rebuilds it from its snapshot when its next event arrives", async () => {
+    const path = "/agents/snap/idle";
+    const partition = store.partitionOf(path);
+    await bear(path, 5);
+    const snapshots = await openSnapshotStore(nc);
+    const { watched, reads } = watchedStore();
+    const w = worker(partition, snapshots, { snapshotIdleMs: 50, evictIdleMs: 200, maintainEveryMs: 50 }, watched);
+    await w.start();
+    await waitFor(() => w.processor(path)?.state.lastFoldedOffset === 6, { timeoutMs: 10_000 });
+    await waitFor(() => w.processor(path) === undefined, { timeoutMs: 10_000 });
+    expect((await snapshots.loadAgent(path))?.offset).toBe(6);
+    await store.append(path, [note(5)]);
+    await waitFor(() => w.processor(path)?.state.lastFoldedOffset === 7, { timeoutMs: 10_000 });
+    expect(w.processor(path)!.state).toEqual(await foldedFromEvents(path));
+    expect(reads.filter((r) => r.path === path)).toEqual([]); // snapshot + the feed's batch: no read
+    await w.stop();
+  });
+
+  it("ignores a snapshot and a checkpoint of another format and rebuilds from the events", async () => {
+    const path = "/agents/snap/old-format";
+    const partition = store.partitionOf(path);
+    await bear(path, 3);
+    const bucket = await new Kvm(nc).create(SNAPSHOT_BUCKET, { history: 1 });
+    const stale = { ...initialAgentState(path), lastFoldedOffset: 4, summary: { title: "from an old format" } };
+    await bucket.put(`agents${path}`, JSON.stringify({ format: 1, streamPath: path, offset: 4, state: stale }));
+    await bucket.put(`partition.${partition}`, JSON.stringify({ format: 1, partition, sequence: 999_999, pending: [] }));
+
+    const { watched, feeds } = watchedStore();
+    const w = worker(partition, await openSnapshotStore(nc), {}, watched);
+    await w.start();
+    expect(feeds[0]).toEqual({ partitions: [partition], afterSequence: 0 });
+    await waitFor(() => w.processor(path)?.state.lastFoldedOffset === 4, { timeoutMs: 10_000 });
+    expect(w.processor(path)!.state).toEqual(await foldedFromEvents(path));
+    expect(w.processor(path)!.state.summary.title).toBeUndefined();
+    await w.stop();
+  });
 });
