@@ -1,0 +1,190 @@
+// Scale: many agents, most idle. Creates N agents through the gateway (each a birth batch the
+// project worker reacts to), lets them go idle, and reports each service's RSS growth per idle
+// agent; then wakes random idle agents (rebuilt from their snapshot plus the events after it)
+// and compares their first turn's overhead with a hot agent's, alternating in the same run.
+// Baseline for memory in the same run: the same reducer with eviction off (every agent held,
+// as before per-agent snapshots), over --baseline-agents agents.
+//
+//   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 5000]
+
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import type { AgentEvent } from "@agentrt/contract";
+import { type System, startSystem } from "../../test/support/system.ts";
+import { lastUserContent } from "../../test/support/turns.ts";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const AGENTS = arg("agents", 100_000);
+const BASELINE_AGENTS = arg("baseline-agents", 10_000);
+const WAKE = arg("wake", 1000);
+const EVICT_MS = arg("evict-ms", 5000);
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+};
+const rssKiB = (pid: number | undefined) => {
+  if (pid === undefined) return NaN;
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Number(match[1]) : NaN;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
+
+async function pool<T>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await work(items[i]!, i);
+      }
+    }),
+  );
+}
+
+async function residentAgents(system: System): Promise<number> {
+  const reducer = system.processes.byService("agent-reducer")[0]!;
+  const text = await (await fetch(`http://127.0.0.1:${reducer.opsPort}/metrics`)).text();
+  const match = /^agentrt_reducer_resident_agents\{[^}]*\} (\d+)/m.exec(text);
+  return match ? Number(match[1]) : NaN;
+}
+
+function rss(system: System): Record<"reducer" | "driver" | "gateway", number> {
+  const one = (service: "agent-reducer" | "llm-driver" | "web-gateway") => rssKiB(system.processes.byService(service)[0]?.pid);
+  return { reducer: one("agent-reducer"), driver: one("llm-driver"), gateway: one("web-gateway") };
+}
+
+async function createAgents(system: System, prefix: string, count: number): Promise<string[]> {
+  const paths = Array.from({ length: count }, (_, i) => `/agents/${prefix}/a${i}`);
+  const started = performance.now();
+  await pool(paths, 64, async (streamPath, i) => {
+    const response = await fetch(`${system.gatewayUrl}/v1/agents`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ streamPath }) });
+    if (response.status !== 201) throw new Error(`create ${streamPath}: ${response.status} ${await response.text()}`);
+    // No debounce, so a turn's overhead is the runtime's, not a deliberate wait.
+    await system.store.append(streamPath, [{ type: "agent/configured", payload: { config: { llmRequestDebounceMs: 0 } } }]);
+    if ((i + 1) % 10_000 === 0) log(`${prefix}: created ${i + 1} agents (${((i + 1) / ((performance.now() - started) / 1000)).toFixed(0)}/s)`);
+  });
+  return paths;
+}
+
+/** Waits until the reducer holds at most `atMost` agents, and memory has had a moment to settle. */
+async function settleIdle(system: System, atMost: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let resident = await residentAgents(system);
+  while (resident > atMost && Date.now() < deadline) {
+    await sleep(1000);
+    resident = await residentAgents(system);
+  }
+  await sleep(3000);
+  return resident;
+}
+
+function modelEnv(evictMs: number): Record<string, string> {
+  return {
+    LOG_LEVEL: "error",
+    // The bench is one client creating agents as fast as the system takes them.
+    RATE_LIMIT_PER_SECOND: "100000",
+    RATE_LIMIT_BURST: "100000",
+    REDUCER_EVICT_IDLE_MS: String(evictMs),
+    REDUCER_SNAPSHOT_IDLE_MS: "500",
+  };
+}
+
+async function measureMemory(evictMs: number, count: number, prefix: string) {
+  const system = await startSystem({
+    reducers: 1,
+    drivers: 1,
+    gateway: true,
+    model: { defaultReply: (request) => ({ text: `ok: ${lastUserContent(request.body)}`, tokensPerSecond: 5000 }) },
+    env: modelEnv(evictMs),
+  });
+  try {
+    await createAgents(system, `${prefix}-warm`, 500);
+    await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 120_000);
+    const before = rss(system);
+    const started = performance.now();
+    await createAgents(system, prefix, count);
+    const createSeconds = (performance.now() - started) / 1000;
+    const resident = await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 300_000);
+    const after = rss(system);
+    return { system, before, after, resident, createSeconds };
+  } catch (error) {
+    await system.stop();
+    throw error;
+  }
+}
+
+// --- 1. Memory with eviction (the default policy, a short idle time) -------------------------
+log(`creating ${AGENTS} agents with eviction after ${EVICT_MS} ms idle`);
+const evicting = await measureMemory(EVICT_MS, AGENTS, "scale");
+const perAgent = (k: "reducer" | "driver" | "gateway", m: typeof evicting, n: number) => (m.after[k] - m.before[k]) / n;
+
+// --- 2. Waking idle agents vs hot agents, alternating -----------------------------------------
+const system = evicting.system;
+const committedAt = new Map<string, number>();
+const replies = new Map<string, () => void>();
+const feed = system.store.feed({});
+void (async () => {
+  for await (const batch of feed) {
+    for (const e of batch.events as AgentEvent[]) {
+      if (e.type === "agents/context-added" && e.payload.role === "assistant") replies.get(e.payload.content.replace(/^ok: /, ""))?.();
+    }
+  }
+})();
+async function turn(path: string, content: string): Promise<number> {
+  const answered = new Promise<void>((resolve) => replies.set(content, resolve));
+  const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
+  committedAt.set(content, Date.parse(sent.events[0]!.createdAt));
+  await answered;
+  replies.delete(content);
+  const request = system.model.requests.findLast((r) => lastUserContent(r.body) === content);
+  return request === undefined ? NaN : request.receivedAtMs - committedAt.get(content)!;
+}
+// Each agent's first turn follows the birth reaction; hot agents take one turn first.
+const hot = Array.from({ length: 20 }, (_, i) => `/agents/scale/a${i}`);
+for (const path of hot) await turn(path, `${path} warm-up`);
+const cold = new Set<string>();
+while (cold.size < Math.min(WAKE, AGENTS - hot.length)) cold.add(`/agents/scale/a${hot.length + Math.floor(Math.random() * (AGENTS - hot.length))}`);
+const coldOverhead: number[] = [];
+const hotOverhead: number[] = [];
+let i = 0;
+for (const path of cold) {
+  coldOverhead.push(await turn(path, `${path} wake`));
+  const h = hot[i % hot.length]!;
+  hotOverhead.push(await turn(h, `${h} hot ${i}`));
+  i += 1;
+  if (i % 200 === 0) log(`woke ${i} idle agents`);
+}
+await feed.close();
+await system.stop();
+
+// --- 3. Baseline: eviction off, every agent held ------------------------------------------------
+log(`baseline: ${BASELINE_AGENTS} agents, eviction off`);
+const holding = await measureMemory(1e9, BASELINE_AGENTS, "hold");
+await holding.system.stop();
+
+const kib = (v: number) => v.toFixed(2);
+const lines = [
+  `Command: \`pnpm bench scale --agents ${AGENTS} --baseline-agents ${BASELINE_AGENTS} --wake ${WAKE} --evict-ms ${EVICT_MS}\` — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC.`,
+  `Machine: nproc ${os.cpus().length}, ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}; one reducer, one driver, one gateway, one nats-server (R1), the fake model; load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(", ")}.`,
+  "",
+  "| measure | eviction on (default policy, idle " + `${EVICT_MS} ms) | eviction off (every agent held) |`,
+  "|---|---:|---:|",
+  `| agents created (birth batch each, through the gateway) | ${AGENTS} in ${evicting.createSeconds.toFixed(0)} s | ${BASELINE_AGENTS} in ${holding.createSeconds.toFixed(0)} s |`,
+  `| agents resident in the reducer after settling | ${evicting.resident} | ${holding.resident} |`,
+  `| reducer RSS growth per agent, KiB | ${kib(perAgent("reducer", evicting, AGENTS))} | ${kib(perAgent("reducer", holding, BASELINE_AGENTS))} |`,
+  `| driver RSS growth per agent, KiB | ${kib(perAgent("driver", evicting, AGENTS))} | ${kib(perAgent("driver", holding, BASELINE_AGENTS))} |`,
+  `| gateway RSS growth per agent, KiB | ${kib(perAgent("gateway", evicting, AGENTS))} | ${kib(perAgent("gateway", holding, BASELINE_AGENTS))} |`,
+  `| reducer RSS growth per agent, ratio to eviction off | ${(perAgent("reducer", evicting, AGENTS) / perAgent("reducer", holding, BASELINE_AGENTS)).toFixed(3)}× | 1× |`,
+  "",
+  "| first turn of an agent | p50 ms | p99 ms |",
+  "|---|---:|---:|",
+  `| hot (in memory), overhead = model received − user committed | ${percentile(hotOverhead, 50).toFixed(1)} | ${percentile(hotOverhead, 99).toFixed(1)} |`,
+  `| idle (evicted; rebuilt from snapshot + tail), same | ${percentile(coldOverhead, 50).toFixed(1)} | ${percentile(coldOverhead, 99).toFixed(1)} |`,
+  `| ratio idle ÷ hot | ${(percentile(coldOverhead, 50) / percentile(hotOverhead, 50)).toFixed(2)}× | ${(percentile(coldOverhead, 99) / percentile(hotOverhead, 99)).toFixed(2)}× |`,
+];
+process.stdout.write(`${lines.join("\n")}\n`);
