@@ -120,7 +120,7 @@ describe("chaos: drivers killed and frozen mid-stream", () => {
       turns: AGENTS * TURNS,
       requests: audit.requests,
       settlements: audit.settlements,
-      assistantItems: audit.assistantItems,
+      violations: audit.violations,
       lost: audit.lost,
       duplicated: audit.duplicated,
       longestStallMs,
@@ -129,6 +129,7 @@ describe("chaos: drivers killed and frozen mid-stream", () => {
     expect(kills).toBeGreaterThanOrEqual(3);
     expect(freezes).toBeGreaterThan(0);
     expect(audit.lost).toBe(0);
+    expect(audit.violations).toBe(0);
     expect(audit.duplicated).toBe(0);
     expect(audit.requests).toBeGreaterThanOrEqual(AGENTS * TURNS);
   });

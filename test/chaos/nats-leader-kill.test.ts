@@ -144,6 +144,7 @@ describe("chaos: the event stream's leader node dies under load", () => {
     expect(dense).toBe(true);
     expect(duplicateKeys).toBe(0);
     expect(audit.lost).toBe(0);
+    expect(audit.violations).toBe(0);
     expect(audit.duplicated).toBe(0);
     expect(audit.requests).toBe(AGENTS * TURNS);
   });

@@ -93,6 +93,7 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
     expect(missing).toBe(0);
     expect(figures.duplicated).toBe(0);
     expect(audit.lost).toBe(0);
+    expect(audit.violations).toBe(0);
     expect(audit.requests).toBe(AGENTS * TURNS);
   });
 });

@@ -3,7 +3,7 @@
 
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
-import { foldAgentEvent, initialAgentState } from "@agentrt/agent-core";
+import { type AuditRule, auditAgentStream } from "@agentrt/agent-core";
 import { waitFor } from "@agentrt/testing";
 
 export function lastUserContent(body: unknown): string {
@@ -50,36 +50,26 @@ export interface StreamAudit {
   readonly lost: number;
   /** Settlements beyond the first for a request, plus assistant items beyond the first for one. */
   readonly duplicated: number;
-  readonly assistantItems: number;
+  /** Every other violation the core's stream audit found (must be 0). */
+  readonly violations: number;
 }
 
-/** Every request settles exactly once, and no request has two assistant items. */
+/**
+ * The core's stream audit (what `agents audit` runs), summed up for the chaos tests: every
+ * request settles exactly once, no request has two replies, and no other invariant breaks.
+ */
 export function auditStream(events: readonly AgentEvent[]): StreamAudit {
-  // Only requests the fold accepted (it opened them) are owed a settlement; a request appended
-  // when none was due is ignored by every reader, as the contract says.
-  const requests: number[] = [];
-  let state = initialAgentState(events[0]?.streamPath ?? "/none");
-  for (const e of events) {
-    state = foldAgentEvent(state, e);
-    if (e.type === "agent/llm-request-requested" && state.openRequest?.requestedAtOffset === e.offset) requests.push(e.offset);
-  }
-  const settledBy = new Map<number, number>();
-  const assistantBy = new Map<number, number>();
-  for (const e of events) {
-    if (e.type === "agent/llm-request-settled") settledBy.set(e.payload.requestOffset, (settledBy.get(e.payload.requestOffset) ?? 0) + 1);
-    if (e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.llmRequestOffset !== undefined) {
-      assistantBy.set(e.payload.llmRequestOffset, (assistantBy.get(e.payload.llmRequestOffset) ?? 0) + 1);
-    }
-  }
-  const lost = requests.filter((r) => !settledBy.has(r)).length;
-  const duplicated =
-    [...settledBy.values()].reduce((n, c) => n + Math.max(0, c - 1), 0) + [...assistantBy.values()].reduce((n, c) => n + Math.max(0, c - 1), 0);
+  const report = auditAgentStream(events);
+  const count = (...rules: AuditRule[]) => report.violations.filter((v) => rules.includes(v.rule)).reduce((n, v) => n + v.offsets.length - 2, 0);
+  const duplicated = count("request-settled-once", "reply-once");
+  const others = report.violations.filter((v) => v.rule !== "request-settled-once" && v.rule !== "reply-once" && v.rule !== "settlement-names-open-request");
+  if (others.length > 0) process.stdout.write(`AUDIT ${report.streamPath}: ${JSON.stringify(others)}\n`);
   return {
-    requests: requests.length,
-    settlements: [...settledBy.values()].reduce((a, b) => a + b, 0),
-    lost,
+    requests: report.requests,
+    settlements: report.settlements,
+    lost: report.notes.some((n) => n.rule === "request-open") || report.violations.some((v) => v.rule === "request-overdue") ? 1 : 0,
     duplicated,
-    assistantItems: [...assistantBy.values()].reduce((a, b) => a + b, 0),
+    violations: others.length,
   };
 }
 
@@ -90,9 +80,9 @@ export function sumAudits(audits: readonly StreamAudit[]): StreamAudit {
       settlements: a.settlements + b.settlements,
       lost: a.lost + b.lost,
       duplicated: a.duplicated + b.duplicated,
-      assistantItems: a.assistantItems + b.assistantItems,
+      violations: a.violations + b.violations,
     }),
-    { requests: 0, settlements: 0, lost: 0, duplicated: 0, assistantItems: 0 },
+    { requests: 0, settlements: 0, lost: 0, duplicated: 0, violations: 0 },
   );
 }
 

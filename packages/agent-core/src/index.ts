@@ -28,3 +28,4 @@ export { type InterpreterOptions, interpreterReactions } from "./interpreters.ts
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
 export * from "./project-worker/index.ts";
+export * from "./audit/audit.ts";

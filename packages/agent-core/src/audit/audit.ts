@@ -1,0 +1,225 @@
+// The stream audit: checks one agent stream's invariants from its events alone, so anyone can
+// verify a durable runtime's claims on their own streams (`agents audit`, GET …/audit) and the
+// chaos and soak tests check exactly what users can. Pure: the events in, a report out.
+//
+// Violations break a guarantee; notes explain why something is legitimately open (a turn
+// still pending, an agent paused or given up, a script still running, a cache reset by an
+// explicit rewrite). Given the current time, a turn or request that is overdue by more than a
+// grace period is a violation: the runtime failed to serve it.
+
+import type { AgentEvent } from "@agentrt/contract";
+import { requestDueAtMs } from "../decide.ts";
+import { foldAgentEvent, initialAgentState } from "../fold/fold.ts";
+import type { ChatMessage } from "../render/items.ts";
+import { IncrementalRequestRenderer } from "../render/incremental.ts";
+import type { AgentState } from "../state.ts";
+
+export type AuditRule =
+  | "offsets-dense"
+  | "idempotency-key-unique"
+  | "request-settled-once"
+  | "settlement-names-open-request"
+  | "script-started-once"
+  | "script-settled-once"
+  | "script-lifecycle-order"
+  | "reply-once"
+  | "no-reply-for-failed-request"
+  | "cache-prefix"
+  | "user-message-covered"
+  | "request-overdue";
+
+export type AuditNoteKind = "turn-pending" | "paused" | "gave-up" | "not-born" | "script-running" | "request-open" | "cache-reset";
+
+export interface AuditFinding<K extends string> {
+  readonly rule: K;
+  readonly message: string;
+  /** The offsets involved, in stream order. */
+  readonly offsets: readonly number[];
+}
+
+export interface AuditReport {
+  readonly streamPath: string;
+  readonly events: number;
+  readonly firstOffset: number;
+  readonly lastOffset: number;
+  /** Requests the fold opened (stray ones are ignored by every reader, as the contract says). */
+  readonly requests: number;
+  readonly settlements: number;
+  readonly scripts: number;
+  /** Consecutive request pairs whose prefix property was checked by rendering them. */
+  readonly prefixPairsChecked: number;
+  readonly violations: readonly AuditFinding<AuditRule>[];
+  readonly notes: readonly AuditFinding<AuditNoteKind>[];
+}
+
+interface ScriptRecord {
+  requested?: number;
+  started: number[];
+  settled: number[];
+}
+
+export interface AuditOptions {
+  /** The current time: overdue turns and requests become violations (without it, notes). */
+  readonly nowMs?: number;
+  /** How late a due turn or an expired request may be before it is a violation (default 30 s). */
+  readonly graceMs?: number;
+  /** How a request's messages are rendered (default: the core's incremental renderer). */
+  readonly render?: (state: AgentState) => ChatMessage[];
+}
+
+const isStrictPrefix = (a: readonly ChatMessage[], b: readonly ChatMessage[]): boolean =>
+  a.length < b.length && a.every((m, i) => m.role === b[i]?.role && m.content === b[i]?.content);
+
+function firstDifference(a: readonly ChatMessage[], b: readonly ChatMessage[]): number {
+  const i = a.findIndex((m, j) => m.role !== b[j]?.role || m.content !== b[j]?.content);
+  return i === -1 ? a.length : i;
+}
+
+/** Audits the durable events of one stream, read from its first offset. */
+export function auditAgentStream(events: readonly AgentEvent[], options: AuditOptions = {}): AuditReport {
+  const streamPath = events[0]?.streamPath ?? "/";
+  const violations: AuditFinding<AuditRule>[] = [];
+  const notes: AuditFinding<AuditNoteKind>[] = [];
+  const violate = (rule: AuditRule, message: string, offsets: number[]) => violations.push({ rule, message, offsets });
+
+  // Offsets dense from the first one read.
+  const firstOffset = events[0]?.offset ?? 0;
+  events.forEach((e, i) => {
+    if (e.offset !== firstOffset + i) violate("offsets-dense", `expected offset ${firstOffset + i}, found ${e.offset}`, [e.offset]);
+  });
+
+  // Every idempotency key once.
+  const keyOffsets = new Map<string, number[]>();
+  for (const e of events) if (e.idempotencyKey !== undefined) keyOffsets.set(e.idempotencyKey, [...(keyOffsets.get(e.idempotencyKey) ?? []), e.offset]);
+  for (const [key, offsets] of keyOffsets) if (offsets.length > 1) violate("idempotency-key-unique", `idempotency key "${key}" appears ${offsets.length} times`, offsets);
+
+  // Fold the stream once, watching requests, settlements, scripts, replies and renders.
+  const incremental = new IncrementalRequestRenderer();
+  const render = options.render ?? ((s: AgentState) => incremental.render(s));
+  let state: AgentState = initialAgentState(streamPath);
+  const opened: number[] = [];
+  const settledBy = new Map<number, number[]>();
+  const failedOrCancelled = new Set<number>();
+  const repliesBy = new Map<number, number[]>();
+  const scripts = new Map<string, ScriptRecord>();
+  const script = (id: string) => scripts.get(id) ?? (scripts.set(id, { started: [], settled: [] }).get(id) as ScriptRecord);
+  const userMessages: number[] = [];
+  let previous: { offset: number; messages: ChatMessage[]; revision: number } | undefined;
+  let prefixPairsChecked = 0;
+  let settlements = 0;
+
+  for (const e of events) {
+    const before = state;
+    state = foldAgentEvent(before, e);
+    switch (e.type) {
+      case "agent/llm-request-requested": {
+        if (state.openRequest?.requestedAtOffset !== e.offset || before.openRequest !== null) break;
+        opened.push(e.offset);
+        const messages = render(state);
+        const revision = state.contextRevision ?? 0;
+        if (previous !== undefined) {
+          if (revision !== previous.revision) {
+            notes.push({ rule: "cache-reset", message: `the context was rewritten or compacted between requests @${previous.offset} and @${e.offset}; the provider cache restarts there`, offsets: [previous.offset, e.offset] });
+          } else {
+            prefixPairsChecked += 1;
+            if (!isStrictPrefix(previous.messages, messages)) {
+              const at = firstDifference(previous.messages, messages);
+              violate("cache-prefix", `request @${previous.offset}'s messages are not a strict prefix of request @${e.offset}'s (they differ at message ${at})`, [previous.offset, e.offset]);
+            }
+          }
+        }
+        previous = { offset: e.offset, messages, revision };
+        break;
+      }
+      case "agent/llm-request-settled": {
+        settlements += 1;
+        const r = e.payload.requestOffset;
+        settledBy.set(r, [...(settledBy.get(r) ?? []), e.offset]);
+        if (before.openRequest?.requestedAtOffset !== r) {
+          violate("settlement-names-open-request", `settlement @${e.offset} names request @${r}, which was not the open request`, [r, e.offset]);
+        } else if (e.payload.result.status !== "succeeded") {
+          failedOrCancelled.add(r);
+        }
+        break;
+      }
+      case "agents/context-added": {
+        const p = e.payload;
+        if (p.role === "assistant" && p.llmRequestOffset !== undefined) repliesBy.set(p.llmRequestOffset, [...(repliesBy.get(p.llmRequestOffset) ?? []), e.offset]);
+        if (p.role === "user" && p.llmRequestPolicy?.behaviour !== "dont-trigger-request") userMessages.push(e.offset);
+        break;
+      }
+      case "capability-host/script-run-requested": {
+        const s = script(e.payload.executionId);
+        if (s.requested === undefined) s.requested = e.offset;
+        break;
+      }
+      case "capability-host/script-run-started":
+        script(e.payload.executionId).started.push(e.offset);
+        break;
+      case "capability-host/script-run-settled":
+        script(e.payload.executionId).settled.push(e.offset);
+        break;
+      default:
+        break;
+    }
+  }
+
+  for (const [r, offsets] of settledBy) {
+    if (offsets.length > 1) violate("request-settled-once", `request @${r} is settled ${offsets.length} times`, [r, ...offsets]);
+  }
+  for (const [r, offsets] of repliesBy) {
+    if (offsets.length > 1) violate("reply-once", `request @${r} has ${offsets.length} assistant replies`, [r, ...offsets]);
+    if (failedOrCancelled.has(r)) violate("no-reply-for-failed-request", `request @${r} was settled failed or cancelled, yet has an assistant reply`, [r, ...offsets]);
+  }
+  for (const [id, s] of scripts) {
+    const involved = [...(s.requested === undefined ? [] : [s.requested]), ...s.started, ...s.settled];
+    if (s.requested === undefined) violate("script-lifecycle-order", `script ${id} was started or settled but never requested`, involved);
+    if (s.started.length > 1) violate("script-started-once", `script ${id} was started ${s.started.length} times`, involved);
+    if (s.settled.length > 1) violate("script-settled-once", `script ${id} was settled ${s.settled.length} times`, involved);
+    if (s.requested !== undefined && s.settled.length === 0) notes.push({ rule: "script-running", message: `script ${id} has not settled yet`, offsets: involved });
+    const start = s.started[0];
+    const settle = s.settled[0];
+    if (start !== undefined && settle !== undefined && settle < start) violate("script-lifecycle-order", `script ${id} was settled before it started`, involved);
+  }
+
+  // Every user message is eventually covered by a request, unless the agent says why not.
+  const lastOpened = opened[opened.length - 1] ?? 0;
+  const uncovered = userMessages.filter((u) => u > lastOpened);
+  const graceMs = options.graceMs ?? 30_000;
+  const open = state.openRequest;
+  if (open !== null) {
+    const overdueMs = options.nowMs === undefined ? 0 : options.nowMs - Date.parse(open.expiresAt);
+    if (overdueMs > graceMs) violate("request-overdue", `request @${open.requestedAtOffset} expired at ${open.expiresAt}, ${Math.round(overdueMs / 1000)} s ago, and was never settled`, [open.requestedAtOffset]);
+    else notes.push({ rule: "request-open", message: `request @${open.requestedAtOffset} is still open`, offsets: [open.requestedAtOffset] });
+  }
+  if (uncovered.length > 0) {
+    const why = uncoveredReason(state);
+    const trigger = state.pendingLlmRequestTrigger;
+    const lateMs = options.nowMs === undefined || trigger === null || why?.rule !== "turn-pending" || open !== null ? 0 : options.nowMs - requestDueAtMs(state, trigger);
+    if (why === null) violate("user-message-covered", `${uncovered.length} user message(s) after the last request were never sent to the model, and nothing is pending`, uncovered);
+    else if (lateMs > graceMs) violate("user-message-covered", `a turn for ${uncovered.length} user message(s) was due ${Math.round(lateMs / 1000)} s ago and never requested`, uncovered);
+    else notes.push({ ...why, offsets: uncovered });
+  }
+
+  return {
+    streamPath,
+    events: events.length,
+    firstOffset,
+    lastOffset: events[events.length - 1]?.offset ?? 0,
+    requests: opened.length,
+    settlements,
+    scripts: scripts.size,
+    prefixPairsChecked,
+    violations,
+    notes,
+  };
+}
+
+function uncoveredReason(state: AgentState): { rule: AuditNoteKind; message: string } | null {
+  if (state.birthCertificate === null) return { rule: "not-born", message: "the stream has no agent/created, so no turn is ever scheduled" };
+  if (state.paused !== null) return { rule: "paused", message: `the agent is paused since @${state.paused.atOffset}${state.paused.reason ? ` (${state.paused.reason})` : ""}` };
+  const maxAttempts = state.config.llmRequestRetryPolicy.maxAttempts;
+  if (state.consecutiveLlmFailures >= maxAttempts) return { rule: "gave-up", message: `the agent gave up after ${state.consecutiveLlmFailures} failed attempts` };
+  if (state.openRequest !== null || state.pendingLlmRequestTrigger !== null) return { rule: "turn-pending", message: "a turn is pending (debounce, backoff or an open request)" };
+  return null;
+}
