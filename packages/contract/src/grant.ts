@@ -100,3 +100,20 @@ function heldPrefixes(scopes: readonly ScopeLike[], verb: string): string {
   const held = scopes.filter((s) => s.verbs.includes(verb) || s.verbs.includes("admin")).map((s) => s.prefix);
   return held.length === 0 ? "none" : held.join(", ");
 }
+
+/**
+ * A birth batch whose `agent/created` carries `grant` (other events unchanged). Used by the
+ * gateway (the grant a key gives on create) and the host (a sub-agent may answer its creator).
+ */
+export function withBirthGrant<E>(batch: readonly E[], grant: AgentGrant): E[] {
+  return batch.map((event) => {
+    const e = event as { type?: unknown; payload?: unknown };
+    if (e.type !== "agent/created" || typeof e.payload !== "object" || e.payload === null) return event;
+    return { ...event, payload: { ...e.payload, grant } };
+  });
+}
+
+/** The grant of an agent a script creates: it may message (append to) its creator, nothing more. */
+export function creatorGrant(creatorPath: string): AgentGrant {
+  return [{ prefix: creatorPath, verbs: ["append"] }];
+}
