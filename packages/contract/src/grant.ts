@@ -117,3 +117,15 @@ export function withBirthGrant<E>(batch: readonly E[], grant: AgentGrant): E[] {
 export function creatorGrant(creatorPath: string): AgentGrant {
   return [{ prefix: creatorPath, verbs: ["append"] }];
 }
+
+/** The grant of an agent from its events as any client sees them (unvalidated JSON): parsed, never cast. */
+export function grantOfEvents(events: readonly { readonly type: string; readonly payload: unknown }[]): AgentGrant {
+  let grant: AgentGrant = [];
+  for (const event of events) {
+    if (event.type !== "agent/created" && event.type !== "agent/configured") continue;
+    if (typeof event.payload !== "object" || event.payload === null || !("grant" in event.payload)) continue;
+    const parsed = agentGrantSchema.safeParse(event.payload.grant);
+    if (parsed.success) grant = parsed.data;
+  }
+  return grant;
+}

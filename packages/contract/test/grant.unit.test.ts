@@ -8,6 +8,7 @@ import {
   applyGrantEvent,
   authorityRefusal,
   grantExcess,
+  grantOfEvents,
   parseEventInput,
   pathUnder,
   type ScriptAuthority,
@@ -105,5 +106,19 @@ describe("authorityRefusal: the effective grant of a script", () => {
   it("given a requesting key wider than the agent, the agent's grant still bounds the script", () => {
     const api: ScriptAuthority = { ...model, requester: { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] } };
     expect(authorityRefusal(api, "read", "/agents/b")).toBe("/agents/b is outside this script's grant (read: /agents/a, /shared/board)");
+  });
+});
+
+describe("grantOfEvents: the grant as a client (the UI) reads it from raw JSON events", () => {
+  it("given raw events, the last valid grant on created/configured wins and malformed ones are ignored", () => {
+    expect(
+      grantOfEvents([
+        { type: "agent/created", payload: { grant: [{ prefix: "/shared", verbs: ["read"] }] } },
+        { type: "agents/context-added", payload: { grant: [{ prefix: "/ignored", verbs: ["read"] }] } },
+        { type: "agent/configured", payload: { config: {}, grant: [{ prefix: "nope", verbs: ["read"] }] } },
+        { type: "agent/configured", payload: null },
+      ]),
+    ).toEqual([{ prefix: "/shared", verbs: ["read"] }]);
+    expect(grantOfEvents([{ type: "agent/configured", payload: { config: {}, grant: [] } }])).toEqual([]);
   });
 });
