@@ -71,8 +71,8 @@ export function applyGrantEvent(current: AgentGrant, event: AgentEvent): AgentGr
 /** Who a script acts for: its agent, the agent's grant, and (API-requested only) the requesting key. */
 export interface ScriptAuthority {
   readonly agentPath: string;
-  readonly grant: AgentGrant;
-  readonly requester?: Requester;
+  readonly grant: readonly ScopeLike[];
+  readonly requester?: { readonly keyId: string; readonly scopes: readonly ScopeLike[] };
 }
 
 /** The agent's effective scopes: its own subtree (read and append) plus its grant. */

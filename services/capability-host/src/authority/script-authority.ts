@@ -15,6 +15,7 @@ import {
   type ScriptAuthority,
   streamPathProblem,
 } from "@agentrt/contract";
+import type { Caller } from "@agentrt/capability-sdk";
 import type { HostCallHandler } from "../sandbox/index.ts";
 
 /** A script's itx call outside its grant; the message names the call, the path and the grant. */
@@ -127,4 +128,11 @@ export function guardHostCalls(handler: HostCallHandler, authority: ScriptAuthor
     }
     return handler(op, args);
   };
+}
+
+/** What a provider is told of the calling script's authority (the SDK's `caller.authority`). */
+export function providerAuthority(authority: ScriptAuthority): NonNullable<Caller["authority"]> {
+  const copy = (scopes: ScriptAuthority["grant"]) => scopes.map((s) => ({ prefix: s.prefix, verbs: [...s.verbs] }));
+  const requester = authority.requester;
+  return { grant: copy(authority.grant), ...(requester === undefined ? {} : { requester: { keyId: requester.keyId, scopes: copy(requester.scopes) } }) };
 }

@@ -3,6 +3,7 @@
 // agent only. Errors thrown here reject the script's promise with their message.
 
 import { type AgentEvent, ContractViolationError, creatorGrant, type EventInput, EVENT_URI_PREFIX, parseEventInput, parseStreamPath, withBirthGrant } from "@agentrt/contract";
+import type { Caller } from "@agentrt/capability-sdk";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
@@ -36,6 +37,8 @@ export interface ItxHostDeps {
 export interface ScriptCaller {
   readonly agentPath: string;
   readonly executionId: string;
+  /** Forwarded to providers so they can scope what they do (authority/). */
+  readonly authority?: Caller["authority"];
 }
 
 const str = (value: unknown, what: string): string => {
