@@ -49,7 +49,19 @@ export const registerReplySchema = z.union([
 ]);
 export type RegisterReply = z.infer<typeof registerReplySchema>;
 
-export const callerSchema = z.strictObject({ agentPath: z.string(), executionId: z.string() });
+const scopeShape = z.strictObject({ prefix: z.string(), verbs: z.array(z.string()) });
+
+/**
+ * The calling script's authority (docs/security.md "Script authority"): the agent's grant beyond
+ * its own subtree and, for API-requested scripts, the requesting key's scopes. A provider that
+ * acts on stream paths checks them with the contract's rules (`scopesAllow`, `authorityRefusal`).
+ */
+export const callerAuthoritySchema = z.strictObject({
+  grant: z.array(scopeShape),
+  requester: z.strictObject({ keyId: z.string(), scopes: z.array(scopeShape) }).optional(),
+});
+
+export const callerSchema = z.strictObject({ agentPath: z.string(), executionId: z.string(), authority: callerAuthoritySchema.optional() });
 export type Caller = z.infer<typeof callerSchema>;
 
 export const callRequestSchema = z.strictObject({

@@ -6,4 +6,5 @@ export * from "./payloads.ts";
 export * from "./events.ts";
 export * from "./validate.ts";
 export * from "./ownership.ts";
+export * from "./grant.ts";
 export * from "./json-schema.ts";

@@ -3,6 +3,7 @@
 
 import { z } from "zod";
 import { CONTRACT_VERSION, agentConfigPatchSchema } from "./config.ts";
+import { agentGrantSchema, requesterSchema } from "./grant.ts";
 
 const offset = z.number().int().positive();
 const count = z.number().int().nonnegative();
@@ -48,9 +49,10 @@ export type LlmRequestPolicy = z.infer<typeof llmRequestPolicySchema>;
 
 // --- agent/* ---------------------------------------------------------------------------
 
-export const agentCreatedSchema = z.looseObject({});
+// `grant` (optional): prefixes this agent's scripts may touch beyond its own subtree (grant.ts).
+export const agentCreatedSchema = z.looseObject({ grant: agentGrantSchema.optional() });
 
-export const agentConfiguredSchema = z.strictObject({ config: agentConfigPatchSchema });
+export const agentConfiguredSchema = z.strictObject({ config: agentConfigPatchSchema, grant: agentGrantSchema.optional() });
 
 export const agentBindingSetSchema = z.looseObject({
   type: z.string().min(1),
@@ -199,6 +201,8 @@ export const scriptRunRequestedSchema = z.strictObject({
   code: z.string(),
   executionId: z.string().min(1),
   expiresAt: isoTimestamp,
+  /** Stamped by the gateway on API-requested scripts: the requesting key's scopes (grant.ts). */
+  requester: requesterSchema.optional(),
 });
 
 export const scriptRunStartedSchema = z.strictObject({ executionId: z.string().min(1) });

@@ -15,6 +15,7 @@ import type { Logger } from "pino";
 import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv } from "./itx/agent-storage.ts";
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
+import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
 import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox, WorkerSandbox, type WorkerReplacedReason } from "./sandbox/index.ts";
 import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, ScriptRunner, type ScriptRunnerDeps } from "./script-runner.ts";
@@ -102,8 +103,9 @@ export class CapabilityHost {
       logger,
       ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
       ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
+      // Every itx call is checked against the script's authority before it runs (authority/).
       hostCalls: (caller, scope) =>
-        createHostCallHandler(
+        guardHostCalls(createHostCallHandler(
           {
             store: options.store,
             kv: new AgentKv(agentKv),
@@ -119,8 +121,8 @@ export class CapabilityHost {
               return { ok: outcome.kind !== "blocked", problems: outcome.kind === "blocked" ? [...outcome.problems] : [] };
             },
           },
-          caller,
-        ),
+          { ...caller, authority: providerAuthority(scope.authority) },
+        ), scope.authority),
     });
     self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, options);
     return self.host;

@@ -10,12 +10,15 @@ import {
   RESULTS_PREAMBLE_MAX,
   type SettledScriptResult,
 } from "@agentrt/agent-core";
-import { DEFAULT_AGENT_CONFIG, mergeAgentConfig, type AgentConfig, type AgentEvent } from "@agentrt/contract";
+import { DEFAULT_AGENT_CONFIG, mergeAgentConfig, type AgentConfig, type AgentEvent, type ScriptAuthority } from "@agentrt/contract";
+import { authorityAt } from "./authority/script-authority.ts";
 
 export interface ScriptScope {
   readonly config: AgentConfig;
   readonly preamble: string;
   readonly resultsPreamble: string;
+  /** What the script may touch: its agent's grant, limited to the requesting key's scope (authority/). */
+  readonly authority: ScriptAuthority;
 }
 
 /** Folds the events strictly before `beforeOffset` into the scope of the script requested there. */
@@ -33,5 +36,6 @@ export function scopeAt(events: readonly AgentEvent[], beforeOffset: number): Sc
     config,
     preamble: buildPreambleSource(preamble),
     resultsPreamble: buildResultsPreamble(settled.slice(-RESULTS_PREAMBLE_MAX).reverse()),
+    authority: authorityAt(events, beforeOffset),
   };
 }

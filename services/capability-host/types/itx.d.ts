@@ -46,6 +46,8 @@ interface ItxStreamHandle {
 }
 
 interface ItxStreams {
+  /** Any stream inside this agent's grant (its own path and below, plus granted prefixes); reads
+   * outside it are refused with an error naming the path and the grant. */
   get(path: string): ItxStreamHandle;
 }
 
@@ -58,7 +60,8 @@ interface ItxAgentHandle {
 }
 
 interface ItxAgents {
-  /** A sub-agent by path; a relative name ("researcher") lives under your own path. */
+  /** A sub-agent by path; a relative name ("researcher") lives under your own path. Creating or
+   * messaging an agent outside this agent's grant is refused with an error naming the grant. */
   get(path: string): ItxAgentHandle;
 }
 

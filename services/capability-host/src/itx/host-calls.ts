@@ -2,13 +2,15 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
-import { type AgentEvent, ContractViolationError, type EventInput, EVENT_URI_PREFIX, parseEventInput, parseStreamPath } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, creatorGrant, type EventInput, EVENT_URI_PREFIX, parseEventInput, parseStreamPath, withBirthGrant } from "@agentrt/contract";
+import type { Caller } from "@agentrt/capability-sdk";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
 import { type AgentFiles, type AgentKv, ItxInputError } from "./agent-storage.ts";
 import type { DocsIndex } from "./docs-index.ts";
 import { resultSpillPath } from "../codemode.ts";
+import { resolveAgentPath } from "../authority/script-authority.ts";
 
 /** Types a script may not append: the machinery's own lifecycle events. */
 const MACHINERY_TYPES: ReadonlySet<string> = new Set([
@@ -35,6 +37,8 @@ export interface ItxHostDeps {
 export interface ScriptCaller {
   readonly agentPath: string;
   readonly executionId: string;
+  /** Forwarded to providers so they can scope what they do (authority/). */
+  readonly authority?: Caller["authority"];
 }
 
 const str = (value: unknown, what: string): string => {
@@ -45,10 +49,7 @@ const str = (value: unknown, what: string): string => {
 export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): HostCallHandler {
   let sequence = 0;
   const key = (kind: string): string => `capability-host/${kind}@${caller.executionId}#${++sequence}`;
-  const resolvePath = (path: unknown): string => {
-    const p = str(path, "the agent path");
-    return parseStreamPath(p.startsWith("/") ? p : `${caller.agentPath}/${p}`);
-  };
+  const resolvePath = (path: unknown): string => resolveAgentPath(caller.agentPath, str(path, "the agent path"));
 
   return async (op, args) => {
     switch (op) {
@@ -76,9 +77,10 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "agents.create": {
         const path = resolvePath(args[0]);
         if ((await deps.store.lastOffset(path)) > 0) return { path, created: false };
-        const batch: readonly unknown[] = deps.birthBatch?.(path) ?? [
+        // The sub-agent may answer its creator (authority/): the grant rides on its agent/created.
+        const batch = withBirthGrant<unknown>(deps.birthBatch?.(path) ?? [
           { type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: "agent/created" },
-        ];
+        ], creatorGrant(caller.agentPath));
         const result = await deps.store
           .append(path, batch, { expectedLastOffset: 0 })
           .catch((error: unknown) => {

@@ -2,7 +2,7 @@
 // "what the model saw"), the renderer and the birth batch. main.ts wires @agentrt/agent-core
 // in; keeping it a port lets the gateway's transport code stay independent of the core's shape.
 
-import type { AgentEvent, EventInput } from "@agentrt/contract";
+import type { AgentEvent, AgentGrant, EventInput } from "@agentrt/contract";
 
 export interface RenderedMessage {
   readonly role: string;
@@ -21,6 +21,8 @@ export interface BirthInput {
   readonly streamPath: string;
   readonly promptFile?: string;
   readonly project?: string;
+  /** Rides on the birth batch's agent/created (the gateway checked it against the key first). */
+  readonly grant?: AgentGrant;
 }
 
 export interface AgentCorePort<S = unknown> {

@@ -3,7 +3,7 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
-import { ContractViolationError, type AgentEvent } from "@agentrt/contract";
+import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentrt/contract";
 import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, BirthInput, RenderedMessage } from "./agent-core-port.ts";
@@ -51,7 +51,8 @@ export class GatewayApi<S = unknown> {
   }
 
   async createAgent(input: BirthInput): Promise<AppendResult> {
-    const batch = this.core.birthBatch(input);
+    const born = this.core.birthBatch(input);
+    const batch = input.grant === undefined ? born : withBirthGrant(born, input.grant);
     try {
       return await this.store.append(input.streamPath, batch, { expectedLastOffset: 0 });
     } catch (error) {

@@ -3,7 +3,9 @@
 // every path a plain OpenAPI parameter.
 
 import type { IncomingMessage } from "node:http";
+import type { AgentGrant } from "@agentrt/contract";
 import { Authenticator } from "../auth/authenticator.ts";
+import { assertGrantWithinKey, authorizeBatch } from "../auth/grants.ts";
 import type { Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
 import type { GatewayApi } from "./gateway-api.ts";
@@ -30,8 +32,9 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       successStatus: 201,
       statusOf: (result) => ((result as { status: string }).status === "committed" ? 201 : 200),
       access: ({ body }) => ({ verb: "append", path: (body as { streamPath: string }).streamPath }),
-      handle: async ({ body }) => {
-        const input = body as { streamPath: string; promptFile?: string; project?: string };
+      handle: async ({ body, principal }) => {
+        const input = body as { streamPath: string; promptFile?: string; project?: string; grant?: AgentGrant };
+        if (principal !== null) assertGrantWithinKey(principal, input.grant);
         const result = await api.createAgent(input);
         return { streamPath: input.streamPath, status: result.status, events: result.events };
       },
@@ -59,9 +62,11 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       body: s.appendBodySchema,
       response: s.appendResponseSchema,
       access: ({ params }) => ({ verb: "append", path: (params as P).streamPath }),
-      handle: async ({ params, body }) => {
+      handle: async ({ params, body, principal }) => {
         const { events, expectedLastOffset } = body as { events: unknown[]; expectedLastOffset?: number };
-        const result = await api.append((params as P).streamPath, events, expectedLastOffset);
+        // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
+        const authorized = principal === null ? events : authorizeBatch(principal, events);
+        const result = await api.append((params as P).streamPath, authorized, expectedLastOffset);
         return { status: result.status, events: result.events };
       },
     },

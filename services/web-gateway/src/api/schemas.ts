@@ -2,7 +2,7 @@
 // request (parse at the boundary) and generate the OpenAPI document, so the two cannot drift.
 
 import { z } from "zod";
-import { EVENT_TYPES, streamPathProblem } from "@agentrt/contract";
+import { agentGrantSchema, EVENT_TYPES, streamPathProblem } from "@agentrt/contract";
 
 /** A stream path (`/agents/web/demo`); in URLs it is ONE path segment, URL-encoded. */
 export const streamPathSchema = z
@@ -22,6 +22,7 @@ export const createAgentBodySchema = z.strictObject({
   streamPath: streamPathSchema,
   promptFile: z.string().max(200_000).optional().meta({ description: 'A tagged prompt file: `<section key="K">…</section>` blocks, one keyed system item each.' }),
   project: z.string().min(1).max(200).optional(),
+  grant: agentGrantSchema.optional().meta({ description: "Prefixes (with read/append) this agent's scripts may touch beyond its own subtree; never wider than the calling key's scope." }),
 });
 
 export const appendBodySchema = z.strictObject({

@@ -4,6 +4,7 @@
 // and the verbs allowed under them.
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { pathUnder } from "@agentrt/contract";
 import { z } from "zod";
 
 export type Verb = "read" | "append" | "admin";
@@ -52,12 +53,8 @@ export function verifyApiKey(keys: ReadonlyMap<string, StoredKey>, presented: st
   return timingSafeEqual(actual, Buffer.from(stored.hash, "hex")) ? stored : null;
 }
 
-/** True when a path lies under a prefix at a segment boundary (`/a` covers `/a/b`, not `/ab`). */
-export function pathUnder(path: string, prefix: string): boolean {
-  if (prefix === "/") return true;
-  const p = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
-  return path === p || path.startsWith(`${p}/`);
-}
+// The segment-boundary rule (`/a` covers `/a/b`, not `/ab`) is the contract's, shared with script grants.
+export { pathUnder };
 
 /** `admin` implies every verb. */
 export function scopeAllows(scopes: readonly Scope[], verb: Verb, path: string): boolean {

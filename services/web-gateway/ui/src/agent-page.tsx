@@ -3,6 +3,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
 import { subscribeLive, type ConnectionState } from "./live.ts";
+import { GrantView } from "./grant-view.tsx";
 import { applyLiveEvent, buildTimeline, formatDuration, type LiveReplies, type TimelineItem } from "./timeline.ts";
 
 type Route = { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
@@ -37,6 +38,7 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
         <h2>{path}</h2>
         <span class={`conn ${conn}`} data-testid="conn-status">{conn}</span>
       </div>
+      <GrantView path={path} events={events} />
       <nav class="tabs">
         <a class={tab === "chat" ? "on" : ""} href={`#/agent/${enc}`}>Chat</a>
         <a class={tab === "events" ? "on" : ""} href={`#/agent/${enc}/events`}>Events ({events.length})</a>

@@ -1,0 +1,131 @@
+// Script authority (docs/security.md "Script authority"): what a codemode script may touch.
+// An agent's grant is the list of stream-path prefixes (with verbs) it was given on
+// `agent/created` or `agent/configured`; its own path and everything under it are always
+// granted. A script requested through the API is further limited to the requesting key's
+// scopes, which the gateway stamps on the request as `requester`. The rules live here, pure,
+// so the gateway (who may grant what) and the capability host (may this call go ahead) share
+// them.
+
+import { z } from "zod";
+import type { AgentEvent } from "./events.ts";
+
+/** The verbs a grant can hold: `read` (streams, getEvent, files/KV reads) and `append` (everything that writes). */
+export const GRANT_VERBS = ["read", "append"] as const;
+export type GrantVerb = (typeof GRANT_VERBS)[number];
+
+/** A stream-path prefix ("/" or a stream path), matched at segment boundaries. */
+const prefixSchema = z.string().regex(/^\/(?:[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*)?$/, 'must be "/" or a stream path such as /agents/shared');
+
+export const grantEntrySchema = z.strictObject({
+  prefix: prefixSchema,
+  verbs: z.array(z.enum(GRANT_VERBS)).min(1),
+});
+
+/** The prefixes granted to an agent beyond its own subtree (replaced wholesale by each event that carries one). */
+export const agentGrantSchema = z.array(grantEntrySchema).max(64);
+export type GrantEntry = z.infer<typeof grantEntrySchema>;
+export type AgentGrant = z.infer<typeof agentGrantSchema>;
+
+/** A key's scopes as the gateway stamps them: verbs are the key's own (`admin` implies every verb). */
+export const requesterSchema = z.strictObject({
+  keyId: z.string().min(1),
+  scopes: z.array(z.strictObject({ prefix: z.string().startsWith("/"), verbs: z.array(z.string().min(1)).min(1) })).max(64),
+});
+export type Requester = z.infer<typeof requesterSchema>;
+
+/** Anything with a prefix and verbs: key scopes and grant entries alike. */
+export interface ScopeLike {
+  readonly prefix: string;
+  readonly verbs: readonly string[];
+}
+
+/** True when a path lies under a prefix at a segment boundary (`/a` covers `/a/b`, not `/ab`). */
+export function pathUnder(path: string, prefix: string): boolean {
+  if (prefix === "/") return true;
+  const p = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
+  return path === p || path.startsWith(`${p}/`);
+}
+
+/** `admin` implies every verb. */
+export function scopesAllow(scopes: readonly ScopeLike[], verb: string, path: string): boolean {
+  return scopes.some((s) => pathUnder(path, s.prefix) && (s.verbs.includes(verb) || s.verbs.includes("admin")));
+}
+
+/**
+ * The first (prefix, verb) of `grant` that `scopes` do not cover, or null when the whole grant
+ * lies within them: a key cannot grant what it does not hold.
+ */
+export function grantExcess(grant: AgentGrant, scopes: readonly ScopeLike[]): { prefix: string; verb: GrantVerb } | null {
+  for (const entry of grant) {
+    for (const verb of entry.verbs) if (!scopesAllow(scopes, verb, entry.prefix)) return { prefix: entry.prefix, verb };
+  }
+  return null;
+}
+
+/** The grant in force after `event`: the last `agent/created` or `agent/configured` carrying one wins. */
+export function applyGrantEvent(current: AgentGrant, event: AgentEvent): AgentGrant {
+  if (event.type === "agent/created" || event.type === "agent/configured") return event.payload.grant ?? current;
+  return current;
+}
+
+/** Who a script acts for: its agent, the agent's grant, and (API-requested only) the requesting key. */
+export interface ScriptAuthority {
+  readonly agentPath: string;
+  readonly grant: readonly ScopeLike[];
+  readonly requester?: { readonly keyId: string; readonly scopes: readonly ScopeLike[] };
+}
+
+/** The agent's effective scopes: its own subtree (read and append) plus its grant. */
+export function agentScopes(authority: Pick<ScriptAuthority, "agentPath" | "grant">): ScopeLike[] {
+  return [{ prefix: authority.agentPath, verbs: GRANT_VERBS }, ...authority.grant];
+}
+
+/**
+ * Why a script may not `verb` `path`, or null when it may. The message names the path and the
+ * grant that is missing, listing what the script does hold for that verb.
+ */
+export function authorityRefusal(authority: ScriptAuthority, verb: GrantVerb, path: string): string | null {
+  const own = agentScopes(authority);
+  if (!scopesAllow(own, verb, path)) {
+    return `${path} is outside this script's grant (${verb}: ${heldPrefixes(own, verb)})`;
+  }
+  const requester = authority.requester;
+  if (requester !== undefined && !scopesAllow(requester.scopes, verb, path)) {
+    return `${path} is outside the scope of key ${requester.keyId} that requested this script (${verb}: ${heldPrefixes(requester.scopes, verb)})`;
+  }
+  return null;
+}
+
+function heldPrefixes(scopes: readonly ScopeLike[], verb: string): string {
+  const held = scopes.filter((s) => s.verbs.includes(verb) || s.verbs.includes("admin")).map((s) => s.prefix);
+  return held.length === 0 ? "none" : held.join(", ");
+}
+
+/**
+ * A birth batch whose `agent/created` carries `grant` (other events unchanged). Used by the
+ * gateway (the grant a key gives on create) and the host (a sub-agent may answer its creator).
+ */
+export function withBirthGrant<E>(batch: readonly E[], grant: AgentGrant): E[] {
+  return batch.map((event) => {
+    const e = event as { type?: unknown; payload?: unknown };
+    if (e.type !== "agent/created" || typeof e.payload !== "object" || e.payload === null) return event;
+    return { ...event, payload: { ...e.payload, grant } };
+  });
+}
+
+/** The grant of an agent a script creates: it may message (append to) its creator, nothing more. */
+export function creatorGrant(creatorPath: string): AgentGrant {
+  return [{ prefix: creatorPath, verbs: ["append"] }];
+}
+
+/** The grant of an agent from its events as any client sees them (unvalidated JSON): parsed, never cast. */
+export function grantOfEvents(events: readonly { readonly type: string; readonly payload: unknown }[]): AgentGrant {
+  let grant: AgentGrant = [];
+  for (const event of events) {
+    if (event.type !== "agent/created" && event.type !== "agent/configured") continue;
+    if (typeof event.payload !== "object" || event.payload === null || !("grant" in event.payload)) continue;
+    const parsed = agentGrantSchema.safeParse(event.payload.grant);
+    if (parsed.success) grant = parsed.data;
+  }
+  return grant;
+}

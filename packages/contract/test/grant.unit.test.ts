@@ -1,0 +1,124 @@
+// Given/when/then specs of the script-authority rules: grant folding, the "a key cannot grant
+// what it does not hold" check, and the effective grant of a script (agent ∩ requesting key).
+import { describe, expect, it } from "vitest";
+import {
+  type AgentEvent,
+  type AgentGrant,
+  agentGrantSchema,
+  applyGrantEvent,
+  authorityRefusal,
+  grantExcess,
+  grantOfEvents,
+  parseEventInput,
+  pathUnder,
+  type ScriptAuthority,
+} from "../src/index.ts";
+
+const stored = (offset: number, input: { type: string; payload: unknown }): AgentEvent =>
+  ({ ...parseEventInput(input), streamPath: "/agents/a", offset, createdAt: "2026-01-01T00:00:00.000Z" }) as AgentEvent;
+
+describe("pathUnder", () => {
+  it("matches at segment boundaries only", () => {
+    expect(pathUnder("/agents/a", "/agents/a")).toBe(true);
+    expect(pathUnder("/agents/a/x", "/agents/a")).toBe(true);
+    expect(pathUnder("/agents/ab", "/agents/a")).toBe(false);
+    expect(pathUnder("/anything", "/")).toBe(true);
+  });
+});
+
+describe("the grant of an agent (fold)", () => {
+  it("given a created event with a grant, when configured with another, then the last one replaces it", () => {
+    const events = [
+      stored(1, { type: "agent/created", payload: { grant: [{ prefix: "/shared/a", verbs: ["read"] }] } }),
+      stored(2, { type: "agent/configured", payload: { config: { maxAutonomousTurns: 5 } } }),
+      stored(3, { type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/shared/b", verbs: ["append"] }] } }),
+    ];
+    const grants = events.map((_, i) => events.slice(0, i + 1).reduce(applyGrantEvent, [] as AgentGrant));
+    expect(grants).toEqual([
+      [{ prefix: "/shared/a", verbs: ["read"] }],
+      [{ prefix: "/shared/a", verbs: ["read"] }],
+      [{ prefix: "/shared/b", verbs: ["append"] }],
+    ]);
+  });
+
+  it("an empty grant revokes everything beyond the agent's own subtree", () => {
+    const events = [
+      stored(1, { type: "agent/created", payload: { grant: [{ prefix: "/shared", verbs: ["read"] }] } }),
+      stored(2, { type: "agent/configured", payload: { config: {}, grant: [] } }),
+    ];
+    expect(events.reduce(applyGrantEvent, [] as AgentGrant)).toEqual([]);
+  });
+
+  it("refuses a grant whose prefix is not a stream path or whose verb is unknown", () => {
+    expect(agentGrantSchema.safeParse([{ prefix: "agents/a", verbs: ["read"] }]).success).toBe(false);
+    expect(agentGrantSchema.safeParse([{ prefix: "/agents/a", verbs: ["admin"] }]).success).toBe(false);
+    expect(agentGrantSchema.safeParse([{ prefix: "/agents/a/", verbs: ["read"] }]).success).toBe(false);
+    expect(() => parseEventInput({ type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/x", verbs: [] }] } })).toThrow(/grant/);
+  });
+});
+
+describe("grantExcess: a key cannot grant what it does not hold", () => {
+  const key = [{ prefix: "/agents/a", verbs: ["read", "append"] }, { prefix: "/shared/docs", verbs: ["read"] }];
+
+  it("given a grant inside the key's scopes, then nothing is in excess", () => {
+    expect(grantExcess([{ prefix: "/agents/a/sub", verbs: ["read", "append"] }, { prefix: "/shared/docs/x", verbs: ["read"] }], key)).toBeNull();
+  });
+
+  it("given a verb the key lacks under that prefix, then that prefix and verb are named", () => {
+    expect(grantExcess([{ prefix: "/shared/docs", verbs: ["read", "append"] }], key)).toEqual({ prefix: "/shared/docs", verb: "append" });
+  });
+
+  it("given a prefix wider than the key's, then it is in excess even though part of it is held", () => {
+    expect(grantExcess([{ prefix: "/agents", verbs: ["read"] }], key)).toEqual({ prefix: "/agents", verb: "read" });
+    expect(grantExcess([{ prefix: "/", verbs: ["read"] }], key)).toEqual({ prefix: "/", verb: "read" });
+  });
+
+  it("admin implies every verb", () => {
+    expect(grantExcess([{ prefix: "/anything", verbs: ["read", "append"] }], [{ prefix: "/", verbs: ["admin"] }])).toBeNull();
+  });
+});
+
+describe("authorityRefusal: the effective grant of a script", () => {
+  const model: ScriptAuthority = { agentPath: "/agents/a", grant: [{ prefix: "/shared/board", verbs: ["read"] }] };
+
+  it("given a model-written script, its own subtree is read- and append-able", () => {
+    expect(authorityRefusal(model, "read", "/agents/a")).toBeNull();
+    expect(authorityRefusal(model, "append", "/agents/a/researcher")).toBeNull();
+  });
+
+  it("given a granted prefix, only its verbs are allowed", () => {
+    expect(authorityRefusal(model, "read", "/shared/board/today")).toBeNull();
+    expect(authorityRefusal(model, "append", "/shared/board")).toBe("/shared/board is outside this script's grant (append: /agents/a)");
+  });
+
+  it("given another tenant's stream, the refusal names the path and what is held", () => {
+    expect(authorityRefusal(model, "read", "/agents/b/x")).toBe("/agents/b/x is outside this script's grant (read: /agents/a, /shared/board)");
+    expect(authorityRefusal(model, "read", "/agents/ab")).not.toBeNull();
+  });
+
+  it("given an API-requested script, it is limited to the requesting key's scope as well", () => {
+    const api: ScriptAuthority = { ...model, requester: { keyId: "k1", scopes: [{ prefix: "/agents/a", verbs: ["append"] }] } };
+    expect(authorityRefusal(api, "append", "/agents/a/sub")).toBeNull();
+    expect(authorityRefusal(api, "read", "/agents/a")).toBe("/agents/a is outside the scope of key k1 that requested this script (read: none)");
+    expect(authorityRefusal(api, "read", "/shared/board")).toMatch(/key k1/);
+  });
+
+  it("given a requesting key wider than the agent, the agent's grant still bounds the script", () => {
+    const api: ScriptAuthority = { ...model, requester: { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] } };
+    expect(authorityRefusal(api, "read", "/agents/b")).toBe("/agents/b is outside this script's grant (read: /agents/a, /shared/board)");
+  });
+});
+
+describe("grantOfEvents: the grant as a client (the UI) reads it from raw JSON events", () => {
+  it("given raw events, the last valid grant on created/configured wins and malformed ones are ignored", () => {
+    expect(
+      grantOfEvents([
+        { type: "agent/created", payload: { grant: [{ prefix: "/shared", verbs: ["read"] }] } },
+        { type: "agents/context-added", payload: { grant: [{ prefix: "/ignored", verbs: ["read"] }] } },
+        { type: "agent/configured", payload: { config: {}, grant: [{ prefix: "nope", verbs: ["read"] }] } },
+        { type: "agent/configured", payload: null },
+      ]),
+    ).toEqual([{ prefix: "/shared", verbs: ["read"] }]);
+    expect(grantOfEvents([{ type: "agent/configured", payload: { config: {}, grant: [] } }])).toEqual([]);
+  });
+});

@@ -1,0 +1,113 @@
+// Script authority at the gateway: a key cannot give an agent a grant wider than its own scope
+// (create and configure, HTTP and gRPC), and every API-requested script carries the requesting
+// key's scope, stamped by the gateway over whatever the client sent.
+import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentRuntimeClient, type AppendEventsResponse } from "../src/generated/agentrt/v1/gateway.ts";
+import { openTestStore, type TestStore } from "./support/store.ts";
+import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
+import { enc, http } from "./support/http.ts";
+
+const tenantA = testKey([
+  { prefix: "/agents/a", verbs: ["read", "append"] },
+  { prefix: "/shared/docs", verbs: ["read"] },
+]);
+let ts: TestStore;
+let gw: TestGateway;
+let client: AgentRuntimeClient;
+
+beforeAll(async () => {
+  ts = await openTestStore();
+  gw = await startTestGateway({ store: ts.store, keys: [tenantA], grpc: true });
+  client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+});
+afterAll(async () => {
+  client?.close();
+  await gw?.close();
+  await ts?.close();
+});
+
+const scriptRequest = (executionId: string, extra: Record<string, unknown> = {}) => ({
+  type: "capability-host/script-run-requested",
+  payload: { code: "return 1;", executionId, expiresAt: new Date(Date.now() + 600_000).toISOString(), ...extra },
+});
+
+describe("a key cannot grant what it does not hold", () => {
+  it("create with a grant wider than the key is 403 naming the prefix and verb, and commits nothing", async () => {
+    const path = "/agents/a/wide";
+    for (const grant of [[{ prefix: "/agents/b", verbs: ["read"] }], [{ prefix: "/shared/docs", verbs: ["append"] }], [{ prefix: "/", verbs: ["read"] }]]) {
+      const res = await http(gw.url, "POST", "/v1/agents", { key: tenantA.apiKey, body: { streamPath: path, grant } });
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe("forbidden");
+      expect(res.body.error.message).toContain(`may not grant ${grant[0]!.verbs[0]} on ${grant[0]!.prefix}`);
+      expect(res.body.error.details).toMatchObject({ prefix: grant[0]!.prefix, verb: grant[0]!.verbs[0] });
+    }
+    expect(await ts.store.lastOffset(path)).toBe(0);
+  });
+
+  it("create with a grant inside the key commits it on agent/created", async () => {
+    const path = "/agents/a/narrow";
+    const grant = [{ prefix: "/shared/docs/handbook", verbs: ["read"] }];
+    const res = await http(gw.url, "POST", "/v1/agents", { key: tenantA.apiKey, body: { streamPath: path, grant } });
+    expect(res.status).toBe(201);
+    const [created] = await ts.store.read(path, { limit: 1 });
+    expect(created).toMatchObject({ type: "agent/created", payload: { grant } });
+  });
+
+  it("a malformed grant is a 400 naming the field", async () => {
+    const res = await http(gw.url, "POST", "/v1/agents", { key: tenantA.apiKey, body: { streamPath: "/agents/a/bad", grant: [{ prefix: "shared", verbs: ["read"] }] } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toContain("body.grant.0.prefix");
+  });
+
+  it("configure (append agent/configured) with a wider grant is 403; within the key it commits", async () => {
+    const path = "/agents/a/configured";
+    const wide = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, {
+      key: tenantA.apiKey,
+      body: { events: [{ type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/agents/b", verbs: ["append"] }] } }] },
+    });
+    expect(wide.status).toBe(403);
+    expect(wide.body.error.details).toMatchObject({ field: "events.0.payload.grant", prefix: "/agents/b", verb: "append" });
+    expect(await ts.store.lastOffset(path)).toBe(0);
+    const inside = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, {
+      key: tenantA.apiKey,
+      body: { events: [{ type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/agents/a/other", verbs: ["read", "append"] }] } }] },
+    });
+    expect(inside.status, JSON.stringify(inside.body)).toBe(200);
+    expect(inside.body.events[0].payload.grant).toEqual([{ prefix: "/agents/a/other", verbs: ["read", "append"] }]);
+  });
+});
+
+describe("API-requested scripts carry the requesting key's scope", () => {
+  const stamp = { keyId: tenantA.stored.id, scopes: tenantA.stored.scopes };
+
+  it("HTTP: the gateway stamps the key's scope, overwriting a client-supplied requester", async () => {
+    const path = "/agents/a/scripts";
+    const forged = { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] };
+    const res = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, {
+      key: tenantA.apiKey,
+      body: { events: [scriptRequest("plain"), scriptRequest("forged", { requester: forged })] },
+    });
+    expect(res.status).toBe(200);
+    const stored = await ts.store.read(path);
+    expect(stored.map((e) => (e.payload as { requester?: unknown }).requester)).toEqual([stamp, stamp]);
+  });
+
+  it("gRPC: the same stamp, and the same 403 for a wider grant", async () => {
+    const path = "/agents/a/grpc";
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${tenantA.apiKey}`);
+    const append = (events: { type: string; payload: unknown }[]) =>
+      new Promise<AppendEventsResponse>((resolve, reject) =>
+        client.appendEvents({ streamPath: path, events: events.map((e) => ({ type: e.type, payloadJson: JSON.stringify(e.payload) })) }, md, (e: ServiceError | null, r) =>
+          e ? reject(e) : resolve(r),
+        ),
+      );
+    await append([scriptRequest("g1", { requester: { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] } })]);
+    const [event] = await ts.store.read(path);
+    expect((event!.payload as { requester?: unknown }).requester).toEqual(stamp);
+    await expect(append([{ type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/agents/b", verbs: ["read"] }] } }])).rejects.toMatchObject({
+      code: status.PERMISSION_DENIED,
+    });
+  });
+});
