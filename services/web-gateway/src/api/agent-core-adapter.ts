@@ -2,7 +2,7 @@
 // fold the reducer runs gives the state, the list summaries and, folded through a request's
 // offset, the exact messages the driver rendered for it.
 
-import { foldAgentEvent, initialAgentState, type AgentState } from "@agentrt/agent-core";
+import { auditAgentStream, foldAgentEvent, initialAgentState, type AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { AgentCorePort, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 
@@ -26,5 +26,6 @@ export function agentCoreAdapter(fns: CoreFunctions): AgentCorePort<AgentState> 
     toJson: (state) => JSON.parse(JSON.stringify(state)) as Record<string, unknown>,
     renderRequest: fns.renderRequest,
     birthBatch: fns.birthBatch,
+    audit: (events, nowMs) => auditAgentStream(events, { nowMs }),
   };
 }

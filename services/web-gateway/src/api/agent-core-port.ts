@@ -36,4 +36,25 @@ export interface AgentCorePort<S = unknown> {
   renderRequest(state: S, request: AgentEvent): RenderedMessage[];
   /** The atomic birth batch of a new agent. Throws a ContractViolationError on a bad prompt file. */
   birthBatch(input: BirthInput): EventInput[];
+  /** The stream audit (agent-core's `auditAgentStream`) of a whole stream, at `nowMs`. */
+  audit(events: readonly AgentEvent[], nowMs: number): AuditResult;
+}
+
+export interface AuditFindingJson {
+  readonly rule: string;
+  readonly message: string;
+  readonly offsets: readonly number[];
+}
+
+export interface AuditResult {
+  readonly streamPath: string;
+  readonly events: number;
+  readonly firstOffset: number;
+  readonly lastOffset: number;
+  readonly requests: number;
+  readonly settlements: number;
+  readonly scripts: number;
+  readonly prefixPairsChecked: number;
+  readonly violations: readonly AuditFindingJson[];
+  readonly notes: readonly AuditFindingJson[];
 }

@@ -6,7 +6,7 @@ import { turnContext } from "@agentrt/service-kit";
 import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentrt/contract";
 import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
-import type { AgentCorePort, AgentView, BirthInput, RenderedMessage } from "./agent-core-port.ts";
+import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 import { LiveHub } from "./live-hub.ts";
 
 export interface ReadPage {
@@ -106,6 +106,13 @@ export class GatewayApi<S = unknown> {
       entries.push({ streamPath: s.streamPath, lastOffset, ...this.core.view(state) });
     }
     return entries.sort((a, b) => a.streamPath.localeCompare(b.streamPath));
+  }
+
+  /** The stream's invariants checked from its events (`agents audit`). */
+  async audit(streamPath: string): Promise<AuditResult> {
+    const events = await this.store.read(streamPath);
+    if (events.length === 0) throw notFound(streamPath);
+    return this.core.audit(events, Date.now());
   }
 
   /** What the model saw for the request at `requestOffset`: fold through it, then render. */

@@ -134,6 +134,18 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       handle: ({ params }) => api.renderedRequest((params as P).streamPath, (params as P).offset),
     },
     {
+      name: "auditAgent",
+      method: "GET",
+      path: "/v1/agents/{streamPath}/audit",
+      summary:
+        "The stream's invariants checked from its events alone (dense offsets, unique keys, one settlement per request, scripts settled once, the cache prefix, every message served): violations with the offsets involved, and notes on what is legitimately open.",
+      kind: "json",
+      params: s.streamParamsSchema,
+      response: s.auditResponseSchema,
+      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      handle: ({ params }) => api.audit((params as P).streamPath),
+    },
+    {
       name: "getOpenApi",
       method: "GET",
       path: "/v1/openapi.json",

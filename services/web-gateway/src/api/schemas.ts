@@ -105,6 +105,23 @@ export const renderedRequestSchema = z.object({
   messages: z.array(renderedMessageSchema),
 });
 
+const auditFindingSchema = z.object({ rule: z.string(), message: z.string(), offsets: z.array(z.number().int()) }).meta({ id: "AuditFinding" });
+
+export const auditResponseSchema = z
+  .object({
+    streamPath: z.string(),
+    events: z.number().int().nonnegative(),
+    firstOffset: z.number().int().nonnegative(),
+    lastOffset: z.number().int().nonnegative(),
+    requests: z.number().int().nonnegative(),
+    settlements: z.number().int().nonnegative(),
+    scripts: z.number().int().nonnegative(),
+    prefixPairsChecked: z.number().int().nonnegative(),
+    violations: z.array(auditFindingSchema),
+    notes: z.array(auditFindingSchema),
+  })
+  .meta({ id: "AuditReport" });
+
 export const createAgentResponseSchema = z.object({
   streamPath: z.string(),
   status: z.enum(["committed", "duplicate"]),

@@ -2,6 +2,7 @@
 // `commands/<name>.ts` and returns an exit code; this file only dispatches.
 
 import { createCommand, listCommand, requestCommand, sendCommand, stateCommand } from "./commands/agents.ts";
+import { auditCommand } from "./commands/audit.ts";
 import { keysCommand } from "./commands/keys.ts";
 import { replayCommand } from "./commands/replay.ts";
 import { tailCommand } from "./commands/tail.ts";
@@ -15,6 +16,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   state: { run: stateCommand, summary: "state PATH   the agent's folded state" },
   list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
   request: { run: requestCommand, summary: "request PATH N [--json]   exactly what the model saw for the request at offset N" },
+  audit: { run: auditCommand, summary: "audit PATH... | --prefix P [--json]   check each stream's invariants; exit 1 on a violation" },
   keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append [--file F]   mint an API key (hash stored)" },
   replay: {
     run: replayCommand,

@@ -1,0 +1,39 @@
+// `pnpm agents audit PATH... | --prefix P [--json]`: each stream's invariants, checked by the
+// gateway with the core's audit (GET /v1/agents/{path}/audit). Prints every violation with the
+// offsets involved and every note; exits 1 when any stream has a violation.
+
+import type { AuditResult } from "../../api/agent-core-port.ts";
+import { callGateway, clientEnv, encPath, parseArgs } from "../gateway-client.ts";
+
+type Out = (text: string) => void;
+
+const at = (offsets: readonly number[]) => offsets.map((o) => `@${o}`).join(", ");
+
+export function formatAudit(report: AuditResult): string {
+  const head = `${report.streamPath}: ${report.violations.length === 0 ? "ok" : `${report.violations.length} violation(s)`} (${report.events} events @${report.firstOffset}..@${report.lastOffset}, ${report.requests} requests, ${report.scripts} scripts, ${report.prefixPairsChecked} cache-prefix pairs checked)`;
+  const lines = [
+    head,
+    ...report.violations.map((v) => `  ✗ ${v.rule}: ${v.message} [${at(v.offsets)}]`),
+    ...report.notes.map((n) => `  · ${n.rule}: ${n.message} [${at(n.offsets)}]`),
+  ];
+  return `${lines.join("\n")}\n`;
+}
+
+export async function auditCommand(args: readonly string[], out: Out): Promise<number> {
+  const { positional, flags } = parseArgs(args, ["prefix"], ["json"]);
+  const env = clientEnv();
+  const paths = [...positional];
+  if (typeof flags.prefix === "string") {
+    const listed = await callGateway<{ agents: Array<{ streamPath: string }> }>(env, "GET", `/v1/agents?prefix=${encodeURIComponent(flags.prefix)}`);
+    paths.push(...listed.agents.map((a) => a.streamPath));
+  }
+  if (paths.length === 0) throw new Error("usage: agents audit PATH... | --prefix P [--json]");
+  let failing = 0;
+  for (const path of paths) {
+    const report = await callGateway<AuditResult>(env, "GET", `/v1/agents/${encPath(path)}/audit`);
+    if (report.violations.length > 0) failing += 1;
+    out(flags.json === true ? `${JSON.stringify(report)}\n` : formatAudit(report));
+  }
+  if (flags.json !== true && paths.length > 1) out(`${paths.length} streams audited, ${failing} with violations\n`);
+  return failing === 0 ? 0 : 1;
+}

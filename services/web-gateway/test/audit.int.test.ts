@@ -1,0 +1,75 @@
+// `GET /v1/agents/{path}/audit` and `pnpm agents audit`, against a real gateway and nats-server:
+// a clean stream passes; a stream whose request was settled twice (written behind the gateway's
+// back, as a buggy service would) fails with the offsets involved and a non-zero exit; a read
+// key is enough, a key for another prefix is not.
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openTestStore, type TestStore } from "./support/store.ts";
+import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
+import { enc } from "./support/http.ts";
+
+const root = join(import.meta.dirname, "../../..");
+const tsx = join(root, "node_modules/.bin/tsx");
+const main = join(root, "services/web-gateway/src/cli/main.ts");
+const reader = testKey([{ prefix: "/agents/audit", verbs: ["read"] }]);
+const stranger = testKey([{ prefix: "/agents/other", verbs: ["read"] }]);
+let ts: TestStore;
+let gw: TestGateway;
+
+const agents = (...args: string[]) =>
+  promisify(execFile)(tsx, [main, ...args], { env: { ...process.env, AGENTRT_URL: gw.url, AGENTRT_API_KEY: reader.apiKey }, cwd: root }).then(
+    (r) => ({ code: 0, stdout: r.stdout }),
+    (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+  );
+
+async function turn(path: string, settleTwice: boolean): Promise<number> {
+  await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
+  await ts.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: "hi", actor: { type: "user", origin: "web" } } }]);
+  const requested = await ts.store.append(path, [{ type: "agent/llm-request-requested", payload: { model: "m", expiresAt: "2099-01-01T00:00:00.000Z" } }]);
+  const r = requested.events[0]!.offset;
+  const settle = (text: string) => ({ type: "agent/llm-request-settled", payload: { requestOffset: r, result: { status: "succeeded", text } } });
+  await ts.store.append(path, [{ type: "agents/context-added", payload: { role: "assistant", content: "hello", llmRequestOffset: r } }, settle("hello")]);
+  if (settleTwice) await ts.store.append(path, [settle("again")]);
+  return r;
+}
+
+beforeAll(async () => {
+  ts = await openTestStore();
+  gw = await startTestGateway({ store: ts.store, keys: [reader, stranger] });
+});
+afterAll(async () => {
+  await gw?.close();
+  await ts?.close();
+});
+
+describe("audit", () => {
+  it("answers a clean stream with no violations, and a broken one with the offsets involved", async () => {
+    await turn("/agents/audit/clean", false);
+    const r = await turn("/agents/audit/broken", true);
+    const get = (path: string, key = reader.apiKey) => fetch(`${gw.url}/v1/agents/${enc(path)}/audit`, { headers: { authorization: `Bearer ${key}` } });
+
+    const clean = await get("/agents/audit/clean");
+    expect(clean.status).toBe(200);
+    expect(await clean.json()).toMatchObject({ streamPath: "/agents/audit/clean", events: 5, requests: 1, violations: [], notes: [] });
+
+    const broken = (await (await get("/agents/audit/broken")).json()) as { violations: Array<{ rule: string; offsets: number[] }> };
+    expect(broken.violations.map((v) => v.rule).sort()).toEqual(["request-settled-once", "settlement-names-open-request"]);
+    expect(broken.violations.find((v) => v.rule === "request-settled-once")?.offsets).toEqual([r, r + 2, r + 3]);
+
+    expect((await get("/agents/audit/clean", stranger.apiKey)).status).toBe(403);
+    expect((await get("/agents/audit/none")).status).toBe(404);
+  });
+
+  it("the CLI prints each stream and exits 1 when any has a violation", { timeout: 60_000 }, async () => {
+    const ok = await agents("audit", "/agents/audit/clean");
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^\/agents\/audit\/clean: ok \(5 events @1\.\.@5, 1 requests/);
+    const all = await agents("audit", "--prefix", "/agents/audit");
+    expect(all.code).toBe(1);
+    expect(all.stdout).toContain("/agents/audit/broken: 2 violation(s)");
+    expect(all.stdout).toMatch(/✗ request-settled-once: request @3 is settled 2 times \[@3, @5, @6\]/);
+    expect(all.stdout).toContain("2 streams audited, 1 with violations");
+  });
+});
