@@ -126,8 +126,15 @@ export async function consumeWork<K extends WorkKind>(
     filter_subject: `work.${options.kind}.>`,
   };
   try {
-    await jsm.consumers.info(WORK_STREAM, options.durable);
-  } catch {
+    const existing = await jsm.consumers.info(WORK_STREAM, options.durable);
+    // A durable made by an older version keeps its ack wait until told otherwise: a claim's
+    // failure detection must follow this version's setting.
+    if (existing.config.ack_wait !== consumerConfig.ack_wait) {
+      await jsm.consumers.update(WORK_STREAM, options.durable, { ack_wait: consumerConfig.ack_wait });
+      options.logger.info({ durable: options.durable, ackWaitMs }, "updated the work consumer's ack wait");
+    }
+  } catch (error) {
+    if (!isConsumerNotFound(error)) throw error;
     await jsm.consumers.add(WORK_STREAM, consumerConfig).catch(async (error: unknown) => {
       await jsm.consumers.info(WORK_STREAM, options.durable).catch(() => {
         throw error;
@@ -195,6 +202,11 @@ export async function consumeWork<K extends WorkKind>(
       await Promise.allSettled(inFlight);
     },
   };
+}
+
+function isConsumerNotFound(error: unknown): boolean {
+  const e = error as { code?: unknown; api_error?: { err_code?: number }; message?: string };
+  return e.api_error?.err_code === 10014 || e.code === "404" || /consumer not found/i.test(e.message ?? "");
 }
 
 function safeJson(text: string): unknown {

@@ -32,6 +32,20 @@ describe("work queues", () => {
     await expect(ensureWorkStream(await jetstreamManager(nc))).resolves.toBeUndefined();
   });
 
+  it("brings an existing durable consumer's ack wait to the configured one (an upgrade from a 30 s default)", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const handler = async () => ({ type: "ack" as const });
+    const old = await consumeWork(js, jsm, { kind: "script", durable: "upgrade", logger, handler, ackWaitMs: 30_000 });
+    await old.stop();
+    expect((await jsm.consumers.info(WORK_STREAM, "upgrade")).config.ack_wait).toBe(30_000 * 1_000_000);
+    const current = await consumeWork(js, jsm, { kind: "script", durable: "upgrade", logger, handler, ackWaitMs: 2_500 });
+    await current.stop();
+    expect((await jsm.consumers.info(WORK_STREAM, "upgrade")).config.ack_wait).toBe(2_500 * 1_000_000);
+    await jsm.consumers.delete(WORK_STREAM, "upgrade");
+  });
+
   it("delivers a published item once, even when it is published twice", async () => {
     const nc = await client();
     const js = jetstream(nc);

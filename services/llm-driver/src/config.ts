@@ -18,8 +18,9 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   /** JSON `{ "<model prefix>": tokens, ..., "*": defaultTokens }`. */
   LLM_CONTEXT_WINDOWS: z.string().optional(),
   LLM_IDLE_TIMEOUT_MS: ms(45_000),
-  LLM_WORK_ACK_WAIT_MS: ms(30_000),
-  LLM_WORK_HEARTBEAT_MS: ms(5_000),
+  /** A claim whose driver stops heartbeating is redelivered after this: a killed driver's turn resumes within seconds. */
+  LLM_WORK_ACK_WAIT_MS: ms(2_500),
+  LLM_WORK_HEARTBEAT_MS: ms(500),
   /** Keep driven streams in memory, current via the partition feed (off: read every turn). */
   LLM_STREAM_CACHE: z.enum(["on", "off"]).default("on"),
   LLM_STREAM_CACHE_MAX_STREAMS: z.coerce.number().int().min(1).default(2_000),

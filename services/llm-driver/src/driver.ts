@@ -86,7 +86,7 @@ export class LlmDriver {
       kind: "llm",
       durable: LLM_DRIVER_DURABLE,
       logger: this.deps.logger,
-      ackWaitMs: this.deps.work?.ackWaitMs ?? 30_000,
+      ackWaitMs: this.deps.work?.ackWaitMs ?? 2_500,
       heartbeatMs: this.deps.work?.heartbeatMs ?? 5_000,
       concurrency: this.deps.work?.concurrency ?? 32,
       handler: async (item, context): Promise<WorkOutcome> => {
