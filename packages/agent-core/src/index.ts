@@ -27,4 +27,5 @@ export { IncrementalRequestRenderer, StreamRequestRenderer } from "./render/incr
 export { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
+export * from "./display/index.ts";
 export * from "./project-worker/index.ts";
