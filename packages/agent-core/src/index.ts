@@ -28,4 +28,5 @@ export { type InterpreterOptions, interpreterReactions } from "./interpreters.ts
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
 export * from "./display/index.ts";
+export { firstUnbornUserInput, isUserInput, noAgentMessage } from "./birth-rule.ts";
 export * from "./project-worker/index.ts";

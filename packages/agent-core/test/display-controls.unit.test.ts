@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { given } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
-import { pauseBatch, resumeBatch, stopBatch, STOPPED_REASON } from "../src/display/index.ts";
+import { chatControls, foldWireEvent, initialChatState, pauseBatch, resumeBatch, stopBatch, STOPPED_REASON } from "../src/display/index.ts";
 
 describe("Stop", () => {
   it("interrupts the open request, then the head decides nothing: no new turn starts", () => {
@@ -61,5 +61,33 @@ describe("Pause and Resume", () => {
     const resume = resumeBatch().map((input) => s.commit(input));
     const resumed = given(...history, ...pauseBatch().map((input) => s.commit(input)), ...resume);
     expect(resumed.state.paused).toBeNull();
+  });
+});
+
+describe("chat controls from wire events", () => {
+  const wire = (e: object) => JSON.parse(JSON.stringify(e)) as unknown;
+
+  it("Stop applies while a request is open; Resume once paused; a breaker pause made stale by user input does not count", () => {
+    const s = new TestStream();
+    let state = initialChatState(s.streamPath);
+    for (const e of [s.created(), s.user("hi"), s.requested()]) state = foldWireEvent(state, wire(e));
+    expect(chatControls(state)).toEqual({ requestOpen: true, paused: false });
+    for (const e of stopBatch()) state = foldWireEvent(state, wire(s.commit(e)));
+    expect(chatControls(state)).toEqual({ requestOpen: true, paused: true });
+    state = foldWireEvent(state, wire(s.event("agent/llm-request-settled", { requestOffset: 3, result: { status: "cancelled", reason: "interrupted-by-user-input" } })));
+    expect(chatControls(state)).toEqual({ requestOpen: false, paused: true });
+    state = foldWireEvent(state, wire(s.commit(resumeBatch()[0]!)));
+    expect(chatControls(state).paused).toBe(false);
+    const user = s.user("again");
+    state = foldWireEvent(state, wire(user));
+    state = foldWireEvent(state, wire(s.event("agent/paused", { reason: "autonomous turn limit reached", triggerOffset: user.offset - 1 })));
+    expect(chatControls(state).paused).toBe(false);
+  });
+
+  it("skips what does not parse", () => {
+    const s = new TestStream();
+    const state = foldWireEvent(initialChatState(s.streamPath), wire(s.created()));
+    expect(foldWireEvent(state, { type: "agent/paused", offset: 2 })).toBe(state);
+    expect(foldWireEvent(state, "junk")).toBe(state);
   });
 });
