@@ -99,15 +99,22 @@ describe("chat controls", () => {
     ]);
     const card = page.getByTestId("script").filter({ hasText: "api:long-line" });
     await card.waitFor({ timeout: 15_000 });
+    // Runs in the page (this file is typed without the DOM lib, hence the narrow shapes).
     const geometry = await card.locator("pre.code").evaluate((pre) => {
-      const text = pre.firstChild!;
-      const range = document.createRange();
-      const at = (text.textContent ?? "").indexOf("END_OF_LONG_LINE");
-      range.setStart(text, at);
-      range.setEnd(text, at + "END_OF_LONG_LINE".length);
+      interface Rect { top: number; right: number }
+      interface PageGlobals {
+        document: { createRange(): { setStart(node: unknown, at: number): void; setEnd(node: unknown, at: number): void; getBoundingClientRect(): Rect } };
+        innerWidth: number;
+      }
+      const el = pre as unknown as { firstChild: { textContent: string | null }; scrollWidth: number; clientWidth: number; getBoundingClientRect(): Rect };
+      const page = globalThis as unknown as PageGlobals;
+      const at = (el.firstChild.textContent ?? "").indexOf("END_OF_LONG_LINE");
+      const range = page.document.createRange();
+      range.setStart(el.firstChild, at);
+      range.setEnd(el.firstChild, at + "END_OF_LONG_LINE".length);
       const marker = range.getBoundingClientRect();
-      const box = pre.getBoundingClientRect();
-      return { scrollWidth: pre.scrollWidth, clientWidth: pre.clientWidth, markerRight: marker.right, boxRight: box.right, viewport: window.innerWidth, markerBelowTop: marker.top - box.top };
+      const box = el.getBoundingClientRect();
+      return { scrollWidth: el.scrollWidth, clientWidth: el.clientWidth, markerRight: marker.right, boxRight: box.right, viewport: page.innerWidth, markerBelowTop: marker.top - box.top };
     });
     expect(geometry.scrollWidth).toBeLessThanOrEqual(geometry.clientWidth);
     expect(geometry.markerRight).toBeLessThanOrEqual(geometry.boxRight);
