@@ -147,7 +147,7 @@ function Item({ item, path }: { item: TimelineItem; path: string }) {
     case "resumed":
       return (
         <div class={`chat-event ${item.kind}`} data-testid={`chat-${item.kind}`} data-offset={item.offset}>
-          {item.kind === "paused" ? "⏸ paused" : "▶ resumed"}
+          <span class={`icon ${item.kind === "paused" ? "pause" : "play"}`} aria-hidden="true" /> {item.kind}
           {item.reason !== undefined && <span class="muted"> · {item.reason}</span>}
         </div>
       );

@@ -41,16 +41,16 @@ export function ChatControlsBar({ path, controls, onError }: { path: string; con
     <div class="controls" data-testid="chat-controls">
       {controls.requestOpen && (
         <button type="button" class="stop" data-testid="stop" disabled={busy} title="Interrupt the reply in progress and pause the agent" onClick={() => void run(stopBatch())}>
-          ■ Stop
+          <span class="icon stop" aria-hidden="true" /> Stop
         </button>
       )}
       {controls.paused ? (
         <button type="button" class="secondary" data-testid="resume" disabled={busy} title="Let the agent continue" onClick={() => void run(resumeBatch())}>
-          ▶ Resume
+          <span class="icon play" aria-hidden="true" /> Resume
         </button>
       ) : (
         <button type="button" class="secondary" data-testid="pause" disabled={busy} title="Hold the agent's own follow-up turns until you resume or write" onClick={() => void run(pauseBatch())}>
-          ⏸ Pause
+          <span class="icon pause" aria-hidden="true" /> Pause
         </button>
       )}
     </div>
