@@ -27,5 +27,7 @@ export { IncrementalRequestRenderer, StreamRequestRenderer } from "./render/incr
 export { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
+export * from "./display/index.ts";
+export { firstUnbornUserInput, isUserInput, noAgentMessage } from "./birth-rule.ts";
 export * from "./project-worker/index.ts";
 export * from "./audit/audit.ts";

@@ -9,12 +9,16 @@ import type { Logger } from "@agentrt/service-kit";
 export const PACKAGE_DIR = join(import.meta.dirname, "..");
 export const UI_SOURCE_DIR = join(PACKAGE_DIR, "ui");
 export const DEFAULT_UI_DIST = join(UI_SOURCE_DIR, "dist");
+/** Workspace sources the UI bundles (`@agentrt/agent-core/display` and the fold it uses). */
+export const UI_WORKSPACE_SOURCES = [join(PACKAGE_DIR, "../../packages/agent-core/src"), join(PACKAGE_DIR, "../../packages/contract/src")];
 
-/** True when `distDir` has no build, or one older than some file of the UI's sources. */
-export function uiNeedsBuild(distDir: string, sourceDir: string = UI_SOURCE_DIR): boolean {
+/** True when `distDir` has no build, or one older than some file of the UI's sources (its own or the workspace's it bundles). */
+export function uiNeedsBuild(distDir: string, sourceDir: string = UI_SOURCE_DIR, workspaceSources: readonly string[] = sourceDir === UI_SOURCE_DIR ? UI_WORKSPACE_SOURCES : []): boolean {
   const index = join(distDir, "index.html");
   if (!existsSync(index)) return true;
-  return newestMtimeMs(sourceDir, new Set([resolve(distDir), resolve(sourceDir, "node_modules")])) > statSync(index).mtimeMs;
+  const skip = new Set([resolve(distDir), resolve(sourceDir, "node_modules")]);
+  const newest = Math.max(newestMtimeMs(sourceDir, skip), ...workspaceSources.filter((dir) => existsSync(dir)).map((dir) => newestMtimeMs(dir, skip)));
+  return newest > statSync(index).mtimeMs;
 }
 
 function newestMtimeMs(dir: string, skip: ReadonlySet<string>): number {

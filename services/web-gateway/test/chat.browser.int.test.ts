@@ -143,6 +143,15 @@ describe("web UI", () => {
     expect(await offsetsOf('[data-testid="events-table"] tbody tr')).toEqual(Array.from({ length: last }, (_, i) => i + 1));
   });
 
+  it("lists an agent with no summary title under a title from its first user message", { timeout: 60_000 }, async () => {
+    await page.goto(`${gw.url}/#/`);
+    const row = page.locator(`[data-testid="agents-table"] tr[data-path="${PATH}"]`);
+    await row.filter({ hasText: "How many open pull requests are there?" }).waitFor({ timeout: 15_000 });
+    const link = await row.locator("td").first().locator("a").innerText();
+    expect(link).toBe("How many open pull requests are there?");
+    expect(await row.locator("td").first().innerText()).toContain(PATH);
+  });
+
   it("lists the agent with its title, activity, waiting state and open request", { timeout: 60_000 }, async () => {
     await ts.store.append(PATH, [{ type: "agent/summary-updated", payload: { title: "PR counter", activity: "Counting pull requests", waitingFor: "user_input" } }]);
     const [open] = (await ts.store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "offline/demo", expiresAt: "2099-01-01T00:00:00.000Z" } }])).events;

@@ -1,9 +1,12 @@
 // The CLI as users run it (`pnpm agents …` = tsx on cli/main.ts), against a real gateway over
-// HTTP with a scoped API key: create, send, state, request N, tail (history, live, streaming text).
+// HTTP with a scoped API key: create, send, state, request N and --last, tail (history, live,
+// streaming text), send to a path with no agent (404 named), stop/pause/resume, and a gateway
+// that is not there (the error names the URL and AGENTRT_URL).
 import { execFile, spawn } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freeLoopbackPort } from "@agentrt/testing";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
 import { enc, http } from "./support/http.ts";
@@ -17,6 +20,16 @@ let gw: TestGateway;
 let env: NodeJS.ProcessEnv;
 
 const agents = async (...args: string[]) => (await promisify(execFile)(tsx, [main, ...args], { env, cwd: root })).stdout;
+/** Runs the CLI expecting it to fail: its exit code and stderr. */
+const failing = async (extraEnv: NodeJS.ProcessEnv, ...args: string[]) => {
+  try {
+    await promisify(execFile)(tsx, [main, ...args], { env: { ...env, ...extraEnv }, cwd: root });
+  } catch (error) {
+    const e = error as { code: number; stderr: string; stdout: string };
+    return { code: e.code, stderr: e.stderr, stdout: e.stdout };
+  }
+  throw new Error(`agents ${args.join(" ")} succeeded; expected a failure`);
+};
 
 beforeAll(async () => {
   ts = await openTestStore();
@@ -43,6 +56,57 @@ describe("pnpm agents", () => {
     expect(request).toContain("hello there");
     expect(request).toContain("── [1] system");
     await expect(agents("request", path, "1")).rejects.toThrow(/HTTP 404/);
+  });
+
+  it("request --last shows the latest request, and says so when there is none", { timeout: 60_000 }, async () => {
+    const fresh = "/agents/cli/no-requests";
+    await agents("create", fresh);
+    const none = await failing({}, "request", fresh, "--last");
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`${fresh} has no model request yet`);
+    // Settle the open request first: while one is open the fold ignores another (not a request).
+    const open = JSON.parse(await agents("state", path)).state.openRequest as { requestedAtOffset: number };
+    await ts.store.append(path, [{ type: "agent/llm-request-settled", payload: { requestOffset: open.requestedAtOffset, result: { status: "succeeded", text: "ok" } } }]);
+    await ts.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: "again", actor: { type: "user", origin: "web" } } }]);
+    const [requested] = (await ts.store.append(path, [{ type: "agent/llm-request-requested", payload: { model: "offline/last", expiresAt: "2099-01-01T00:00:00.000Z" } }])).events;
+    expect(await agents("request", path, "--last")).toContain(`request @${requested!.offset} · offline/last`);
+    await expect(agents("request", path)).rejects.toThrow(/usage: agents request PATH \(OFFSET \| --last\)/);
+  });
+
+  it("send to a path with no agent is refused with the gateway's 404 and creates nothing; create then works", { timeout: 60_000 }, async () => {
+    const missing = "/agents/cli/missing";
+    const refused = await failing({}, "send", missing, "hello?");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`agents send: no agent at ${missing}; create it with \`agents create ${missing}\` (HTTP 404 not_found)`);
+    expect(refused.stdout).toBe("");
+    expect(await ts.store.lastOffset(missing)).toBe(0);
+    expect(await agents("create", missing)).toMatch(/^created \/agents\/cli\/missing/);
+    expect(await agents("send", missing, "hello")).toMatch(/^sent @\d+/);
+  });
+
+  it("stop, pause and resume append the chat controls' batches", { timeout: 60_000 }, async () => {
+    const ctl = "/agents/cli/controls";
+    await agents("create", ctl);
+    expect(await agents("stop", ctl)).toMatch(/^stopped \(interrupted and paused\) \/agents\/cli\/controls \(@\d+, @\d+\)/);
+    expect(JSON.parse(await agents("state", ctl)).state.paused).toMatchObject({ reason: "stopped by the user" });
+    await agents("resume", ctl);
+    expect(JSON.parse(await agents("state", ctl)).state.paused).toBeNull();
+    await agents("pause", ctl);
+    expect(JSON.parse(await agents("state", ctl)).state.paused).toMatchObject({ reason: "paused by the user" });
+  });
+
+  it("a gateway that is not there: every command names the URL it tried and how to point elsewhere", { timeout: 60_000 }, async () => {
+    const closed = await freeLoopbackPort(); // nothing listens here
+    const url = `http://127.0.0.1:${closed}`;
+    for (const args of [["send", path, "hi"], ["state", path], ["tail", path]]) {
+      const res = await failing({ AGENTRT_URL: url }, ...args);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain(`cannot reach the agentrt gateway at ${url} (ECONNREFUSED)`);
+      expect(res.stderr).toContain("AGENTRT_URL");
+      expect(res.stderr).toContain("the port ./scripts/up.sh printed");
+    }
+    const bad = await failing({ AGENTRT_URL: "localhost:8080" }, "state", path);
+    expect(bad.stderr).toContain('AGENTRT_URL must be an http(s) URL such as http://127.0.0.1:8080; got "localhost:8080"');
   });
 
   it("tail prints history, then live events and the streamed reply text", { timeout: 60_000 }, async () => {

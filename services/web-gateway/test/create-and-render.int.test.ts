@@ -29,9 +29,10 @@ describe("create", () => {
     expect(again.status).toBe(200);
     expect(again.body.status).toBe("duplicate");
     expect(await fx.ts.store.lastOffset(streamPath)).toBe(5);
-    // A stream that already holds other events is not an agent to create.
+    // A stream that already holds other events is not an agent to create. (User input cannot
+    // start such a stream any more: the gateway refuses it with 404, see send-needs-agent.)
     const other = "/agents/web/not-empty";
-    await http(fx.gw.url, "POST", `/v1/streams/${enc(other)}/events`, { body: { events: [userMessage("hi")] } });
+    await http(fx.gw.url, "POST", `/v1/streams/${enc(other)}/events`, { body: { events: [{ type: "agent/configured", payload: { config: {} } }] } });
     const clash = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath: other } });
     expect(clash.status).toBe(409);
     expect(clash.body.error.code).toBe("conflict");

@@ -86,6 +86,9 @@ describe("gRPC", () => {
     ).catch((e: ServiceError) => e);
     expect((invalid as ServiceError).code).toBe(status.INVALID_ARGUMENT);
     expect((invalid as ServiceError).metadata.get("agentrt-error-code")).toEqual(["invalid_payload"]);
+    const unborn = await unary.appendEvents({ streamPath: path, events: [userInput("to nobody")] }, writer.apiKey).catch((e: ServiceError) => e);
+    expect((unborn as ServiceError).code).toBe(status.NOT_FOUND);
+    expect((unborn as ServiceError).details).toContain(`no agent at ${path}; create it with \`agents create ${path}\``);
     const badPath = await unary.readEvents({ streamPath: "no-slash", fromOffset: 1, limit: 1 }, writer.apiKey).catch((e: ServiceError) => e);
     expect((badPath as ServiceError).code).toBe(status.INVALID_ARGUMENT);
     const range = await unary.readEvents({ streamPath: path, fromOffset: 5, limit: 1 }, writer.apiKey).catch((e: ServiceError) => e);

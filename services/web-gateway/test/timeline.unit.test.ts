@@ -1,6 +1,6 @@
 // The chat view's pure model (ui/src/timeline.ts): which events become which bubbles and cards.
 import { describe, expect, it } from "vitest";
-import { type LiveReplies, applyLiveEvent, buildTimeline, chunkText, formatDuration, proseOf } from "../ui/src/timeline.ts";
+import { type LiveReplies, applyLiveEvent, buildTimeline, isEmptyChat } from "../ui/src/timeline.ts";
 
 let offset = 0;
 const ev = (type: string, payload: unknown, createdAt = "2026-01-01T00:00:00.000Z", idempotencyKey?: string) => ({
@@ -92,15 +92,39 @@ describe("live replies", () => {
   });
 });
 
-describe("helpers", () => {
-  it("reads text from Chat Completions and Responses chunks", () => {
-    expect(chunkText([{ choices: [{ delta: { content: "a" } }] }, { type: "response.output_text.delta", delta: "b" }, { choices: [{ delta: {} }] }])).toBe("ab");
+describe("pauses, resumes and the empty chat", () => {
+  it("shows pause and resume as chat events with their reasons", () => {
+    offset = 0;
+    const events = [
+      ev("agent/created", {}),
+      ev("agents/context-added", { role: "user", content: "hi" }),
+      ev("agent/paused", { reason: "stopped by the user" }),
+      ev("agent/resumed", {}),
+    ];
+    const items = buildTimeline(events, new Map());
+    expect(items).toEqual([
+      { kind: "user", offset: 2, content: "hi" },
+      { kind: "paused", offset: 3, reason: "stopped by the user" },
+      { kind: "resumed", offset: 4 },
+    ]);
   });
-  it("strips the script from the prose", () => {
-    expect(proseOf("Hi.\n```ts\nasync () => 1\n```")).toBe("Hi.");
-    expect(proseOf('<codemode status="Idle">return</codemode>')).toBe("");
+
+  it("an agent nobody has talked to is empty; a message, a reply or a stream ends that", () => {
+    offset = 0;
+    const birth = [ev("agent/created", {}), ev("agents/context-added", { role: "system", content: "You are helpful." })];
+    expect(isEmptyChat(buildTimeline(birth, new Map()))).toBe(true);
+    expect(isEmptyChat(buildTimeline([...birth, ev("agent/paused", {})], new Map()))).toBe(true);
+    expect(isEmptyChat(buildTimeline([...birth, ev("agents/context-added", { role: "user", content: "hi" })], new Map()))).toBe(false);
+    expect(isEmptyChat(buildTimeline([...birth, ev("agents/web-message-sent", { message: "Hello!" })], new Map()))).toBe(false);
   });
-  it("formats durations like the contract", () => {
-    expect([formatDuration(999), formatDuration(1234), formatDuration(2000), formatDuration(180_000), formatDuration(125_000)]).toEqual(["999ms", "1.2s", "2s", "3m", "2m 5s"]);
+
+  it("a reply whose block did not run shows in full (the core's reply prose), one that ran shows its prose", () => {
+    offset = 0;
+    const twoBlocks = "a\n```ts\nasync () => 1\n```\nb\n```ts\nasync () => 2\n```";
+    const events = [
+      ev("agents/context-added", { role: "assistant", content: twoBlocks, llmRequestOffset: 9 }),
+      ev("agents/context-added", { role: "assistant", content: "Hi.\n```ts\nasync () => 1\n```", llmRequestOffset: 10 }),
+    ];
+    expect(buildTimeline(events, new Map()).map((i) => (i.kind === "assistant" ? i.content : i.kind))).toEqual([twoBlocks, "Hi."]);
   });
 });

@@ -48,4 +48,15 @@ describe("uiNeedsBuild", () => {
     const { ui, dist } = layout({ source: 1_000, index: 2_000, asset: 5_000 });
     expect(uiNeedsBuild(dist, ui)).toBe(false);
   });
+
+  it("given a workspace source the UI bundles (agent-core's display) changed after the build, then it needs one", () => {
+    const { ui, dist } = layout({ source: 1_000, index: 2_000 });
+    const core = join(root, "agent-core-src");
+    mkdirSync(join(core, "display"), { recursive: true });
+    writeFileSync(join(core, "display", "duration.ts"), "x");
+    utimesSync(join(core, "display", "duration.ts"), 1_500, 1_500);
+    expect(uiNeedsBuild(dist, ui, [core])).toBe(false);
+    utimesSync(join(core, "display", "duration.ts"), 3_000, 3_000);
+    expect(uiNeedsBuild(dist, ui, [core])).toBe(true);
+  });
 });

@@ -10,7 +10,7 @@ const fx = useDevGateway();
 describe("NATS outage", () => {
   it("503 while NATS is down, then serves again", { timeout: 90_000 }, async () => {
     const path = "/agents/outage/a";
-    expect((await http(fx.gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [userMessage("before")] } })).status).toBe(200);
+    expect((await http(fx.gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [{ type: "agent/created", payload: {} }, userMessage("before")] } })).status).toBe(200);
     await fx.ts.nats.kill("SIGKILL");
     const down = await http(fx.gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [userMessage("during")] } });
     expect(down.status).toBe(503);
@@ -18,6 +18,6 @@ describe("NATS outage", () => {
     await fx.ts.nats.restart();
     await waitFor(async () => (await http(fx.gw.url, "GET", `/v1/streams/${enc(path)}/events`)).status === 200, { timeoutMs: 60_000, intervalMs: 250, what: "reads after NATS is back" });
     const read = await http(fx.gw.url, "GET", `/v1/streams/${enc(path)}/events`);
-    expect(read.body.events.map((e: { payload: { content: string } }) => e.payload.content)).toEqual(["before"]);
+    expect(read.body.events.map((e: { type: string; payload: { content?: string } }) => e.payload.content ?? e.type)).toEqual(["agent/created", "before"]);
   });
 });

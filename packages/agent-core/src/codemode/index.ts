@@ -1,6 +1,5 @@
 // Codemode: parsing model replies into scripts (fenced and tag dialects), the interpreter's
 // reactions, rendering settlements back, the live lane and the preamble. All pure.
-export { formatDuration, elapsedMs } from "./duration.ts";
 export { type ParsedReply, type ReplyDialect, joinProse } from "./reply.ts";
 export { parseFencedReply } from "./fenced.ts";
 export { parseTagReply } from "./tag.ts";
@@ -24,7 +23,6 @@ export {
   createLiveLaneState,
   applyChunksEvent,
   endRequest,
-  chunkText,
   liveDeltas,
   type LiveLaneState,
   type LiveDelta,

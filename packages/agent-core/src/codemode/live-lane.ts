@@ -9,6 +9,7 @@
 // stream finishes), and trailing whitespace is held until something follows it.
 
 import type { AgentEvent, EventInputOf } from "@agentrt/contract";
+import { chunkText } from "../display/chunk-text.ts";
 import { normaliseStatus } from "./reply.ts";
 
 export type LiveDialect = "fenced" | "tag" | "auto";
@@ -33,24 +34,6 @@ export interface LiveLaneState {
 
 export function createLiveLaneState(options: { dialect?: LiveDialect; maxRequests?: number } = {}): LiveLaneState {
   return { dialect: options.dialect ?? "auto", maxRequests: options.maxRequests ?? 8, requests: new Map() };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Text and end-of-stream of one raw provider chunk (chat completions or Responses API). */
-export function chunkText(chunk: unknown): { text: string; done: boolean } {
-  if (!isRecord(chunk)) return { text: "", done: false };
-  if (Array.isArray(chunk.choices)) {
-    const choice: unknown = chunk.choices[0];
-    if (!isRecord(choice)) return { text: "", done: false };
-    const delta = choice.delta;
-    const text = isRecord(delta) && typeof delta.content === "string" ? delta.content : "";
-    return { text, done: choice.finish_reason !== undefined && choice.finish_reason !== null };
-  }
-  if (chunk.type === "response.output_text.delta" && typeof chunk.delta === "string") return { text: chunk.delta, done: false };
-  return { text: "", done: chunk.type === "response.output_text.done" || chunk.type === "response.completed" };
 }
 
 interface LiveSplit {

@@ -11,7 +11,7 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { AgentState } from "../state.ts";
-import { elapsedMs } from "./duration.ts";
+import { elapsedMs } from "../display/duration.ts";
 import { parseFencedReply } from "./fenced.ts";
 import { isOwnOpenReply, replyEvents } from "./interpret.ts";
 import { planScriptResultRender, type ScriptResultRenderPlan } from "./render-result.ts";

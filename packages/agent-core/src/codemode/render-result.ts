@@ -6,7 +6,7 @@
 // cannot write. Both carry the same idempotency key, so only one ever commits.
 
 import type { EventInputOf, PayloadOf } from "@agentrt/contract";
-import { formatDuration } from "./duration.ts";
+import { formatDuration } from "../display/duration.ts";
 import { fenced, fenceFor } from "./fence.ts";
 import { inferJsonType } from "./json-type.ts";
 import { PREVIEW_STEPS, previewJson } from "./preview.ts";

@@ -2,7 +2,7 @@
 // fold the reducer runs gives the state, the list summaries and, folded through a request's
 // offset, the exact messages the driver rendered for it.
 
-import { auditAgentStream, foldAgentEvent, initialAgentState, type AgentState } from "@agentrt/agent-core";
+import { agentTitle, auditAgentStream, foldAgentEvent, initialAgentState, type AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { AgentCorePort, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 
@@ -17,7 +17,7 @@ export function agentCoreAdapter(fns: CoreFunctions): AgentCorePort<AgentState> 
     initialState: initialAgentState,
     foldEvent: foldAgentEvent,
     view: (state) => ({
-      title: state.summary.title ?? null,
+      title: agentTitle(state),
       activity: state.summary.activity ?? null,
       waitingFor: state.summary.waitingFor ?? null,
       openRequestOffset: state.openRequest?.requestedAtOffset ?? null,

@@ -7,6 +7,7 @@ import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentr
 import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
+import { BirthCheck } from "./birth-check.ts";
 import { LiveHub } from "./live-hub.ts";
 
 export interface ReadPage {
@@ -41,6 +42,9 @@ export class GatewayApi<S = unknown> {
   /** One shared store subscription per followed stream, however many clients follow it. */
   readonly live: LiveHub;
 
+  /** Refuses user input to a path with no agent (404), before anything is written. */
+  private readonly births: BirthCheck;
+
   constructor(
     private readonly store: EventStore,
     private readonly core: AgentCorePort<S>,
@@ -48,6 +52,7 @@ export class GatewayApi<S = unknown> {
     private readonly tracer?: Tracer,
   ) {
     this.live = new LiveHub(store);
+    this.births = new BirthCheck(store);
   }
 
   async createAgent(input: BirthInput): Promise<AppendResult> {
@@ -65,6 +70,7 @@ export class GatewayApi<S = unknown> {
 
   async append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number): Promise<AppendResult> {
     const startedAt = Date.now();
+    await this.births.assertUserInputHasAgent(streamPath, events);
     const result = await this.store.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
     if (this.tracer !== undefined && result.status === "committed") {
       // A user's message is where a turn starts: its span opens the turn's trace, which the

@@ -1,5 +1,6 @@
 // The CLI's HTTP client of the gateway: `AGENTRT_URL` (default http://127.0.0.1:8080) and
-// `AGENTRT_API_KEY`. Errors come back as the gateway's `{error: {code, message}}`.
+// `AGENTRT_API_KEY`. Errors come back as the gateway's `{error: {code, message}}`; a gateway
+// that cannot be reached is reported with the URL tried and how to point the CLI elsewhere.
 
 export class GatewayCallError extends Error {
   constructor(
@@ -12,13 +13,57 @@ export class GatewayCallError extends Error {
   }
 }
 
+/** The gateway did not answer at all (nothing listening, wrong host, DNS, TLS). */
+export class GatewayUnreachableError extends Error {
+  readonly code = "gateway_unreachable";
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(unreachableMessage(url, cause), { cause });
+    this.name = "GatewayUnreachableError";
+  }
+}
+
+export const DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080";
+
+/** Why the connection failed, from fetch's TypeError and its cause (ECONNREFUSED, ENOTFOUND, …). */
+function reasonOf(error: unknown): string {
+  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
+  if (typeof cause?.code === "string") return cause.code;
+  if (typeof cause?.message === "string") return cause.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function unreachableMessage(url: string, cause: unknown): string {
+  return (
+    `cannot reach the agentrt gateway at ${url} (${reasonOf(cause)}). ` +
+    "Is the stack running (./scripts/up.sh)? To use another gateway, set AGENTRT_URL, e.g. " +
+    "AGENTRT_URL=http://127.0.0.1:PORT with the port ./scripts/up.sh printed."
+  );
+}
+
+/** fetch, with a failure to connect turned into a GatewayUnreachableError naming `env.url`. */
+export async function fetchGateway(env: ClientEnv, path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(`${env.url}${path}`, init);
+  } catch (error) {
+    // fetch rejects with a TypeError exactly when no HTTP answer came back.
+    if (error instanceof TypeError) throw new GatewayUnreachableError(env.url, error);
+    throw error;
+  }
+}
+
 export interface ClientEnv {
   readonly url: string;
   readonly apiKey?: string;
 }
 
 export function clientEnv(env: NodeJS.ProcessEnv = process.env): ClientEnv {
-  const url = (env.AGENTRT_URL ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
+  const url = (env.AGENTRT_URL ?? DEFAULT_GATEWAY_URL).replace(/\/+$/, "");
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new Error(`AGENTRT_URL must be an http(s) URL such as ${DEFAULT_GATEWAY_URL}; got "${url}"`);
+  }
   return env.AGENTRT_API_KEY ? { url, apiKey: env.AGENTRT_API_KEY } : { url };
 }
 
@@ -29,7 +74,7 @@ export function headers(env: ClientEnv, extra: Record<string, string> = {}): Rec
 }
 
 export async function callGateway<T>(env: ClientEnv, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${env.url}${path}`, {
+  const res = await fetchGateway(env, path, {
     method,
     headers: headers(env, body === undefined ? {} : { "content-type": "application/json" }),
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -3,6 +3,7 @@
 
 import { createCommand, listCommand, requestCommand, sendCommand, stateCommand } from "./commands/agents.ts";
 import { auditCommand } from "./commands/audit.ts";
+import { pauseCommand, resumeCommand, stopCommand } from "./commands/controls.ts";
 import { keysCommand } from "./commands/keys.ts";
 import { replayCommand } from "./commands/replay.ts";
 import { tailCommand } from "./commands/tail.ts";
@@ -13,10 +14,13 @@ const commands: Record<string, { run: Command; summary: string }> = {
   create: { run: createCommand, summary: "create PATH [--prompt-file FILE] [--project NAME]   create an agent (the birth batch)" },
   send: { run: sendCommand, summary: "send PATH MESSAGE... [--interrupt]   send a user message" },
   tail: { run: tailCommand, summary: "tail PATH [--from N] [--count N]   follow a stream live, with the reply streaming" },
+  stop: { run: stopCommand, summary: "stop PATH   interrupt the reply in progress and pause the agent (as the UI's Stop)" },
+  pause: { run: pauseCommand, summary: "pause PATH   hold the agent's own follow-up turns" },
+  resume: { run: resumeCommand, summary: "resume PATH   release a paused agent" },
   state: { run: stateCommand, summary: "state PATH   the agent's folded state" },
   list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
-  request: { run: requestCommand, summary: "request PATH N [--json]   exactly what the model saw for the request at offset N" },
   audit: { run: auditCommand, summary: "audit PATH... | --prefix P [--json]   check each stream's invariants; exit 1 on a violation" },
+  request: { run: requestCommand, summary: "request PATH (N | --last) [--json]   exactly what the model saw for the request at offset N, or the latest" },
   keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append [--file F]   mint an API key (hash stored)" },
   replay: {
     run: replayCommand,
@@ -26,7 +30,11 @@ const commands: Record<string, { run: Command; summary: string }> = {
 
 function usage(): string {
   const lines = Object.values(commands).map((c) => `  ${c.summary}`);
-  return `usage: agents <command> [args]\n\ncommands:\n${lines.join("\n")}\n`;
+  return (
+    `usage: agents <command> [args]\n\ncommands:\n${lines.join("\n")}\n\n` +
+    "environment:\n  AGENTRT_URL       the gateway (default http://127.0.0.1:8080; use the port ./scripts/up.sh printed)\n" +
+    "  AGENTRT_API_KEY   an API key (not needed against the quickstart's dev-mode gateway)\n"
+  );
 }
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,10 +1,14 @@
 // One agent: a single live subscription feeds the chat view, the raw event stream and the
-// summary header; the request view shows exactly what the model saw for one request.
+// summary header; the request view shows exactly what the model saw for one request. The same
+// events are folded with the core's fold, so Stop / Pause / Resume follow the reducer's view.
 import { useEffect, useMemo, useState } from "preact/hooks";
+import type { AgentState } from "@agentrt/agent-core";
+import { chatControls, foldWireEvent, formatDuration, initialChatState, type ChatControls } from "@agentrt/agent-core/display";
 import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
+import { ChatControlsBar, EmptyChat } from "./chat-controls.tsx";
 import { subscribeLive, type ConnectionState } from "./live.ts";
 import { GrantView } from "./grant-view.tsx";
-import { applyLiveEvent, buildTimeline, formatDuration, type LiveReplies, type TimelineItem } from "./timeline.ts";
+import { applyLiveEvent, buildTimeline, isEmptyChat, type LiveReplies, type TimelineItem } from "./timeline.ts";
 
 type Route = { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
 
@@ -12,9 +16,11 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
   const [events, setEvents] = useState<StreamEvent[]>([]);
   const [live, setLive] = useState<LiveReplies>(new Map());
   const [conn, setConn] = useState<ConnectionState>("connecting");
+  const [folded, setFolded] = useState<AgentState>(() => initialChatState(path));
   useEffect(() => {
     const seen = new Set<number>();
     setLive(new Map());
+    setFolded(initialChatState(path));
     const handle = subscribeLive(
       path,
       (e) => {
@@ -25,6 +31,7 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
         if (seen.has(e.offset)) return;
         seen.add(e.offset);
         setEvents((list) => [...list, e]);
+        setFolded((state) => foldWireEvent(state, e));
       },
       setConn,
     );
@@ -37,6 +44,7 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
       <div class="agent-head">
         <h2>{path}</h2>
         <span class={`conn ${conn}`} data-testid="conn-status">{conn}</span>
+        {folded.paused !== null && <span class="badge warn" data-testid="paused-badge">paused</span>}
       </div>
       <GrantView path={path} events={events} />
       <nav class="tabs">
@@ -49,30 +57,37 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
       ) : tab === "events" ? (
         <EventsView events={events} />
       ) : (
-        <ChatView path={path} events={events} live={live} />
+        <ChatView path={path} events={events} live={live} controls={chatControls(folded)} />
       )}
     </main>
   );
 }
 
-function ChatView({ path, events, live }: { path: string; events: StreamEvent[]; live: LiveReplies }) {
+function ChatView({ path, events, live, controls }: { path: string; events: StreamEvent[]; live: LiveReplies; controls: ChatControls }) {
   const items = useMemo(() => buildTimeline(events, live), [events, live]);
   const [draft, setDraft] = useState("");
   const [error, setError] = useState<string | null>(null);
-  const send = async (e: Event) => {
-    e.preventDefault();
-    if (draft.trim() === "") return;
+  const sendText = async (text: string) => {
+    if (text.trim() === "") return;
     try {
-      await api.sendMessage(path, draft);
+      await api.sendMessage(path, text);
       setDraft("");
       setError(null);
     } catch (err) {
       setError((err as Error).message);
     }
   };
+  const send = (e: Event) => {
+    e.preventDefault();
+    void sendText(draft);
+  };
   return (
     <section class="chat" data-testid="chat">
-      <div class="timeline">{items.map((item) => <Item key={`${item.kind}-${"offset" in item ? item.offset : item.requestOffset}`} item={item} path={path} />)}</div>
+      <div class="timeline">
+        {events.length > 0 && isEmptyChat(items) && <EmptyChat onPick={(prompt) => void sendText(prompt)} />}
+        {items.map((item) => <Item key={`${item.kind}-${"offset" in item ? item.offset : item.requestOffset}`} item={item} path={path} />)}
+      </div>
+      <ChatControlsBar path={path} controls={controls} onError={setError} />
       <form class="composer" onSubmit={send}>
         <textarea
           data-testid="composer"
@@ -130,6 +145,14 @@ function Item({ item, path }: { item: TimelineItem; path: string }) {
       );
     case "error":
       return <div class="stream-error" data-offset={item.offset}>{item.message}</div>;
+    case "paused":
+    case "resumed":
+      return (
+        <div class={`chat-event ${item.kind}`} data-testid={`chat-${item.kind}`} data-offset={item.offset}>
+          <span class={`icon ${item.kind === "paused" ? "pause" : "play"}`} aria-hidden="true" /> {item.kind}
+          {item.reason !== undefined && <span class="muted"> · {item.reason}</span>}
+        </div>
+      );
   }
 }
 

@@ -47,6 +47,8 @@ export const api = {
     call("POST", `/v1/streams/${enc(streamPath)}/events`, {
       events: [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }],
     }),
+  /** Appends one atomic batch (the chat's Stop, Pause and Resume send the core's batches). */
+  appendEvents: (streamPath: string, events: readonly unknown[]) => call("POST", `/v1/streams/${enc(streamPath)}/events`, { events }),
   renderedRequest: (streamPath: string, offset: number) =>
     call<RenderedRequest>("GET", `/v1/agents/${enc(streamPath)}/requests/${offset}`),
 };

@@ -1,7 +1,10 @@
 // Turns a stream's events (plus the replies streaming on the live lane) into what the chat
 // view shows: user and assistant messages, the streaming reply, scripts with status, result
-// and duration, errors, and a marker per request linking to what the model saw. Pure.
+// and duration, errors, pauses and resumes, and a marker per request linking to what the model
+// saw. Pure. Durations, chunk text and reply prose come from the core's display module, so the
+// chat shows what the model sees.
 
+import { chunksText, replyProse } from "@agentrt/agent-core/display";
 import type { StreamEvent } from "./types.ts";
 
 export type TimelineItem =
@@ -18,7 +21,8 @@ export type TimelineItem =
       result?: string;
       durationMs?: number;
     }
-  | { kind: "error"; offset: number; message: string };
+  | { kind: "error"; offset: number; message: string }
+  | { kind: "paused" | "resumed"; offset: number; reason?: string };
 
 export interface LiveScript {
   readonly code: string;
@@ -52,7 +56,7 @@ export function applyLiveEvent(live: LiveReplies, e: StreamEvent): LiveReplies {
   switch (e.type) {
     case "agent/llm-response-chunks": {
       const chunks = new Map(reply.chunks).set(e.payload.sequence as number, e.payload.chunks as unknown[]);
-      next = { ...reply, chunks, text: chunkText([...chunks.entries()].sort((a, b) => a[0] - b[0]).flatMap(([, c]) => c)) };
+      next = { ...reply, chunks, text: chunksText([...chunks.entries()].sort((a, b) => a[0] - b[0]).flatMap(([, c]) => c)) };
       break;
     }
     case "render/message-delta":
@@ -76,31 +80,9 @@ export function liveView(reply: LiveReply): { text: string; script?: LiveScript 
   return reply.script === undefined ? { text: reply.prose ?? "" } : { text: reply.prose ?? "", script: reply.script };
 }
 
-/** Text of the reply streamed so far for one request, from raw provider chunks. */
-export function chunkText(chunks: unknown[]): string {
-  let text = "";
-  for (const chunk of chunks as any[]) { // eslint-disable-line @typescript-eslint/no-explicit-any -- provider chunks are untyped
-    const delta = chunk?.choices?.[0]?.delta?.content;
-    if (typeof delta === "string") text += delta;
-    else if (chunk?.type === "response.output_text.delta" && typeof chunk.delta === "string") text += chunk.delta;
-  }
-  return text;
-}
-
-/** Prose of a reply without its script (the script is shown as its own card). */
-export function proseOf(content: string): string {
-  return content
-    .replace(/<codemode[^>]*>[\s\S]*?<\/codemode>/g, "")
-    .replace(/```ts[\s\S]*?```/g, "")
-    .trim();
-}
-
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 120_000) return `${(Math.round(ms / 100) / 10).toString()}s`;
-  const m = Math.floor(ms / 60_000);
-  const s = Math.floor((ms % 60_000) / 1000);
-  return s === 0 ? `${m}m` : `${m}m ${s}s`;
+/** True when nobody has talked to the agent yet: the chat shows what to do instead. */
+export function isEmptyChat(items: readonly TimelineItem[]): boolean {
+  return !items.some((i) => i.kind === "user" || i.kind === "assistant" || i.kind === "streaming" || i.kind === "script");
 }
 
 export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies): TimelineItem[] {
@@ -120,7 +102,7 @@ export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies)
           // The reducer's mirror of a web message is history for the model; the message itself is already shown.
           if (e.idempotencyKey?.startsWith("agent/render-web-response@")) break;
           if (typeof p.llmRequestOffset === "number") answered.add(p.llmRequestOffset);
-          const prose = proseOf(p.content);
+          const prose = replyProse(p.content);
           if (prose !== "") items.push({ kind: "assistant", offset: e.offset, content: prose, requestOffset: p.llmRequestOffset });
         }
         break;
@@ -149,6 +131,12 @@ export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies)
         s.status = st.status;
         s.result = st.status === "succeeded" ? (st.result === undefined ? "undefined" : JSON.stringify(st.result, null, 2)) : String(st.error);
         s.durationMs = Math.max(0, Date.parse(e.createdAt) - Date.parse(s.requestedAt));
+        break;
+      }
+      case "agent/paused":
+      case "agent/resumed": {
+        const reason = typeof e.payload?.reason === "string" ? e.payload.reason : undefined;
+        items.push(reason === undefined ? { kind: e.type === "agent/paused" ? "paused" : "resumed", offset: e.offset } : { kind: e.type === "agent/paused" ? "paused" : "resumed", offset: e.offset, reason });
         break;
       }
       case "stream/error-occurred":

@@ -1,7 +1,7 @@
 // `pnpm agents create|send|state|request|list`: one-shot calls to the gateway's HTTP API.
 
 import { readFile } from "node:fs/promises";
-import { callGateway, clientEnv, encPath, parseArgs } from "../gateway-client.ts";
+import { callGateway, clientEnv, encPath, parseArgs, type ClientEnv } from "../gateway-client.ts";
 
 type Out = (text: string) => void;
 
@@ -29,6 +29,8 @@ export async function sendCommand(args: readonly string[], out: Out): Promise<nu
     actor: { type: "user", origin: "web" },
     ...(flags.interrupt === true ? { llmRequestPolicy: { behaviour: "interrupt-current-request" } } : {}),
   };
+  // The gateway refuses a message to a path with no agent (404 "no agent at PATH; create it
+  // with `agents create PATH`"), so a typo never creates a stream that blocks `create`.
   const res = await callGateway<{ events: { offset: number }[] }>(clientEnv(), "POST", `/v1/streams/${encPath(streamPath)}/events`, {
     events: [{ type: "agents/context-added", payload }],
   });
@@ -58,13 +60,28 @@ export async function listCommand(args: readonly string[], out: Out): Promise<nu
   return 0;
 }
 
-/** `agents request PATH N`: exactly what the model saw for the request at offset N. */
+const REQUEST_USAGE = "usage: agents request PATH (OFFSET | --last) [--json]";
+
+/** The offset of the agent's latest `agent/llm-request-requested`, from its folded state. */
+async function latestRequestOffset(env: ClientEnv, streamPath: string): Promise<number> {
+  const res = await callGateway<{ state: { lastLlmRequestOffset?: unknown } }>(env, "GET", `/v1/agents/${encPath(streamPath)}/state`);
+  const offset = res.state.lastLlmRequestOffset;
+  if (typeof offset !== "number" || !Number.isInteger(offset) || offset <= 0) {
+    throw new Error(`${streamPath} has no model request yet; send it a message first (agents send ${streamPath} "…")`);
+  }
+  return offset;
+}
+
+/** `agents request PATH N | --last`: exactly what the model saw for the request at offset N (or the latest). */
 export async function requestCommand(args: readonly string[], out: Out): Promise<number> {
-  const { positional, flags } = parseArgs(args, [], ["json"]);
-  const [streamPath, offset] = positional;
-  if (!streamPath || !offset || !/^\d+$/.test(offset)) throw new Error("usage: agents request PATH OFFSET [--json]");
+  const { positional, flags } = parseArgs(args, [], ["json", "last"]);
+  const [streamPath, given] = positional;
+  const last = flags.last === true;
+  if (!streamPath || (last ? given !== undefined : given === undefined || !/^\d+$/.test(given))) throw new Error(REQUEST_USAGE);
+  const env = clientEnv();
+  const offset = last ? String(await latestRequestOffset(env, streamPath)) : given!;
   const res = await callGateway<{ model: string; requestedAt: string; messages: { role: string; content: string }[] }>(
-    clientEnv(),
+    env,
     "GET",
     `/v1/agents/${encPath(streamPath)}/requests/${offset}`,
   );

@@ -2,7 +2,8 @@
 // durable event as one line and the model's reply as it streams (ephemeral chunks). A dropped
 // connection is resumed with Last-Event-ID, so no event is lost or printed twice.
 
-import { clientEnv, encPath, headers, parseArgs } from "../gateway-client.ts";
+import { chunksText, formatDuration } from "@agentrt/agent-core/display";
+import { clientEnv, encPath, fetchGateway, GatewayUnreachableError, headers, parseArgs } from "../gateway-client.ts";
 
 type Out = (text: string) => void;
 
@@ -21,28 +22,21 @@ export function summarise(e: TailEvent): string {
     case "agent/llm-request-requested":
       return `→ model ${p.model}`;
     case "agent/llm-request-settled":
-      return `request @${p.requestOffset} ${p.result.status}${p.durationMs !== undefined ? ` in ${p.durationMs}ms` : ""}`;
+      return `request @${p.requestOffset} ${p.result.status}${typeof p.durationMs === "number" ? ` in ${formatDuration(p.durationMs)}` : ""}`;
     case "capability-host/script-run-requested":
       return `script ${p.executionId}:\n${String(p.code).replace(/^/gm, "    ")}`;
     case "capability-host/script-run-settled":
       return `script ${p.executionId} ${p.settlement.status}: ${JSON.stringify(p.settlement.status === "succeeded" ? p.settlement.result : p.settlement.error)}`;
     case "agents/web-message-sent":
       return `message: ${p.message}`;
+    case "agent/paused":
+    case "agent/resumed":
+      return `${e.type === "agent/paused" ? "paused" : "resumed"}${p.reason ? `: ${p.reason}` : ""}`;
     case "stream/error-occurred":
       return `ERROR ${p.message}`;
     default:
       return JSON.stringify(p).slice(0, 160);
   }
-}
-
-function chunkText(chunks: unknown[]): string {
-  let text = "";
-  for (const c of chunks as any[]) { // eslint-disable-line @typescript-eslint/no-explicit-any -- raw provider chunks
-    const delta = c?.choices?.[0]?.delta?.content;
-    if (typeof delta === "string") text += delta;
-    else if (c?.type === "response.output_text.delta" && typeof c.delta === "string") text += c.delta;
-  }
-  return text;
 }
 
 export async function tailCommand(args: readonly string[], out: Out, err: Out): Promise<number> {
@@ -54,9 +48,10 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
   let lastOffset = typeof flags.from === "string" ? Number(flags.from) - 1 : 0;
   let printed = 0;
   let streaming = false;
+  let connected = false;
   for (let attempt = 0; printed < limit; attempt++) {
     try {
-      const res = await fetch(`${env.url}/v1/streams/${encPath(streamPath)}/subscribe?ephemeral=1&fromOffset=${lastOffset + 1}`, {
+      const res = await fetchGateway(env, `/v1/streams/${encPath(streamPath)}/subscribe?ephemeral=1&fromOffset=${lastOffset + 1}`, {
         headers: headers(env, { accept: "text/event-stream", ...(lastOffset > 0 ? { "last-event-id": String(lastOffset) } : {}) }),
       });
       if (!res.ok || res.body === null) {
@@ -65,6 +60,7 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
         throw Object.assign(new Error(`HTTP ${res.status}`), { retry: true });
       }
       attempt = 0;
+      connected = true;
       const decoder = new TextDecoder();
       let buffer = "";
       for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
@@ -77,7 +73,7 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
           const event = JSON.parse(data) as TailEvent;
           if (event.ephemeral === true) {
             if (event.type === "agent/llm-response-chunks") {
-              out(`${streaming ? "" : "  … "}${chunkText(event.payload.chunks)}`);
+              out(`${streaming ? "" : "  … "}${Array.isArray(event.payload.chunks) ? chunksText(event.payload.chunks) : ""}`);
               streaming = true;
             }
             continue;
@@ -92,8 +88,10 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
         if (printed >= limit) break;
       }
     } catch (error) {
-      if ((error as { retry?: boolean }).retry !== true && !(error instanceof TypeError)) throw error;
-      err(`connection lost; resuming after @${lastOffset}\n`);
+      // A gateway that never answered is a setup problem (wrong URL, stack not running): say so and stop.
+      if (error instanceof GatewayUnreachableError && !connected) throw error;
+      if ((error as { retry?: boolean }).retry !== true && !(error instanceof TypeError) && !(error instanceof GatewayUnreachableError)) throw error;
+      err(`connection to ${env.url} lost; resuming after @${lastOffset}\n`);
       await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** attempt, 5000)));
     }
   }

@@ -1,5 +1,6 @@
 // How long a script took, as the model reads it in a rendered settlement (codemode.md
-// "Rendering a settlement back"). The duration is context: the model learns what is slow.
+// "Rendering a settlement back") and as the web UI and the CLI show it: ONE function, so a
+// person never sees a different duration than the model (1 999 ms is "1.9s" everywhere).
 //
 // The rule that satisfies every documented value:
 //   - under 1000 ms: whole milliseconds (`0ms`, `999ms`);

@@ -1,7 +1,7 @@
-// Given a script's measured duration, when it is formatted for the model, then it reads as
-// codemode.md specifies (the table, plus the edges of each range).
+// Given a script's measured duration, when it is formatted (for the model, the web UI and the
+// CLI alike), then it reads as codemode.md specifies (the table, plus the edges of each range).
 import { describe, expect, it } from "vitest";
-import { elapsedMs, formatDuration } from "../src/codemode/index.ts";
+import { elapsedMs, formatDuration } from "../src/display/index.ts";
 
 describe("formatDuration", () => {
   it.each([

@@ -1,0 +1,28 @@
+// Which of the chat's controls apply right now (Stop while a request runs, Pause or Resume),
+// from the SAME fold the reducer runs: a breaker pause made stale by newer user input, or a
+// request settled by expiry, read exactly as the reducer reads them. Events from the wire are
+// parsed here (a browser gets JSON), never cast; one that does not parse is skipped.
+
+import { parseStoredEvent } from "@agentrt/contract";
+import { foldAgentEvent, initialAgentState } from "../fold/fold.ts";
+import type { AgentState } from "../state.ts";
+
+export interface ChatControls {
+  /** A request is open: Stop interrupts it. */
+  readonly requestOpen: boolean;
+  /** The agent is paused: Resume (or the user's next message) releases it. */
+  readonly paused: boolean;
+}
+
+export const chatControls = (state: Pick<AgentState, "openRequest" | "paused">): ChatControls => ({
+  requestOpen: state.openRequest !== null,
+  paused: state.paused !== null,
+});
+
+export const initialChatState = (streamPath: string): AgentState => initialAgentState(streamPath);
+
+/** Folds one durable event as received over the wire; an event that does not parse changes nothing. */
+export function foldWireEvent(state: AgentState, raw: unknown): AgentState {
+  const parsed = parseStoredEvent(raw);
+  return parsed.ok ? foldAgentEvent(state, parsed.event) : state;
+}
