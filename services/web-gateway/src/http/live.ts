@@ -2,7 +2,9 @@
 // its offset, so a reconnecting EventSource sends `Last-Event-ID` and resumes at the next
 // offset with no gap and no duplicate; live-lane (ephemeral) events carry no id and so never
 // move the resume point. WebSocket: the same events as JSON text frames; a client resumes by
-// reconnecting with `fromOffset = last offset + 1`.
+// reconnecting with `fromOffset = last offset + 1`. The socket is the caller's to reset at any
+// moment (while an upgrade is being refused, mid-stream): every socket and WebSocket here has an
+// `error` listener, and a client's data frames (the stream is one-way) close it with 1003.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
@@ -11,7 +13,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import type { AgentEvent } from "@agentrt/contract";
 import type { Subscription } from "@agentrt/streams";
 import { classifyError, GatewayError } from "../errors.ts";
-import { prepare, type PipelineDeps } from "./pipeline.ts";
+import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
 
 export const HEARTBEAT_MS = 15_000;
 /** A WebSocket client this far behind is disconnected (it resumes from its last offset). */
@@ -67,27 +69,54 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
   const { metrics } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const handler = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    // node:http drops its own socket listeners before emitting `upgrade`: without this, a
+    // client resetting the connection while we decide would be an unhandled `error`.
+    socket.on("error", (error: NodeJS.ErrnoException) => log.debug({ code: error.code }, "upgrade socket error"));
     let subscription: Subscription;
+    let release = () => {};
     try {
       const { route, input, principal } = await prepare(deps, req, "upgrade");
+      release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
       subscription = (await route.handle({ ...input, principal, req })) as Subscription;
     } catch (error) {
-      const classified = classifyError(error);
-      const body = JSON.stringify(classified.body);
-      socket.end(
-        `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
+      release();
+      refuseUpgrade(socket, error);
+      return;
+    }
+    if (socket.destroyed) {
+      release();
+      await subscription.close();
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       metrics.liveOpened("websocket");
-      void pumpWebSocket(ws, subscription, log).finally(() => metrics.liveClosed("websocket"));
+      void pumpWebSocket(ws, subscription, log).finally(() => {
+        release();
+        metrics.liveClosed("websocket");
+      });
     });
   };
   return { handler, close: () => wss.close() };
 }
 
+function refuseUpgrade(socket: Duplex, error: unknown): void {
+  const classified = classifyError(error);
+  const body = JSON.stringify(classified.body);
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(
+    `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
 async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Logger): Promise<void> {
+  // Bad frames (oversized, bad opcode, invalid UTF-8) make ws emit `error` and close with 1002/1009.
+  ws.on("error", (error: Error & { code?: string }) => log.debug({ code: error.code, message: error.message }, "websocket protocol error"));
+  ws.on("message", () => {
+    if (ws.readyState === ws.OPEN) ws.close(1003, "this stream accepts no messages; reconnect with fromOffset to resume");
+  });
   ws.on("close", () => void subscription.close());
   const heartbeat = setInterval(() => ws.ping(), HEARTBEAT_MS);
   try {
