@@ -35,11 +35,17 @@ function fromPbInput(input: PbEventInput, index: number, maxDepth: number): Reco
   };
 }
 
+/** JSON with every character outside printable ASCII escaped as \\uXXXX (still the same JSON value). */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function grpcError(error: unknown): { code: number; details: string; metadata: Metadata } {
   const classified = classifyError(error);
   const metadata = new Metadata();
   metadata.set("agentrt-error-code", classified.body.error.code);
-  metadata.set("agentrt-error-json", JSON.stringify(classified.body));
+  // ASCII metadata takes printable ASCII only, and error messages may quote the caller's input.
+  metadata.set("agentrt-error-json", asciiJson(classified.body));
   return { code: classified.grpc, details: classified.body.error.message, metadata };
 }
 

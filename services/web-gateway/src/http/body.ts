@@ -13,10 +13,18 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number, maxDe
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(declared, maxBytes);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge(size, maxBytes);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw tooLarge(size, maxBytes);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    // The client reset or closed the connection mid-upload: its fault, and nobody hears the answer.
+    throw new GatewayError("invalid_request", "The request body was cut off (the client closed the connection).", {
+      issues: [{ path: "body", message: "incomplete" }],
+    });
   }
   const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim().length === 0) {

@@ -12,7 +12,7 @@ import type { Logger } from "@agentrt/service-kit";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AgentEvent } from "@agentrt/contract";
 import type { Subscription } from "@agentrt/streams";
-import { classifyError, GatewayError } from "../errors.ts";
+import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
 
 export const HEARTBEAT_MS = 15_000;
@@ -50,7 +50,10 @@ export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscri
   res.write("retry: 1000\n\n");
   const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
   const stop = () => void subscription.close();
-  req.on("close", stop);
+  res.on("close", stop);
+  // A client that left while the subscription was being opened fired `close` already: without
+  // this the loop would wait for events that have nobody to go to, holding its slot forever.
+  if (res.destroyed || req.destroyed) stop();
   try {
     for await (const event of subscription) {
       if (res.destroyed) break;
@@ -58,7 +61,7 @@ export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscri
     }
   } finally {
     clearInterval(heartbeat);
-    req.off("close", stop);
+    res.off("close", stop);
     await subscription.close();
     res.end();
   }
@@ -75,6 +78,7 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
     let subscription: Subscription;
     let release = () => {};
     try {
+      assertHandshake(req);
       const { route, input, principal } = await prepare(deps, req, "upgrade");
       release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
       subscription = (await route.handle({ ...input, principal, req })) as Subscription;
@@ -83,12 +87,18 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
       refuseUpgrade(socket, error);
       return;
     }
-    if (socket.destroyed) {
+    // Until the handshake completes, the socket closing (a reset, or ws refusing it) frees the slot.
+    let upgraded = false;
+    const abandon = () => {
+      if (upgraded) return;
       release();
-      await subscription.close();
-      return;
-    }
+      void subscription.close();
+    };
+    if (socket.destroyed) return abandon();
+    socket.once("close", abandon);
     wss.handleUpgrade(req, socket, head, (ws) => {
+      upgraded = true;
+      socket.off("close", abandon);
       metrics.liveOpened("websocket");
       void pumpWebSocket(ws, subscription, log).finally(() => {
         release();
@@ -97,6 +107,18 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
     });
   };
   return { handler, close: () => wss.close() };
+}
+
+/** The handshake fields ws would refuse anyway, checked before any key, slot or subscription is spent. */
+function assertHandshake(req: IncomingMessage): void {
+  const key = req.headers["sec-websocket-key"];
+  const version = req.headers["sec-websocket-version"];
+  const problems: Array<{ path: string; message: string }> = [];
+  if (req.method !== "GET") problems.push({ path: "method", message: "must be GET" });
+  if (req.headers.upgrade?.toLowerCase() !== "websocket") problems.push({ path: "headers.upgrade", message: "must be websocket" });
+  if (typeof key !== "string" || !/^[+/0-9A-Za-z]{22}==$/.test(key)) problems.push({ path: "headers.sec-websocket-key", message: "must be 16 bytes in base64" });
+  if (version !== "13" && version !== "8") problems.push({ path: "headers.sec-websocket-version", message: "must be 13" });
+  if (problems.length > 0) throw invalidRequest("WebSocket handshake", problems);
 }
 
 function refuseUpgrade(socket: Duplex, error: unknown): void {
