@@ -59,3 +59,41 @@ export function grpcFrame(message: Buffer): Buffer {
   prefix.writeUInt32BE(message.length, 1);
   return Buffer.concat([prefix, message]);
 }
+
+/** A server-streaming call kept open: `first` settles with "data" on the first message, else the grpc-status. */
+export function grpcOpenStream(session: ClientHttp2Session, path: string, headers: Record<string, string>, body: Buffer): { first: Promise<"data" | number | null>; close: () => void } {
+  const stream = session.request({ ":method": "POST", ":path": path, ...headers });
+  const first = new Promise<"data" | number | null>((resolve) => {
+    const take = (h: Record<string, unknown>) => {
+      if (h["grpc-status"] !== undefined) resolve(Number(h["grpc-status"]));
+    };
+    stream.on("response", take);
+    stream.on("trailers", take);
+    stream.on("data", () => resolve("data"));
+    stream.on("close", () => resolve(null));
+    stream.on("error", () => resolve(null));
+  });
+  stream.end(body);
+  return { first, close: () => stream.close(constants.NGHTTP2_CANCEL) };
+}
+
+/** A protobuf string field (wire type 2). */
+export function pbString(field: number, value: string): Buffer {
+  const bytes = Buffer.from(value, "utf8");
+  return Buffer.concat([Buffer.from([(field << 3) | 2]), pbVarint(bytes.length), bytes]);
+}
+
+/** A protobuf varint field (wire type 0). */
+export function pbVarintField(field: number, value: number): Buffer {
+  return Buffer.concat([Buffer.from([field << 3]), pbVarint(value)]);
+}
+
+function pbVarint(n: number): Buffer {
+  const out: number[] = [];
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return Buffer.from(out);
+}
