@@ -7,6 +7,7 @@ import { LiveSubscriptionLimiter } from "../src/http/live-limits.ts";
 import { sanitizeUrl } from "../src/http/redact.ts";
 import { MAX_REQUEST_TARGET_CHARS, parseRequestTarget } from "../src/http/request-target.ts";
 import { DEV_PRINCIPAL } from "../src/auth/authenticator.ts";
+import { asciiJson } from "../src/grpc/server.ts";
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -81,5 +82,14 @@ describe("LiveSubscriptionLimiter", () => {
   it("counts dev mode per client address and keys per key id", () => {
     expect(LiveSubscriptionLimiter.holderOf(DEV_PRINCIPAL, "127.0.0.2")).toBe("address:127.0.0.2");
     expect(LiveSubscriptionLimiter.holderOf({ keyId: "abc", scopes: [] }, "127.0.0.2")).toBe("key:abc");
+  });
+});
+
+describe("asciiJson (gRPC error metadata)", () => {
+  it("given an error quoting control and non-ASCII bytes, the metadata value is printable ASCII and the same JSON", () => {
+    const body = { error: { message: 'text outside a block: "\u0001x\u0012\u00e9\ud800😀"' } };
+    const text = asciiJson(body);
+    expect(text).toMatch(/^[\x20-\x7e]*$/);
+    expect(JSON.parse(text)).toEqual(body);
   });
 });
