@@ -116,6 +116,16 @@ describe("header and body timeouts", () => {
     });
   }
 
+  it("a socket that never sends a byte is closed within the header timeout", async () => {
+    const started = Date.now();
+    const socket = connect({ host: "127.0.0.1", port: Number(new URL(sys.gatewayUrl).port) });
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.on("close", resolve));
+    const closedAfterMs = Date.now() - started;
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
+    expect(closedAfterMs).toBeLessThan(HEADERS_TIMEOUT_MS + 3_000);
+  });
+
   it("a client trickling its headers is cut off within the header timeout", async () => {
     const { closedAfterMs, response } = await slowloris("GET /v1/agents HTTP/1.1\r\nHost: x\r\nX-Slow: ");
     expect(closedAfterMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);

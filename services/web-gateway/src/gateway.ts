@@ -68,7 +68,7 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
     const handled = !isApi && options.uiDistDir !== undefined && req.method === "GET" ? serveUi(options.uiDistDir, req, res) : handleHttp(deps, req, res);
     handled.catch((error: unknown) => sendError(deps, req, res, error));
   });
-  guardServer(server, options.log);
+  guardServer(server, options.log, options.timeouts ?? DEFAULT_TIMEOUTS);
   server.on("upgrade", (req, socket, head) => void upgrades.handler(req, socket, head));
   return {
     server,

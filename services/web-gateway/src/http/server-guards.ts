@@ -4,7 +4,7 @@
 // (they may hold an Authorization header). Live streams are exempt from the request timeout:
 // it covers receiving the request, and an SSE or upgrade request is complete once its headers are.
 
-import type { Server, ServerOptions } from "node:http";
+import type { IncomingMessage, Server, ServerOptions } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "@agentrt/service-kit";
 
@@ -34,8 +34,14 @@ export function serverOptions(t: ConnectionTimeouts): ServerOptions {
 const BAD_REQUEST = "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: 12\r\nconnection: close\r\n\r\nBad request\n";
 const TIMEOUT = "HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 16\r\nconnection: close\r\n\r\nRequest timeout\n";
 
-/** Handles malformed requests and socket failures on every connection of `server`. */
-export function guardServer(server: Server, log: Logger): void {
+/** Handles malformed requests, silent sockets and socket failures on every connection of `server`. */
+export function guardServer(server: Server, log: Logger, timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS): void {
+  // Node's header timeout only runs once a request has begun: a socket that never sends a byte
+  // would stay open forever. It gets the header timeout as an idle timeout until its first
+  // request or upgrade; from then on Node's own timeouts (and keep-alive) take over.
+  server.on("connection", (socket: Duplex & { setTimeout(ms: number): void }) => socket.setTimeout(timeouts.headersTimeoutMs));
+  server.on("request", (req: IncomingMessage) => req.socket.setTimeout(0));
+  server.on("upgrade", (req: IncomingMessage) => req.socket.setTimeout(0));
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // Only the code: the error's rawPacket is the caller's bytes, headers included.
     log.debug({ code: error.code }, "client error");
