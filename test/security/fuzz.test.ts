@@ -134,6 +134,7 @@ describe(`fuzz (seed ${SEED})`, () => {
     const gatewayLog = sys.gateway.logs();
     // The scan looks at real request logs: rejected requests were logged, URLs sanitised.
     expect(gatewayLog).toContain("request rejected");
+    expect(gatewayLog).toContain("upgrade refused");
     expect(gatewayLog).toContain("apiKey=[REDACTED]");
     for (const p of sys.processes) expect(findLeaks(p.logs(), secrets), `${p.name} logged a key`).toEqual([]);
   });

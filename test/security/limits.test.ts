@@ -237,6 +237,35 @@ describe("inputs that used to end the gateway", () => {
   });
 });
 
+describe("resets mid-stream and mid-upload", () => {
+  const port = () => Number(new URL(sys.gatewayUrl).port);
+
+  it("50 SSE streams reset on their first byte and 50 uploads cut off mid-body leave the gateway serving, with every slot freed", async () => {
+    const sse = Buffer.from(`GET /v1/streams/${enc(AGENT)}/subscribe?apiKey=${enc(reader.apiKey)}&fromOffset=1 HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const body = JSON.stringify({ events: [userEvent("x".repeat(20_000))] });
+    const upload = Buffer.from(
+      `POST /v1/streams/${enc(AGENT)}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    await Promise.all([
+      ...Array.from({ length: 50 }, () => rawExchange(port(), sse, { kind: "reset-on-response" })),
+      ...Array.from({ length: 50 }, (_, i) => rawExchange(port(), upload, { kind: "partial-then-reset", bytes: 200 + i * 300, waitMs: i % 10 })),
+    ]);
+    expect(sys.gateway.pid).toBe(pid);
+    expect(sys.gateway.running).toBe(true);
+    // All of the reader's slots came back: it can hold CAP live streams again.
+    await waitFor(
+      async () => {
+        const streams = Array.from({ length: CAP }, () => followSse(sseUrl(reader)));
+        const statuses = await Promise.all(streams.map((s) => s.status));
+        streams.forEach((s) => s.close());
+        if (statuses.some((st) => st !== 200)) await new Promise((resolve) => setTimeout(resolve, 200));
+        return statuses.every((st) => st === 200);
+      },
+      { timeoutMs: 10_000, intervalMs: 100, what: `${CAP} live streams for the reader` },
+    );
+  });
+});
+
 function varintOf(n: number): Buffer {
   const out: number[] = [];
   while (n > 0x7f) {

@@ -14,6 +14,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import type { Subscription } from "@agentrt/streams";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
+import { sanitizeUrl } from "./redact.ts";
 
 export const HEARTBEAT_MS = 15_000;
 /** A WebSocket client this far behind is disconnected (it resumes from its last offset). */
@@ -84,6 +85,7 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
       subscription = (await route.handle({ ...input, principal, req })) as Subscription;
     } catch (error) {
       release();
+      log.debug({ code: classifyError(error).body.error.code, url: sanitizeUrl(req.url) }, "upgrade refused");
       refuseUpgrade(socket, error);
       return;
     }
