@@ -28,8 +28,22 @@ export default defineConfig({
           name: "system",
           sequence: { groupOrder: 2 },
           include: ["test/**/*.test.ts"],
+          exclude: ["test/security/**", "**/node_modules/**"],
           testTimeout: 180_000,
           hookTimeout: 120_000,
+          pool: "forks",
+          maxWorkers: 1,
+          fileParallelism: false,
+        },
+      },
+      {
+        // Issue 11: the system as processes with auth on, attacked from outside (fuzz, limits, log scan).
+        test: {
+          name: "security",
+          sequence: { groupOrder: 3 },
+          include: ["test/security/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
           pool: "forks",
           maxWorkers: 1,
           fileParallelism: false,

@@ -46,6 +46,8 @@ const gateway = createHttpGateway({
   core: gatewayCore(),
   auth: new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1e9, burst: 1e9 }, nowMs: Date.now }),
   log: createLogger("fanout-bench", "silent"),
+  // Every bench subscriber shares one loopback address, which dev mode's cap counts together.
+  maxLiveSubscriptionsPerKey: SUBSCRIBERS + 1,
 });
 const port = await gateway.listen(0, "127.0.0.1");
 

@@ -11,7 +11,8 @@ const SUBSCRIBERS = 100;
 let system: System;
 
 beforeAll(async () => {
-  system = await startSystem({ reducers: 0, drivers: 0, gateway: true });
+  // All subscribers come from one loopback address, which dev mode's live-subscription cap counts together.
+  system = await startSystem({ reducers: 0, drivers: 0, gateway: true, env: { MAX_LIVE_SUBSCRIPTIONS_PER_KEY: String(SUBSCRIBERS) } });
 });
 afterAll(async () => system?.stop());
 

@@ -17,6 +17,16 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(50),
   RATE_LIMIT_BURST: z.coerce.number().int().positive().default(200),
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Deepest JSON nesting accepted in a body or a gRPC payload_json (400 past it). */
+  MAX_JSON_DEPTH: z.coerce.number().int().min(2).max(10_000).default(64),
+  /** Concurrent SSE + WebSocket + gRPC subscriptions per key (per client address in dev mode); 429 past it. */
+  MAX_LIVE_SUBSCRIPTIONS_PER_KEY: z.coerce.number().int().positive().default(32),
+  /** Time to receive a request's headers; a slower socket is closed. */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /** Time to receive a whole request, body included (live streams are not affected). */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** Idle time of a kept-alive connection between requests. */
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   /** Where the built UI lives (default: ui/dist next to src). */
   UI_DIST_DIR: z.string().optional(),
   /** `0` skips building the UI on start when dist is missing. */

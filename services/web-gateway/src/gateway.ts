@@ -14,8 +14,11 @@ import type { Authenticator } from "./auth/authenticator.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/body.ts";
 import { NO_METRICS, type GatewayMetrics } from "./http/gateway-metrics.ts";
 import { createUpgradeHandler } from "./http/live.ts";
-import { handleHttp, type PipelineDeps } from "./http/pipeline.ts";
+import { DEFAULT_MAX_JSON_DEPTH } from "./http/json-limits.ts";
+import { DEFAULT_MAX_LIVE_SUBSCRIPTIONS_PER_KEY, LiveSubscriptionLimiter } from "./http/live-limits.ts";
+import { handleHttp, sendError, type PipelineDeps } from "./http/pipeline.ts";
 import type { Route } from "./http/router.ts";
+import { DEFAULT_TIMEOUTS, guardServer, serverOptions, type ConnectionTimeouts } from "./http/server-guards.ts";
 import { serveUi } from "./http/static-ui.ts";
 
 export interface GatewayOptions<S> {
@@ -28,12 +31,17 @@ export interface GatewayOptions<S> {
   readonly maxBodyBytes?: number;
   readonly metrics?: GatewayMetrics;
   readonly tracer?: Tracer;
+  readonly maxJsonDepth?: number;
+  readonly maxLiveSubscriptionsPerKey?: number;
+  readonly timeouts?: ConnectionTimeouts;
 }
 
 export interface HttpGateway {
   readonly server: Server;
   readonly routes: readonly Route[];
   readonly api: GatewayApi;
+  /** The per-key live-subscription cap; pass it to the gRPC server so both count together. */
+  readonly liveLimiter: LiveSubscriptionLimiter;
   listen(port: number, host: string): Promise<number>;
   close(): Promise<void>;
 }
@@ -43,24 +51,30 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
   // The document describes the routes it is served by, so it is built from them lazily.
   let openApi: unknown = null;
   const routes = buildRoutes(api, () => (openApi ??= buildOpenApi(routes)));
+  const liveLimiter = new LiveSubscriptionLimiter(options.maxLiveSubscriptionsPerKey ?? DEFAULT_MAX_LIVE_SUBSCRIPTIONS_PER_KEY);
   const deps: PipelineDeps = {
     routes,
     auth: options.auth,
     log: options.log,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     metrics: options.metrics ?? NO_METRICS,
+    maxJsonDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH,
+    liveLimiter,
   };
   const upgrades = createUpgradeHandler(deps, options.log);
-  const server = createServer((req, res) => {
+  // Each handler settles its own errors; these catches only make a bug a 500 instead of a crash.
+  const server = createServer(serverOptions(options.timeouts ?? DEFAULT_TIMEOUTS), (req, res) => {
     const isApi = (req.url ?? "/").startsWith("/v1/");
-    if (!isApi && options.uiDistDir !== undefined && req.method === "GET") void serveUi(options.uiDistDir, req, res);
-    else void handleHttp(deps, req, res);
+    const handled = !isApi && options.uiDistDir !== undefined && req.method === "GET" ? serveUi(options.uiDistDir, req, res) : handleHttp(deps, req, res);
+    handled.catch((error: unknown) => sendError(deps, req, res, error));
   });
+  guardServer(server, options.log, options.timeouts ?? DEFAULT_TIMEOUTS);
   server.on("upgrade", (req, socket, head) => void upgrades.handler(req, socket, head));
   return {
     server,
     routes,
     api,
+    liveLimiter,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
         server.once("error", reject);

@@ -10,11 +10,13 @@ import { gatewayConfigSchema } from "./config.ts";
 import { gatewayCore } from "./core.ts";
 import { createHttpGateway } from "./gateway.ts";
 import { gatewayMetrics } from "./http/gateway-metrics.ts";
+import { LOG_REDACT_PATHS } from "./http/redact.ts";
 import { bindGrpc, createGrpcServer } from "./grpc/server.ts";
 import { DEFAULT_UI_DIST, ensureUiBuilt } from "./ui-build.ts";
 
 const config = loadConfig(gatewayConfigSchema);
-const logger = createLogger("web-gateway", config.LOG_LEVEL);
+// Keys must never reach a log line: header-shaped fields are censored on every line.
+const logger = createLogger("web-gateway", config.LOG_LEVEL).child({}, { redact: { paths: LOG_REDACT_PATHS, censor: "[REDACTED]" } });
 
 await runService({
   name: "web-gateway",
@@ -53,9 +55,12 @@ await runService({
       uiDistDir,
       maxBodyBytes: config.MAX_BODY_BYTES,
       metrics: gatewayMetrics(metrics),
+      maxJsonDepth: config.MAX_JSON_DEPTH,
+      maxLiveSubscriptionsPerKey: config.MAX_LIVE_SUBSCRIPTIONS_PER_KEY,
+      timeouts: { headersTimeoutMs: config.HEADERS_TIMEOUT_MS, requestTimeoutMs: config.REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS },
     });
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
-    const grpc = createGrpcServer(gateway.api, auth, logger);
+    const grpc = createGrpcServer(gateway.api, auth, logger, { liveLimiter: gateway.liveLimiter, maxJsonDepth: config.MAX_JSON_DEPTH });
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
     logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");

@@ -1,5 +1,6 @@
 // The gRPC face of the gateway: the same GatewayApi operations, the same auth and scope
-// checks (credential in the `authorization` metadata), errors mapped by the same table.
+// checks (credential in the `authorization` metadata), errors mapped by the same table, the
+// same JSON depth bound on payload_json and the same per-key live-subscription cap.
 
 import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from "@grpc/grpc-js";
 import type { Logger } from "@agentrt/service-kit";
@@ -9,6 +10,8 @@ import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import type { Verb } from "../auth/keys.ts";
 import { authorizeBatch } from "../auth/grants.ts";
 import { classifyError, GatewayError } from "../errors.ts";
+import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "../http/json-limits.ts";
+import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "../generated/agentrt/v1/gateway.ts";
 
 export function toPbEvent(event: AgentEvent): PbEvent {
@@ -23,15 +26,8 @@ export function toPbEvent(event: AgentEvent): PbEvent {
   };
 }
 
-function fromPbInput(input: PbEventInput, index: number): Record<string, unknown> {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(input.payloadJson) as unknown;
-  } catch (error) {
-    throw new GatewayError("invalid_request", `events[${index}].payload_json is not valid JSON: ${(error as Error).message}.`, {
-      issues: [{ path: `events[${index}].payload_json`, message: "malformed JSON" }],
-    });
-  }
+function fromPbInput(input: PbEventInput, index: number, maxDepth: number): Record<string, unknown> {
+  const payload = parseJsonBounded(input.payloadJson, maxDepth, `events[${index}].payload_json`);
   return {
     type: input.type,
     payload,
@@ -40,15 +36,32 @@ function fromPbInput(input: PbEventInput, index: number): Record<string, unknown
   };
 }
 
+/** JSON with every character outside printable ASCII escaped as \\uXXXX (still the same JSON value). */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function grpcError(error: unknown): { code: number; details: string; metadata: Metadata } {
   const classified = classifyError(error);
   const metadata = new Metadata();
   metadata.set("agentrt-error-code", classified.body.error.code);
-  metadata.set("agentrt-error-json", JSON.stringify(classified.body));
+  // ASCII metadata takes printable ASCII only, and error messages may quote the caller's input.
+  metadata.set("agentrt-error-json", asciiJson(classified.body));
   return { code: classified.grpc, details: classified.body.error.message, metadata };
 }
 
-export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logger): Server {
+export interface GrpcOptions {
+  readonly liveLimiter?: LiveSubscriptionLimiter;
+  readonly maxJsonDepth?: number;
+}
+
+/** `ipv4:127.0.0.1:5000` / `ipv6:[::1]:5000` → the address without the port. */
+function peerAddress(peer: string): string {
+  return peer.replace(/^ipv[46]:/, "").replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+}
+
+export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logger, options: GrpcOptions = {}): Server {
+  const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const principalOf = (metadata: Metadata): Principal => {
     const raw = metadata.get("authorization")[0];
     const header = typeof raw === "string" ? raw : raw?.toString();
@@ -88,7 +101,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       const streamPath = parseStreamPath(call.request.streamPath);
       Authenticator.authorize(principal, "append", streamPath);
       // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
-      const events = authorizeBatch(principal, call.request.events.map(fromPbInput));
+      const events = authorizeBatch(principal, call.request.events.map((input, i) => fromPbInput(input, i, maxDepth)));
       const result = await api.append(streamPath, events, call.request.expectedLastOffset);
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
@@ -99,18 +112,31 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       return { events: page.events.map(toPbEvent), nextOffset: page.nextOffset, lastOffset: page.lastOffset };
     }),
     subscribe: (call: ServerWritableStream<{ streamPath: string; fromOffset: number; ephemeral: boolean }, PbEvent>) => {
+      let release = () => {};
+      // A client that goes away mid-stream must not leave an unhandled stream error behind.
+      call.on("error", (error: Error & { code?: number }) => log.debug({ code: error.code }, "grpc subscribe stream error"));
       void (async () => {
         try {
-          const streamPath = guard(call.metadata, "read", call.request.streamPath);
+          const principal = principalOf(call.metadata);
+          const streamPath = parseStreamPath(call.request.streamPath);
+          Authenticator.authorize(principal, "read", streamPath);
+          if (options.liveLimiter !== undefined) release = options.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, peerAddress(call.getPeer())));
           const subscription = await api.subscribe(streamPath, Math.max(1, call.request.fromOffset), call.request.ephemeral);
-          call.on("cancelled", () => void subscription.close());
+          const stop = () => {
+            release();
+            void subscription.close();
+          };
+          call.on("cancelled", stop);
+          call.on("close", stop);
+          if (call.cancelled) stop();
           for await (const event of subscription) {
             if (call.cancelled) break;
-            if (!call.write(toPbEvent(event))) await new Promise((resolve) => call.once("drain", resolve));
+            if (!call.write(toPbEvent(event))) await new Promise((resolve) => call.once("drain", resolve).once("cancelled", resolve));
           }
-          await subscription.close();
+          stop();
           call.end();
         } catch (error) {
+          release();
           // grpc-js turns an "error" on a server stream into the call's final status.
           const status = grpcError(error);
           call.emit("error", Object.assign(new Error(status.details), status));

@@ -2,7 +2,9 @@
 // its offset, so a reconnecting EventSource sends `Last-Event-ID` and resumes at the next
 // offset with no gap and no duplicate; live-lane (ephemeral) events carry no id and so never
 // move the resume point. WebSocket: the same events as JSON text frames; a client resumes by
-// reconnecting with `fromOffset = last offset + 1`.
+// reconnecting with `fromOffset = last offset + 1`. The socket is the caller's to reset at any
+// moment (while an upgrade is being refused, mid-stream): every socket and WebSocket here has an
+// `error` listener, and a client's data frames (the stream is one-way) close it with 1003.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
@@ -10,8 +12,9 @@ import type { Logger } from "@agentrt/service-kit";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AgentEvent } from "@agentrt/contract";
 import type { Subscription } from "@agentrt/streams";
-import { classifyError, GatewayError } from "../errors.ts";
-import { prepare, type PipelineDeps } from "./pipeline.ts";
+import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
+import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
+import { sanitizeUrl } from "./redact.ts";
 
 export const HEARTBEAT_MS = 15_000;
 /** A WebSocket client this far behind is disconnected (it resumes from its last offset). */
@@ -48,7 +51,10 @@ export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscri
   res.write("retry: 1000\n\n");
   const heartbeat = setInterval(() => res.write(": ping\n\n"), HEARTBEAT_MS);
   const stop = () => void subscription.close();
-  req.on("close", stop);
+  res.on("close", stop);
+  // A client that left while the subscription was being opened fired `close` already: without
+  // this the loop would wait for events that have nobody to go to, holding its slot forever.
+  if (res.destroyed || req.destroyed) stop();
   try {
     for await (const event of subscription) {
       if (res.destroyed) break;
@@ -56,7 +62,7 @@ export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscri
     }
   } finally {
     clearInterval(heartbeat);
-    req.off("close", stop);
+    res.off("close", stop);
     await subscription.close();
     res.end();
   }
@@ -67,27 +73,74 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
   const { metrics } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const handler = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    // node:http drops its own socket listeners before emitting `upgrade`: without this, a
+    // client resetting the connection while we decide would be an unhandled `error`.
+    socket.on("error", (error: NodeJS.ErrnoException) => log.debug({ code: error.code }, "upgrade socket error"));
     let subscription: Subscription;
+    let release = () => {};
     try {
+      assertHandshake(req);
       const { route, input, principal } = await prepare(deps, req, "upgrade");
+      release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
       subscription = (await route.handle({ ...input, principal, req })) as Subscription;
     } catch (error) {
-      const classified = classifyError(error);
-      const body = JSON.stringify(classified.body);
-      socket.end(
-        `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
+      release();
+      log.debug({ code: classifyError(error).body.error.code, url: sanitizeUrl(req.url) }, "upgrade refused");
+      refuseUpgrade(socket, error);
       return;
     }
+    // Until the handshake completes, the socket closing (a reset, or ws refusing it) frees the slot.
+    let upgraded = false;
+    const abandon = () => {
+      if (upgraded) return;
+      release();
+      void subscription.close();
+    };
+    if (socket.destroyed) return abandon();
+    socket.once("close", abandon);
     wss.handleUpgrade(req, socket, head, (ws) => {
+      upgraded = true;
+      socket.off("close", abandon);
       metrics.liveOpened("websocket");
-      void pumpWebSocket(ws, subscription, log).finally(() => metrics.liveClosed("websocket"));
+      void pumpWebSocket(ws, subscription, log).finally(() => {
+        release();
+        metrics.liveClosed("websocket");
+      });
     });
   };
   return { handler, close: () => wss.close() };
 }
 
+/** The handshake fields ws would refuse anyway, checked before any key, slot or subscription is spent. */
+function assertHandshake(req: IncomingMessage): void {
+  const key = req.headers["sec-websocket-key"];
+  const version = req.headers["sec-websocket-version"];
+  const problems: Array<{ path: string; message: string }> = [];
+  if (req.method !== "GET") problems.push({ path: "method", message: "must be GET" });
+  if (req.headers.upgrade?.toLowerCase() !== "websocket") problems.push({ path: "headers.upgrade", message: "must be websocket" });
+  if (typeof key !== "string" || !/^[+/0-9A-Za-z]{22}==$/.test(key)) problems.push({ path: "headers.sec-websocket-key", message: "must be 16 bytes in base64" });
+  if (version !== "13" && version !== "8") problems.push({ path: "headers.sec-websocket-version", message: "must be 13" });
+  if (problems.length > 0) throw invalidRequest("WebSocket handshake", problems);
+}
+
+function refuseUpgrade(socket: Duplex, error: unknown): void {
+  const classified = classifyError(error);
+  const body = JSON.stringify(classified.body);
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(
+    `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
 async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Logger): Promise<void> {
+  // Bad frames (oversized, bad opcode, invalid UTF-8) make ws emit `error` and close with 1002/1009.
+  ws.on("error", (error: Error & { code?: string }) => log.debug({ code: error.code, message: error.message }, "websocket protocol error"));
+  ws.on("message", () => {
+    if (ws.readyState === ws.OPEN) ws.close(1003, "this stream accepts no messages; reconnect with fromOffset to resume");
+  });
   ws.on("close", () => void subscription.close());
   const heartbeat = setInterval(() => ws.ping(), HEARTBEAT_MS);
   try {

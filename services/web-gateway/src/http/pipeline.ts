@@ -1,6 +1,7 @@
 // The request pipeline every HTTP route goes through, in this order: match (404/405) →
 // authenticate and rate-limit (401/429) → parse params, query and body with the route's zod
 // schemas (400/413) → authorise the scope (403) → handle. Errors leave through classifyError.
+// The request target is parsed by hand (request-target.ts) and URLs are logged sanitised.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "@agentrt/service-kit";
@@ -9,6 +10,10 @@ import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { readJsonBody } from "./body.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
+import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
+import { LiveSubscriptionLimiter } from "./live-limits.ts";
+import { sanitizeUrl } from "./redact.ts";
+import { parseRequestTarget } from "./request-target.ts";
 import { matchRoute, type Route, type RouteInput } from "./router.ts";
 
 export interface PipelineDeps {
@@ -17,6 +22,27 @@ export interface PipelineDeps {
   readonly log: Logger;
   readonly maxBodyBytes: number;
   readonly metrics: GatewayMetrics;
+  /** Deepest JSON nesting accepted in a body (400 past it). */
+  readonly maxJsonDepth?: number;
+  /** The per-key cap on live subscriptions, shared with gRPC; omitted → unlimited. */
+  readonly liveLimiter?: LiveSubscriptionLimiter;
+}
+
+/** The key in the query string is only for browsers' EventSource and WebSocket. */
+function refuseQueryKey(route: Route, query: URLSearchParams): void {
+  if (route.kind === "json" && [...query.keys()].some((k) => k.toLowerCase() === "apikey")) {
+    throw new GatewayError(
+      "unauthenticated",
+      "An API key in the query string (?apiKey=) is only accepted on SSE and WebSocket routes; send `Authorization: Bearer <key>` instead.",
+      { issues: [{ path: "query.apiKey", message: "only allowed on SSE and WebSocket routes" }] },
+    );
+  }
+}
+
+/** Takes a live-subscription slot for this caller (429 past the cap); returns its release. */
+export function acquireLiveSlot(deps: Pick<PipelineDeps, "liveLimiter">, principal: Principal | null, remoteAddress: string | undefined): () => void {
+  if (deps.liveLimiter === undefined) return () => {};
+  return deps.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, remoteAddress));
 }
 
 export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string): T {
@@ -36,24 +62,25 @@ export async function prepare(
   kind: "http" | "upgrade",
   onMatched: (route: Route) => void = () => {},
 ): Promise<{ route: Route; input: RouteInput; principal: Principal | null }> {
-  const url = new URL(req.url ?? "/", "http://gateway.invalid");
+  const url = parseRequestTarget(req.url);
   const match = matchRoute(
     deps.routes.filter((r) => (kind === "upgrade") === (r.kind === "websocket")),
     req.method ?? "GET",
     url.pathname,
   );
-  if (match === null) throw new GatewayError("not_found", `No route for ${req.method} ${url.pathname}.`);
+  if (match === null) throw new GatewayError("not_found", `No route for ${req.method} ${sanitizeUrl(url.pathname)}.`);
   if (match.route === null) {
-    throw new GatewayError("method_not_allowed", `${req.method} is not allowed on ${url.pathname}; use ${match.allowed.join(", ")}.`);
+    throw new GatewayError("method_not_allowed", `${req.method} is not allowed on ${sanitizeUrl(url.pathname)}; use ${match.allowed.join(", ")}.`);
   }
   const route = match.route;
   onMatched(route);
-  const rawQuery = Object.fromEntries(url.searchParams.entries());
+  refuseQueryKey(route, url.query);
+  const rawQuery = Object.fromEntries(url.query.entries());
   const credential = Authenticator.credentialFrom(req.headers, rawQuery.apiKey);
   const principal = route.public === true ? null : deps.auth.authenticate(credential);
   const params = parseWith(route.params, match.rawParams, "path");
   const query = parseWith(route.query, rawQuery, "query");
-  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes), "body");
+  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH), "body");
   const input: RouteInput = { params: params as Record<string, unknown>, query: query as Record<string, unknown>, body };
   const access = route.access(input);
   if (access !== null && principal !== null) {
@@ -75,8 +102,9 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, ext
 
 export function sendError(deps: Pick<PipelineDeps, "log">, req: IncomingMessage, res: ServerResponse, error: unknown): void {
   const classified = classifyError(error);
-  if (classified.serverFault) deps.log.error({ err: error, url: req.url }, "request failed");
-  else deps.log.debug({ code: classified.body.error.code, url: req.url }, "request rejected");
+  const url = sanitizeUrl(req.url);
+  if (classified.serverFault) deps.log.error({ err: error, url }, "request failed");
+  else deps.log.debug({ code: classified.body.error.code, url }, "request rejected");
   if (res.headersSent) {
     res.destroy();
     return;
@@ -99,10 +127,12 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
   try {
     const { route, input, principal } = await prepare(deps, req, "http", (r) => (routeName = r.name));
     if (route.kind === "sse") {
+      const release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
       deps.metrics.liveOpened("sse");
       try {
         await route.handle({ ...input, principal, req, res });
       } finally {
+        release();
         deps.metrics.liveClosed("sse");
       }
       return;

@@ -1,9 +1,13 @@
 // Serves the built web UI (Vite output) for every non-API GET; unknown paths fall back to
 // index.html so client-side routes work. A missing build gets a page that says how to build.
+// The target is attacker-controlled: a malformed one (`/%`, `/%E0%A4%A`, `%00`, very long) is a
+// plain 400, and no failure here may escape as a rejected promise.
 
 import { readFile, stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, join, normalize, sep } from "node:path";
+import { GatewayError } from "../errors.ts";
+import { decodePath, parseRequestTarget } from "./request-target.ts";
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -20,7 +24,15 @@ export const UI_NOT_BUILT_HTML = `<!doctype html><meta charset="utf-8"><title>ag
 <p>Run <code>pnpm --filter @agentrt/web-gateway build:ui</code> and reload. The API is up: <a href="/v1/openapi.json">/v1/openapi.json</a>.</p>`;
 
 export async function serveUi(distDir: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const pathname = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+  let pathname: string;
+  try {
+    pathname = decodePath(parseRequestTarget(req.url).pathname);
+  } catch (error) {
+    const message = error instanceof GatewayError ? error.message : "Invalid request target.";
+    res.writeHead(400, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+    res.end(`${message}\n`);
+    return;
+  }
   const candidate = normalize(join(distDir, pathname));
   const inside = candidate === distDir || candidate.startsWith(distDir + sep);
   let file = inside ? candidate : join(distDir, "index.html");

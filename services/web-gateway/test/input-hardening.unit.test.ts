@@ -1,0 +1,95 @@
+// The pure parts of the gateway's input hardening: request targets, JSON depth, URL
+// sanitising for logs, and the per-key live-subscription cap.
+import { describe, expect, it } from "vitest";
+import { GatewayError } from "../src/errors.ts";
+import { jsonDepthExceeds, parseJsonBounded } from "../src/http/json-limits.ts";
+import { LiveSubscriptionLimiter } from "../src/http/live-limits.ts";
+import { sanitizeUrl } from "../src/http/redact.ts";
+import { MAX_REQUEST_TARGET_CHARS, parseRequestTarget } from "../src/http/request-target.ts";
+import { DEV_PRINCIPAL } from "../src/auth/authenticator.ts";
+import { asciiJson } from "../src/grpc/server.ts";
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (error) {
+    return error instanceof GatewayError ? error.code : `not a GatewayError: ${String(error)}`;
+  }
+}
+
+describe("parseRequestTarget", () => {
+  it("splits a normal target into the raw path and the query", () => {
+    const t = parseRequestTarget("/v1/streams/%2Fagents%2Fa/events?fromOffset=2#frag");
+    expect(t.pathname).toBe("/v1/streams/%2Fagents%2Fa/events");
+    expect(t.query.get("fromOffset")).toBe("2");
+  });
+  it("keeps `//x/y` a path instead of resolving another host", () => {
+    expect(parseRequestTarget("//evil/v1/agents").pathname).toBe("//evil/v1/agents");
+  });
+  for (const bad of ["/%", "/%E0%A4%A", "/a%00b", "/a\u0000b", "*", "http://evil/v1/agents", "/\\evil", `/${"a".repeat(MAX_REQUEST_TARGET_CHARS)}`]) {
+    it(`refuses ${JSON.stringify(bad.slice(0, 30))} with a 400`, () => {
+      expect(codeOf(() => parseRequestTarget(bad))).toBe("invalid_request");
+    });
+  }
+});
+
+describe("JSON depth", () => {
+  it("counts nesting, not brackets inside strings", () => {
+    expect(jsonDepthExceeds('{"a":"[[[[[[[[[[","b":["\\"[[["]}', 2)).toBe(false);
+    expect(jsonDepthExceeds("[[[]]]", 2)).toBe(true);
+  });
+  it("given 5000 levels, when parsed with a limit of 64, then a 400 names the limit", () => {
+    const text = `${"[".repeat(5000)}${"]".repeat(5000)}`;
+    try {
+      parseJsonBounded(text, 64, "The request body");
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(GatewayError);
+      expect((error as GatewayError).code).toBe("invalid_request");
+      expect((error as GatewayError).message).toMatch(/limit of 64 levels/);
+      expect((error as GatewayError).details.maxDepth).toBe(64);
+    }
+  });
+  it("parses JSON within the limit and names malformed JSON", () => {
+    expect(parseJsonBounded('{"a":[1,{"b":2}]}', 64, "body")).toEqual({ a: [1, { b: 2 }] });
+    expect(() => parseJsonBounded("{", 64, "body")).toThrow(/not valid JSON/);
+  });
+});
+
+describe("sanitizeUrl", () => {
+  it("replaces the query key in any case and any key-shaped token", () => {
+    const out = sanitizeUrl("/v1/streams/x/subscribe?apiKey=agrt_abc_SECRET&fromOffset=1&APIKEY=other&api_key=x");
+    expect(out).not.toMatch(/SECRET|other|=x\b/);
+    expect(out).toContain("fromOffset=1");
+    expect(sanitizeUrl("/agrt_abc123_SECRETPART/x")).toBe("/agrt_abc123_[REDACTED]/x");
+  });
+});
+
+describe("LiveSubscriptionLimiter", () => {
+  it("given a cap of 2, the third slot is 429 until one is released (twice releasing frees one)", () => {
+    const limiter = new LiveSubscriptionLimiter(2);
+    const a = limiter.acquire("key:k1");
+    limiter.acquire("key:k1");
+    expect(codeOf(() => limiter.acquire("key:k1"))).toBe("rate_limited");
+    limiter.acquire("key:k2");
+    a();
+    a();
+    expect(limiter.heldBy("key:k1")).toBe(1);
+    limiter.acquire("key:k1");
+    expect(codeOf(() => limiter.acquire("key:k1"))).toBe("rate_limited");
+  });
+  it("counts dev mode per client address and keys per key id", () => {
+    expect(LiveSubscriptionLimiter.holderOf(DEV_PRINCIPAL, "127.0.0.2")).toBe("address:127.0.0.2");
+    expect(LiveSubscriptionLimiter.holderOf({ keyId: "abc", scopes: [] }, "127.0.0.2")).toBe("key:abc");
+  });
+});
+
+describe("asciiJson (gRPC error metadata)", () => {
+  it("given an error quoting control and non-ASCII bytes, the metadata value is printable ASCII and the same JSON", () => {
+    const body = { error: { message: 'text outside a block: "\u0001x\u0012\u00e9\ud800😀"' } };
+    const text = asciiJson(body);
+    expect(text).toMatch(/^[\x20-\x7e]*$/);
+    expect(JSON.parse(text)).toEqual(body);
+  });
+});

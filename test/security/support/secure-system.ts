@@ -1,0 +1,171 @@
+// The whole system as real processes with auth ON, for the security suite: a harness
+// nats-server, the fake model, reducer, driver, capability host and gateway, with API keys
+// minted by the real CLI (`agents keys create`) into a keys file. Unlike test/support's
+// ProcessGroup, every byte each service writes is kept, so a test can scan all of it.
+
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { type FakeModel, freeLoopbackPort, type NatsServer, startFakeModel, startNatsServer, waitFor } from "@agentrt/testing";
+import { repoRoot, type ServiceName } from "../../support/processes.ts";
+import { lastUserContent } from "../../support/turns.ts";
+
+const entryPoints: Partial<Record<ServiceName, string>> = {
+  "agent-reducer": "services/agent-reducer/src/main.ts",
+  "llm-driver": "services/llm-driver/src/main.ts",
+  "capability-host": "services/capability-host/src/main.ts",
+  "web-gateway": "services/web-gateway/src/main.ts",
+};
+
+class ServiceExitedError extends Error {}
+
+/** A service process whose whole output is captured. */
+export class LoggedProcess {
+  readonly output: string[] = [];
+  private child: ChildProcess | undefined;
+  readonly pid: number;
+
+  constructor(
+    readonly name: string,
+    service: ServiceName,
+    env: Record<string, string>,
+    readonly opsPort: number,
+  ) {
+    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entryPoints[service]!)], {
+      cwd: repoRoot,
+      env: { ...process.env, LOG_LEVEL: "debug", ...env, OPS_PORT: String(opsPort) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.on("data", (d: Buffer) => this.output.push(d.toString()));
+    child.stderr?.on("data", (d: Buffer) => this.output.push(d.toString()));
+    this.child = child;
+    this.pid = child.pid!;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  logs(): string {
+    return this.output.join("");
+  }
+
+  async healthz(): Promise<number> {
+    return fetch(`http://127.0.0.1:${this.opsPort}/healthz`).then((r) => r.status, () => 0);
+  }
+
+  async waitReady(timeoutMs: number): Promise<void> {
+    const ok = async () => {
+      if (!this.running) throw new ServiceExitedError(`${this.name} exited:\n${this.logs().slice(-3000)}`);
+      return fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false);
+    };
+    await waitFor(ok, { timeoutMs, intervalMs: 150, what: `${this.name} /readyz`, failFast: (e) => e instanceof ServiceExitedError });
+  }
+
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (child === undefined || !this.running) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+export interface MintedKey {
+  readonly apiKey: string;
+  readonly id: string;
+  readonly secret: string;
+}
+
+/** Mints keys with the real CLI (in parallel, one scratch file each), then writes them all to `file`. */
+export async function mintKeys(file: string, scopes: ReadonlyArray<{ prefix: string; verbs: string }>): Promise<MintedKey[]> {
+  const minted = await Promise.all(
+    scopes.map(async (scope, i) => {
+      const scratch = `${file}.${i}`;
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ["--import", "tsx", join(repoRoot, "services/web-gateway/src/cli/main.ts"), "keys", "create", "--prefix", scope.prefix, "--verbs", scope.verbs, "--file", scratch],
+        { cwd: repoRoot },
+      );
+      const match = /^(agrt_([A-Za-z0-9]+)_([A-Za-z0-9_-]+))$/m.exec(stdout);
+      if (match === null) throw new Error(`keys create printed no key:\n${stdout}`);
+      const stored = (JSON.parse(readFileSync(scratch, "utf8")) as { keys: unknown[] }).keys;
+      return { key: { apiKey: match[1]!, id: match[2]!, secret: match[3]! }, stored };
+    }),
+  );
+  writeFileSync(file, JSON.stringify({ keys: minted.flatMap((m) => m.stored) }), { mode: 0o600 });
+  return minted.map((m) => m.key);
+}
+
+export interface SecureSystem {
+  readonly gatewayUrl: string;
+  readonly grpcPort: number;
+  readonly model: FakeModel;
+  readonly processes: readonly LoggedProcess[];
+  readonly gateway: LoggedProcess;
+  stop(): Promise<void>;
+}
+
+export interface SecureSystemOptions {
+  /** Extra gateway env (limits, timeouts). */
+  readonly gatewayEnv?: Record<string, string>;
+  /** Only NATS and the gateway (tests of the gateway's own limits). */
+  readonly gatewayOnly?: boolean;
+}
+
+/** Starts NATS, the model and the services with `keysFile` as the gateway's keys. */
+export async function startSecureSystem(keysFile: string, options: SecureSystemOptions = {}): Promise<SecureSystem> {
+  const nats: NatsServer = await startNatsServer();
+  const model = await startFakeModel({ defaultReply: (r) => ({ text: `answer to ${lastUserContent(r.body)}` }) });
+  const common = { NATS_URL: nats.url, PARTITION_COUNT: "4", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", REDUCER_LEASE_TTL_MS: "4000" };
+  // A tiny built UI, so static paths reach real files, the fallback and the asset cache rule.
+  const uiDir = mkdtempSync(join(tmpdir(), "agentrt-ui-"));
+  mkdirSync(join(uiDir, "assets"));
+  writeFileSync(join(uiDir, "index.html"), "<!doctype html><title>agentrt</title>");
+  writeFileSync(join(uiDir, "assets", "app.js"), "export {};");
+  const httpPort = await freeLoopbackPort();
+  const grpcPort = await freeLoopbackPort();
+  const processes: LoggedProcess[] = [];
+  if (options.gatewayOnly !== true) {
+    processes.push(new LoggedProcess("reducer", "agent-reducer", { ...common, REDUCER_ID: "reducer-1" }, await freeLoopbackPort()));
+    processes.push(new LoggedProcess("driver", "llm-driver", common, await freeLoopbackPort()));
+    processes.push(new LoggedProcess("host", "capability-host", common, await freeLoopbackPort()));
+  }
+  const gateway = new LoggedProcess(
+    "gateway",
+    "web-gateway",
+    {
+      ...common,
+      HTTP_HOST: "127.0.0.1",
+      HTTP_PORT: String(httpPort),
+      GRPC_PORT: String(grpcPort),
+      AGENTRT_DEV_MODE: "0",
+      AGENTRT_KEYS_FILE: keysFile,
+      UI_DIST_DIR: uiDir,
+      UI_BUILD_ON_START: "0",
+      ...options.gatewayEnv,
+    },
+    await freeLoopbackPort(),
+  );
+  processes.push(gateway);
+  const stop = async () => {
+    await Promise.all(processes.map((p) => p.kill()));
+    await model.close();
+    await nats.stop();
+  };
+  process.once("exit", () => processes.forEach((p) => p.running && process.kill(p.pid, "SIGKILL")));
+  try {
+    await Promise.all(processes.map((p) => p.waitReady(120_000)));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { gatewayUrl: `http://127.0.0.1:${httpPort}`, grpcPort, model, processes, gateway, stop };
+}
+
+/** A temp keys file path (the CLI creates it). */
+export function tempKeysFile(): string {
+  return join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+}
