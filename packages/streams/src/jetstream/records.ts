@@ -106,6 +106,7 @@ export class RecordReader {
     subject: string,
     located: { startSeq: number; last: StoredRecord; first?: StoredRecord },
     expectedRecords = Number.POSITIVE_INFINITY,
+    signal?: AbortSignal,
   ): AsyncGenerator<StoredRecord> {
     let from = located.startSeq;
     if (located.first !== undefined && located.first.seq === from) {
@@ -113,7 +114,8 @@ export class RecordReader {
       from = located.first.seq + 1;
     }
     if (from > located.last.seq) return;
-    if (from < located.last.seq) yield* this.scan(subject, from, located.last.seq - 1, expectedRecords);
+    if (from < located.last.seq) yield* this.scan(subject, from, located.last.seq - 1, expectedRecords, signal);
+    signal?.throwIfAborted();
     yield located.last;
   }
 
@@ -121,31 +123,51 @@ export class RecordReader {
    * Records on `subject` from `fromSeq` through `untilSeq`, in order. Direct gets (one round
    * trip each, nothing to set up) serve short ranges; `expectedRecords` says how many the caller
    * probably needs. Past that budget an ordered consumer streams the rest, pulling no more than
-   * the caller is expected to use, so a bounded read never drags a long tail over the wire.
+   * the caller is expected to use, so a bounded read never drags a long tail over the wire,
+   * and never more than IN_FLIGHT_BYTES at once, so a reader of big records cannot flood its
+   * connection (nats-server drops a slow consumer, and with it every other user of `nc`).
+   * `signal` stops the pulls at once: a client that went away costs nothing more.
    */
-  async *scan(subject: string, fromSeq: number, untilSeq: number, expectedRecords = Number.POSITIVE_INFINITY): AsyncGenerator<StoredRecord> {
+  async *scan(
+    subject: string,
+    fromSeq: number,
+    untilSeq: number,
+    expectedRecords = Number.POSITIVE_INFINITY,
+    signal?: AbortSignal,
+  ): AsyncGenerator<StoredRecord> {
     let next = fromSeq;
     const direct = expectedRecords <= MAX_DIRECT_RECORDS ? expectedRecords + 2 : DIRECT_GETS_BEFORE_CONSUMER;
     let yielded = 0;
+    let largest = 0;
     for (let i = 0; i < direct; i++) {
+      signal?.throwIfAborted();
       if (next > untilSeq) return;
       const record = await this.nextFrom(subject, next);
       if (record === undefined || record.seq > untilSeq) return;
       yield record;
       yielded++;
+      largest = Math.max(largest, record.data.length);
       next = record.seq + 1;
     }
     if (next > untilSeq) return;
+    signal?.throwIfAborted();
     const consumer = await this.js.consumers.get(this.streamName, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: next,
     });
     const remaining = expectedRecords - yielded;
-    const messages = await consumer.consume({ max_messages: Math.max(16, Math.min(512, Number.isFinite(remaining) ? remaining : 512)) });
+    // Pulls are bounded by bytes (the server refuses to count messages too): about what the
+    // caller is expected to use, never less than one record of the largest kind, never more
+    // than IN_FLIGHT_BYTES.
+    const expectedBytes = Number.isFinite(remaining) ? remaining * Math.max(largest, 1024) * 1.25 : IN_FLIGHT_BYTES;
+    const messages = await consumer.consume({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))) });
+    const stop = () => messages.stop();
+    signal?.addEventListener("abort", stop, { once: true });
     let lastSeen = next - 1;
     try {
       for await (const msg of messages) {
+        if (signal?.aborted === true) break;
         // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
         if (msg.seq <= lastSeen) continue;
         const record = toStoredRecord(msg);
@@ -154,14 +176,17 @@ export class RecordReader {
         if (msg.seq >= untilSeq || msg.info.pending === 0) break;
       }
     } finally {
+      signal?.removeEventListener("abort", stop);
       messages.stop();
       await consumer.delete().catch(() => undefined);
     }
+    signal?.throwIfAborted();
     // An ephemeral consumer of a replicated stream may live on a follower that has not applied
     // the newest commits yet, and reports nothing pending before `untilSeq` (which the leader
     // gave us). Finish the range through the leader so an acknowledged event is never missed.
     if (this.consistentReads) {
       for (let seq = lastSeen + 1; seq <= untilSeq; ) {
+        signal?.throwIfAborted();
         const record = await this.nextFrom(subject, seq);
         if (record === undefined || record.seq > untilSeq) return;
         yield record;
@@ -174,3 +199,9 @@ export class RecordReader {
 /** Ranges expected to need at most this many records are read by direct gets alone. */
 const MAX_DIRECT_RECORDS = 32;
 const DIRECT_GETS_BEFORE_CONSUMER = 8;
+/**
+ * The most record bytes one scan's consumer may have pulled and not yet handed over. Above the
+ * largest record (MAX_BATCH_BYTES plus headers), or a pull could never deliver it.
+ */
+export const IN_FLIGHT_BYTES = 4 * 1_048_576;
+const MIN_PULL_BYTES = 1_048_576 + 65_536;
