@@ -54,6 +54,12 @@ export interface ReadOptions {
 }
 
 export interface ListOptions {
+  /** Only streams whose path sorts after this one (a listing's continuation). */
+  readonly after?: string;
+  /** The most streams to return (default: all). */
+  readonly limit?: number;
+  /** Only streams this accepts (e.g. what a caller may read); checked before any stream is read. */
+  readonly include?: (streamPath: string) => boolean;
   /** Stops the listing when aborted (a client that went away). */
   readonly signal?: AbortSignal;
 }
@@ -136,7 +142,10 @@ export interface EventStore {
    */
   liveFeed(options?: LiveFeedOptions): LiveFeed;
 
-  /** Streams that have at least one durable event, optionally under a path prefix. */
+  /**
+   * Streams that have at least one durable event, optionally under a path prefix, sorted by
+   * path; `options` pages through them (`after`, `limit`) and filters them (`include`).
+   */
   listStreams(prefix?: string, options?: ListOptions): Promise<StreamSummary[]>;
 
   close(): Promise<void>;

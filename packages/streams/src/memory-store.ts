@@ -160,10 +160,12 @@ export class MemoryEventStore implements EventStore {
   async listStreams(prefix?: string, options?: ListOptions): Promise<StreamSummary[]> {
     this.assertOpen();
     options?.signal?.throwIfAborted();
+    const after = options?.after;
     return [...this.streams.entries()]
-      .filter(([path]) => prefix === undefined || path.startsWith(prefix))
+      .filter(([path]) => (prefix === undefined || path.startsWith(prefix)) && (after === undefined || path > after) && (options?.include?.(path) ?? true))
       .map(([streamPath, stream]) => ({ streamPath, lastOffset: stream.events.length }))
-      .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0));
+      .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0))
+      .slice(0, options?.limit ?? Number.POSITIVE_INFINITY);
   }
 
   async close(): Promise<void> {

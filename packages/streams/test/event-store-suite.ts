@@ -387,6 +387,12 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       ]);
       const withSibling = await store.listStreams(root);
       expect(withSibling.map((s) => s.streamPath)).toEqual([`${root}-sibling`, `${root}/a`, `${root}/b/c`].sort());
+      expect(await store.listStreams(`${root}/`, { limit: 1 })).toEqual([{ streamPath: `${root}/a`, lastOffset: 2 }]);
+      expect(await store.listStreams(`${root}/`, { after: `${root}/a` })).toEqual([{ streamPath: `${root}/b/c`, lastOffset: 1 }]);
+      expect(await store.listStreams(root, { include: (p) => !p.endsWith("/a") })).toEqual([
+        { streamPath: `${root}-sibling`, lastOffset: 1 },
+        { streamPath: `${root}/b/c`, lastOffset: 1 },
+      ].sort((x, y) => (x.streamPath < y.streamPath ? -1 : 1)));
       expect(store.partitionOf(`${root}/a`)).toBe(store.partitionOf(`${root}/a`));
       expect(store.partitionOf(`${root}/a`)).toBeLessThan(store.partitionCount);
     });

@@ -65,6 +65,8 @@ export interface JetStreamEventStoreOptions {
 }
 
 const encoder = new TextEncoder();
+/** Last records fetched at once by a listing (each at most one batch, MAX_BATCH_BYTES). */
+const LIST_PARALLEL_GETS = 4;
 
 export class JetStreamEventStore implements EventStore {
   readonly partitionCount: number;
@@ -270,25 +272,36 @@ export class JetStreamEventStore implements EventStore {
 
   async listStreams(prefix?: string, options?: ListOptions): Promise<StreamSummary[]> {
     const signal = options?.signal;
+    const after = options?.after;
     return await classified("list streams", async () => {
       signal?.throwIfAborted();
       const jsm = await jetstreamManager(this.nc, { checkAPI: false });
       const info = await jsm.streams.info(this.streamName, { subjects_filter: prefixFilter(this.scheme, prefix) });
       const paths = Object.keys(info.state.subjects ?? {})
         .map((subject) => ({ subject, streamPath: pathOfSubject(this.scheme, subject) }))
-        .filter((s): s is { subject: string; streamPath: string } => s.streamPath !== undefined && (prefix === undefined || s.streamPath.startsWith(prefix)));
+        .filter(
+          (s): s is { subject: string; streamPath: string } =>
+            s.streamPath !== undefined &&
+            (prefix === undefined || s.streamPath.startsWith(prefix)) &&
+            (after === undefined || s.streamPath > after) &&
+            (options?.include?.(s.streamPath) ?? true),
+        )
+        .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0))
+        .slice(0, options?.limit ?? Number.POSITIVE_INFINITY);
+      // Each last record may be large (up to a whole batch): a few at a time keeps the bytes
+      // in flight bounded whatever the prefix matches.
       const summaries: StreamSummary[] = [];
-      for (let i = 0; i < paths.length; i += 32) {
+      for (let i = 0; i < paths.length; i += LIST_PARALLEL_GETS) {
         signal?.throwIfAborted();
         const chunk = await Promise.all(
-          paths.slice(i, i + 32).map(async ({ subject, streamPath }) => {
+          paths.slice(i, i + LIST_PARALLEL_GETS).map(async ({ subject, streamPath }) => {
             const last = await this.reader.last(subject);
             return { streamPath, lastOffset: last === undefined ? 0 : lastOffsetOf(last) };
           }),
         );
         summaries.push(...chunk.filter((s) => s.lastOffset > 0));
       }
-      return summaries.sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0));
+      return summaries;
     }, signal);
   }
 
