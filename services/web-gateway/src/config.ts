@@ -17,6 +17,12 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(50),
   RATE_LIMIT_BURST: z.coerce.number().int().positive().default(200),
   MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Largest event JSON an append may carry (413 `event_too_large`); large data belongs in files. */
+  MAX_EVENT_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Bytes of events one read page returns at most (it ends early; `nextOffset` continues). */
+  MAX_READ_PAGE_BYTES: z.coerce.number().int().positive().default(4_194_304),
+  /** Bytes of events one agents-list page may fold before it ends early with `next`. */
+  MAX_LIST_FOLD_BYTES: z.coerce.number().int().positive().default(16_777_216),
   /** Where the built UI lives (default: ui/dist next to src). */
   UI_DIST_DIR: z.string().optional(),
   /** `0` skips building the UI on start when dist is missing. */

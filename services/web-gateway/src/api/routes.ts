@@ -40,14 +40,17 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       name: "listAgents",
       method: "GET",
       path: "/v1/agents",
-      summary: "List agent streams (optionally under a prefix) with their summaries; only streams the key may read.",
+      summary:
+        "List agent streams (optionally under a prefix) with their summaries; only streams the key may read. A page ends at `limit` agents or early once its folds read MAX_LIST_FOLD_BYTES; `next` continues.",
       kind: "json",
       query: s.listQuerySchema,
       response: s.listResponseSchema,
       access: ({ query }) => ({ verb: "read", listPrefix: (query as { prefix?: string }).prefix }),
-      handle: async ({ query, principal }) => ({
-        agents: await api.list((query as { prefix?: string }).prefix, (path) => principal === null || Authenticator.can(principal, "read", path)),
-      }),
+      handle: async ({ query, principal, signal }) => {
+        const q = query as { prefix?: string; after?: string; limit: number };
+        const canRead = (path: string) => principal === null || Authenticator.can(principal, "read", path);
+        return api.list(q.prefix, canRead, { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...(signal === undefined ? {} : { signal }) });
+      },
     },
     {
       name: "appendEvents",
@@ -69,15 +72,16 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       name: "readEvents",
       method: "GET",
       path: "/v1/streams/{streamPath}/events",
-      summary: "Read durable events from an offset, one page at a time (nextOffset continues).",
+      summary:
+        "Read durable events from an offset, one page at a time: at most `limit` events and MAX_READ_PAGE_BYTES of them (at least one); nextOffset continues.",
       kind: "json",
       params: s.streamParamsSchema,
       query: s.readQuerySchema,
       response: s.readResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: async ({ params, query }) => {
+      handle: async ({ params, query, signal }) => {
         const q = query as { fromOffset: number; limit: number };
-        return api.read((params as P).streamPath, q.fromOffset, q.limit);
+        return api.read((params as P).streamPath, q.fromOffset, q.limit, signal);
       },
     },
     {
@@ -115,7 +119,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       response: s.stateResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params }) => api.state((params as P).streamPath),
+      handle: ({ params, signal }) => api.state((params as P).streamPath, signal),
     },
     {
       name: "getRenderedRequest",
@@ -126,7 +130,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.requestParamsSchema,
       response: s.renderedRequestSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params }) => api.renderedRequest((params as P).streamPath, (params as P).offset),
+      handle: ({ params, signal }) => api.renderedRequest((params as P).streamPath, (params as P).offset, signal),
     },
     {
       name: "getOpenApi",
