@@ -156,28 +156,50 @@ export class RecordReader {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: next,
     });
-    const remaining = expectedRecords - yielded;
-    // Pulls are bounded by bytes (the server refuses to count messages too): about what the
-    // caller is expected to use, never less than one record of the largest kind, never more
-    // than IN_FLIGHT_BYTES.
-    const expectedBytes = Number.isFinite(remaining) ? remaining * Math.max(largest, 1024) * 1.25 : IN_FLIGHT_BYTES;
-    const messages = await consumer.consume({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))) });
-    const stop = () => messages.stop();
-    signal?.addEventListener("abort", stop, { once: true });
+    // One pull at a time, bounded by bytes (the server will not bound bytes and messages
+    // together): about what the caller is expected to use, never less than one record of the
+    // largest kind, never more than IN_FLIGHT_BYTES. The next pull is asked for only once the
+    // last one was handed over, so a slow or departed reader holds at most one pull's bytes.
     let lastSeen = next - 1;
+    let sinceYield = 0;
     try {
-      for await (const msg of messages) {
-        if (signal?.aborted === true) break;
-        // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
-        if (msg.seq <= lastSeen) continue;
-        const record = toStoredRecord(msg);
-        if (record !== undefined && record.seq <= untilSeq) yield record;
-        lastSeen = msg.seq;
-        if (msg.seq >= untilSeq || msg.info.pending === 0) break;
+      for (;;) {
+        // Buffered messages are handed over in microtasks only: give I/O (a client's hang-up,
+        // other requests) its turn before asking for more.
+        await turnOfEventLoop();
+        sinceYield = 0;
+        signal?.throwIfAborted();
+        const remaining = expectedRecords - yielded;
+        const expectedBytes = Number.isFinite(remaining) ? remaining * Math.max(largest, 1024) * 1.25 : IN_FLIGHT_BYTES;
+        const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: 5_000 });
+        let delivered = 0;
+        let done = false;
+        const messages = endAtByteLimit(batch, () => delivered);
+        for await (const msg of messages) {
+          delivered++;
+          // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
+          if (msg.seq <= lastSeen) continue;
+          const record = toStoredRecord(msg);
+          if (record !== undefined && record.seq <= untilSeq) {
+            yield record;
+            yielded++;
+            largest = Math.max(largest, record.data.length);
+            sinceYield += record.data.length;
+            if (sinceYield >= YIELD_EVERY_BYTES) {
+              await turnOfEventLoop();
+              sinceYield = 0;
+              signal?.throwIfAborted();
+            }
+          }
+          lastSeen = msg.seq;
+          if (msg.seq >= untilSeq || msg.info.pending === 0) {
+            done = true;
+            break;
+          }
+        }
+        if (done || delivered === 0) break;
       }
     } finally {
-      signal?.removeEventListener("abort", stop);
-      messages.stop();
       await consumer.delete().catch(() => undefined);
     }
     signal?.throwIfAborted();
@@ -195,6 +217,24 @@ export class RecordReader {
     }
   }
 }
+
+/**
+ * A pull ends with "message size exceeds maxbytes" when its byte budget is spent before the
+ * next message: that is the end of this pull (the next one continues), not a failure — unless
+ * nothing was delivered, when the record itself is larger than any pull may be.
+ */
+async function* endAtByteLimit<T>(batch: AsyncIterable<T>, delivered: () => number): AsyncGenerator<T> {
+  try {
+    yield* batch;
+  } catch (error) {
+    const sizeLimit = error instanceof Error && error.name === "JetStreamStatusError" && /message size exceeds maxbytes/i.test(error.message);
+    if (!sizeLimit || delivered() === 0) throw error;
+  }
+}
+
+const turnOfEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Record bytes handed over between two turns of the event loop during a scan. */
+const YIELD_EVERY_BYTES = 512 * 1024;
 
 /** Ranges expected to need at most this many records are read by direct gets alone. */
 const MAX_DIRECT_RECORDS = 32;
