@@ -263,10 +263,12 @@ export class PageBudget {
   private taken = 0;
   constructor(private readonly maxBytes: number) {}
 
-  /** True when `event` still fits (and counts it); false means the page ends before it. */
-  admit(event: AgentEvent): boolean {
+  /**
+   * True when `event` still fits (and counts it); false means the page ends before it.
+   * `bytes` may be given when known without encoding the event again (a one-event record's size).
+   */
+  admit(event: AgentEvent, bytes = this.maxBytes === Number.POSITIVE_INFINITY ? 0 : jsonBytes(event)): boolean {
     if (this.maxBytes === Number.POSITIVE_INFINITY) return true;
-    const bytes = jsonBytes(event);
     if (this.taken > 0 && this.used + bytes > this.maxBytes) return false;
     this.used += bytes;
     this.taken++;

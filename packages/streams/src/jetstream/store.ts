@@ -189,7 +189,8 @@ export class JetStreamEventStore implements EventStore {
           // Offsets are dense: take exactly the next one, so a record delivered twice can
           // neither repeat an event nor push the end of the range out of the result.
           if (event.offset !== fromOffset + out.length || out.length >= wanted) continue;
-          if (!budget.admit(event)) {
+          // A one-event record's size is its event's plus a small envelope: no need to encode it again.
+          if (!budget.admit(event, record.count === 1 ? record.data.length : undefined)) {
             full = true;
             break;
           }

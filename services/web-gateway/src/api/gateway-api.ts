@@ -8,6 +8,7 @@ import { type AppendResult, type EventStore, type Subscription, assertEventSizes
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 import { LiveHub } from "./live-hub.ts";
+import { ReadGate } from "./read-gate.ts";
 import { DEFAULT_READ_LIMITS, MAX_LIST, type ReadLimits } from "./read-limits.ts";
 
 export { MAX_LIST } from "./read-limits.ts";
@@ -38,10 +39,17 @@ export interface AgentListPage {
   readonly next?: string;
 }
 
-export interface ListPageOptions {
+/** Who a read is for and when to give up on it. */
+export interface ReadContext {
+  /** Aborted when the client goes away: the read stops pulling. */
+  readonly signal?: AbortSignal;
+  /** The API key (id) it is read for: the read gate shares the gateway fairly between keys. */
+  readonly caller?: string;
+}
+
+export interface ListPageOptions extends ReadContext {
   readonly after?: string;
   readonly limit?: number;
-  readonly signal?: AbortSignal;
 }
 
 export interface GatewayApiOptions {
@@ -66,6 +74,7 @@ export class GatewayApi<S = unknown> {
 
   private readonly reads: EventStore;
   readonly limits: ReadLimits;
+  private readonly gate: ReadGate;
 
   constructor(
     private readonly store: EventStore,
@@ -77,6 +86,12 @@ export class GatewayApi<S = unknown> {
     this.live = new LiveHub(store);
     this.reads = options.readStore ?? store;
     this.limits = { ...DEFAULT_READ_LIMITS, ...options.limits };
+    this.gate = new ReadGate({ perKey: this.limits.maxConcurrentReadsPerKey, total: this.limits.maxConcurrentReads });
+  }
+
+  /** Runs an expensive read once the gate admits it for its caller. */
+  private gated<T>(ctx: ReadContext, work: () => Promise<T>): Promise<T> {
+    return this.gate.run(ctx.caller ?? "anonymous", ctx.signal, work);
   }
 
   async createAgent(input: BirthInput): Promise<AppendResult> {
@@ -111,9 +126,9 @@ export class GatewayApi<S = unknown> {
   }
 
   /** One page: at most `limit` events and `maxPageBytes` of them (at least one); `nextOffset` continues. */
-  async read(streamPath: string, fromOffset: number, limit: number, signal?: AbortSignal): Promise<ReadPage> {
+  async read(streamPath: string, fromOffset: number, limit: number, ctx: ReadContext = {}): Promise<ReadPage> {
     const lastOffset = await this.assertOffsetInRange(streamPath, fromOffset);
-    const events = await this.reads.read(streamPath, { fromOffset, limit, maxBytes: this.limits.maxPageBytes, ...(signal === undefined ? {} : { signal }) });
+    const events = await this.gated(ctx, () => this.reads.read(streamPath, this.pageOptions(fromOffset, ctx.signal, limit)));
     const tail = events.at(-1);
     return { streamPath, events, nextOffset: tail === undefined ? fromOffset : tail.offset + 1, lastOffset };
   }
@@ -124,8 +139,8 @@ export class GatewayApi<S = unknown> {
     return this.live.subscribe(streamPath, fromOffset, ephemeral);
   }
 
-  async state(streamPath: string, signal?: AbortSignal): Promise<{ streamPath: string; lastOffset: number; state: Record<string, unknown> }> {
-    const { state, lastOffset } = await this.folded(streamPath, signal);
+  async state(streamPath: string, ctx: ReadContext = {}): Promise<{ streamPath: string; lastOffset: number; state: Record<string, unknown> }> {
+    const { state, lastOffset } = await this.gated(ctx, () => this.folded(streamPath, ctx.signal));
     if (lastOffset === 0) throw notFound(streamPath);
     return { streamPath, lastOffset, state: this.core.toJson(state) };
   }
@@ -136,6 +151,10 @@ export class GatewayApi<S = unknown> {
    * a prefix of large streams costs bounded work per request; `next` continues.
    */
   async list(prefix: string | undefined, canRead: (path: string) => boolean, options: ListPageOptions = {}): Promise<AgentListPage> {
+    return await this.gated(options, () => this.listPage(prefix, canRead, options));
+  }
+
+  private async listPage(prefix: string | undefined, canRead: (path: string) => boolean, options: ListPageOptions): Promise<AgentListPage> {
     const limit = Math.min(options.limit ?? MAX_LIST, MAX_LIST);
     const signal = options.signal;
     const streams = await this.reads.listStreams(prefix, {
@@ -157,7 +176,11 @@ export class GatewayApi<S = unknown> {
   }
 
   /** What the model saw for the request at `requestOffset`: fold through it, then render. */
-  async renderedRequest(streamPath: string, requestOffset: number, signal?: AbortSignal): Promise<RenderedRequest> {
+  async renderedRequest(streamPath: string, requestOffset: number, ctx: ReadContext = {}): Promise<RenderedRequest> {
+    return await this.gated(ctx, () => this.renderRequestAt(streamPath, requestOffset, ctx.signal));
+  }
+
+  private async renderRequestAt(streamPath: string, requestOffset: number, signal: AbortSignal | undefined): Promise<RenderedRequest> {
     // Folded page by page (bounded bytes per read), keeping the fold, not the events.
     let state = this.core.initialState(streamPath);
     let request: AgentEvent | undefined;

@@ -3,13 +3,18 @@
 // every path a plain OpenAPI parameter.
 
 import type { IncomingMessage } from "node:http";
-import { Authenticator } from "../auth/authenticator.ts";
+import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import type { Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
-import type { GatewayApi } from "./gateway-api.ts";
+import type { GatewayApi, ReadContext } from "./gateway-api.ts";
 import * as s from "./schemas.ts";
 
 type P = { streamPath: string; offset: number };
+
+/** The read's caller (its key, for the read gate's fair share) and its client's abort signal. */
+function readContext(principal: Principal | null, signal: AbortSignal | undefined): ReadContext {
+  return { ...(principal === null ? {} : { caller: principal.keyId }), ...(signal === undefined ? {} : { signal }) };
+}
 
 export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
   const subscribeFor = (ctx: { params: Record<string, unknown>; query: Record<string, unknown>; req: IncomingMessage }) => {
@@ -49,7 +54,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       handle: async ({ query, principal, signal }) => {
         const q = query as { prefix?: string; after?: string; limit: number };
         const canRead = (path: string) => principal === null || Authenticator.can(principal, "read", path);
-        return api.list(q.prefix, canRead, { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...(signal === undefined ? {} : { signal }) });
+        return api.list(q.prefix, canRead, { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...readContext(principal, signal) });
       },
     },
     {
@@ -79,9 +84,9 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       query: s.readQuerySchema,
       response: s.readResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: async ({ params, query, signal }) => {
+      handle: async ({ params, query, signal, principal }) => {
         const q = query as { fromOffset: number; limit: number };
-        return api.read((params as P).streamPath, q.fromOffset, q.limit, signal);
+        return api.read((params as P).streamPath, q.fromOffset, q.limit, readContext(principal, signal));
       },
     },
     {
@@ -119,7 +124,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       response: s.stateResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params, signal }) => api.state((params as P).streamPath, signal),
+      handle: ({ params, signal, principal }) => api.state((params as P).streamPath, readContext(principal, signal)),
     },
     {
       name: "getRenderedRequest",
@@ -130,7 +135,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.requestParamsSchema,
       response: s.renderedRequestSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params, signal }) => api.renderedRequest((params as P).streamPath, (params as P).offset, signal),
+      handle: ({ params, signal, principal }) => api.renderedRequest((params as P).streamPath, (params as P).offset, readContext(principal, signal)),
     },
     {
       name: "getOpenApi",

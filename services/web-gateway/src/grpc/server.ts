@@ -95,7 +95,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     readEvents: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
       const limit = call.request.limit > 0 ? Math.min(call.request.limit, 1000) : 100;
-      const page = await api.read(streamPath, Math.max(1, call.request.fromOffset), limit, signal);
+      const page = await api.read(streamPath, Math.max(1, call.request.fromOffset), limit, { signal, caller: principalOf(call.metadata).keyId });
       return { events: page.events.map(toPbEvent), nextOffset: page.nextOffset, lastOffset: page.lastOffset };
     }),
     subscribe: (call: ServerWritableStream<{ streamPath: string; fromOffset: number; ephemeral: boolean }, PbEvent>) => {
@@ -119,13 +119,13 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     },
     getState: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
-      const state = await api.state(streamPath, signal);
+      const state = await api.state(streamPath, { signal, caller: principalOf(call.metadata).keyId });
       return { streamPath, lastOffset: state.lastOffset, stateJson: JSON.stringify(state.state) };
     }),
     listAgents: unary(async (call, signal) => {
       const principal = principalOf(call.metadata);
       // The first page only (the proto has no cursor yet); HTTP's `after` pages further.
-      const { agents } = await api.list(call.request.prefix, (path) => Authenticator.can(principal, "read", path), { signal });
+      const { agents } = await api.list(call.request.prefix, (path) => Authenticator.can(principal, "read", path), { signal, caller: principal.keyId });
       return {
         agents: agents.map((a) => ({
           streamPath: a.streamPath,
@@ -143,7 +143,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       if (call.request.requestOffset < 1) {
         throw new GatewayError("invalid_request", "request_offset must be at least 1.", { issues: [{ path: "request_offset", message: "must be >= 1" }] });
       }
-      const r = await api.renderedRequest(streamPath, call.request.requestOffset, signal);
+      const r = await api.renderedRequest(streamPath, call.request.requestOffset, { signal, caller: principalOf(call.metadata).keyId });
       return { ...r, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
     }),
   };
