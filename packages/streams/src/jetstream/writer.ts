@@ -190,8 +190,10 @@ export class BatchWriter {
         await catchUp(this.options.reader, subject, view);
         continue;
       }
-      // This store wrote the stream's first record, so its whole history is in the index.
-      if (wasEmpty && !writer.indexed) await this.markIndexed(writer, streamPath);
+      // This store wrote the stream's first record, so its whole history is in the index. The
+      // batch is committed whatever happens here: without the mark, a later keyed append
+      // reads the stream once instead.
+      if (wasEmpty && !writer.indexed) await this.markIndexed(writer, streamPath).catch(() => undefined);
       return outcomes;
     }
     const error = new AgentRuntimeError("conflict", `Too many concurrent writers on ${streamPath}; retry.`, {
