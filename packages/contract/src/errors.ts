@@ -8,6 +8,7 @@ export type ErrorCode =
   | "invalid_stream_path"
   | "invalid_event"
   | "batch_too_large"
+  | "event_too_large"
   | "ephemeral_misuse"
   | "offset_out_of_range"
   | "not_found"

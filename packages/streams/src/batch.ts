@@ -11,8 +11,7 @@ import {
   parseStoredEvent,
   parseStreamPath,
 } from "@agentrt/contract";
-import { type AppendOptions, MAX_BATCH_BYTES, MAX_BATCH_EVENTS, type ReadOptions } from "./event-store.ts";
-
+import { type AppendOptions, DEFAULT_MAX_EVENT_BYTES, MAX_BATCH_BYTES, MAX_BATCH_EVENTS, type ReadOptions } from "./event-store.ts";
 
 const decoder = new TextDecoder();
 
@@ -28,8 +27,33 @@ export interface PreparedBatch {
   readonly bytes: number;
 }
 
+/**
+ * Refuses any event whose JSON (as sent: type, payload, key) takes more than `maxEventBytes`
+ * UTF-8 bytes, naming its index, type and the limit. Large data belongs in files; the gateway
+ * runs this before the store does, and the store runs it again before publishing.
+ */
+export function assertEventSizes(events: readonly unknown[], maxEventBytes: number): void {
+  events.forEach((event, index) => {
+    const bytes = jsonBytes(event);
+    if (bytes <= maxEventBytes) return;
+    const type = typeof event === "object" && event !== null && typeof (event as { type?: unknown }).type === "string" ? (event as { type: string }).type : undefined;
+    throw new ContractViolationError(
+      "event_too_large",
+      `events[${index}]${type === undefined ? "" : ` (${type})`} takes ${bytes} bytes of JSON; an event may take at most ${maxEventBytes}. Put large data in a file and reference it.`,
+      [{ path: `events[${index}]`, message: `at most ${maxEventBytes} bytes of JSON` }],
+      { index, ...(type === undefined ? {} : { type }), bytes, maxEventBytes },
+    );
+  });
+}
+
+/** UTF-8 bytes of a value's JSON (0 for something JSON cannot encode). */
+export function jsonBytes(value: unknown): number {
+  const text = JSON.stringify(value) as string | undefined;
+  return text === undefined ? 0 : Buffer.byteLength(text);
+}
+
 /** Validates path, size and every event; throws a ContractViolationError naming the problem. */
-export function prepareBatch(streamPath: unknown, events: readonly unknown[]): PreparedBatch {
+export function prepareBatch(streamPath: unknown, events: readonly unknown[], maxEventBytes: number = DEFAULT_MAX_EVENT_BYTES): PreparedBatch {
   const path = parseStreamPath(streamPath);
   if (!Array.isArray(events)) {
     throw new ContractViolationError("invalid_event", "events must be an array of event inputs.", [{ path: "events", message: "must be an array" }]);
@@ -46,6 +70,7 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[]): P
     );
   }
   const inputs = events.map((raw, index) => parseEventInput(raw, index));
+  assertEventSizes(inputs, maxEventBytes);
   const ephemeralCount = inputs.filter((e) => e.ephemeral === true).length;
   if (ephemeralCount > 0 && ephemeralCount < inputs.length) {
     throw new ContractViolationError(
@@ -206,9 +231,15 @@ export function ephemeralEvents(batch: PreparedBatch, lastDurableOffset: number,
 
 // --- read options ------------------------------------------------------------------------
 
-export function parseReadOptions(options: ReadOptions | undefined): { fromOffset: number; limit: number } {
+export function parseReadOptions(options: ReadOptions | undefined): { fromOffset: number; limit: number; maxBytes: number } {
   const fromOffset = options?.fromOffset ?? 1;
   const limit = options?.limit ?? Number.POSITIVE_INFINITY;
+  const maxBytes = options?.maxBytes ?? Number.POSITIVE_INFINITY;
+  if (maxBytes !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxBytes) || maxBytes < 1)) {
+    throw new ContractViolationError("invalid_event", `maxBytes must be a positive integer, got ${String(maxBytes)}.`, [
+      { path: "maxBytes", message: "must be a positive integer" },
+    ]);
+  }
   if (!Number.isInteger(fromOffset) || fromOffset < 1) {
     throw new ContractViolationError("offset_out_of_range", `fromOffset must be an integer ≥ 1, got ${String(fromOffset)}.`, [
       { path: "fromOffset", message: "must be an integer ≥ 1" },
@@ -219,7 +250,30 @@ export function parseReadOptions(options: ReadOptions | undefined): { fromOffset
       { path: "limit", message: "must be a non-negative integer" },
     ]);
   }
-  return { fromOffset, limit };
+  options?.signal?.throwIfAborted();
+  return { fromOffset, limit, maxBytes };
+}
+
+/**
+ * A read page's byte budget: takes events while their JSON fits in `maxBytes`, and always the
+ * first one (a page makes progress even past an event bigger than the budget).
+ */
+export class PageBudget {
+  private used = 0;
+  private taken = 0;
+  constructor(private readonly maxBytes: number) {}
+
+  /**
+   * True when `event` still fits (and counts it); false means the page ends before it.
+   * `bytes` may be given when known without encoding the event again (a one-event record's size).
+   */
+  admit(event: AgentEvent, bytes = this.maxBytes === Number.POSITIVE_INFINITY ? 0 : jsonBytes(event)): boolean {
+    if (this.maxBytes === Number.POSITIVE_INFINITY) return true;
+    if (this.taken > 0 && this.used + bytes > this.maxBytes) return false;
+    this.used += bytes;
+    this.taken++;
+    return true;
+  }
 }
 
 export function parsePartitions(partitions: readonly number[] | undefined, partitionCount: number): number[] {

@@ -12,6 +12,13 @@ import type { AgentEvent } from "@agentrt/contract";
 /** The most events one append may carry, and the most encoded bytes one batch may take. */
 export const MAX_BATCH_EVENTS = 1000;
 export const MAX_BATCH_BYTES = 900_000;
+/**
+ * Default bound on one event's JSON (type, payload, key). A store opened with a lower
+ * `maxEventBytes` refuses more; a batch is also bounded by MAX_BATCH_BYTES as one message.
+ */
+export const DEFAULT_MAX_EVENT_BYTES = 1_048_576;
+/** Default bound on the events' JSON one read page returns (the gateway's page size). */
+export const DEFAULT_MAX_READ_BYTES = 4 * 1_048_576;
 
 export interface AppendOptions {
   /**
@@ -37,6 +44,24 @@ export interface ReadOptions {
   readonly fromOffset?: number;
   /** The most events to return (default: all). */
   readonly limit?: number;
+  /**
+   * Stop before the event whose JSON would take the page past this many bytes (default: no
+   * bound). At least one event is returned, so `last offset + 1` always makes progress.
+   */
+  readonly maxBytes?: number;
+  /** Stops the read (rejecting with the signal's reason) and its pulls from the broker when aborted. */
+  readonly signal?: AbortSignal;
+}
+
+export interface ListOptions {
+  /** Only streams whose path sorts after this one (a listing's continuation). */
+  readonly after?: string;
+  /** The most streams to return (default: all). */
+  readonly limit?: number;
+  /** Only streams this accepts (e.g. what a caller may read); checked before any stream is read. */
+  readonly include?: (streamPath: string) => boolean;
+  /** Stops the listing when aborted (a client that went away). */
+  readonly signal?: AbortSignal;
 }
 
 export interface SubscribeOptions {
@@ -92,7 +117,7 @@ export interface EventStore {
 
   /**
    * Validates and appends a batch (see `AppendResult`). Throws a ContractViolationError for an
-   * invalid payload, unknown type, bad path, ephemeral misuse or an oversized batch, having
+   * invalid payload, unknown type, bad path, ephemeral misuse, an oversized event or batch, having
    * committed nothing. A batch of live-lane events is published, not stored.
    */
   append(streamPath: string, events: readonly unknown[], options?: AppendOptions): Promise<AppendResult>;
@@ -117,8 +142,11 @@ export interface EventStore {
    */
   liveFeed(options?: LiveFeedOptions): LiveFeed;
 
-  /** Streams that have at least one durable event, optionally under a path prefix. */
-  listStreams(prefix?: string): Promise<StreamSummary[]>;
+  /**
+   * Streams that have at least one durable event, optionally under a path prefix, sorted by
+   * path; `options` pages through them (`after`, `limit`) and filters them (`include`).
+   */
+  listStreams(prefix?: string, options?: ListOptions): Promise<StreamSummary[]>;
 
   close(): Promise<void>;
 }

@@ -4,20 +4,22 @@
 
 import type { AgentEvent } from "@agentrt/contract";
 import { AsyncQueue } from "./async-queue.ts";
-import { decideAppend, ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "./batch.ts";
-import type {
-  AppendOptions,
-  AppendResult,
-  EventStore,
-  FeedBatch,
-  FeedOptions,
-  FeedSubscription,
-  LiveFeed,
-  LiveFeedOptions,
-  ReadOptions,
-  StreamSummary,
-  SubscribeOptions,
-  Subscription,
+import { PageBudget, decideAppend, ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "./batch.ts";
+import {
+  type AppendOptions,
+  type AppendResult,
+  DEFAULT_MAX_EVENT_BYTES,
+  type EventStore,
+  type FeedBatch,
+  type FeedOptions,
+  type FeedSubscription,
+  type LiveFeed,
+  type ListOptions,
+  type LiveFeedOptions,
+  type ReadOptions,
+  type StreamSummary,
+  type SubscribeOptions,
+  type Subscription,
 } from "./event-store.ts";
 import { partitionOfPath, validatePartitionCount } from "./partition.ts";
 import { parseStreamPath } from "@agentrt/contract";
@@ -47,11 +49,14 @@ export interface MemoryEventStoreOptions {
   readonly partitionCount?: number;
   /** The commit clock (default `() => new Date()`), so unit tests can pin createdAt. */
   readonly now?: () => Date;
+  /** Largest event JSON an append accepts (default DEFAULT_MAX_EVENT_BYTES). */
+  readonly maxEventBytes?: number;
 }
 
 export class MemoryEventStore implements EventStore {
   readonly partitionCount: number;
   private readonly now: () => Date;
+  private readonly maxEventBytes: number;
   private readonly streams = new Map<string, MemoryStream>();
   private readonly log: FeedBatch[] = [];
   private readonly listeners = new Set<Listener>();
@@ -62,6 +67,7 @@ export class MemoryEventStore implements EventStore {
   constructor(options: MemoryEventStoreOptions = {}) {
     this.partitionCount = validatePartitionCount(options.partitionCount ?? 64);
     this.now = options.now ?? (() => new Date());
+    this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   }
 
   partitionOf(streamPath: string): number {
@@ -70,7 +76,7 @@ export class MemoryEventStore implements EventStore {
 
   async append(streamPath: string, events: readonly unknown[], options?: AppendOptions): Promise<AppendResult> {
     this.assertOpen();
-    const batch = prepareBatch(streamPath, events);
+    const batch = prepareBatch(streamPath, events, this.maxEventBytes);
     const createdAt = this.now().toISOString();
     const stream = this.streams.get(batch.streamPath);
     const lastOffset = stream?.events.length ?? 0;
@@ -100,10 +106,16 @@ export class MemoryEventStore implements EventStore {
   async read(streamPath: string, options?: ReadOptions): Promise<AgentEvent[]> {
     this.assertOpen();
     const path = parseStreamPath(streamPath);
-    const { fromOffset, limit } = parseReadOptions(options);
+    const { fromOffset, limit, maxBytes } = parseReadOptions(options);
     const events = this.streams.get(path)?.events ?? [];
     const end = limit === Number.POSITIVE_INFINITY ? events.length : fromOffset - 1 + limit;
-    return events.slice(fromOffset - 1, end);
+    const budget = new PageBudget(maxBytes);
+    const page: AgentEvent[] = [];
+    for (const event of events.slice(fromOffset - 1, end)) {
+      if (!budget.admit(event)) break;
+      page.push(event);
+    }
+    return page;
   }
 
   async lastOffset(streamPath: string): Promise<number> {
@@ -145,12 +157,15 @@ export class MemoryEventStore implements EventStore {
     return subscriptionOf(listener.queue, () => this.liveListeners.delete(listener));
   }
 
-  async listStreams(prefix?: string): Promise<StreamSummary[]> {
+  async listStreams(prefix?: string, options?: ListOptions): Promise<StreamSummary[]> {
     this.assertOpen();
+    options?.signal?.throwIfAborted();
+    const after = options?.after;
     return [...this.streams.entries()]
-      .filter(([path]) => prefix === undefined || path.startsWith(prefix))
+      .filter(([path]) => (prefix === undefined || path.startsWith(prefix)) && (after === undefined || path > after) && (options?.include?.(path) ?? true))
       .map(([streamPath, stream]) => ({ streamPath, lastOffset: stream.events.length }))
-      .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0));
+      .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0))
+      .slice(0, options?.limit ?? Number.POSITIVE_INFINITY);
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@
 import { type AgentEvent, ContractViolationError, AgentRuntimeError } from "@agentrt/contract";
 import { collectUntil } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
-import { type AppendResult, type EventStore, MAX_BATCH_EVENTS, type FeedBatch } from "../src/index.ts";
+import { type AppendResult, DEFAULT_MAX_EVENT_BYTES, type EventStore, MAX_BATCH_EVENTS, type FeedBatch } from "../src/index.ts";
 
 export interface StorageFixture {
   /** Another independent store instance over the same storage. */
@@ -123,6 +123,66 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       expect((await rejection(store.append(path, [note("a", "k"), note("b", "k")]))).code).toBe("invalid_event");
       expect(await store.read(path)).toEqual([]);
       expect(await store.listStreams(path)).toEqual([]);
+    });
+
+    withStorage("refuses an event over the event size limit, naming its index, type and the limit", async (_s, store) => {
+      const path = uniquePath("event-size");
+      const error = await rejection(store.append(path, [note("small"), note("x".repeat(DEFAULT_MAX_EVENT_BYTES))]));
+      expect(error).toBeInstanceOf(ContractViolationError);
+      expect(error.code).toBe("event_too_large");
+      expect(error.details).toMatchObject({ index: 1, type: "agents/context-added", maxEventBytes: DEFAULT_MAX_EVENT_BYTES });
+      expect(error.message).toContain("events[1]");
+      expect(error.message).toContain(`${DEFAULT_MAX_EVENT_BYTES}`);
+      expect(await store.read(path)).toEqual([]);
+    });
+
+    withStorage("a read page stops before the event that would pass maxBytes, at least one event, and continues", async (_s, store) => {
+      const path = uniquePath("page-bytes");
+      // Ten events of ~10 kB in three records, so the budget cuts inside a record too.
+      const big = (i: number) => note(`${i}:${"x".repeat(10_000)}`);
+      await store.append(path, [big(1), big(2), big(3)]);
+      await store.append(path, [big(4), big(5), big(6), big(7)]);
+      await store.append(path, [big(8), big(9), big(10)]);
+      const eventBytes = Buffer.byteLength(JSON.stringify((await store.read(path, { limit: 1 }))[0]));
+      const maxBytes = eventBytes * 3 + 10;
+      const seen: number[] = [];
+      let from = 1;
+      while (from <= 10) {
+        const page = await store.read(path, { fromOffset: from, maxBytes });
+        expect(page.length).toBeGreaterThan(0);
+        expect(page.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0)).toBeLessThanOrEqual(maxBytes);
+        seen.push(...page.map((e) => e.offset));
+        from = (page.at(-1) as AgentEvent).offset + 1;
+      }
+      expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+      expect((await store.read(path, { fromOffset: 2, maxBytes: 3 * eventBytes + 10 })).map((e) => e.offset)).toEqual([2, 3, 4]);
+      // A budget below one event still returns that event: every page makes progress.
+      expect((await store.read(path, { fromOffset: 5, maxBytes: 1 })).map((e) => e.offset)).toEqual([5]);
+      expect((await store.read(path, { fromOffset: 9, limit: 1, maxBytes: 1_000_000 })).map((e) => e.offset)).toEqual([9]);
+      expect((await rejection(store.read(path, { maxBytes: 0 }))).code).toBe("invalid_event");
+    });
+
+    withStorage("a read or a listing with an aborted signal stops with the signal's reason", async (_s, store) => {
+      const path = uniquePath("abort");
+      await store.append(path, [note("a")]);
+      const gone = new Error("client went away");
+      const controller = new AbortController();
+      controller.abort(gone);
+      await expect(store.read(path, { signal: controller.signal })).rejects.toBe(gone);
+      await expect(store.listStreams(path, { signal: controller.signal })).rejects.toBe(gone);
+      expect((await store.read(path, { signal: new AbortController().signal })).map(contentOf)).toEqual(["a"]);
+    });
+
+    withStorage("a key stays unique however long the stream grows, for a writer that never read it", async (storage, store) => {
+      const path = uniquePath("keys-long");
+      const original = await store.append(path, [note("keyed", "long/1")]);
+      for (let i = 0; i < 60; i++) await store.append(path, [note(`filler ${i}`), note(`filler ${i}'`)]);
+      const fresh = await storage.open();
+      const again = await fresh.append(path, [note("keyed, retried", "long/1")]);
+      expect(again).toEqual({ status: "duplicate", events: original.events });
+      const next = await fresh.append(path, [note("new key", "long/2")]);
+      expect(next.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[122, "long/2"]]);
+      expect((await store.append(path, [note("new key again", "long/2")])).events).toEqual(next.events);
     });
 
     withStorage("enforces expectedLastOffset", async (_s, store) => {
@@ -327,6 +387,12 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       ]);
       const withSibling = await store.listStreams(root);
       expect(withSibling.map((s) => s.streamPath)).toEqual([`${root}-sibling`, `${root}/a`, `${root}/b/c`].sort());
+      expect(await store.listStreams(`${root}/`, { limit: 1 })).toEqual([{ streamPath: `${root}/a`, lastOffset: 2 }]);
+      expect(await store.listStreams(`${root}/`, { after: `${root}/a` })).toEqual([{ streamPath: `${root}/b/c`, lastOffset: 1 }]);
+      expect(await store.listStreams(root, { include: (p) => !p.endsWith("/a") })).toEqual([
+        { streamPath: `${root}-sibling`, lastOffset: 1 },
+        { streamPath: `${root}/b/c`, lastOffset: 1 },
+      ].sort((x, y) => (x.streamPath < y.streamPath ? -1 : 1)));
       expect(store.partitionOf(`${root}/a`)).toBe(store.partitionOf(`${root}/a`));
       expect(store.partitionOf(`${root}/a`)).toBeLessThan(store.partitionCount);
     });

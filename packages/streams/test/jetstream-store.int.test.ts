@@ -55,6 +55,15 @@ describe("JetStreamEventStore specifics", () => {
     await nc?.close();
   });
 
+  it("refuses an event over its configured maxEventBytes before publishing anything", async () => {
+    const names = namesFor(++storageCounter);
+    const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 4, maxEventBytes: 1_000 });
+    await expect(store.append("/size/one", [note("x".repeat(1_000))])).rejects.toMatchObject({ code: "event_too_large", details: { index: 0, maxEventBytes: 1_000 } });
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.streams.info(names.streamName)).state.messages).toBe(0);
+    await store.close();
+  });
+
   it("creates one stream with direct get and refuses a different partition count", async () => {
     const names = namesFor(++storageCounter);
     const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 16 });

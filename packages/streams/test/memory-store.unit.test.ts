@@ -18,6 +18,13 @@ describe("MemoryEventStore", () => {
     expect(result.events[0]?.createdAt).toBe("2026-01-02T03:04:05.000Z");
   });
 
+  it("refuses an event over its configured maxEventBytes, committing nothing", async () => {
+    const store = new MemoryEventStore({ maxEventBytes: 1_000 });
+    await expect(store.append("/a", [note("fits")])).resolves.toMatchObject({ status: "committed" });
+    await expect(store.append("/a", [note("x".repeat(1_000))])).rejects.toMatchObject({ code: "event_too_large", details: { index: 0, maxEventBytes: 1_000 } });
+    expect(await store.lastOffset("/a")).toBe(1);
+  });
+
   it("hashes paths with FNV-1a (stable across versions)", () => {
     expect(fnv1a32("")).toBe(0x811c9dc5);
     expect(fnv1a32("a")).toBe(0xe40c292c);

@@ -22,8 +22,7 @@ describe("a scan whose consumer redelivers a message", () => {
     const js = {
       consumers: {
         get: async () => ({
-          consume: async () => ({
-            stop: () => undefined,
+          fetch: async () => ({
             async *[Symbol.asyncIterator]() {
               for (const seq of [4, 5, 5, 6]) yield { ...msg(seq), info: { pending: 6 - seq } };
             },

@@ -1,6 +1,7 @@
-// A full read warms the store's writer view (so the next keyed append needs no read of its
-// own). The warmed view must behave exactly like a caught-up one: keys already on the stream
-// are duplicates, other writers' later appends are caught up with, offsets stay dense.
+// A read through the stream's end warms the store's writer view (so the next append needs no
+// catch-up of its own; keys are answered by the key index). The warmed view must behave
+// exactly like a caught-up one: keys already on the stream are duplicates, other writers'
+// later appends are caught up with, offsets stay dense.
 
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";

@@ -27,6 +27,16 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** Idle time of a kept-alive connection between requests. */
   KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /** Largest event JSON an append may carry (413 `event_too_large`); large data belongs in files. */
+  MAX_EVENT_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Bytes of events one read page returns at most (it ends early; `nextOffset` continues). */
+  MAX_READ_PAGE_BYTES: z.coerce.number().int().positive().default(4_194_304),
+  /** Bytes of events one agents-list page may fold before it ends early with `next`. */
+  MAX_LIST_FOLD_BYTES: z.coerce.number().int().positive().default(16_777_216),
+  /** Expensive reads (pages, folds, listings) one API key runs at once; the rest wait their turn. */
+  READS_PER_KEY: z.coerce.number().int().positive().default(2),
+  /** Expensive reads the gateway runs at once, all keys together. */
+  READS_TOTAL: z.coerce.number().int().positive().default(8),
   /** Where the built UI lives (default: ui/dist next to src). */
   UI_DIST_DIR: z.string().optional(),
   /** `0` skips building the UI on start when dist is missing. */

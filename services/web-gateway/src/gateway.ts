@@ -9,6 +9,7 @@ import type { EventStore } from "@agentrt/streams";
 import type { AgentCorePort } from "./api/agent-core-port.ts";
 import { GatewayApi } from "./api/gateway-api.ts";
 import { buildOpenApi } from "./api/openapi.ts";
+import type { ReadLimits } from "./api/read-limits.ts";
 import { buildRoutes } from "./api/routes.ts";
 import type { Authenticator } from "./auth/authenticator.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/body.ts";
@@ -23,6 +24,9 @@ import { serveUi } from "./http/static-ui.ts";
 
 export interface GatewayOptions<S> {
   readonly store: EventStore;
+  /** Where reads, folds and listings go (default `store`); see GatewayApiOptions. */
+  readonly readStore?: EventStore;
+  readonly limits?: Partial<ReadLimits>;
   readonly core: AgentCorePort<S>;
   readonly auth: Authenticator;
   readonly log: Logger;
@@ -47,7 +51,10 @@ export interface HttpGateway {
 }
 
 export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
-  const api = new GatewayApi(options.store, options.core, options.tracer) as GatewayApi;
+  const api = new GatewayApi(options.store, options.core, options.tracer, {
+    ...(options.readStore === undefined ? {} : { readStore: options.readStore }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+  }) as GatewayApi;
   // The document describes the routes it is served by, so it is built from them lazily.
   let openApi: unknown = null;
   const routes = buildRoutes(api, () => (openApi ??= buildOpenApi(routes)));

@@ -36,7 +36,12 @@ await runService({
     }
     const metrics = createMetrics("web-gateway");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
-    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
+    const store = await JetStreamEventStore.open(nc, storeOptions);
+    // Reads get their own connection: a flood of big pages cannot back up appends and live
+    // subscriptions on one socket, nor get them dropped with it as a slow consumer.
+    const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });
+    const readStore = await JetStreamEventStore.open(readNc, storeOptions);
     const auth = new Authenticator({
       keys,
       devMode,
@@ -49,6 +54,14 @@ await runService({
     const gateway = createHttpGateway({
       tracer: tracing.tracer,
       store,
+      readStore,
+      limits: {
+        maxEventBytes: config.MAX_EVENT_BYTES,
+        maxPageBytes: config.MAX_READ_PAGE_BYTES,
+        maxListFoldBytes: config.MAX_LIST_FOLD_BYTES,
+        maxConcurrentReadsPerKey: config.READS_PER_KEY,
+        maxConcurrentReads: config.READS_TOTAL,
+      },
       core: gatewayCore(),
       auth,
       log: logger,
@@ -62,14 +75,16 @@ await runService({
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
     const grpc = createGrpcServer(gateway.api, auth, logger, { liveLimiter: gateway.liveLimiter, maxJsonDepth: config.MAX_JSON_DEPTH });
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() && !readNc.isClosed() });
     logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");
     return {
       async stop() {
         await gateway.close();
         await new Promise<void>((resolve) => grpc.tryShutdown(() => resolve()));
         await ops.close();
+        await readStore.close();
         await store.close();
+        await readNc.drain();
         await nc.drain();
         await tracing.shutdown();
       },

@@ -42,10 +42,12 @@ export function classifyNatsError(error: unknown, what: string): AgentRuntimeErr
   return new AgentRuntimeError("internal", `${what}: ${message}`, { cause: error });
 }
 
-export async function classified<T>(what: string, operation: () => Promise<T>): Promise<T> {
+/** An abort the caller asked for (its AbortSignal's reason) is not a NATS failure: it passes through. */
+export async function classified<T>(what: string, operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   try {
     return await operation();
   } catch (error) {
+    if (signal?.aborted === true && error === signal.reason) throw error;
     throw classifyNatsError(error, what);
   }
 }

@@ -106,6 +106,7 @@ export class RecordReader {
     subject: string,
     located: { startSeq: number; last: StoredRecord; first?: StoredRecord },
     expectedRecords = Number.POSITIVE_INFINITY,
+    signal?: AbortSignal,
   ): AsyncGenerator<StoredRecord> {
     let from = located.startSeq;
     if (located.first !== undefined && located.first.seq === from) {
@@ -113,7 +114,8 @@ export class RecordReader {
       from = located.first.seq + 1;
     }
     if (from > located.last.seq) return;
-    if (from < located.last.seq) yield* this.scan(subject, from, located.last.seq - 1, expectedRecords);
+    if (from < located.last.seq) yield* this.scan(subject, from, located.last.seq - 1, expectedRecords, signal);
+    signal?.throwIfAborted();
     yield located.last;
   }
 
@@ -121,47 +123,92 @@ export class RecordReader {
    * Records on `subject` from `fromSeq` through `untilSeq`, in order. Direct gets (one round
    * trip each, nothing to set up) serve short ranges; `expectedRecords` says how many the caller
    * probably needs. Past that budget an ordered consumer streams the rest, pulling no more than
-   * the caller is expected to use, so a bounded read never drags a long tail over the wire.
+   * the caller is expected to use, so a bounded read never drags a long tail over the wire,
+   * and never more than IN_FLIGHT_BYTES at once, so a reader of big records cannot flood its
+   * connection (nats-server drops a slow consumer, and with it every other user of `nc`).
+   * `signal` stops the pulls at once: a client that went away costs nothing more.
    */
-  async *scan(subject: string, fromSeq: number, untilSeq: number, expectedRecords = Number.POSITIVE_INFINITY): AsyncGenerator<StoredRecord> {
+  async *scan(
+    subject: string,
+    fromSeq: number,
+    untilSeq: number,
+    expectedRecords = Number.POSITIVE_INFINITY,
+    signal?: AbortSignal,
+  ): AsyncGenerator<StoredRecord> {
     let next = fromSeq;
     const direct = expectedRecords <= MAX_DIRECT_RECORDS ? expectedRecords + 2 : DIRECT_GETS_BEFORE_CONSUMER;
     let yielded = 0;
+    let largest = 0;
     for (let i = 0; i < direct; i++) {
+      signal?.throwIfAborted();
       if (next > untilSeq) return;
       const record = await this.nextFrom(subject, next);
       if (record === undefined || record.seq > untilSeq) return;
       yield record;
       yielded++;
+      largest = Math.max(largest, record.data.length);
       next = record.seq + 1;
     }
     if (next > untilSeq) return;
+    signal?.throwIfAborted();
     const consumer = await this.js.consumers.get(this.streamName, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: next,
     });
-    const remaining = expectedRecords - yielded;
-    const messages = await consumer.consume({ max_messages: Math.max(16, Math.min(512, Number.isFinite(remaining) ? remaining : 512)) });
+    // One pull at a time, bounded by bytes (the server will not bound bytes and messages
+    // together): about what the caller is expected to use, never less than one record of the
+    // largest kind, never more than IN_FLIGHT_BYTES. The next pull is asked for only once the
+    // last one was handed over, so a slow or departed reader holds at most one pull's bytes.
     let lastSeen = next - 1;
+    let sinceYield = 0;
     try {
-      for await (const msg of messages) {
-        // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
-        if (msg.seq <= lastSeen) continue;
-        const record = toStoredRecord(msg);
-        if (record !== undefined && record.seq <= untilSeq) yield record;
-        lastSeen = msg.seq;
-        if (msg.seq >= untilSeq || msg.info.pending === 0) break;
+      for (;;) {
+        // Buffered messages are handed over in microtasks only: give I/O (a client's hang-up,
+        // other requests) its turn before asking for more.
+        await turnOfEventLoop();
+        sinceYield = 0;
+        signal?.throwIfAborted();
+        const remaining = expectedRecords - yielded;
+        const expectedBytes = Number.isFinite(remaining) ? remaining * Math.max(largest, 1024) * 1.25 : IN_FLIGHT_BYTES;
+        const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: 5_000 });
+        let delivered = 0;
+        let done = false;
+        const messages = endAtByteLimit(batch, () => delivered);
+        for await (const msg of messages) {
+          delivered++;
+          // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
+          if (msg.seq <= lastSeen) continue;
+          const record = toStoredRecord(msg);
+          if (record !== undefined && record.seq <= untilSeq) {
+            yield record;
+            yielded++;
+            largest = Math.max(largest, record.data.length);
+            sinceYield += record.data.length;
+            if (sinceYield >= YIELD_EVERY_BYTES) {
+              await turnOfEventLoop();
+              sinceYield = 0;
+              signal?.throwIfAborted();
+            }
+          }
+          lastSeen = msg.seq;
+          if (msg.seq >= untilSeq || msg.info.pending === 0) {
+            done = true;
+            break;
+          }
+        }
+        if (done || delivered === 0) break;
       }
     } finally {
-      messages.stop();
       await consumer.delete().catch(() => undefined);
     }
+    signal?.throwIfAborted();
     // An ephemeral consumer of a replicated stream may live on a follower that has not applied
     // the newest commits yet, and reports nothing pending before `untilSeq` (which the leader
     // gave us). Finish the range through the leader so an acknowledged event is never missed.
     if (this.consistentReads) {
       for (let seq = lastSeen + 1; seq <= untilSeq; ) {
+        signal?.throwIfAborted();
         const record = await this.nextFrom(subject, seq);
         if (record === undefined || record.seq > untilSeq) return;
         yield record;
@@ -171,6 +218,30 @@ export class RecordReader {
   }
 }
 
+/**
+ * A pull ends with "message size exceeds maxbytes" when its byte budget is spent before the
+ * next message: that is the end of this pull (the next one continues), not a failure — unless
+ * nothing was delivered, when the record itself is larger than any pull may be.
+ */
+async function* endAtByteLimit<T>(batch: AsyncIterable<T>, delivered: () => number): AsyncGenerator<T> {
+  try {
+    yield* batch;
+  } catch (error) {
+    const sizeLimit = error instanceof Error && error.name === "JetStreamStatusError" && /message size exceeds maxbytes/i.test(error.message);
+    if (!sizeLimit || delivered() === 0) throw error;
+  }
+}
+
+const turnOfEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Record bytes handed over between two turns of the event loop during a scan. */
+const YIELD_EVERY_BYTES = 512 * 1024;
+
 /** Ranges expected to need at most this many records are read by direct gets alone. */
 const MAX_DIRECT_RECORDS = 32;
 const DIRECT_GETS_BEFORE_CONSUMER = 8;
+/**
+ * The most record bytes one scan's consumer may have pulled and not yet handed over. Above the
+ * largest record (MAX_BATCH_BYTES plus headers), or a pull could never deliver it.
+ */
+export const IN_FLIGHT_BYTES = 4 * 1_048_576;
+const MIN_PULL_BYTES = 1_048_576 + 65_536;

@@ -9,22 +9,25 @@
 import { type AgentEvent, parseStreamPath } from "@agentrt/contract";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
-import type {
-  AppendOptions,
-  AppendResult,
-  EventStore,
-  FeedOptions,
-  FeedSubscription,
-  LiveFeed,
-  LiveFeedOptions,
-  ReadOptions,
-  StreamSummary,
-  SubscribeOptions,
-  Subscription,
+import { PageBudget, ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
+import {
+  type AppendOptions,
+  type AppendResult,
+  DEFAULT_MAX_EVENT_BYTES,
+  type EventStore,
+  type FeedOptions,
+  type FeedSubscription,
+  type ListOptions,
+  type LiveFeed,
+  type LiveFeedOptions,
+  type ReadOptions,
+  type StreamSummary,
+  type SubscribeOptions,
+  type Subscription,
 } from "../event-store.ts";
 import { partitionOfPath, validatePartitionCount } from "../partition.ts";
 import { classified } from "./errors.ts";
+import { KeyIndex } from "./key-index.ts";
 import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
 import { JetStreamPublisher } from "./publisher.ts";
 import { ensureEventStream } from "./stream-setup.ts";
@@ -55,9 +58,15 @@ export interface JetStreamEventStoreOptions {
   readonly maxCachedStreams?: number;
   /** The commit clock; createdAt comes from here (default `() => new Date()`). */
   readonly now?: () => Date;
+  /** KV bucket of idempotency-key reservations (default `<streamName>_KEYS`; see key-index.ts). */
+  readonly keyIndexBucket?: string;
+  /** Largest event JSON an append accepts, checked before publishing (default DEFAULT_MAX_EVENT_BYTES). */
+  readonly maxEventBytes?: number;
 }
 
 const encoder = new TextEncoder();
+/** Last records fetched at once by a listing (each at most one batch, MAX_BATCH_BYTES). */
+const LIST_PARALLEL_GETS = 4;
 
 export class JetStreamEventStore implements EventStore {
   readonly partitionCount: number;
@@ -68,25 +77,29 @@ export class JetStreamEventStore implements EventStore {
   private readonly publisher: JetStreamPublisher;
   private readonly open = new Set<Closable>();
   private readonly now: () => Date;
+  private readonly maxEventBytes: number;
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     jsm: JetStreamManager,
-    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now">> & {
+    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now" | "maxEventBytes">> & {
       scheme: SubjectScheme;
       consistentReads: boolean;
+      index: KeyIndex;
     },
   ) {
     this.partitionCount = options.partitionCount;
     this.streamName = options.streamName;
     this.scheme = options.scheme;
     this.now = options.now;
+    this.maxEventBytes = options.maxEventBytes;
     this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads);
     this.publisher = new JetStreamPublisher(nc, options.publishTimeoutMs);
     this.writer = new BatchWriter({
       publisher: this.publisher,
       reader: this.reader,
+      index: options.index,
       now: options.now,
       maxCachedStreams: options.maxCachedStreams,
       maxAttempts: 200,
@@ -112,8 +125,11 @@ export class JetStreamEventStore implements EventStore {
       const js = jetstream(nc, { timeout: publishTimeoutMs });
       // Whatever this opener asked for, the stream as it exists decides: a replicated stream
       // is read through its leader so an acknowledged event is never missed.
-      const replicated = (await jsm.streams.info(streamName)).config.num_replicas > 1;
+      const replicas = (await jsm.streams.info(streamName)).config.num_replicas;
+      const replicated = replicas > 1;
+      const index = await KeyIndex.open(js, options.keyIndexBucket ?? `${streamName}_KEYS`, replicas);
       return new JetStreamEventStore(nc, js, jsm, {
+        index,
         consistentReads: replicated,
         partitionCount,
         streamName,
@@ -121,6 +137,7 @@ export class JetStreamEventStore implements EventStore {
         publishTimeoutMs,
         maxCachedStreams: options.maxCachedStreams ?? 10_000,
         now: options.now ?? (() => new Date()),
+        maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
       });
     });
   }
@@ -134,7 +151,7 @@ export class JetStreamEventStore implements EventStore {
   }
 
   async append(streamPath: string, events: readonly unknown[], options?: AppendOptions): Promise<AppendResult> {
-    const batch = prepareBatch(streamPath, events);
+    const batch = prepareBatch(streamPath, events, this.maxEventBytes);
     const subject = this.subjectOf(batch.streamPath);
     if (!batch.ephemeral) return await this.writer.append(subject, batch, options);
     // Live lane: never stored. Each event carries the stream's last durable offset at publish time.
@@ -149,35 +166,44 @@ export class JetStreamEventStore implements EventStore {
 
   async read(streamPath: string, options?: ReadOptions): Promise<AgentEvent[]> {
     const path = parseStreamPath(streamPath);
-    const { fromOffset, limit } = parseReadOptions(options);
+    const { fromOffset, limit, maxBytes } = parseReadOptions(options);
+    const signal = options?.signal;
     if (limit === 0) return [];
     const subject = this.subjectOf(path);
     return await classified(`read ${path}`, async () => {
       const located = await this.reader.locate(subject, fromOffset);
+      signal?.throwIfAborted();
       if (located === undefined) return [];
       const out: AgentEvent[] = [];
+      const budget = new PageBudget(maxBytes);
+      let full = false;
       const wanted = Math.min(limit, lastOffsetOf(located.last) - fromOffset + 1);
-      // Batch sizes vary; the last batch's size is a fair guess at how many records to fetch.
-      const expectedRecords = Number.isFinite(wanted) ? Math.ceil(wanted / Math.max(1, located.last.count)) + 1 : Number.POSITIVE_INFINITY;
-      for await (const record of this.reader.scanLocated(subject, located, expectedRecords)) {
+      // Batch sizes vary; the last batch's size is a fair guess at how many records to fetch,
+      // and its byte size at how many fit in the page's byte budget.
+      const byCount = Number.isFinite(wanted) ? Math.ceil(wanted / Math.max(1, located.last.count)) + 1 : Number.POSITIVE_INFINITY;
+      const byBytes = Number.isFinite(maxBytes) ? Math.ceil(maxBytes / Math.max(1, located.last.data.length)) + 1 : Number.POSITIVE_INFINITY;
+      const expectedRecords = Math.min(byCount, byBytes);
+      for await (const record of this.reader.scanLocated(subject, located, expectedRecords, signal)) {
         if (lastOffsetOf(record) < fromOffset) continue;
         for (const event of eventsOf(record)) {
           // Offsets are dense: take exactly the next one, so a record delivered twice can
           // neither repeat an event nor push the end of the range out of the result.
-          if (event.offset === fromOffset + out.length && out.length < wanted) out.push(event);
+          if (event.offset !== fromOffset + out.length || out.length >= wanted) continue;
+          // A one-event record's size is its event's plus a small envelope: no need to encode it again.
+          if (!budget.admit(event, record.count === 1 ? record.data.length : undefined)) {
+            full = true;
+            break;
+          }
+          out.push(event);
         }
-        if (out.length >= wanted) break;
+        if (full || out.length >= wanted) break;
       }
-      // A read of the whole stream saw every key: the writer can start from it (services read a
-      // stream, then append to it with a key, e.g. the host's started and settled events).
+      // A read through the stream's end gives the writer its view (services read a stream,
+      // then append to it, e.g. the host's started and settled events).
       const end = lastOffsetOf(located.last);
-      if (fromOffset === 1 && out.length === end && out.at(-1)?.offset === end) {
-        const keys = new Map<string, AgentEvent>();
-        for (const event of out) if (event.idempotencyKey !== undefined) keys.set(event.idempotencyKey, event);
-        this.writer.warm(path, subject, { lastOffset: end, lastSeq: located.last.seq, keys });
-      }
+      if (out.at(-1)?.offset === end) this.writer.warm(path, subject, { lastOffset: end, lastSeq: located.last.seq });
       return out;
-    });
+    }, signal);
   }
 
   async lastOffset(streamPath: string): Promise<number> {
@@ -245,25 +271,39 @@ export class JetStreamEventStore implements EventStore {
     return feed;
   }
 
-  async listStreams(prefix?: string): Promise<StreamSummary[]> {
+  async listStreams(prefix?: string, options?: ListOptions): Promise<StreamSummary[]> {
+    const signal = options?.signal;
+    const after = options?.after;
     return await classified("list streams", async () => {
+      signal?.throwIfAborted();
       const jsm = await jetstreamManager(this.nc, { checkAPI: false });
       const info = await jsm.streams.info(this.streamName, { subjects_filter: prefixFilter(this.scheme, prefix) });
       const paths = Object.keys(info.state.subjects ?? {})
         .map((subject) => ({ subject, streamPath: pathOfSubject(this.scheme, subject) }))
-        .filter((s): s is { subject: string; streamPath: string } => s.streamPath !== undefined && (prefix === undefined || s.streamPath.startsWith(prefix)));
+        .filter(
+          (s): s is { subject: string; streamPath: string } =>
+            s.streamPath !== undefined &&
+            (prefix === undefined || s.streamPath.startsWith(prefix)) &&
+            (after === undefined || s.streamPath > after) &&
+            (options?.include?.(s.streamPath) ?? true),
+        )
+        .sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0))
+        .slice(0, options?.limit ?? Number.POSITIVE_INFINITY);
+      // Each last record may be large (up to a whole batch): a few at a time keeps the bytes
+      // in flight bounded whatever the prefix matches.
       const summaries: StreamSummary[] = [];
-      for (let i = 0; i < paths.length; i += 32) {
+      for (let i = 0; i < paths.length; i += LIST_PARALLEL_GETS) {
+        signal?.throwIfAborted();
         const chunk = await Promise.all(
-          paths.slice(i, i + 32).map(async ({ subject, streamPath }) => {
+          paths.slice(i, i + LIST_PARALLEL_GETS).map(async ({ subject, streamPath }) => {
             const last = await this.reader.last(subject);
             return { streamPath, lastOffset: last === undefined ? 0 : lastOffsetOf(last) };
           }),
         );
         summaries.push(...chunk.filter((s) => s.lastOffset > 0));
       }
-      return summaries.sort((a, b) => (a.streamPath < b.streamPath ? -1 : a.streamPath > b.streamPath ? 1 : 0));
-    });
+      return summaries;
+    }, signal);
   }
 
   async close(): Promise<void> {

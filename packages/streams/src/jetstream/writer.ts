@@ -4,7 +4,9 @@
 // expectedLastOffset decided one by one). A message is published with
 // `expect.lastSubjectSequence` = the view's last sequence; "wrong last sequence" means another
 // writer got there first: catch up and decide again. `Nats-Msg-Id` (unique per attempt) makes
-// a publish retried after a timeout land at most once.
+// a publish retried after a timeout land at most once. Idempotency keys are checked and
+// reserved in the key index (key-check.ts) before the publish, so a keyed append to a long
+// stream costs a few lookups, never a read of the stream's history.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { nuid } from "@nats-io/nats-core";
@@ -12,8 +14,10 @@ import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
 import { type JetStreamPublisher, PublishUnconfirmedError } from "./publisher.ts";
-import type { RecordReader } from "./records.ts";
-import { type StreamViewState, catchUp, emptyView, loadKeys } from "./stream-view.ts";
+import { checkKeys, type KeyVerdict, reserveKeys } from "./key-check.ts";
+import type { KeyIndex } from "./key-index.ts";
+import { type RecordReader, eventsOf } from "./records.ts";
+import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
 
 interface PendingAppend {
   readonly batch: PreparedBatch;
@@ -27,6 +31,8 @@ interface StreamWriter {
   readonly view: StreamViewState;
   readonly pending: PendingAppend[];
   running: boolean;
+  /** Known to have every key of its history in the key index. */
+  indexed: boolean;
 }
 
 type Outcome = { kind: "result"; result: AppendResult } | { kind: "error"; error: unknown };
@@ -34,6 +40,7 @@ type Outcome = { kind: "result"; result: AppendResult } | { kind: "error"; error
 export interface WriterOptions {
   readonly publisher: JetStreamPublisher;
   readonly reader: RecordReader;
+  readonly index: KeyIndex;
   readonly now: () => Date;
   /** Idle per-stream views kept for the next append (bounded memory). */
   readonly maxCachedStreams: number;
@@ -77,14 +84,14 @@ export class BatchWriter {
   }
 
   /**
-   * Takes a view a caller just read in full (every record through `lastSeq`) as this writer's
-   * view, so the next keyed append needs no read of its own. Only ever moves a view forward,
+   * Takes a view a caller just read (its last record's sequence and offset) as this writer's
+   * view, so the next append needs no catch-up of its own. Only ever moves a view forward,
    * and never while an append is being committed: a view stays behind the truth or on it.
    */
   warm(streamPath: string, subject: string, view: StreamViewState): void {
     const writer = this.writerFor(streamPath, subject);
     if (writer.running || writer.pending.length > 0) return;
-    if (writer.view.lastSeq > view.lastSeq || (writer.view.lastSeq === view.lastSeq && writer.view.keys !== undefined)) return;
+    if (writer.view.lastSeq >= view.lastSeq) return;
     Object.assign(writer.view, view);
   }
 
@@ -98,10 +105,9 @@ export class BatchWriter {
     const first = events[0];
     if (writer === undefined || first === undefined || writer.running || writer.pending.length > 0) return;
     const view = writer.view;
-    if (seq <= view.lastSeq || first.offset !== view.lastOffset + 1 || (view.lastSeq === 0 && view.keys === undefined)) return;
+    if (seq <= view.lastSeq || first.offset !== view.lastOffset + 1 || view.lastSeq === 0) return;
     view.lastSeq = seq;
     view.lastOffset = (events.at(-1) as AgentEvent).offset;
-    if (view.keys !== undefined) for (const e of events) if (e.idempotencyKey !== undefined) view.keys.set(e.idempotencyKey, e);
   }
 
   private writerFor(streamPath: string, subject: string): StreamWriter {
@@ -111,7 +117,7 @@ export class BatchWriter {
       this.writers.set(streamPath, writer);
       return writer;
     }
-    writer = { subject, view: emptyView(), pending: [], running: false };
+    writer = { subject, view: emptyView(), pending: [], running: false, indexed: false };
     this.writers.set(streamPath, writer);
     if (this.writers.size > this.options.maxCachedStreams) {
       for (const [path, candidate] of this.writers) {
@@ -148,32 +154,78 @@ export class BatchWriter {
 
   private async commitGroup(writer: StreamWriter, group: readonly PendingAppend[]): Promise<Outcome[]> {
     const { view, subject } = writer;
-    if (view.keys === undefined && group.some((m) => m.batch.keys.length > 0)) await loadKeys(this.options.reader, subject, view);
+    const streamPath = (group[0] as PendingAppend).batch.streamPath;
+    const keys = group.flatMap((m) => m.batch.keys);
+    if (keys.length > 0 && !writer.indexed) await this.ensureIndexed(writer, streamPath);
     if (group.some((m) => m.options?.expectedLastOffset !== undefined && m.options.expectedLastOffset > view.lastOffset)) {
       await catchUp(this.options.reader, subject, view);
     }
     for (let attempt = 0; attempt < this.options.maxAttempts; attempt++) {
+      let verdicts = new Map<string, KeyVerdict>();
+      if (keys.length > 0) {
+        const check = await checkKeys(this.options, streamPath, subject, view, keys);
+        if (check.retry) {
+          await catchUp(this.options.reader, subject, view);
+          continue;
+        }
+        verdicts = check.verdicts;
+      }
       const createdAt = this.options.now().toISOString();
-      const { outcomes, committed, parts } = decideGroup(view, group, createdAt);
+      const { outcomes, committed, parts } = decideGroup(view, group, createdAt, verdicts);
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
-      const body = encoder.encode(recordJson(group[0]?.batch.streamPath as string, first, committed.length, createdAt, parts.join(",")));
+      const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
+      if (committedKeys.length > 0 && !(await reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first))) {
+        await catchUp(this.options.reader, subject, view);
+        continue;
+      }
+      const body = encoder.encode(recordJson(streamPath, first, committed.length, createdAt, parts.join(",")));
+      const wasEmpty = view.lastSeq === 0;
       try {
         const ack = await this.publishOnce(subject, body, view.lastSeq, `${nuid.next()}:${first}`);
         view.lastSeq = ack;
         view.lastOffset += committed.length;
-        if (view.keys !== undefined) for (const e of committed) if (e.idempotencyKey !== undefined) view.keys.set(e.idempotencyKey, e);
-        return outcomes;
       } catch (error) {
         if (!isWrongLastSequence(error)) throw error;
         await catchUp(this.options.reader, subject, view);
+        continue;
       }
+      // This store wrote the stream's first record, so its whole history is in the index. The
+      // batch is committed whatever happens here: without the mark, a later keyed append
+      // reads the stream once instead.
+      if (wasEmpty && !writer.indexed) await this.markIndexed(writer, streamPath).catch(() => undefined);
+      return outcomes;
     }
-    const error = new AgentRuntimeError("conflict", `Too many concurrent writers on ${group[0]?.batch.streamPath}; retry.`, {
+    const error = new AgentRuntimeError("conflict", `Too many concurrent writers on ${streamPath}; retry.`, {
       retryable: true,
-      details: { streamPath: group[0]?.batch.streamPath, attempts: this.options.maxAttempts },
+      details: { streamPath, attempts: this.options.maxAttempts },
     });
     return group.map(() => ({ kind: "error", error }));
+  }
+
+  /**
+   * Makes sure the key index holds every key of the stream's history. An empty stream has
+   * none; an older stream written before the index existed is read once, here, and its keys
+   * recorded — the only whole-stream read a keyed append can ever cause.
+   */
+  private async ensureIndexed(writer: StreamWriter, streamPath: string): Promise<void> {
+    const { index, reader } = this.options;
+    if (await index.isIndexed(streamPath)) {
+      writer.indexed = true;
+      return;
+    }
+    const last = await reader.last(writer.subject);
+    if (last !== undefined) {
+      for await (const record of reader.scan(writer.subject, 1, last.seq)) {
+        for (const event of eventsOf(record)) if (event.idempotencyKey !== undefined) await index.record(streamPath, event.idempotencyKey, record.first);
+      }
+    }
+    await this.markIndexed(writer, streamPath);
+  }
+
+  private async markIndexed(writer: StreamWriter, streamPath: string): Promise<void> {
+    await this.options.index.markIndexed(streamPath);
+    writer.indexed = true;
   }
 
   /** Publishes one message; an unconfirmed publish is retried with the same Nats-Msg-Id, so it lands once. */
@@ -206,7 +258,11 @@ function takeGroup(pending: PendingAppend[]): PendingAppend[] {
 }
 
 /** Decides each append of a group in order, as if they were committed one after another. */
-function decideGroup(view: StreamViewState, group: readonly PendingAppend[], createdAt: string) {
+function decideGroup(view: StreamViewState, group: readonly PendingAppend[], createdAt: string, verdicts: ReadonlyMap<string, KeyVerdict>) {
+  const findTaken = (key: string): AgentEvent | undefined => {
+    const verdict = verdicts.get(key);
+    return verdict?.kind === "taken" ? verdict.event : undefined;
+  };
   const outcomes: Outcome[] = [];
   const committed: AgentEvent[] = [];
   const parts: string[] = [];
@@ -214,7 +270,7 @@ function decideGroup(view: StreamViewState, group: readonly PendingAppend[], cre
   for (const member of group) {
     try {
       const lastOffset = view.lastOffset + committed.length;
-      const decision = decideAppend({ lastOffset, findKey: (k) => newKeys.get(k) ?? view.keys?.get(k) }, member.batch, member.options, createdAt);
+      const decision = decideAppend({ lastOffset, findKey: (k) => newKeys.get(k) ?? findTaken(k) }, member.batch, member.options, createdAt);
       if (decision.kind === "duplicate") {
         outcomes.push({ kind: "result", result: { status: "duplicate", events: decision.originals } });
         continue;

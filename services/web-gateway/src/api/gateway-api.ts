@@ -4,11 +4,15 @@
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
 import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentrt/contract";
-import type { AppendResult, EventStore, Subscription } from "@agentrt/streams";
+import { type AppendResult, type EventStore, type Subscription, assertEventSizes, jsonBytes } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 import { BirthCheck } from "./birth-check.ts";
 import { LiveHub } from "./live-hub.ts";
+import { ReadGate } from "./read-gate.ts";
+import { DEFAULT_READ_LIMITS, MAX_LIST, type ReadLimits } from "./read-limits.ts";
+
+export { MAX_LIST } from "./read-limits.ts";
 
 export interface ReadPage {
   readonly streamPath: string;
@@ -30,8 +34,35 @@ export interface RenderedRequest {
   readonly messages: RenderedMessage[];
 }
 
-/** The most agents one list call folds (each needs its stream read once, then is cached). */
-export const MAX_LIST = 500;
+export interface AgentListPage {
+  readonly agents: AgentListEntry[];
+  /** Pass as `after` for the next page; absent on the last page. */
+  readonly next?: string;
+}
+
+/** Who a read is for and when to give up on it. */
+export interface ReadContext {
+  /** Aborted when the client goes away: the read stops pulling. */
+  readonly signal?: AbortSignal;
+  /** The API key (id) it is read for: the read gate shares the gateway fairly between keys. */
+  readonly caller?: string;
+}
+
+export interface ListPageOptions extends ReadContext {
+  readonly after?: string;
+  readonly limit?: number;
+}
+
+export interface GatewayApiOptions {
+  /**
+   * The store reads go through (pages, folds, listings): by default the append store. main.ts
+   * gives it its own NATS connection, so a flood of big reads cannot stall appends and live
+   * subscriptions behind it on one socket.
+   */
+  readonly readStore?: EventStore;
+  readonly limits?: Partial<ReadLimits>;
+}
+
 /** Folded states kept in memory; the least recently used beyond this are folded again on demand. */
 export const MAX_CACHED_STATES = 2_000;
 
@@ -44,20 +75,33 @@ export class GatewayApi<S = unknown> {
 
   /** Refuses user input to a path with no agent (404), before anything is written. */
   private readonly births: BirthCheck;
+  private readonly reads: EventStore;
+  readonly limits: ReadLimits;
+  private readonly gate: ReadGate;
 
   constructor(
     private readonly store: EventStore,
     private readonly core: AgentCorePort<S>,
     /** Starts the trace of every turn a committed user message triggers. */
     private readonly tracer?: Tracer,
+    options: GatewayApiOptions = {},
   ) {
     this.live = new LiveHub(store);
     this.births = new BirthCheck(store);
+    this.reads = options.readStore ?? store;
+    this.limits = { ...DEFAULT_READ_LIMITS, ...options.limits };
+    this.gate = new ReadGate({ perKey: this.limits.maxConcurrentReadsPerKey, total: this.limits.maxConcurrentReads });
+  }
+
+  /** Runs an expensive read once the gate admits it for its caller. */
+  private gated<T>(ctx: ReadContext, work: () => Promise<T>): Promise<T> {
+    return this.gate.run(ctx.caller ?? "anonymous", ctx.signal, work);
   }
 
   async createAgent(input: BirthInput): Promise<AppendResult> {
     const born = this.core.birthBatch(input);
     const batch = input.grant === undefined ? born : withBirthGrant(born, input.grant);
+    assertEventSizes(batch, this.limits.maxEventBytes);
     try {
       return await this.store.append(input.streamPath, batch, { expectedLastOffset: 0 });
     } catch (error) {
@@ -70,6 +114,8 @@ export class GatewayApi<S = unknown> {
 
   async append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number): Promise<AppendResult> {
     const startedAt = Date.now();
+    // Refused here with a 413 naming the event and the limit; the store checks again.
+    assertEventSizes(events, this.limits.maxEventBytes);
     await this.births.assertUserInputHasAgent(streamPath, events);
     const result = await this.store.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
     if (this.tracer !== undefined && result.status === "committed") {
@@ -85,9 +131,10 @@ export class GatewayApi<S = unknown> {
     return result;
   }
 
-  async read(streamPath: string, fromOffset: number, limit: number): Promise<ReadPage> {
+  /** One page: at most `limit` events and `maxPageBytes` of them (at least one); `nextOffset` continues. */
+  async read(streamPath: string, fromOffset: number, limit: number, ctx: ReadContext = {}): Promise<ReadPage> {
     const lastOffset = await this.assertOffsetInRange(streamPath, fromOffset);
-    const events = await this.store.read(streamPath, { fromOffset, limit });
+    const events = await this.gated(ctx, () => this.reads.read(streamPath, this.pageOptions(fromOffset, ctx.signal, limit)));
     const tail = events.at(-1);
     return { streamPath, events, nextOffset: tail === undefined ? fromOffset : tail.offset + 1, lastOffset };
   }
@@ -98,33 +145,67 @@ export class GatewayApi<S = unknown> {
     return this.live.subscribe(streamPath, fromOffset, ephemeral);
   }
 
-  async state(streamPath: string): Promise<{ streamPath: string; lastOffset: number; state: Record<string, unknown> }> {
-    const { state, lastOffset } = await this.folded(streamPath);
+  async state(streamPath: string, ctx: ReadContext = {}): Promise<{ streamPath: string; lastOffset: number; state: Record<string, unknown> }> {
+    const { state, lastOffset } = await this.gated(ctx, () => this.folded(streamPath, ctx.signal));
     if (lastOffset === 0) throw notFound(streamPath);
     return { streamPath, lastOffset, state: this.core.toJson(state) };
   }
 
-  async list(prefix: string | undefined, canRead: (path: string) => boolean): Promise<AgentListEntry[]> {
-    const streams = (await this.store.listStreams(prefix)).filter((s) => canRead(s.streamPath)).slice(0, MAX_LIST);
-    const entries: AgentListEntry[] = [];
-    for (const s of streams) {
-      const { state, lastOffset } = await this.folded(s.streamPath);
-      entries.push({ streamPath: s.streamPath, lastOffset, ...this.core.view(state) });
+  /**
+   * One page of the agents under `prefix` the caller may read, in path order. A page ends at
+   * `limit` agents, or early once folding has cost `maxListFoldBytes` (at least one agent), so
+   * a prefix of large streams costs bounded work per request; `next` continues.
+   */
+  async list(prefix: string | undefined, canRead: (path: string) => boolean, options: ListPageOptions = {}): Promise<AgentListPage> {
+    return await this.gated(options, () => this.listPage(prefix, canRead, options));
+  }
+
+  private async listPage(prefix: string | undefined, canRead: (path: string) => boolean, options: ListPageOptions): Promise<AgentListPage> {
+    const limit = Math.min(options.limit ?? MAX_LIST, MAX_LIST);
+    const signal = options.signal;
+    const streams = await this.reads.listStreams(prefix, {
+      limit: limit + 1,
+      include: canRead,
+      ...(options.after === undefined ? {} : { after: options.after }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const agents: AgentListEntry[] = [];
+    let foldedBytes = 0;
+    for (const s of streams.slice(0, limit)) {
+      const folded = await this.folded(s.streamPath, signal);
+      foldedBytes += folded.bytes;
+      agents.push({ streamPath: s.streamPath, lastOffset: folded.lastOffset, ...this.core.view(folded.state) });
+      if (foldedBytes >= this.limits.maxListFoldBytes) break;
     }
-    return entries.sort((a, b) => a.streamPath.localeCompare(b.streamPath));
+    const more = streams.length > agents.length;
+    return more ? { agents, next: (agents.at(-1) as AgentListEntry).streamPath } : { agents };
   }
 
   /** The stream's invariants checked from its events (`agents audit`). */
-  async audit(streamPath: string): Promise<AuditResult> {
-    const events = await this.store.read(streamPath);
+  async audit(streamPath: string, ctx: ReadContext = {}): Promise<AuditResult> {
+    const events = await this.gated(ctx, () => this.reads.read(streamPath, ctx.signal === undefined ? {} : { signal: ctx.signal }));
     if (events.length === 0) throw notFound(streamPath);
     return this.core.audit(events, Date.now());
   }
 
   /** What the model saw for the request at `requestOffset`: fold through it, then render. */
-  async renderedRequest(streamPath: string, requestOffset: number): Promise<RenderedRequest> {
-    const events = await this.store.read(streamPath, { fromOffset: 1, limit: requestOffset });
-    const request = events.at(-1);
+  async renderedRequest(streamPath: string, requestOffset: number, ctx: ReadContext = {}): Promise<RenderedRequest> {
+    return await this.gated(ctx, () => this.renderRequestAt(streamPath, requestOffset, ctx.signal));
+  }
+
+  private async renderRequestAt(streamPath: string, requestOffset: number, signal: AbortSignal | undefined): Promise<RenderedRequest> {
+    // Folded page by page (bounded bytes per read), keeping the fold, not the events.
+    let state = this.core.initialState(streamPath);
+    let request: AgentEvent | undefined;
+    for (let from = 1; from <= requestOffset; ) {
+      const page = await this.reads.read(streamPath, this.pageOptions(from, signal, requestOffset - from + 1));
+      if (page.length === 0) break;
+      for (const event of page) {
+        if (event.offset === requestOffset) request = event;
+        else state = this.core.foldEvent(state, event);
+      }
+      from = (page.at(-1) as AgentEvent).offset + 1;
+    }
     if (request === undefined || request.offset !== requestOffset) {
       throw new GatewayError("not_found", `${streamPath} has no event at offset ${requestOffset}.`, { streamPath, requestOffset });
     }
@@ -135,8 +216,7 @@ export class GatewayApi<S = unknown> {
         { streamPath, requestOffset, type: request.type },
       );
     }
-    let state = this.core.initialState(streamPath);
-    for (const event of events) state = this.core.foldEvent(state, event);
+    state = this.core.foldEvent(state, request);
     return {
       streamPath,
       requestOffset,
@@ -146,26 +226,40 @@ export class GatewayApi<S = unknown> {
     };
   }
 
-  private async folded(streamPath: string): Promise<{ state: S; lastOffset: number }> {
-    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0 };
-    const fresh = await this.store.read(streamPath, { fromOffset: cached.lastOffset + 1 });
-    let { state, lastOffset } = cached;
-    for (const event of fresh) {
-      state = this.core.foldEvent(state, event);
-      lastOffset = event.offset;
+  /**
+   * The stream's state folded through its end, from the cache onwards, one bounded page at a
+   * time. Progress is cached page by page, so a fold cut short (an abort) is not wasted.
+   * `bytes` is what this call read.
+   */
+  private async folded(streamPath: string, signal?: AbortSignal): Promise<{ state: S; lastOffset: number; bytes: number }> {
+    let { state, lastOffset } = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0 };
+    let bytes = 0;
+    for (;;) {
+      const page = await this.reads.read(streamPath, this.pageOptions(lastOffset + 1, signal));
+      if (page.length === 0) break;
+      for (const event of page) {
+        state = this.core.foldEvent(state, event);
+        lastOffset = event.offset;
+        bytes += jsonBytes(event);
+      }
+      this.remember(streamPath, { state, lastOffset });
     }
-    const next = { state, lastOffset };
-    if (lastOffset > 0) {
-      // Re-inserting moves the entry to the end of the Map's order, so the first key is the least recently used.
-      this.cache.delete(streamPath);
-      this.cache.set(streamPath, next);
-      if (this.cache.size > MAX_CACHED_STATES) this.cache.delete(this.cache.keys().next().value!);
-    }
-    return next;
+    return { state, lastOffset, bytes };
+  }
+
+  private remember(streamPath: string, entry: { state: S; lastOffset: number }): void {
+    // Re-inserting moves the entry to the end of the Map's order, so the first key is the least recently used.
+    this.cache.delete(streamPath);
+    this.cache.set(streamPath, entry);
+    if (this.cache.size > MAX_CACHED_STATES) this.cache.delete(this.cache.keys().next().value!);
+  }
+
+  private pageOptions(fromOffset: number, signal: AbortSignal | undefined, limit?: number) {
+    return { fromOffset, maxBytes: this.limits.maxPageBytes, ...(limit === undefined ? {} : { limit }), ...(signal === undefined ? {} : { signal }) };
   }
 
   private async assertOffsetInRange(streamPath: string, fromOffset: number): Promise<number> {
-    const lastOffset = await this.store.lastOffset(streamPath);
+    const lastOffset = await this.reads.lastOffset(streamPath);
     if (fromOffset > lastOffset + 1) {
       throw new ContractViolationError(
         "offset_out_of_range",

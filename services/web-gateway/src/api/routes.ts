@@ -4,14 +4,19 @@
 
 import type { IncomingMessage } from "node:http";
 import type { AgentGrant } from "@agentrt/contract";
-import { Authenticator } from "../auth/authenticator.ts";
+import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { assertGrantWithinKey, authorizeBatch } from "../auth/grants.ts";
 import type { Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
-import type { GatewayApi } from "./gateway-api.ts";
+import type { GatewayApi, ReadContext } from "./gateway-api.ts";
 import * as s from "./schemas.ts";
 
 type P = { streamPath: string; offset: number };
+
+/** The read's caller (its key, for the read gate's fair share) and its client's abort signal. */
+function readContext(principal: Principal | null, signal: AbortSignal | undefined): ReadContext {
+  return { ...(principal === null ? {} : { caller: principal.keyId }), ...(signal === undefined ? {} : { signal }) };
+}
 
 export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
   const subscribeFor = (ctx: { params: Record<string, unknown>; query: Record<string, unknown>; req: IncomingMessage }) => {
@@ -43,14 +48,17 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       name: "listAgents",
       method: "GET",
       path: "/v1/agents",
-      summary: "List agent streams (optionally under a prefix) with their summaries; only streams the key may read.",
+      summary:
+        "List agent streams (optionally under a prefix) with their summaries; only streams the key may read. A page ends at `limit` agents or early once its folds read MAX_LIST_FOLD_BYTES; `next` continues.",
       kind: "json",
       query: s.listQuerySchema,
       response: s.listResponseSchema,
       access: ({ query }) => ({ verb: "read", listPrefix: (query as { prefix?: string }).prefix }),
-      handle: async ({ query, principal }) => ({
-        agents: await api.list((query as { prefix?: string }).prefix, (path) => principal === null || Authenticator.can(principal, "read", path)),
-      }),
+      handle: async ({ query, principal, signal }) => {
+        const q = query as { prefix?: string; after?: string; limit: number };
+        const canRead = (path: string) => principal === null || Authenticator.can(principal, "read", path);
+        return api.list(q.prefix, canRead, { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...readContext(principal, signal) });
+      },
     },
     {
       name: "appendEvents",
@@ -74,15 +82,16 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       name: "readEvents",
       method: "GET",
       path: "/v1/streams/{streamPath}/events",
-      summary: "Read durable events from an offset, one page at a time (nextOffset continues).",
+      summary:
+        "Read durable events from an offset, one page at a time: at most `limit` events and MAX_READ_PAGE_BYTES of them (at least one); nextOffset continues.",
       kind: "json",
       params: s.streamParamsSchema,
       query: s.readQuerySchema,
       response: s.readResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: async ({ params, query }) => {
+      handle: async ({ params, query, signal, principal }) => {
         const q = query as { fromOffset: number; limit: number };
-        return api.read((params as P).streamPath, q.fromOffset, q.limit);
+        return api.read((params as P).streamPath, q.fromOffset, q.limit, readContext(principal, signal));
       },
     },
     {
@@ -120,7 +129,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       response: s.stateResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params }) => api.state((params as P).streamPath),
+      handle: ({ params, signal, principal }) => api.state((params as P).streamPath, readContext(principal, signal)),
     },
     {
       name: "getRenderedRequest",
@@ -131,7 +140,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.requestParamsSchema,
       response: s.renderedRequestSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params }) => api.renderedRequest((params as P).streamPath, (params as P).offset),
+      handle: ({ params, signal, principal }) => api.renderedRequest((params as P).streamPath, (params as P).offset, readContext(principal, signal)),
     },
     {
       name: "auditAgent",
@@ -143,7 +152,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       response: s.auditResponseSchema,
       access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params }) => api.audit((params as P).streamPath),
+      handle: ({ params, signal, principal }) => api.audit((params as P).streamPath, readContext(principal, signal)),
     },
     {
       name: "getOpenApi",

@@ -45,6 +45,8 @@ export const subscribeQuerySchema = z.strictObject({
 
 export const listQuerySchema = z.strictObject({
   prefix: z.string().startsWith("/").max(512).optional(),
+  after: z.string().startsWith("/").max(512).optional().meta({ description: "Continue after this stream path (a previous page's `next`)." }),
+  limit: z.coerce.number().int().min(1).max(500).default(500),
 });
 
 export const emptySchema = z.strictObject({});
@@ -87,7 +89,10 @@ export const agentSummarySchema = z
   })
   .meta({ id: "AgentSummary" });
 
-export const listResponseSchema = z.object({ agents: z.array(agentSummarySchema) });
+export const listResponseSchema = z.object({
+  agents: z.array(agentSummarySchema),
+  next: z.string().optional().meta({ description: "Present when the page ended early (limit or fold budget): pass as `after` for the next page." }),
+});
 
 export const stateResponseSchema = z.object({
   streamPath: z.string(),

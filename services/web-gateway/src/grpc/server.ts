@@ -74,11 +74,15 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     return path;
   };
   const unary =
-    <Req, Res>(fn: (call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
+    <Req, Res>(fn: (call: ServerUnaryCall<Req, Res>, signal: AbortSignal) => Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-      fn(call).then(
+      // A cancelled call (the client went away or gave up) stops the reads done for it.
+      const cancelled = new AbortController();
+      call.once("cancelled", () => cancelled.abort(new Error("grpc call cancelled")));
+      fn(call, cancelled.signal).then(
         (res) => callback(null, res),
         (error: unknown) => {
+          if (cancelled.signal.aborted) return;
           const e = grpcError(error);
           if (e.code === 13) log.error({ err: error }, "grpc call failed");
           callback(e);
@@ -105,10 +109,10 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       const result = await api.append(streamPath, events, call.request.expectedLastOffset);
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
-    readEvents: unary(async (call) => {
+    readEvents: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
       const limit = call.request.limit > 0 ? Math.min(call.request.limit, 1000) : 100;
-      const page = await api.read(streamPath, Math.max(1, call.request.fromOffset), limit);
+      const page = await api.read(streamPath, Math.max(1, call.request.fromOffset), limit, { signal, caller: principalOf(call.metadata).keyId });
       return { events: page.events.map(toPbEvent), nextOffset: page.nextOffset, lastOffset: page.lastOffset };
     }),
     subscribe: (call: ServerWritableStream<{ streamPath: string; fromOffset: number; ephemeral: boolean }, PbEvent>) => {
@@ -143,14 +147,15 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
         }
       })();
     },
-    getState: unary(async (call) => {
+    getState: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
-      const state = await api.state(streamPath);
+      const state = await api.state(streamPath, { signal, caller: principalOf(call.metadata).keyId });
       return { streamPath, lastOffset: state.lastOffset, stateJson: JSON.stringify(state.state) };
     }),
-    listAgents: unary(async (call) => {
+    listAgents: unary(async (call, signal) => {
       const principal = principalOf(call.metadata);
-      const agents = await api.list(call.request.prefix, (path) => Authenticator.can(principal, "read", path));
+      // The first page only (the proto has no cursor yet); HTTP's `after` pages further.
+      const { agents } = await api.list(call.request.prefix, (path) => Authenticator.can(principal, "read", path), { signal, caller: principal.keyId });
       return {
         agents: agents.map((a) => ({
           streamPath: a.streamPath,
@@ -163,12 +168,12 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
         })),
       };
     }),
-    getRenderedRequest: unary(async (call) => {
+    getRenderedRequest: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
       if (call.request.requestOffset < 1) {
         throw new GatewayError("invalid_request", "request_offset must be at least 1.", { issues: [{ path: "request_offset", message: "must be >= 1" }] });
       }
-      const r = await api.renderedRequest(streamPath, call.request.requestOffset);
+      const r = await api.renderedRequest(streamPath, call.request.requestOffset, { signal, caller: principalOf(call.metadata).keyId });
       return { ...r, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
     }),
   };

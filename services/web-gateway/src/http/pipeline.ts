@@ -124,6 +124,12 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
   const started = performance.now();
   let routeName = "unmatched";
   const observe = () => deps.metrics.observeRequest(routeName, res.statusCode, (performance.now() - started) / 1000);
+  // A response closed before it was written means the client went away: stop the work for it.
+  const clientGone = new AbortController();
+  const onClose = () => {
+    if (!res.writableEnded) clientGone.abort(new Error("client disconnected"));
+  };
+  res.on("close", onClose);
   try {
     const { route, input, principal } = await prepare(deps, req, "http", (r) => (routeName = r.name));
     if (route.kind === "sse") {
@@ -137,11 +143,18 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
       }
       return;
     }
-    const result = await route.handle({ ...input, principal, req });
+    const result = await route.handle({ ...input, principal, req, signal: clientGone.signal });
     sendJson(res, route.statusOf?.(result) ?? route.successStatus ?? 200, result);
     observe();
   } catch (error) {
+    if (clientGone.signal.aborted) {
+      // Nobody is waiting for an answer: the read it was doing stopped, nothing to report.
+      deps.log.debug({ route: routeName }, "client went away; request abandoned");
+      return;
+    }
     sendError(deps, req, res, error);
     observe();
+  } finally {
+    res.off("close", onClose);
   }
 }

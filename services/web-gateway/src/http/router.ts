@@ -21,6 +21,8 @@ export interface RouteInput {
 export interface HandlerContext extends RouteInput {
   readonly principal: Principal | null;
   readonly req: IncomingMessage;
+  /** Aborted when the client goes away before its answer is written: reads and folds stop. */
+  readonly signal?: AbortSignal;
   /** Set for `sse` routes (the handler writes the stream). */
   readonly res?: ServerResponse;
 }

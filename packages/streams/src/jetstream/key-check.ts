@@ -1,0 +1,89 @@
+// Deciding what the key index says about the keys of an append, with bounded reads: a lookup
+// per key, plus (only for a key that has a reservation) one catch-up and one located record.
+// A reservation names the record meant to carry the key:
+//   - that record exists and carries the key     → the key is taken: a duplicate;
+//   - that offset is taken by a record without it → stale (its writer lost): replace it (CAS);
+//   - that offset is not written yet              → pending: whoever commits there carries the
+//     key, so a writer whose next record starts there may carry it too (the publish's
+//     expected-last-sequence check lets only one of them win, and the loser then finds it).
+
+import type { AgentEvent } from "@agentrt/contract";
+import type { KeyIndex } from "./key-index.ts";
+import { type RecordReader, eventsOf } from "./records.ts";
+import { type StreamViewState, catchUp } from "./stream-view.ts";
+
+export type KeyVerdict =
+  | { readonly kind: "absent" }
+  | { readonly kind: "stale"; readonly revision: number }
+  | { readonly kind: "pending"; readonly first: number }
+  | { readonly kind: "taken"; readonly event: AgentEvent };
+
+export interface KeyCheck {
+  readonly verdicts: Map<string, KeyVerdict>;
+  /** True when a pending reservation cannot be ours (our view is not right before it): catch up and retry. */
+  readonly retry: boolean;
+}
+
+export async function checkKeys(
+  deps: { readonly index: KeyIndex; readonly reader: RecordReader },
+  streamPath: string,
+  subject: string,
+  view: StreamViewState,
+  keys: readonly string[],
+): Promise<KeyCheck> {
+  const found = await Promise.all(keys.map(async (key) => ({ key, reservation: await deps.index.lookup(streamPath, key) })));
+  const verdicts = new Map<string, KeyVerdict>();
+  // Looked up first, then caught up: a record committed in between only makes the truth newer.
+  if (found.some((f) => f.reservation !== undefined)) await catchUp(deps.reader, subject, view);
+  let retry = false;
+  for (const { key, reservation } of found) {
+    if (reservation === undefined) {
+      verdicts.set(key, { kind: "absent" });
+    } else if (reservation.first < 1) {
+      verdicts.set(key, { kind: "stale", revision: reservation.revision });
+    } else if (reservation.first > view.lastOffset) {
+      if (reservation.first !== view.lastOffset + 1) retry = true;
+      verdicts.set(key, { kind: "pending", first: reservation.first });
+    } else {
+      const original = await eventAt(deps.reader, subject, reservation.first, key);
+      verdicts.set(key, original === undefined ? { kind: "stale", revision: reservation.revision } : { kind: "taken", event: original });
+    }
+  }
+  return { verdicts, retry };
+}
+
+/** The event carrying `key` in the record holding `offset`, if that record carries it. */
+async function eventAt(reader: RecordReader, subject: string, offset: number, key: string): Promise<AgentEvent | undefined> {
+  const located = await reader.locate(subject, offset);
+  if (located === undefined) return undefined;
+  const record = located.first?.seq === located.startSeq ? located.first : located.last.seq === located.startSeq ? located.last : await reader.nextFrom(subject, located.startSeq);
+  if (record === undefined) return undefined;
+  return eventsOf(record).find((e) => e.idempotencyKey === key);
+}
+
+/**
+ * Reserves every key of a record about to be published at `first`. False when another writer
+ * moved a reservation first (check again), or a pending one is not for `first`.
+ */
+export async function reserveKeys(index: KeyIndex, streamPath: string, keys: readonly string[], verdicts: Map<string, KeyVerdict>, first: number): Promise<boolean> {
+  const results = await Promise.all(
+    keys.map(async (key) => {
+      const verdict = verdicts.get(key) ?? { kind: "absent" };
+      switch (verdict.kind) {
+        case "absent":
+          return await index.reserve(streamPath, key, first, undefined);
+        case "stale":
+          return await index.reserve(streamPath, key, first, verdict.revision);
+        case "pending":
+          return verdict.first === first;
+        case "taken":
+          return false;
+        default: {
+          const never: never = verdict;
+          return never;
+        }
+      }
+    }),
+  );
+  return results.every(Boolean);
+}

@@ -1,0 +1,97 @@
+// The idempotency-key index: one KV entry per (stream, key) saying which record was meant to
+// carry the key, so a keyed append checks its keys with a few lookups instead of reading the
+// stream's whole history. Entries are RESERVATIONS written (compare-and-set) before the record
+// is published, never after, so "no entry" proves "no such key" on an indexed stream; an entry
+// is checked against the record it names (writer.ts decides what a reservation means).
+//
+// A stream is "indexed" once every key of its history is in the index: a stream whose first
+// record was written by this store is indexed from the start (the marker is written after that
+// first publish); an older stream is scanned once, by the first keyed append that needs it.
+
+import { createHash } from "node:crypto";
+import { streamPathSegments } from "@agentrt/contract";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import { isWrongLastSequence } from "./errors.ts";
+
+export interface Reservation {
+  /** First offset of the record meant to carry the key. */
+  readonly first: number;
+  /** KV revision, for compare-and-set. */
+  readonly revision: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class KeyIndex {
+  private constructor(private readonly kv: KV) {}
+
+  /**
+   * Opens (creating if needed) the index bucket. A replicated bucket is read through its
+   * leader: a follower's stale "no entry" would only cost a lost compare-and-set, but a stale
+   * entry would cost a wrong verdict.
+   */
+  static async open(js: JetStreamClient, bucket: string, replicas: number): Promise<KeyIndex> {
+    const kv = await new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 });
+    return new KeyIndex(kv);
+  }
+
+  async lookup(streamPath: string, key: string): Promise<Reservation | undefined> {
+    const entry = await this.kv.get(keyOf(streamPath, key));
+    if (entry === null || entry.operation !== "PUT") return undefined;
+    // A malformed entry names no record (first 0): it reads as stale and is replaced.
+    return { first: parseFirst(entry.value) ?? 0, revision: entry.revision };
+  }
+
+  /**
+   * Reserves `key` for the record starting at `first`: creates the entry when `revision` is
+   * undefined, else replaces exactly that revision. False when another writer changed it first.
+   */
+  async reserve(streamPath: string, key: string, first: number, revision: number | undefined): Promise<boolean> {
+    const value = encoder.encode(JSON.stringify({ first }));
+    try {
+      if (revision === undefined) await this.kv.create(keyOf(streamPath, key), value);
+      else await this.kv.update(keyOf(streamPath, key), value, revision);
+      return true;
+    } catch (error) {
+      if (isWrongLastSequence(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Records a key of the stream's history as it is (the migration scan of an older stream). */
+  async record(streamPath: string, key: string, first: number): Promise<void> {
+    await this.kv.put(keyOf(streamPath, key), encoder.encode(JSON.stringify({ first })));
+  }
+
+  async isIndexed(streamPath: string): Promise<boolean> {
+    const entry = await this.kv.get(markerOf(streamPath));
+    return entry !== null && entry.operation === "PUT";
+  }
+
+  async markIndexed(streamPath: string): Promise<void> {
+    await this.kv.put(markerOf(streamPath), encoder.encode("1"));
+  }
+}
+
+/** `k.<segments>.<sha256(key)>`: keys are free text, so they are hashed into one token. */
+function keyOf(streamPath: string, key: string): string {
+  return `k.${streamPathSegments(streamPath).join(".")}.${createHash("sha256").update(key).digest("hex")}`;
+}
+
+function markerOf(streamPath: string): string {
+  return `m.${streamPathSegments(streamPath).join(".")}`;
+}
+
+function parseFirst(value: Uint8Array): number | undefined {
+  try {
+    const parsed: unknown = JSON.parse(decoder.decode(value));
+    if (typeof parsed === "object" && parsed !== null && "first" in parsed && Number.isInteger(parsed.first) && (parsed.first as number) > 0) {
+      return parsed.first as number;
+    }
+  } catch {
+    // Malformed: the caller reads it as naming no record.
+  }
+  return undefined;
+}

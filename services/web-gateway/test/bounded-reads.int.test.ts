@@ -1,0 +1,172 @@
+// Bounded reads at the gateway (issue 11): an event over MAX_EVENT_BYTES is a 413 naming the
+// limit, the event's index and type; a read page stops at MAX_READ_PAGE_BYTES and nextOffset
+// continues; a listing page stops once its folds cost MAX_LIST_FOLD_BYTES and `next` continues;
+// and a read or a fold stops pulling from NATS when its HTTP client goes away.
+
+import { request } from "node:http";
+import { JetStreamEventStore } from "@agentrt/streams";
+import { connectNats, createLogger, type NatsConnection } from "@agentrt/service-kit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Authenticator } from "../src/auth/authenticator.ts";
+import { gatewayCore } from "../src/core.ts";
+import { createHttpGateway, type HttpGateway } from "../src/gateway.ts";
+import { enc, http, userMessage } from "./support/http.ts";
+import { openTestStore, type TestStore } from "./support/store.ts";
+
+const LIMITS = { maxEventBytes: 50_000, maxPageBytes: 100_000, maxListFoldBytes: 100_000 };
+const BIG = 30_000;
+
+let ts: TestStore;
+let readNc: NatsConnection;
+let readStore: JetStreamEventStore;
+let gateway: HttpGateway;
+let url: string;
+
+beforeAll(async () => {
+  ts = await openTestStore();
+  readNc = await connectNats({ url: ts.nats.url, name: "gateway-reads-test" });
+  readStore = await JetStreamEventStore.open(readNc);
+  const auth = new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+  gateway = createHttpGateway({ store: ts.store, readStore, limits: LIMITS, core: gatewayCore(), auth, log: createLogger("bounded-reads-test", "silent") });
+  url = `http://127.0.0.1:${await gateway.listen(0, "127.0.0.1")}`;
+});
+afterAll(async () => {
+  await gateway?.close();
+  await readStore?.close();
+  await readNc?.drain();
+  await ts?.close();
+});
+
+let n = 0;
+const fresh = (name: string) => `/agents/bounded/${name}-${++n}`;
+const born = { type: "agent/created", payload: {} };
+const big = (i: number, size = BIG) => userMessage(`${i}:${"x".repeat(size)}`);
+
+async function seed(path: string, events: unknown[]): Promise<void> {
+  for (let i = 0; i < events.length; i += 20) {
+    const res = await http(url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: events.slice(i, i + 20) } });
+    expect(res.status).toBe(200);
+  }
+}
+
+describe("event size", () => {
+  it("refuses an event over MAX_EVENT_BYTES with a 413 naming the limit, the index and the type, committing nothing", async () => {
+    const path = fresh("size");
+    await seed(path, [born]);
+    const res = await http(url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [userMessage("fine"), big(1, 60_000)] } });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe("event_too_large");
+    expect(res.body.error.details).toMatchObject({ index: 1, type: "agents/context-added", maxEventBytes: LIMITS.maxEventBytes });
+    expect(res.body.error.message).toContain("events[1]");
+    expect(await ts.store.lastOffset(path)).toBe(1);
+    // Just under the limit is fine.
+    expect((await http(url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [big(2, 40_000)] } })).status).toBe(200);
+  });
+});
+
+describe("read pages", () => {
+  it("a page of limit=1000 stops at MAX_READ_PAGE_BYTES; nextOffset continues until every event was read once", async () => {
+    const path = fresh("page");
+    await seed(path, [born, ...Array.from({ length: 10 }, (_, i) => big(i))]);
+    const offsets: number[] = [];
+    let from = 1;
+    let pages = 0;
+    for (;;) {
+      const res = await http(url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=${from}&limit=1000`);
+      expect(res.status).toBe(200);
+      expect(res.body.lastOffset).toBe(11);
+      if (res.body.events.length === 0) break;
+      pages++;
+      expect(Buffer.byteLength(JSON.stringify(res.body.events))).toBeLessThanOrEqual(LIMITS.maxPageBytes + 1_000);
+      offsets.push(...res.body.events.map((e: { offset: number }) => e.offset));
+      from = res.body.nextOffset;
+    }
+    expect(offsets).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+    expect(pages).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe("listings", () => {
+  it("a listing page stops once its folds read MAX_LIST_FOLD_BYTES; `next` continues; limit pages too", async () => {
+    const root = fresh("list");
+    for (const name of ["a", "b", "c"]) await seed(`${root}/${name}`, [born, big(1), big(2)]);
+    const first = await http(url, "GET", `/v1/agents?prefix=${enc(`${root}/`)}`);
+    expect(first.status).toBe(200);
+    expect(first.body.agents.map((a: { streamPath: string }) => a.streamPath)).toEqual([`${root}/a`, `${root}/b`]);
+    expect(first.body.next).toBe(`${root}/b`);
+    const second = await http(url, "GET", `/v1/agents?prefix=${enc(`${root}/`)}&after=${enc(first.body.next)}`);
+    expect(second.body.agents.map((a: { streamPath: string }) => a.streamPath)).toEqual([`${root}/c`]);
+    expect(second.body.next).toBeUndefined();
+    // Folded states are cached: a second listing costs no folds and fits in one page.
+    const again = await http(url, "GET", `/v1/agents?prefix=${enc(`${root}/`)}`);
+    expect(again.body.agents).toHaveLength(3);
+    const one = await http(url, "GET", `/v1/agents?prefix=${enc(`${root}/`)}&limit=1`);
+    expect(one.body.agents.map((a: { streamPath: string }) => a.streamPath)).toEqual([`${root}/a`]);
+    expect(one.body.next).toBe(`${root}/a`);
+  });
+});
+
+describe("client disconnect", () => {
+  const RECORDS = 300;
+  const EVENT = 45_000;
+  let path: string;
+  beforeAll(async () => {
+    path = fresh("abort");
+    await ts.store.append(path, [born]);
+    for (let i = 0; i < RECORDS; i++) await ts.store.append(path, [big(i, EVENT)]);
+  }, 120_000);
+
+  /** Starts a GET, hangs up once the gateway's read connection has pulled `after` bytes; returns bytes pulled in all. */
+  async function hangUpDuring(target: string, after: number): Promise<{ atHangUp: number; total: number }> {
+    const start = readNc.stats().inBytes;
+    let atHangUp = -1;
+    await new Promise<void>((resolve) => {
+      const req = request(`${url}${target}`, { method: "GET" });
+      req.on("error", () => resolve());
+      req.on("response", () => resolve());
+      req.end();
+      const watch = setInterval(() => {
+        if (readNc.stats().inBytes - start > after) {
+          clearInterval(watch);
+          atHangUp = readNc.stats().inBytes - start;
+          req.destroy();
+        }
+      }, 1);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500)); // whatever is still coming arrives now
+    return { atHangUp, total: readNc.stats().inBytes - start };
+  }
+
+  it("a big read stops pulling from NATS when its client hangs up", async () => {
+    const streamBytes = RECORDS * EVENT;
+    // A page budget large enough that only the hang-up can stop this read early.
+    const unbounded = createHttpGateway({
+      store: ts.store,
+      readStore,
+      limits: { ...LIMITS, maxPageBytes: 1_000_000_000 },
+      core: gatewayCore(),
+      auth: new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now }),
+      log: createLogger("bounded-reads-test", "silent"),
+    });
+    const port = await unbounded.listen(0, "127.0.0.1");
+    try {
+      const saved = url;
+      url = `http://127.0.0.1:${port}`;
+      const { atHangUp, total } = await hangUpDuring(`/v1/streams/${enc(path)}/events?limit=1000`, 1_000_000);
+      url = saved;
+      expect(atHangUp).toBeGreaterThan(0);
+      expect(total).toBeLessThan(streamBytes / 2);
+      // After the hang-up, at most the rest of the one pull in flight (IN_FLIGHT_BYTES).
+      expect(total - atHangUp).toBeLessThan(4 * 1_048_576 + 500_000);
+    } finally {
+      await unbounded.close();
+    }
+  });
+
+  it("a state fold stops pulling from NATS when its client hangs up", async () => {
+    const streamBytes = RECORDS * EVENT;
+    const { atHangUp, total } = await hangUpDuring(`/v1/agents/${enc(path)}/state`, 1_000_000);
+    expect(atHangUp).toBeGreaterThan(0);
+    expect(total).toBeLessThan(streamBytes / 2);
+  });
+});
