@@ -37,6 +37,7 @@ const routes: Array<{ name: string; method: string; path: string; body?: unknown
   { name: "subscribeSse", method: "GET", path: `/v1/streams/${enc(PATH)}/subscribe`, verb: "read" },
   { name: "getAgentState", method: "GET", path: `/v1/agents/${enc(PATH)}/state`, verb: "read" },
   { name: "getRenderedRequest", method: "GET", path: `/v1/agents/${enc(PATH)}/requests/1`, verb: "read" },
+  { name: "auditAgent", method: "GET", path: `/v1/agents/${enc(PATH)}/audit`, verb: "read" },
 ];
 
 describe("every route checks the key", () => {
