@@ -6,4 +6,7 @@ export * from "./payloads.ts";
 export * from "./events.ts";
 export * from "./validate.ts";
 export * from "./ownership.ts";
+export * from "./idempotency-keys.ts";
+export * from "./api-appends.ts";
+export * from "./service-emits.ts";
 export * from "./json-schema.ts";

@@ -2,7 +2,7 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
-import { type AgentEvent, ContractViolationError, type EventInput, EVENT_URI_PREFIX, parseEventInput, parseStreamPath } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, type EventInput, EVENT_URI_PREFIX, idempotencyKeys, parseEventInput, parseStreamPath } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
@@ -44,7 +44,7 @@ const str = (value: unknown, what: string): string => {
 
 export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): HostCallHandler {
   let sequence = 0;
-  const key = (kind: string): string => `capability-host/${kind}@${caller.executionId}#${++sequence}`;
+  const key = (builder: (executionId: string, sequence: number) => string): string => builder(caller.executionId, ++sequence);
   const resolvePath = (path: unknown): string => {
     const p = str(path, "the agent path");
     return parseStreamPath(p.startsWith("/") ? p : `${caller.agentPath}/${p}`);
@@ -54,11 +54,11 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
     switch (op) {
       case "chat.sendMessage": {
         const message = str(args[0], "itx.chat.sendMessage(text): text");
-        await deps.store.append(caller.agentPath, [{ type: "agents/web-message-sent", payload: { message }, idempotencyKey: key("web-message") }]);
+        await deps.store.append(caller.agentPath, [{ type: "agents/web-message-sent", payload: { message }, idempotencyKey: key(idempotencyKeys.itxWebMessage) }]);
         return undefined;
       }
       case "agent.append":
-        return appendOwn(deps.store, caller, args[0], key("agent-append"));
+        return appendOwn(deps.store, caller, args[0], key(idempotencyKeys.itxAgentAppend));
       case "streams.getEvent": {
         const path = parseStreamPath(args[0]);
         const offset = (args[1] as { offset?: unknown } | undefined)?.offset;
@@ -77,7 +77,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
         const path = resolvePath(args[0]);
         if ((await deps.store.lastOffset(path)) > 0) return { path, created: false };
         const batch: readonly unknown[] = deps.birthBatch?.(path) ?? [
-          { type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: "agent/created" },
+          { type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: idempotencyKeys.scriptCreatedAgent() },
         ];
         const result = await deps.store
           .append(path, batch, { expectedLastOffset: 0 })
@@ -94,7 +94,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
           {
             type: "agents/context-added",
             payload: { role: "developer", content, actor: { type: "agent", path: caller.agentPath } },
-            idempotencyKey: key("agent-message"),
+            idempotencyKey: key(idempotencyKeys.itxAgentMessage),
           },
         ]);
         return undefined;
