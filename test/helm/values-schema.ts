@@ -218,7 +218,7 @@ export const valuesSchema: Schema = {
                   ...list("Scopes.", {
                     ...closed({
                       prefix: str("Stream-path prefix.", { pattern: "^/" }),
-                      verbs: { ...list("Verbs.", { enum: ["read", "append", "admin"] }), minItems: 1 },
+                      verbs: { ...list("Verbs.", { enum: ["read", "append", "operate", "admin"] }), minItems: 1 },
                     }),
                     required: ["prefix", "verbs"],
                   }),

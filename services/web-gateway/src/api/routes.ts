@@ -4,6 +4,7 @@
 
 import type { IncomingMessage } from "node:http";
 import { Authenticator } from "../auth/authenticator.ts";
+import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import type { Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
 import type { GatewayApi } from "./gateway-api.ts";
@@ -58,9 +59,10 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       body: s.appendBodySchema,
       response: s.appendResponseSchema,
-      access: ({ params }) => ({ verb: "append", path: (params as P).streamPath }),
-      handle: async ({ params, body }) => {
+      access: ({ params, body }) => ({ verb: appendRouteVerb((body as { events: unknown[] }).events), path: (params as P).streamPath }),
+      handle: async ({ params, body, principal }) => {
         const { events, expectedLastOffset } = body as { events: unknown[]; expectedLastOffset?: number };
+        authorizeAppends(principal, (params as P).streamPath, events);
         const result = await api.append((params as P).streamPath, events, expectedLastOffset);
         return { status: result.status, events: result.events };
       },

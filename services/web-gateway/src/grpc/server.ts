@@ -7,6 +7,7 @@ import { parseStreamPath, type AgentEvent } from "@agentrt/contract";
 import type { GatewayApi } from "../api/gateway-api.ts";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import type { Verb } from "../auth/keys.ts";
+import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import { classifyError, GatewayError } from "../errors.ts";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "../generated/agentrt/v1/gateway.ts";
 
@@ -83,8 +84,11 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
     appendEvents: unary(async (call) => {
-      const streamPath = guard(call.metadata, "append", call.request.streamPath);
       const events = call.request.events.map(fromPbInput);
+      const principal = principalOf(call.metadata);
+      const streamPath = parseStreamPath(call.request.streamPath);
+      Authenticator.authorize(principal, appendRouteVerb(events), streamPath);
+      authorizeAppends(principal, streamPath, events);
       const result = await api.append(streamPath, events, call.request.expectedLastOffset);
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
