@@ -5,3 +5,4 @@ export { MemoryEventStore, type MemoryEventStoreOptions } from "./memory-store.t
 export { fnv1a32, partitionOfPath } from "./partition.ts";
 export { AsyncQueue } from "./async-queue.ts";
 export { JetStreamEventStore, type JetStreamEventStoreOptions } from "./jetstream/store.ts";
+export { ForeignEventTypeError, ownedStore, type OwnedStoreOptions } from "./owned-store.ts";

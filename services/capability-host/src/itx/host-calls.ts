@@ -2,7 +2,7 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
-import { type AgentEvent, ContractViolationError, type EventInput, EVENT_URI_PREFIX, idempotencyKeys, parseEventInput, parseStreamPath } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, type EventInput, EVENT_URI_PREFIX, idempotencyKeys, parseEventInput, parseStreamPath, reservedKeyNamespaceOf } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
@@ -138,6 +138,11 @@ async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, 
     if (record.type.startsWith(EVENT_URI_PREFIX)) record.type = record.type.slice(EVENT_URI_PREFIX.length);
     if (MACHINERY_TYPES.has(record.type)) {
       throw new ContractViolationError("forbidden", `itx.agent.append: scripts may not append "${record.type}" (machinery-owned)`);
+    }
+    // A script's own key may not squat a namespace the services build their keys in.
+    const reserved = typeof record.idempotencyKey === "string" ? reservedKeyNamespaceOf(record.idempotencyKey) : undefined;
+    if (reserved !== undefined) {
+      throw new ContractViolationError("forbidden", `itx.agent.append: idempotencyKey is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}`);
     }
     record.idempotencyKey ??= fallbackKey;
   }
