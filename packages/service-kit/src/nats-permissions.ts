@@ -184,3 +184,21 @@ export function renderNatsAuthorization(options: RenderAuthorizationOptions): st
   }
   return `authorization {\n  users: [\n${users.join(",\n")}\n  ]\n}\n`;
 }
+
+/** The environment variable a chart-run nats-server reads a user's password from. */
+export function natsPasswordEnvName(user: NatsServiceUser): string {
+  return `AGENTRT_NATS_PASSWORD_${user.toUpperCase().replace(/-/g, "_")}`;
+}
+
+/**
+ * The authorization block the Helm chart ships (deploy/helm/agentrt/files/nats-authorization.conf):
+ * passwords are `$AGENTRT_NATS_PASSWORD_<USER>` references that nats-server resolves from its
+ * environment, which the chart fills from the users' Secret, so the file holds no secret.
+ */
+export function chartNatsAuthorization(): string {
+  const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, `$${natsPasswordEnvName(user)}`])) as Record<NatsServiceUser, string>;
+  return `# Generated from packages/service-kit/src/nats-permissions.ts by
+#   pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write
+# Do not edit; test/helm/nats-auth.test.ts fails when it is stale.
+${renderNatsAuthorization({ passwords })}`;
+}
