@@ -34,7 +34,9 @@ export interface NatsUsersSystem {
 
 export const TEST_USER = { user: "test", password: randomBytes(12).toString("hex") };
 
-export async function startNatsUsersSystem(options: { model?: FakeModelOptions; env?: Record<string, string> } = {}): Promise<NatsUsersSystem> {
+export async function startNatsUsersSystem(
+  options: { model?: FakeModelOptions; env?: Record<string, string>; /** Overrides of the gateway's env (e.g. auth on). */ gatewayEnv?: Record<string, string> } = {},
+): Promise<NatsUsersSystem> {
   const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((u) => [u, randomBytes(18).toString("base64url")])) as Record<NatsServiceUser, string>;
   // The whole server log goes to a file: the harness keeps only its last lines, and a violation
   // early in the run must still be found.
@@ -64,7 +66,7 @@ export async function startNatsUsersSystem(options: { model?: FakeModelOptions; 
   await add("driver", "llm-driver", "llm-driver");
   await add("host", "capability-host", "capability-host");
   const httpPort = await freeLoopbackPort();
-  await add("gateway", "web-gateway", "web-gateway", { HTTP_PORT: String(httpPort), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" });
+  await add("gateway", "web-gateway", "web-gateway", { HTTP_PORT: String(httpPort), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1", ...options.gatewayEnv });
   for (const proc of started) proc.start();
   await Promise.all(started.map((proc) => proc.waitReady(120_000)));
   // The provider registers with a running host (it gives up when nobody answers yet).

@@ -15,7 +15,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   state: { run: stateCommand, summary: "state PATH   the agent's folded state" },
   list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
   request: { run: requestCommand, summary: "request PATH N [--json]   exactly what the model saw for the request at offset N" },
-  keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append [--file F]   mint an API key (hash stored)" },
+  keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append[,operate] [--file F]   mint an API key (hash stored)" },
   replay: {
     run: replayCommand,
     summary: "replay FILE [--placeholder-protocol] [--runtime]   what the model saw, from a scenario file",
