@@ -129,8 +129,11 @@ describe("the gateway's NATS user is refused what it does not need", () => {
     expect(entry === null || entry.string() !== "mine").toBe(true);
   });
 
-  it("cannot delete the event stream or ask a driver to stop", async () => {
-    await expect((await jetstreamManager(gw, { checkAPI: false })).streams.delete(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
+  it("cannot delete, purge or reconfigure the event stream, nor ask a driver to stop", async () => {
+    const jsm = await jetstreamManager(gw, { checkAPI: false });
+    await expect(jsm.streams.delete(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
+    await expect(jsm.streams.purge(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
+    await expect(jsm.streams.update(NATS_NAMES.eventStream, { description: "reconfigured by the gateway" })).rejects.toThrow(/permission/i);
     await expect(gw.request(NATS_NAMES.interruptSubject, JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
   });
 });

@@ -41,14 +41,17 @@ export const NATS_NAMES = {
 const N = NATS_NAMES;
 
 /** JetStream API subjects to use a stream: info, reads (direct and msg get), and consumers. */
-function streamUse(stream: string, options: { create?: boolean; purge?: boolean; ephemeralConsumers?: boolean; durable?: string } = {}): string[] {
+function streamUse(stream: string, options: { create?: boolean; update?: boolean; purge?: boolean; ephemeralConsumers?: boolean; durable?: string } = {}): string[] {
   const subjects = [
     `$JS.API.STREAM.INFO.${stream}`,
     `$JS.API.STREAM.MSG.GET.${stream}`,
     `$JS.API.DIRECT.GET.${stream}`,
     `$JS.API.DIRECT.GET.${stream}.>`,
   ];
-  if (options.create === true) subjects.push(`$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`);
+  // Creating is harmless (a name in use with another config is refused); updating can change
+  // retention or protections, so only a stream's owner may.
+  if (options.create === true) subjects.push(`$JS.API.STREAM.CREATE.${stream}`);
+  if (options.update === true) subjects.push(`$JS.API.STREAM.UPDATE.${stream}`);
   if (options.purge === true) subjects.push(`$JS.API.STREAM.PURGE.${stream}`);
   if (options.ephemeralConsumers === true) {
     // Ordered consumers: created with a generated name (and a filter), read, then deleted.
@@ -76,18 +79,22 @@ function streamUse(stream: string, options: { create?: boolean; purge?: boolean;
 }
 
 /** A KV bucket: its stream (KV_<bucket>) plus puts/deletes on `$KV.<bucket>.>`; watches and key listings use ordered consumers. */
-const kvBucket = (bucket: string): string[] => [...streamUse(`KV_${bucket}`, { create: true, ephemeralConsumers: true }), `$KV.${bucket}.>`];
+const kvBucket = (bucket: string): string[] => [...streamUse(`KV_${bucket}`, { create: true, update: true, ephemeralConsumers: true }), `$KV.${bucket}.>`];
 
 /** An object store: its stream (OBJ_<bucket>), chunk and meta subjects; replacing an object purges its old chunks. */
-const objectStore = (bucket: string): string[] => [...streamUse(`OBJ_${bucket}`, { create: true, purge: true, ephemeralConsumers: true }), `$O.${bucket}.>`];
+const objectStore = (bucket: string): string[] => [...streamUse(`OBJ_${bucket}`, { create: true, update: true, purge: true, ephemeralConsumers: true }), `$O.${bucket}.>`];
 
 /** Every JetStream client asks the account's API level first. */
 const JS_ACCOUNT = ["$JS.API.INFO"];
 const REPLIES = "_INBOX.>";
 
-/** The event store: append (durable, and the live lane where the service writes it) and read. */
-const eventStore = (options: { live: boolean }): string[] => [
-  ...streamUse(N.eventStream, { create: true, ephemeralConsumers: true }),
+/**
+ * The event store: append (durable, and the live lane where the service writes it) and read.
+ * Whoever starts first creates the stream; only the reducer may update its config (the store
+ * turns on direct gets of a stream made by an older version).
+ */
+const eventStore = (options: { live: boolean; owner?: boolean }): string[] => [
+  ...streamUse(N.eventStream, { create: true, update: options.owner === true, ephemeralConsumers: true }),
   `${N.durablePrefix}.>`,
   ...(options.live ? [`${N.ephemeralPrefix}.>`] : []),
 ];
@@ -106,7 +113,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
     publish: {
       allow: [
         ...JS_ACCOUNT,
-        ...eventStore({ live: true }),
+        ...eventStore({ live: true, owner: true }),
         ...streamUse(N.workStream, { create: true }),
         `${N.workSubjectPrefix}.>`,
         ...kvBucket(N.leasesBucket),
