@@ -10,6 +10,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { createConnection } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type LocalNatsAuth, natsUserEnv, prepareLocalNatsAuth } from "./nats-auth.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const children: ChildProcess[] = [];
@@ -88,8 +89,10 @@ process.on("SIGTERM", () => void shutdown(0));
 async function main(): Promise<void> {
   let natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
   const { host, port } = hostPort(natsUrl);
+  let natsAuth: LocalNatsAuth | undefined;
   if (await reachable(host, port)) {
     log(`using NATS at ${natsUrl}`);
+    log("that NATS is not started by the quickstart, so it cannot add per-service NATS users to it: services connect with the NATS_USER/NATS_PASSWORD of this environment (see docs/security.md)");
   } else if (process.env.NATS_URL) {
     throw new Error(`NATS_URL=${natsUrl} does not answer`);
   } else {
@@ -97,7 +100,9 @@ async function main(): Promise<void> {
     mkdirSync(dataDir, { recursive: true });
     const localPort = Number(process.env.AGENTRT_LOCAL_NATS_PORT ?? 4222);
     log(`no NATS at ${natsUrl}; starting a local nats-server on 127.0.0.1:${localPort} (data in ${dataDir})`);
-    start("nats-server", "nats-server", ["-a", "127.0.0.1", "-p", String(localPort), "-js", "-sd", dataDir]);
+    natsAuth = prepareLocalNatsAuth({ dataDir: join(root, ".data"), port: localPort, storeDir: dataDir });
+    log(`NATS users per service (least privilege); passwords in ${natsAuth.secretsPath}`);
+    start("nats-server", "nats-server", ["-c", natsAuth.configPath]);
     natsUrl = `nats://127.0.0.1:${localPort}`;
     await waitFor("nats-server", () => reachable("127.0.0.1", localPort));
   }
@@ -112,13 +117,14 @@ async function main(): Promise<void> {
   for (const [name, env] of services) {
     const entry = join(root, "services", name, "src", "main.ts");
     if (!existsSync(entry)) throw new Error(`missing ${entry}`);
-    start(name, process.execPath, ["--import", "tsx", entry], { ...common, ...env });
+    start(name, process.execPath, ["--import", "tsx", entry], { ...common, ...env, ...natsUserEnv(natsAuth, name) });
   }
   const repoProvider = join(root, "examples", "repo-provider", "src", "main.ts");
   if (existsSync(repoProvider)) {
     // The demo's `itx.repo`: this checkout as the repository, and a folder of sample pull requests.
     start("repo-provider", process.execPath, ["--import", "tsx", repoProvider], {
       ...common,
+      ...natsUserEnv(natsAuth, "repo-provider"),
       REPO_DIR: process.env.REPO_DIR ?? root,
       PULLS_DIR: process.env.PULLS_DIR ?? join(root, "examples", "repo-provider", "demo-pulls"),
     });

@@ -3,6 +3,7 @@
 // the runtime depends on asserted (four services, HPAs for the stateless three, PDBs, probes,
 // secrets only by reference, the built-in NATS config accepted by a real nats-server).
 
+import { NATS_SERVICE_USERS, natsPasswordEnvName } from "@agentrt/service-kit";
 import { execFile } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -449,13 +450,16 @@ describe.skipIf(natsTgz === undefined)("agentrt-with-nats (official NATS chart; 
 
 const execFileAsync = promisify(execFile);
 /** `nats-server -t` on the rendered config, as pod 0 would see it (SERVER_NAME from the pod name). */
+/** What the NATS pod's env gets from the users' Secret (the config references these variables). */
+const natsPasswordsEnv = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [natsPasswordEnvName(user), `pw-${user}`]));
+
 async function natsServerAccepts(conf: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "agentrt-natsconf-"));
   try {
     const file = join(dir, "nats.conf");
     writeFileSync(file, conf);
     const binary = process.env.NATS_SERVER_BIN ?? (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server");
-    const { stdout, stderr } = await execFileAsync(binary, ["-t", "-c", file], { env: { ...process.env, SERVER_NAME: "rt-agentrt-nats-0" } });
+    const { stdout, stderr } = await execFileAsync(binary, ["-t", "-c", file], { env: { ...process.env, SERVER_NAME: "rt-agentrt-nats-0", ...natsPasswordsEnv } });
     return `${stdout}${stderr}`;
   } finally {
     rmSync(dir, { recursive: true, force: true });

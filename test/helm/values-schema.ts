@@ -116,6 +116,10 @@ export const valuesSchema: Schema = {
       existingSecretKey: str("Key of the URL in existingSecret.", { minLength: 1 }),
     }),
     nats: closed({
+      auth: closed({
+        enabled: bool("One NATS user per service with least-privilege permissions."),
+        existingSecret: str("Secret with each NATS user's password (\"\" = generated once)."),
+      }),
       embedded: closed({
         enabled: bool("Install the built-in NATS cluster."),
         replicas: int("Number of NATS nodes (odd).", { enum: [1, 3, 5] }),
@@ -218,7 +222,7 @@ export const valuesSchema: Schema = {
                   ...list("Scopes.", {
                     ...closed({
                       prefix: str("Stream-path prefix.", { pattern: "^/" }),
-                      verbs: { ...list("Verbs.", { enum: ["read", "append", "admin"] }), minItems: 1 },
+                      verbs: { ...list("Verbs.", { enum: ["read", "append", "operate", "admin"] }), minItems: 1 },
                     }),
                     required: ["prefix", "verbs"],
                   }),

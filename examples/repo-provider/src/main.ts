@@ -10,12 +10,19 @@ import { repoProvider } from "./repo-provider.ts";
 const env = z
   .object({
     NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
+    // The provider's own NATS user (the `capability-provider` permissions), when NATS has users.
+    NATS_USER: z.string().min(1).optional(),
+    NATS_PASSWORD: z.string().optional(),
     REPO_DIR: z.string().min(1, "REPO_DIR must name a git work tree"),
     PULLS_DIR: z.string().min(1, "PULLS_DIR must name a folder of pull-request JSON records"),
   })
   .parse(process.env);
 
-const nc = await connect({ servers: env.NATS_URL, name: "repo-provider" });
+const nc = await connect({
+  servers: env.NATS_URL,
+  name: "repo-provider",
+  ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "" }),
+});
 const provider = await startCapabilityProvider(nc, {
   ...repoProvider({ repoDir: env.REPO_DIR, pullsDir: env.PULLS_DIR }),
   onError: (error) => process.stderr.write(`repo-provider: ${String(error)}\n`),

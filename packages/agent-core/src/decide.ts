@@ -3,7 +3,7 @@
 // adopt/expire an open one. Pure: the shell passes the clock and which requests it is
 // already running, appends the batches, arms a timer for `wakeAtMs`, and re-decides.
 
-import { CONTRACT_VERSION, type EventInput, eventInput } from "@agentrt/contract";
+import { idempotencyKeys, CONTRACT_VERSION, type EventInput, eventInput } from "@agentrt/contract";
 import { epochMs } from "./fold/triggers.ts";
 import type { AgentState, PendingTrigger } from "./state.ts";
 
@@ -54,7 +54,7 @@ export function decideAtHead(state: AgentState, input: HeadDecisionInput): HeadD
   const trigger = state.pendingLlmRequestTrigger;
   if (trigger !== null && state.paused !== null && trigger.source === "external") {
     appends.push([
-      eventInput("agent/resumed", { reason: "external input" }, `agent/resume/${trigger.offset}`),
+      eventInput("agent/resumed", { reason: "external input" }, idempotencyKeys.resume(trigger.offset)),
     ]);
   } else if (trigger !== null && state.paused === null && open === null) {
     if (trigger.source === "agent-loop" && state.autonomousTurnCount >= state.config.maxAutonomousTurns) {
@@ -87,13 +87,13 @@ function requestInput(state: AgentState, trigger: PendingTrigger): EventInput {
   return eventInput(
     "agent/llm-request-requested",
     { model: state.config.llm.model, expiresAt, contractVersion: CONTRACT_VERSION },
-    `agent/request/${trigger.offset}`,
+    idempotencyKeys.request(trigger.offset),
   );
 }
 
 function breakerPause(state: AgentState, trigger: PendingTrigger): EventInput {
   const reason = `autonomous turn limit reached (${state.autonomousTurnCount} consecutive turns without external input)`;
-  return eventInput("agent/paused", { reason, triggerOffset: trigger.offset }, `agent/pause/${trigger.offset}`);
+  return eventInput("agent/paused", { reason, triggerOffset: trigger.offset }, idempotencyKeys.pause(trigger.offset));
 }
 
 /** The two events that cancel a request that can no longer run in time. */
@@ -102,14 +102,14 @@ export function expiryBatch(requestOffset: number): EventInput[] {
     eventInput(
       "agent/llm-request-settled",
       { requestOffset, result: { status: "cancelled", reason: "expired" } },
-      `agent/settle/${requestOffset}`,
+      idempotencyKeys.settle(requestOffset),
     ),
     eventInput(
       "stream/error-occurred",
       {
         message: `LLM request @${requestOffset} expired before it ran; the pending turn was dropped. A new message starts fresh.`,
       },
-      `agent/expiry-error/${requestOffset}`,
+      idempotencyKeys.expiryError(requestOffset),
     ),
   ];
 }

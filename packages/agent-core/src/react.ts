@@ -3,7 +3,7 @@
 // shell performs the interrupt round-trip to the driver and appends the batches with their
 // idempotency keys, so two incarnations reacting to the same event collapse to one set.
 
-import { type AgentEvent, type AgentEventOf, type EventInput, eventInput } from "@agentrt/contract";
+import { idempotencyKeys, type AgentEvent, type AgentEventOf, type EventInput, eventInput } from "@agentrt/contract";
 import { isInterruptingItem, triggerSourceOf } from "./fold/triggers.ts";
 import { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
 import { type AgentRuntime, runtimeChangedInput } from "./runtime.ts";
@@ -72,7 +72,7 @@ export function interruptBatch(requestOffset: number, partialText?: string): Eve
       eventInput(
         "agents/context-added",
         { role: "assistant", content: `${INTERRUPTED_PARTIAL_PREFIX}${partialText}` },
-        `agent/render-interrupted-partial@${requestOffset}`,
+        idempotencyKeys.renderInterruptedPartial(requestOffset),
       ),
     );
   }
@@ -85,7 +85,7 @@ export function interruptBatch(requestOffset: number, partialText?: string): Eve
           ? { status: "cancelled", reason: "interrupted-by-user-input", partialText }
           : { status: "cancelled", reason: "interrupted-by-user-input" },
       },
-      `agent/settle/${requestOffset}`,
+      idempotencyKeys.settle(requestOffset),
     ),
   );
   return batch;
@@ -102,7 +102,7 @@ function waitingClear(before: AgentState, event: AgentEventOf<"agents/context-ad
   return eventInput(
     "agent/summary-updated",
     { waitingFor: null, clearWaitingForThroughOffset: event.offset },
-    `agent/waiting-clear@${event.offset}`,
+    idempotencyKeys.waitingClear(event.offset),
   );
 }
 
@@ -112,7 +112,7 @@ function webMessageMirror(event: AgentEventOf<"agents/web-message-sent">): Event
   return eventInput(
     "agents/context-added",
     files !== undefined && files.length > 0 ? { role: "assistant", content, files } : { role: "assistant", content },
-    `agent/render-web-response@${event.offset}`,
+    idempotencyKeys.renderWebResponse(event.offset),
   );
 }
 
@@ -125,7 +125,7 @@ function errorTranscription(event: AgentEventOf<"stream/error-occurred">): Event
       actor: { type: "integration", name: "stream-error" },
       llmRequestPolicy: { behaviour: "dont-trigger-request" },
     },
-    `agent/transcribe-error@${event.offset}`,
+    idempotencyKeys.transcribeError(event.offset),
   );
 }
 
@@ -140,6 +140,6 @@ function preambleTranscription(
   return eventInput(
     "agents/context-added",
     { role: "developer", content, llmRequestPolicy: { behaviour: "dont-trigger-request" } },
-    `agent/render-preamble-change@${event.offset}`,
+    idempotencyKeys.renderPreambleChange(event.offset),
   );
 }

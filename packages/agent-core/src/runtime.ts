@@ -1,7 +1,7 @@
 // The agent's runtime summary for live UIs: is a turn pending, can it run, is a request open,
 // how many of the agent's scripts are running. Published on the live lane when it changes.
 
-import { type AgentEvent, type EventInput, eventInput } from "@agentrt/contract";
+import { idempotencyKeys, type AgentEvent, type EventInput, eventInput } from "@agentrt/contract";
 import type { AgentState } from "./state.ts";
 
 export interface AgentRuntime {
@@ -41,7 +41,7 @@ export function runtimeChangedInput(
     ...eventInput(
       "agent/runtime-changed",
       { runtime, sinceOffset: event.offset, since: event.createdAt },
-      `agent/runtime-changed@${event.offset}`,
+      idempotencyKeys.runtimeChanged(event.offset),
     ),
     ephemeral: true,
   };

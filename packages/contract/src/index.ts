@@ -7,4 +7,7 @@ export * from "./events.ts";
 export * from "./validate.ts";
 export * from "./ownership.ts";
 export * from "./grant.ts";
+export * from "./idempotency-keys.ts";
+export * from "./api-appends.ts";
+export * from "./service-emits.ts";
 export * from "./json-schema.ts";

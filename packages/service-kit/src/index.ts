@@ -10,3 +10,4 @@ export * from "./run-service.ts";
 export * from "./work-queue.ts";
 export * from "./leases.ts";
 export * from "./tracing.ts";
+export * from "./nats-permissions.ts";

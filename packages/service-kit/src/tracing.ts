@@ -68,11 +68,9 @@ export function turnTraceId(streamPath: string, triggerOffset: number): string {
   return hex(`trace:${streamPath}#${triggerOffset}`, 32);
 }
 
-/** The trigger offset a request answers, read from its idempotency key `agent/request/<n>`. */
-export function triggerOffsetOfRequestKey(idempotencyKey: string | undefined): number | undefined {
-  const match = /^agent\/request\/(\d+)$/.exec(idempotencyKey ?? "");
-  return match ? Number(match[1]) : undefined;
-}
+// The request key's format belongs to the contract's reserved key namespaces; re-exported here
+// because the services reach it through their tracing helpers.
+export { triggerOffsetOfRequestKey } from "@agentrt/contract";
 
 /** Runs `fn` inside a span that is a child of `parent`, recording errors. */
 export async function inSpan<T>(

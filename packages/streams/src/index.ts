@@ -6,3 +6,4 @@ export { fnv1a32, partitionOfPath } from "./partition.ts";
 export { AsyncQueue } from "./async-queue.ts";
 export { JetStreamEventStore, type JetStreamEventStoreOptions } from "./jetstream/store.ts";
 export { assertEventSizes, jsonBytes } from "./batch.ts";
+export { ForeignEventTypeError, ownedStore, type OwnedStoreOptions } from "./owned-store.ts";

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
 import {
   connectNats,
   createLogger,
@@ -36,7 +36,12 @@ await runService({
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
-    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
+    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
+    const store = ownedStore(await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS }), {
+      service: "agent-reducer",
+      onRefused: (type) => refusedAppends.inc({ service: "agent-reducer", type }),
+    });
     const snapshots = await openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS });
     const reducer = new ReducerService({
       id: config.REDUCER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,

@@ -3,7 +3,7 @@
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
 import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
 import { hostConfigSchema } from "./config.ts";
@@ -21,7 +21,12 @@ await runService({
     const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
     const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "capability-host", logger });
-    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
+    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
+    const store = ownedStore(await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS }), {
+      service: "capability-host",
+      onRefused: (type) => refusedAppends.inc({ service: "capability-host", type }),
+    });
     const tracing = createTracing("capability-host");
     const host = await CapabilityHost.start({
       tracer: tracing.tracer,

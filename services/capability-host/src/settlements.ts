@@ -1,13 +1,13 @@
 // The exact settlement shapes of codemode.md "Script lifecycle", built in one place so every
 // path (typecheck, deadline, runtime, recovery) writes the same bytes the reducer renders.
 
-import type { PayloadOf } from "@agentrt/contract";
+import { idempotencyKeys, type PayloadOf } from "@agentrt/contract";
 
 export type Settlement = PayloadOf<"capability-host/script-run-settled">["settlement"];
 type Failed = Extract<Settlement, { status: "failed" }>;
 
-export const startedKey = (executionId: string): string => `capability-host/script-run-started@${executionId}`;
-export const settledKey = (executionId: string): string => `capability-host/script-run-settled@${executionId}`;
+// The keys live in the contract's reserved namespaces (one builder each).
+export const { scriptRunStarted: startedKey, scriptRunSettled: settledKey } = idempotencyKeys;
 
 export function typecheckErrorText(problems: readonly string[]): string {
   return (

@@ -178,6 +178,15 @@ describe("capability host: script lifecycle", () => {
     expect(s.status === "failed" && s.error).toContain('scripts may not append "capability-host/script-run-settled"');
   });
 
+  it("refuses a script's idempotency key in a namespace reserved for the services (no squatting agent/settle/R)", async () => {
+    const path = uniquePath("squat");
+    const code = 'await itx.agent.append({ type: "agent/summary-updated", payload: { title: "squat" }, idempotencyKey: "agent/settle/3" });';
+    const { executionId } = await requestScript(fx, path, code);
+    const s = (await waitSettled(fx.store, path, executionId)).payload.settlement;
+    expect(s.status === "failed" && s.error).toContain('namespace "agent/settle/" reserved for agent-reducer and llm-driver');
+    expect((await fx.store.read(path)).some((e) => e.idempotencyKey === "agent/settle/3")).toBe(false);
+  });
+
   it("spills a result too big for an event to the workspace and settles it as oversized; getScriptResult reads it back", async () => {
     const path = uniquePath("oversized");
     const big = await requestScript(fx, path, 'return Array.from({ length: 3000 }, (_, i) => ({ i, text: "x".repeat(100) }));');

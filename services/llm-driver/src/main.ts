@@ -4,7 +4,7 @@
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
 import { createDriverMetrics } from "./metrics.ts";
@@ -30,7 +30,12 @@ await runService({
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
-    const store = await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS });
+    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
+    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
+    const store = ownedStore(await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS }), {
+      service: "llm-driver",
+      onRefused: (type) => refusedAppends.inc({ service: "llm-driver", type }),
+    });
     // The cache follows the feed from the store's current head: older batches are read on demand.
     const head = config.LLM_STREAM_CACHE === "on" ? (await jsm.streams.info(store.streamName)).state.last_seq : undefined;
     const tracing = createTracing("llm-driver");

@@ -2,14 +2,12 @@
 // keyed, and a keyed batch is all-or-nothing, so when two drivers race for one request the
 // first batch commits and the other commits nothing.
 
-import { eventInput, type EventInput, type PayloadOf } from "@agentrt/contract";
+import { eventInput, idempotencyKeys, type EventInput, type PayloadOf } from "@agentrt/contract";
 import { tokenUsagePayload, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
 
-export const settleKey = (requestOffset: number): string => `agent/settle/${requestOffset}`;
-export const assistantContextKey = (requestOffset: number): string => `agent/assistant-context@${requestOffset}`;
-export const tokenUsageKey = (requestOffset: number): string => `agent/token-usage@${requestOffset}`;
-export const failureErrorKey = (requestOffset: number): string => `agent/failure-error/${requestOffset}`;
-export const compactContextKey = (reportOffset: number): string => `agent/compact-context@${reportOffset}`;
+// The keys live in the contract's reserved namespaces (one builder each).
+export const { settle: settleKey, assistantContext: assistantContextKey, tokenUsage: tokenUsageKey, failureError: failureErrorKey, compactContext: compactContextKey } =
+  idempotencyKeys;
 
 export interface SuccessSettlement {
   readonly requestOffset: number;

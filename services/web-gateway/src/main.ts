@@ -2,7 +2,7 @@
 // then the HTTP server (API, SSE, WebSocket, UI), the gRPC server and the ops endpoint.
 // SIGTERM closes the listeners, then drains NATS.
 
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
 import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
@@ -37,7 +37,12 @@ await runService({
     const metrics = createMetrics("web-gateway");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
     const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
-    const store = await JetStreamEventStore.open(nc, storeOptions);
+    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
+    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
+    const store = ownedStore(await JetStreamEventStore.open(nc, storeOptions), {
+      service: "web-gateway",
+      onRefused: (type) => refusedAppends.inc({ service: "web-gateway", type }),
+    });
     // Reads get their own connection: a flood of big pages cannot back up appends and live
     // subscriptions on one socket, nor get them dropped with it as a slow consumer.
     const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });

@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freeLoopbackPort } from "@agentrt/testing";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
-import { enc, http } from "./support/http.ts";
 
 const root = join(import.meta.dirname, "../../..");
 const tsx = join(root, "node_modules/.bin/tsx");
@@ -123,12 +122,10 @@ describe("pnpm agents", () => {
       type: "agent/llm-response-chunks",
       payload: { chunks: [{ choices: [{ delta: { content: text } }] }], llmRequestOffset: requestOffset, sequence },
     });
-    await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { key: key.apiKey, body: { events: [chunk("Four", 0)] } });
-    await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { key: key.apiKey, body: { events: [chunk(" it is.", 1)] } });
-    await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, {
-      key: key.apiKey,
-      body: { events: [{ type: "agent/llm-request-settled", payload: { requestOffset, durationMs: 5, result: { status: "succeeded", text: "Four it is." } } }] },
-    });
+    // The driver's events, written as the driver writes them (the API refuses them).
+    await ts.store.append(path, [chunk("Four", 0)]);
+    await ts.store.append(path, [chunk(" it is.", 1)]);
+    await ts.store.append(path, [{ type: "agent/llm-request-settled", payload: { requestOffset, durationMs: 5, result: { status: "succeeded", text: "Four it is." } } }]);
     expect(await exited).toBe(0);
     expect(stdout).toContain("Four it is.");
     expect(stdout.indexOf("Four it is.")).toBeLessThan(stdout.indexOf(`request @${requestOffset} succeeded`));

@@ -90,6 +90,7 @@ spec:
             {{- end }}
           env:
             {{- include "agentrt.commonEnv" $root | nindent 12 }}
+            {{- include "agentrt.natsUserEnv" (dict "root" $root "user" .component) | nindent 12 }}
             {{- if and .env (ne .env "[]") }}
             {{- .env | nindent 12 }}
             {{- end }}

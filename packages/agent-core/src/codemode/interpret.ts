@@ -2,7 +2,7 @@
 // order and as ONE batch: activity status, script request, extracted prose — or, for a block
 // that did not run, the developer feedback that says so. Both dialects share this.
 
-import type { AgentEventOf, EventInput } from "@agentrt/contract";
+import { idempotencyKeys, type AgentEventOf, type EventInput } from "@agentrt/contract";
 import type { AgentState } from "../state.ts";
 import type { ParsedReply } from "./reply.ts";
 
@@ -32,7 +32,7 @@ export function replyEvents(state: AgentState, event: AssistantContextEvent, par
   const off = event.offset;
   const llmRequestOffset = event.payload.llmRequestOffset;
   if (parsed.kind === "rejected") {
-    const key = parsed.reason === "multiple" ? `agent/multi-snippet-rejected@${off}` : `agent/malformed-snippet-rejected@${off}`;
+    const key = parsed.reason === "multiple" ? idempotencyKeys.multiSnippetRejected(off) : idempotencyKeys.malformedSnippetRejected(off);
     return [
       {
         type: "agents/context-added",
@@ -43,7 +43,7 @@ export function replyEvents(state: AgentState, event: AssistantContextEvent, par
   }
   const batch: EventInput[] = [];
   if (parsed.kind !== "none" && parsed.status !== undefined) {
-    batch.push({ type: "agent/summary-updated", payload: { activity: parsed.status }, idempotencyKey: `agent/codemode-status@${off}` });
+    batch.push({ type: "agent/summary-updated", payload: { activity: parsed.status }, idempotencyKey: idempotencyKeys.codemodeStatus(off) });
   }
   if (parsed.kind === "script") {
     batch.push({
@@ -53,14 +53,14 @@ export function replyEvents(state: AgentState, event: AssistantContextEvent, par
         executionId: `agent-output:${off}`,
         expiresAt: scriptExpiresAt(event.createdAt, state.config.llmRequestExpiryMs),
       },
-      idempotencyKey: `agent/script-run-requested@${off}`,
+      idempotencyKey: idempotencyKeys.codemodeScriptRun(off),
     });
   }
   if (parsed.prose.length > 0) {
     batch.push({
       type: "agents/web-message-sent",
       payload: llmRequestOffset === undefined ? { message: parsed.prose } : { message: parsed.prose, llmRequestOffset },
-      idempotencyKey: `agent/codemode-prose@${off}`,
+      idempotencyKey: idempotencyKeys.codemodeProse(off),
     });
   }
   return batch;

@@ -5,7 +5,7 @@
 // `eventIfWritten`, or appends `eventIfWriteFailed` (the truncated inline form) when it
 // cannot write. Both carry the same idempotency key, so only one ever commits.
 
-import type { EventInputOf, PayloadOf } from "@agentrt/contract";
+import { idempotencyKeys, type EventInputOf, type PayloadOf } from "@agentrt/contract";
 import { formatDuration } from "../display/duration.ts";
 import { fenced, fenceFor } from "./fence.ts";
 import { inferJsonType } from "./json-type.ts";
@@ -44,7 +44,7 @@ export const SCRIPT_FAILURE_HINT =
   'and `await itx.docs.search({ q: "a few related words" })` finds working examples and type declarations.';
 
 export function scriptResultRenderKey(settledOffset: number): string {
-  return `agent/render-script-result@${settledOffset}`;
+  return idempotencyKeys.renderScriptResult(settledOffset);
 }
 
 export function spillPath(executionId: string, isText: boolean): string {

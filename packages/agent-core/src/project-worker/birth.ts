@@ -3,7 +3,7 @@
 // system section per prompt-file block (file order = offset order = document order), and the
 // agent's boot facts. Every event is keyed so a retried create() commits nothing twice.
 
-import type { EventInput } from "@agentrt/contract";
+import { idempotencyKeys, type EventInput } from "@agentrt/contract";
 import { parseTaggedPromptFile } from "./prompt-file.ts";
 import { BOOT_CONTEXT_KEY } from "./texts.ts";
 
@@ -32,23 +32,23 @@ export function birthBatch(input: BirthInput): EventInput[] {
   const sections = parseTaggedPromptFile(input.promptFileText);
   return [
     // The certificate names the project, which is how the project's worker knows the agent is its own.
-    { type: "agent/created", payload: { project: { name: input.project.name, slug: input.project.slug } }, idempotencyKey: "agent/birth/created" },
+    { type: "agent/created", payload: { project: { name: input.project.name, slug: input.project.slug } }, idempotencyKey: idempotencyKeys.birth("created") },
     {
       type: "agent/configured",
       payload: { config: { interpretResponses: true, llmRequestDebounceMs: BIRTH_WINDOW_DEBOUNCE_MS } },
-      idempotencyKey: "agent/birth/configured",
+      idempotencyKey: idempotencyKeys.birth("configured"),
     },
     ...sections.map(
       (section): EventInput => ({
         type: "agents/context-added",
         payload: { role: "system", key: section.key, content: section.content },
-        idempotencyKey: `agent/birth/section/${section.key}`,
+        idempotencyKey: idempotencyKeys.birth(`section/${section.key}`),
       }),
     ),
     {
       type: "agents/context-added",
       payload: { role: "system", key: BOOT_CONTEXT_KEY, content: bootContextContent(input) },
-      idempotencyKey: "agent/birth/boot-context",
+      idempotencyKey: idempotencyKeys.birth("boot-context"),
     },
   ];
 }

@@ -6,7 +6,7 @@
 //  - the tag-dialect interpreter for replies of the agent's own open request while
 //    `interpretResponses` is false (the platform's fenced interpreter is then off).
 
-import type { AgentEvent, EventInput } from "@agentrt/contract";
+import { idempotencyKeys, type AgentEvent, type EventInput } from "@agentrt/contract";
 import { isOwnOpenReply, replyEvents } from "../codemode/interpret.ts";
 import { parseTagReply } from "../codemode/tag.ts";
 import type { AgentState } from "../state.ts";
@@ -20,7 +20,7 @@ export interface ProjectWorkerTexts {
 export const WORKER_DEBOUNCE_MS = 250;
 
 export function birthReaction(createdOffset: number, project: ProjectWorkerTexts = {}): EventInput[] {
-  const key = (part: string) => `worker/birth@${createdOffset}/${part}`;
+  const key = (part: string) => idempotencyKeys.workerBirth(createdOffset, part);
   return [
     {
       type: "agents/context-added",

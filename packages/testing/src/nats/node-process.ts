@@ -16,6 +16,8 @@ export interface NodeConfig {
   readonly dir: string;
   readonly cluster?: { readonly name: string; readonly port: number; readonly routePorts: readonly number[] };
   readonly debug?: boolean;
+  /** Appended to the rendered config verbatim (e.g. an `authorization { users: [...] }` block). */
+  readonly extraConfig?: string;
 }
 
 export function natsServerBinary(): string | undefined {
@@ -46,6 +48,7 @@ function renderConfig(config: NodeConfig): string {
       `}`,
     );
   }
+  if (config.extraConfig !== undefined) lines.push(config.extraConfig);
   return `${lines.join("\n")}\n`;
 }
 

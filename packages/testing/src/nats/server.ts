@@ -18,6 +18,8 @@ export interface NatsServerOptions {
   readonly debug?: boolean;
   /** Readiness deadline (default 15 s). */
   readonly readyTimeoutMs?: number;
+  /** Appended to the server's config file verbatim (e.g. an `authorization` block). */
+  readonly extraConfig?: string;
 }
 
 export interface NatsServer {
@@ -61,6 +63,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       monitorPort,
       dir,
       ...(options.debug === undefined ? {} : { debug: options.debug }),
+      ...(options.extraConfig === undefined ? {} : { extraConfig: options.extraConfig }),
     });
     node.spawn();
     try {

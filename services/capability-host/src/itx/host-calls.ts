@@ -2,7 +2,7 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
-import { type AgentEvent, ContractViolationError, creatorGrant, type EventInput, EVENT_URI_PREFIX, parseEventInput, parseStreamPath, withBirthGrant } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, creatorGrant, type EventInput, EVENT_URI_PREFIX, idempotencyKeys, parseEventInput, parseStreamPath, reservedKeyNamespaceOf, withBirthGrant } from "@agentrt/contract";
 import type { Caller } from "@agentrt/capability-sdk";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
@@ -48,18 +48,18 @@ const str = (value: unknown, what: string): string => {
 
 export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): HostCallHandler {
   let sequence = 0;
-  const key = (kind: string): string => `capability-host/${kind}@${caller.executionId}#${++sequence}`;
+  const key = (builder: (executionId: string, sequence: number) => string): string => builder(caller.executionId, ++sequence);
   const resolvePath = (path: unknown): string => resolveAgentPath(caller.agentPath, str(path, "the agent path"));
 
   return async (op, args) => {
     switch (op) {
       case "chat.sendMessage": {
         const message = str(args[0], "itx.chat.sendMessage(text): text");
-        await deps.store.append(caller.agentPath, [{ type: "agents/web-message-sent", payload: { message }, idempotencyKey: key("web-message") }]);
+        await deps.store.append(caller.agentPath, [{ type: "agents/web-message-sent", payload: { message }, idempotencyKey: key(idempotencyKeys.itxWebMessage) }]);
         return undefined;
       }
       case "agent.append":
-        return appendOwn(deps.store, caller, args[0], key("agent-append"));
+        return appendOwn(deps.store, caller, args[0], key(idempotencyKeys.itxAgentAppend));
       case "streams.getEvent": {
         const path = parseStreamPath(args[0]);
         const offset = (args[1] as { offset?: unknown } | undefined)?.offset;
@@ -79,7 +79,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
         if ((await deps.store.lastOffset(path)) > 0) return { path, created: false };
         // The sub-agent may answer its creator (authority/): the grant rides on its agent/created.
         const batch = withBirthGrant<unknown>(deps.birthBatch?.(path) ?? [
-          { type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: "agent/created" },
+          { type: "agent/created", payload: { createdBy: { type: "agent", path: caller.agentPath } }, idempotencyKey: idempotencyKeys.scriptCreatedAgent() },
         ], creatorGrant(caller.agentPath));
         const result = await deps.store
           .append(path, batch, { expectedLastOffset: 0 })
@@ -96,7 +96,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
           {
             type: "agents/context-added",
             payload: { role: "developer", content, actor: { type: "agent", path: caller.agentPath } },
-            idempotencyKey: key("agent-message"),
+            idempotencyKey: key(idempotencyKeys.itxAgentMessage),
           },
         ]);
         return undefined;
@@ -140,6 +140,11 @@ async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, 
     if (record.type.startsWith(EVENT_URI_PREFIX)) record.type = record.type.slice(EVENT_URI_PREFIX.length);
     if (MACHINERY_TYPES.has(record.type)) {
       throw new ContractViolationError("forbidden", `itx.agent.append: scripts may not append "${record.type}" (machinery-owned)`);
+    }
+    // A script's own key may not squat a namespace the services build their keys in.
+    const reserved = typeof record.idempotencyKey === "string" ? reservedKeyNamespaceOf(record.idempotencyKey) : undefined;
+    if (reserved !== undefined) {
+      throw new ContractViolationError("forbidden", `itx.agent.append: idempotencyKey is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}`);
     }
     record.idempotencyKey ??= fallbackKey;
   }

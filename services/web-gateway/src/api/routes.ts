@@ -6,6 +6,7 @@ import type { IncomingMessage } from "node:http";
 import type { AgentGrant } from "@agentrt/contract";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { assertGrantWithinKey, authorizeBatch } from "../auth/grants.ts";
+import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import type { Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
 import type { GatewayApi, ReadContext } from "./gateway-api.ts";
@@ -69,10 +70,12 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       body: s.appendBodySchema,
       response: s.appendResponseSchema,
-      access: ({ params }) => ({ verb: "append", path: (params as P).streamPath }),
+      access: ({ params, body }) => ({ verb: appendRouteVerb((body as { events: unknown[] }).events), path: (params as P).streamPath }),
       handle: async ({ params, body, principal }) => {
         const { events, expectedLastOffset } = body as { events: unknown[]; expectedLastOffset?: number };
-        // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
+        // Only what outside callers may append (auth/ownership.ts); then grants no wider than the
+        // key and script requests stamped with the key's scope (auth/grants.ts).
+        authorizeAppends(principal, (params as P).streamPath, events);
         const authorized = principal === null ? events : authorizeBatch(principal, events);
         const result = await api.append((params as P).streamPath, authorized, expectedLastOffset);
         return { status: result.status, events: result.events };

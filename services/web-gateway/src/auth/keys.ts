@@ -1,17 +1,20 @@
 // API keys: a presented key is `agrt_<id>_<secret>`; at rest only the id, a per-key salt and
 // sha256(salt + secret) are kept (the secret is 32 random bytes, so a fast salted hash is
 // enough — there is nothing to brute-force). Each key carries scopes: stream-path prefixes
-// and the verbs allowed under them.
+// and the verbs allowed under them: `read`; `append` (user input); `operate` (steering an
+// agent: pause/resume, rewrite, configure, preamble, bindings, script runs; see the contract's
+// API_APPENDABLE); `admin` (every verb). `append` and `operate` do not imply each other.
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { pathUnder } from "@agentrt/contract";
 import { z } from "zod";
 
-export type Verb = "read" | "append" | "admin";
+export const VERBS = ["read", "append", "operate", "admin"] as const;
+export type Verb = (typeof VERBS)[number];
 
 export const scopeSchema = z.strictObject({
   prefix: z.string().startsWith("/"),
-  verbs: z.array(z.enum(["read", "append", "admin"])).min(1),
+  verbs: z.array(z.enum(VERBS)).min(1),
 });
 
 export const storedKeySchema = z.strictObject({

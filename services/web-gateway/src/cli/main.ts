@@ -21,7 +21,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
   audit: { run: auditCommand, summary: "audit PATH... | --prefix P [--json]   check each stream's invariants; exit 1 on a violation" },
   request: { run: requestCommand, summary: "request PATH (N | --last) [--json]   exactly what the model saw for the request at offset N, or the latest" },
-  keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append [--file F]   mint an API key (hash stored)" },
+  keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append[,operate] [--file F]   mint an API key (hash stored)" },
   replay: {
     run: replayCommand,
     summary: "replay FILE [--placeholder-protocol] [--runtime]   what the model saw, from a scenario file",

@@ -9,6 +9,7 @@ import type { GatewayApi } from "../api/gateway-api.ts";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import type { Verb } from "../auth/keys.ts";
 import { authorizeBatch } from "../auth/grants.ts";
+import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import { classifyError, GatewayError } from "../errors.ts";
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "../http/json-limits.ts";
 import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
@@ -101,11 +102,13 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
     appendEvents: unary(async (call) => {
+      const inputs = call.request.events.map((input, i) => fromPbInput(input, i, maxDepth));
       const principal = principalOf(call.metadata);
       const streamPath = parseStreamPath(call.request.streamPath);
-      Authenticator.authorize(principal, "append", streamPath);
+      Authenticator.authorize(principal, appendRouteVerb(inputs), streamPath);
+      authorizeAppends(principal, streamPath, inputs);
       // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
-      const events = authorizeBatch(principal, call.request.events.map((input, i) => fromPbInput(input, i, maxDepth)));
+      const events = authorizeBatch(principal, inputs);
       const result = await api.append(streamPath, events, call.request.expectedLastOffset);
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),

@@ -29,4 +29,5 @@ cluster {
   ]
 }
 {{- end }}
+{{- include "agentrt.natsAuthConf" . }}
 {{- end }}

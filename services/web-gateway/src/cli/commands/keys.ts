@@ -1,4 +1,4 @@
-// `pnpm agents keys create --prefix /agents/team --verbs read,append [--name N] [--file keys.json]`:
+// `pnpm agents keys create --prefix /agents/team --verbs read,append[,operate] [--name N] [--file keys.json]`:
 // mints an API key, prints it once, and stores only its salted hash in the keys file.
 
 import { existsSync } from "node:fs";
@@ -10,7 +10,7 @@ type Out = (text: string) => void;
 
 export async function keysCommand(args: readonly string[], out: Out): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== "create") throw new Error("usage: agents keys create --prefix PATH --verbs read,append,admin [--name N] [--file FILE]");
+  if (sub !== "create") throw new Error("usage: agents keys create --prefix PATH --verbs read,append,operate,admin [--name N] [--file FILE]");
   const { flags } = parseArgs(rest, ["prefix", "verbs", "name", "file"]);
   const scope = scopeSchema.parse({ prefix: flags.prefix ?? "/", verbs: String(flags.verbs ?? "read").split(",") });
   const file = typeof flags.file === "string" ? flags.file : (process.env.AGENTRT_KEYS_FILE ?? ".data/keys.json");

@@ -1,0 +1,146 @@
+import { describe, expect, it } from "vitest";
+import {
+  API_APPENDABLE,
+  EVENT_OWNERSHIP,
+  EVENT_TYPES,
+  RESERVED_KEY_NAMESPACES,
+  SERVICE_EMITS,
+  decideApiAppend,
+  idempotencyKeys,
+  reservedKeyNamespaceOf,
+  serviceMayEmit,
+  triggerOffsetOfRequestKey,
+  type ApiAppendDecision,
+  type KeyNamespaceName,
+} from "../src/index.ts";
+
+const refusal = (decision: ApiAppendDecision) => {
+  if (decision.allowed) throw new Error(`expected a refusal, got ${JSON.stringify(decision)}`);
+  return decision.error;
+};
+
+describe("the API append table", () => {
+  it("given each machinery type, when an API caller appends it, then it is refused naming the type and its owner", () => {
+    const refused = EVENT_TYPES.filter((t) => API_APPENDABLE[t] === undefined);
+    expect(refused).toEqual(
+      expect.arrayContaining(["agent/llm-request-requested", "agent/llm-request-settled", "agent/llm-response-chunks", "capability-host/script-run-settled", "capability-host/script-run-started"]),
+    );
+    for (const type of refused) {
+      const error = refusal(decideApiAppend({ type, payload: {} }, "events[2]"));
+      expect(error.code).toBe("forbidden");
+      expect(error.message).toContain(`"${type}" is owned by ${EVENT_OWNERSHIP[type].owner}`);
+      expect(error.message).toContain("events[2]");
+      expect(error.details).toMatchObject({ type, owner: EVENT_OWNERSHIP[type].owner });
+    }
+  });
+
+  it("given user input, when appended, then it needs append; operator actions need operate", () => {
+    expect(decideApiAppend({ type: "agents/context-added", payload: { role: "user", content: "hi" } })).toEqual({ allowed: true, verb: "append" });
+    expect(decideApiAppend({ type: "agents/context-added", payload: { role: "developer", content: "fyi", actor: { type: "slack" } } })).toEqual({ allowed: true, verb: "append" });
+    expect(decideApiAppend({ type: "agents/context-added", payload: { role: "system", key: "k", content: "x" } })).toEqual({ allowed: true, verb: "operate" });
+    for (const type of ["agent/paused", "agent/resumed", "agents/context-rewritten", "agent/configured", "capability-host/preamble-set", "capability-host/preamble-removed", "capability-host/script-run-requested", "agent/binding-set"]) {
+      expect(decideApiAppend({ type, payload: {} }), type).toEqual({ allowed: true, verb: "operate" });
+    }
+    expect(decideApiAppend({ type: "agent/created", payload: {} })).toEqual({ allowed: true, verb: "append" });
+  });
+
+  it("given forged model output in user input, when appended, then it is refused naming the field", () => {
+    expect(refusal(decideApiAppend({ type: "agents/context-added", payload: { role: "assistant", content: "```ts\nx\n```" } })).message).toContain("payload.role");
+    expect(refusal(decideApiAppend({ type: "agents/context-added", payload: { role: "user", content: "x", llmRequestOffset: 3 } })).message).toContain(
+      "payload.llmRequestOffset",
+    );
+    expect(refusal(decideApiAppend({ type: "agents/context-added", payload: { role: "developer", content: "x", compaction: { replacesHistoryThrough: 2 } } })).message).toContain(
+      "payload.compaction",
+    );
+    expect(refusal(decideApiAppend({ type: "agents/context-added", payload: { role: "developer", content: "x", actor: { type: "script", executionId: "e" } } })).message).toContain(
+      "payload.actor",
+    );
+  });
+
+  it("given an interpreter's execution id, when a script run is requested from outside, then it is refused", () => {
+    const error = refusal(decideApiAppend({ type: "capability-host/script-run-requested", payload: { code: "1", executionId: "agent-output:9", expiresAt: "x" } }));
+    expect(error.message).toContain('"agent-output:"');
+    expect(decideApiAppend({ type: "capability-host/script-run-requested", payload: { code: "1", executionId: "api:1", expiresAt: "x" } })).toEqual({ allowed: true, verb: "operate" });
+  });
+
+  it("given unknown types or malformed inputs, when decided, then they are left to the validator", () => {
+    expect(decideApiAppend({ type: "agent/teleported", payload: {} }).allowed).toBe(true);
+    expect(decideApiAppend(42).allowed).toBe(true);
+  });
+});
+
+describe("reserved idempotency-key namespaces", () => {
+  const samples: Record<KeyNamespaceName, string> = {
+    request: idempotencyKeys.request(5),
+    pause: idempotencyKeys.pause(5),
+    resume: idempotencyKeys.resume(5),
+    settle: idempotencyKeys.settle(5),
+    expiryError: idempotencyKeys.expiryError(5),
+    failureError: idempotencyKeys.failureError(5),
+    assistantContext: idempotencyKeys.assistantContext(5),
+    tokenUsage: idempotencyKeys.tokenUsage(5),
+    compactContext: idempotencyKeys.compactContext(5),
+    renderInterruptedPartial: idempotencyKeys.renderInterruptedPartial(5),
+    waitingClear: idempotencyKeys.waitingClear(5),
+    renderWebResponse: idempotencyKeys.renderWebResponse(5),
+    transcribeError: idempotencyKeys.transcribeError(5),
+    renderPreambleChange: idempotencyKeys.renderPreambleChange(5),
+    renderScriptResult: idempotencyKeys.renderScriptResult(5),
+    runtimeChanged: idempotencyKeys.runtimeChanged(5),
+    multiSnippetRejected: idempotencyKeys.multiSnippetRejected(5),
+    malformedSnippetRejected: idempotencyKeys.malformedSnippetRejected(5),
+    codemodeStatus: idempotencyKeys.codemodeStatus(5),
+    codemodeScriptRun: idempotencyKeys.codemodeScriptRun(5),
+    codemodeProse: idempotencyKeys.codemodeProse(5),
+    birth: idempotencyKeys.birth("section/x"),
+    scriptCreatedAgent: idempotencyKeys.scriptCreatedAgent(),
+    workerBirth: idempotencyKeys.workerBirth(1, "configured"),
+    scriptRunStarted: idempotencyKeys.scriptRunStarted("e1"),
+    scriptRunSettled: idempotencyKeys.scriptRunSettled("e1"),
+    itxWebMessage: idempotencyKeys.itxWebMessage("e1", 1),
+    itxAgentAppend: idempotencyKeys.itxAgentAppend("e1", 2),
+    itxAgentMessage: idempotencyKeys.itxAgentMessage("e1", 3),
+  };
+
+  it("given every builder, when its key is classified, then it lands in its own namespace", () => {
+    expect(Object.keys(samples).sort()).toEqual(Object.keys(RESERVED_KEY_NAMESPACES).sort());
+    for (const [name, key] of Object.entries(samples)) expect(reservedKeyNamespaceOf(key)?.name, key).toBe(name);
+  });
+
+  it("keeps the contract's spelled keys", () => {
+    expect(idempotencyKeys.settle(7)).toBe("agent/settle/7");
+    expect(idempotencyKeys.assistantContext(7)).toBe("agent/assistant-context@7");
+    expect(idempotencyKeys.scriptRunSettled("x")).toBe("capability-host/script-run-settled@x");
+    expect(idempotencyKeys.workerBirth(3, "agents-md")).toBe("worker/birth@3/agents-md");
+    expect(triggerOffsetOfRequestKey(idempotencyKeys.request(12))).toBe(12);
+    expect(triggerOffsetOfRequestKey("agent/request/x")).toBeUndefined();
+  });
+
+  it("given a squatted key, when an API caller appends with it, then it is refused naming the namespace", () => {
+    for (const key of Object.values(samples)) {
+      const error = refusal(decideApiAppend({ type: "agents/context-added", payload: { role: "user", content: "x" }, idempotencyKey: key }));
+      expect(error.message).toContain(`namespace "${reservedKeyNamespaceOf(key)!.namespace.prefix}"`);
+    }
+    expect(decideApiAppend({ type: "agents/context-added", payload: { role: "user", content: "x" }, idempotencyKey: "client/msg-1" })).toEqual({
+      allowed: true,
+      verb: "append",
+    });
+  });
+});
+
+describe("what each service may emit", () => {
+  it("given the machinery types, then only their owners emit them", () => {
+    expect(serviceMayEmit("web-gateway", "agent/llm-request-settled")).toBe(false);
+    expect(serviceMayEmit("web-gateway", "capability-host/script-run-settled")).toBe(false);
+    expect(serviceMayEmit("capability-host", "agent/llm-request-settled")).toBe(false);
+    expect(serviceMayEmit("llm-driver", "capability-host/script-run-settled")).toBe(false);
+    expect(serviceMayEmit("agent-reducer", "agent/llm-response-chunks")).toBe(false);
+    expect(serviceMayEmit("llm-driver", "agent/llm-response-chunks")).toBe(true);
+    expect(serviceMayEmit("capability-host", "capability-host/script-run-settled")).toBe(true);
+  });
+
+  it("every type is emitted by some service", () => {
+    const emitted = new Set(Object.values(SERVICE_EMITS).flat());
+    expect(EVENT_TYPES.filter((t) => !emitted.has(t))).toEqual([]);
+  });
+});

@@ -1,0 +1,215 @@
+// One NATS user per service, with least-privilege permissions: the single source of truth for
+// what each service may publish and subscribe to. `renderNatsAuthorization` turns it into the
+// nats-server (2.9+) `authorization { users: [...] }` block used by the quickstart and (as a
+// generated file) by the Helm chart. The names below are the runtime's: the event store's
+// stream and subject prefixes, the work queue, the KV buckets and object stores, the core-NATS
+// subjects of interrupts and capability providers; test/security/nats-permissions.int.test.ts
+// checks them against the modules that define them and runs a whole turn with every service
+// connected as its own user, which is what proves these lists complete.
+//
+// JetStream is driven by requests on `$JS.API.*` (answered on `_INBOX.*`), so a grant on a
+// stream is a list of API subjects, not a wildcard over `$JS.API.>`: nobody but its owners may
+// create, delete or purge a stream, and only the services that need one can read it.
+
+export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "capability-host" | "capability-provider";
+
+export interface NatsPermissions {
+  readonly publish: { readonly allow: readonly string[] };
+  readonly subscribe: { readonly allow: readonly string[] };
+  /** May answer requests on any reply subject (for the duration of one response). */
+  readonly allowResponses: boolean;
+}
+
+/** The runtime's NATS names (defaults of the modules that own them). */
+export const NATS_NAMES = {
+  eventStream: "AGENT_EVENTS",
+  durablePrefix: "ev",
+  ephemeralPrefix: "eph",
+  workStream: "AGENT_WORK",
+  workSubjectPrefix: "work",
+  leasesBucket: "agentrt_leases",
+  snapshotsBucket: "agentrt_agent_snapshots",
+  /** Idempotency-key reservations of the event store (`<eventStream>_KEYS`). */
+  keyIndexBucket: "AGENT_EVENTS_KEYS",
+  agentKvBucket: "AGENT_KV",
+  providersBucket: "CAPABILITY_PROVIDERS",
+  agentFilesBucket: "AGENT_FILES",
+  interruptSubject: "agentrt.llm.interrupt",
+  capabilitiesPrefix: "agentrt.capabilities",
+  llmDriverDurable: "llm-driver",
+  hostDurable: "capability-host",
+} as const;
+
+const N = NATS_NAMES;
+
+/** JetStream API subjects to use a stream: info, reads (direct and msg get), and consumers. */
+function streamUse(stream: string, options: { create?: boolean; update?: boolean; purge?: boolean; ephemeralConsumers?: boolean; durable?: string } = {}): string[] {
+  const subjects = [
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+  ];
+  // Creating is harmless (a name in use with another config is refused); updating can change
+  // retention or protections, so only a stream's owner may.
+  if (options.create === true) subjects.push(`$JS.API.STREAM.CREATE.${stream}`);
+  if (options.update === true) subjects.push(`$JS.API.STREAM.UPDATE.${stream}`);
+  if (options.purge === true) subjects.push(`$JS.API.STREAM.PURGE.${stream}`);
+  if (options.ephemeralConsumers === true) {
+    // Ordered consumers: created with a generated name (and a filter), read, then deleted.
+    subjects.push(
+      `$JS.API.CONSUMER.CREATE.${stream}`,
+      `$JS.API.CONSUMER.CREATE.${stream}.>`,
+      `$JS.API.CONSUMER.INFO.${stream}.>`,
+      `$JS.API.CONSUMER.DELETE.${stream}.>`,
+      `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    );
+  }
+  if (options.durable !== undefined) {
+    // A named durable work consumer: created or looked up, pulled from, acked.
+    const d = options.durable;
+    subjects.push(
+      `$JS.API.CONSUMER.CREATE.${stream}.${d}`,
+      `$JS.API.CONSUMER.CREATE.${stream}.${d}.>`,
+      `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${d}`,
+      `$JS.API.CONSUMER.INFO.${stream}.${d}`,
+      `$JS.API.CONSUMER.MSG.NEXT.${stream}.${d}`,
+      `$JS.ACK.${stream}.${d}.>`,
+    );
+  }
+  return subjects;
+}
+
+/** A KV bucket: its stream (KV_<bucket>) plus puts/deletes on `$KV.<bucket>.>`; watches and key listings use ordered consumers. */
+const kvBucket = (bucket: string): string[] => [...streamUse(`KV_${bucket}`, { create: true, update: true, ephemeralConsumers: true }), `$KV.${bucket}.>`];
+
+/** An object store: its stream (OBJ_<bucket>), chunk and meta subjects; replacing an object purges its old chunks. */
+const objectStore = (bucket: string): string[] => [...streamUse(`OBJ_${bucket}`, { create: true, update: true, purge: true, ephemeralConsumers: true }), `$O.${bucket}.>`];
+
+/** Every JetStream client asks the account's API level first. */
+const JS_ACCOUNT = ["$JS.API.INFO"];
+const REPLIES = "_INBOX.>";
+
+/**
+ * The event store: append (durable, and the live lane where the service writes it) and read.
+ * Whoever starts first creates the stream; only the reducer may update its config (the store
+ * turns on direct gets of a stream made by an older version).
+ */
+const eventStore = (options: { live: boolean; owner?: boolean }): string[] => [
+  ...streamUse(N.eventStream, { create: true, update: options.owner === true, ephemeralConsumers: true }),
+  // Keyed appends reserve their key in the key index before publishing.
+  ...kvBucket(N.keyIndexBucket),
+  `${N.durablePrefix}.>`,
+  ...(options.live ? [`${N.ephemeralPrefix}.>`] : []),
+];
+
+export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>> = {
+  // Appends API input to the event store and reads it; follows the live lane for clients. No
+  // work queue, no leases, no buckets, no interrupts.
+  "web-gateway": {
+    publish: { allow: [...JS_ACCOUNT, ...eventStore({ live: false })] },
+    subscribe: { allow: [REPLIES, `${N.ephemeralPrefix}.>`] },
+    allowResponses: false,
+  },
+  // Folds partitions (feed, live feed), holds partition leases, snapshots, publishes work items
+  // for drivers and hosts, and asks drivers to stop on an interrupt.
+  "agent-reducer": {
+    publish: {
+      allow: [
+        ...JS_ACCOUNT,
+        ...eventStore({ live: true, owner: true }),
+        ...streamUse(N.workStream, { create: true }),
+        `${N.workSubjectPrefix}.>`,
+        ...kvBucket(N.leasesBucket),
+        ...kvBucket(N.snapshotsBucket),
+        N.interruptSubject,
+      ],
+    },
+    subscribe: { allow: [REPLIES, `${N.ephemeralPrefix}.>`] },
+    allowResponses: false,
+  },
+  // Claims llm work items, appends settlements and the live lane, answers interrupts.
+  "llm-driver": {
+    publish: { allow: [...JS_ACCOUNT, ...eventStore({ live: true }), ...streamUse(N.workStream, { create: true, durable: N.llmDriverDurable })] },
+    subscribe: { allow: [REPLIES, N.interruptSubject] },
+    allowResponses: true,
+  },
+  // Claims script work items, appends run events, keeps agents' KV and files and the provider
+  // registry, answers provider registration and calls providers.
+  "capability-host": {
+    publish: {
+      allow: [
+        ...JS_ACCOUNT,
+        ...eventStore({ live: false }),
+        ...streamUse(N.workStream, { create: true, durable: N.hostDurable }),
+        ...kvBucket(N.agentKvBucket),
+        ...kvBucket(N.providersBucket),
+        ...objectStore(N.agentFilesBucket),
+        `${N.capabilitiesPrefix}.call.>`,
+      ],
+    },
+    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`] },
+    allowResponses: true,
+  },
+  // An external capability provider (capability-sdk): registers with the hosts, answers calls.
+  "capability-provider": {
+    publish: { allow: [`${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`] },
+    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.call.>`] },
+    allowResponses: true,
+  },
+};
+
+export const NATS_SERVICE_USERS = Object.keys(NATS_PERMISSIONS) as NatsServiceUser[];
+
+const q = (s: string): string => JSON.stringify(s);
+const list = (items: readonly string[], indent: string): string => `[\n${items.map((i) => `${indent}  ${q(i)}`).join(",\n")}\n${indent}]`;
+
+/** One user entry of the authorization block; `password` is a literal or a `$VARIABLE` reference. */
+function renderUser(user: string, password: string, permissions: NatsPermissions, indent: string): string {
+  const pw = password.startsWith("$") ? password : q(password);
+  return [
+    `${indent}{`,
+    `${indent}  user: ${q(user)}`,
+    `${indent}  password: ${pw}`,
+    `${indent}  permissions: {`,
+    `${indent}    publish: { allow: ${list(permissions.publish.allow, `${indent}    `)} }`,
+    `${indent}    subscribe: { allow: ${list(permissions.subscribe.allow, `${indent}    `)} }`,
+    ...(permissions.allowResponses ? [`${indent}    allow_responses: true`] : []),
+    `${indent}  }`,
+    `${indent}}`,
+  ].join("\n");
+}
+
+export interface RenderAuthorizationOptions {
+  /** Password per user: a literal, or `$NAME` to have nats-server read the variable NAME from its environment. */
+  readonly passwords: Readonly<Record<NatsServiceUser, string>>;
+  /** Extra users with no restrictions (an operator's or a test's own connection). */
+  readonly unrestricted?: ReadonlyArray<{ readonly user: string; readonly password: string }>;
+}
+
+/** The nats-server `authorization { users: [...] }` block for every service user. */
+export function renderNatsAuthorization(options: RenderAuthorizationOptions): string {
+  const users = NATS_SERVICE_USERS.map((user) => renderUser(user, options.passwords[user], NATS_PERMISSIONS[user], "    "));
+  for (const extra of options.unrestricted ?? []) {
+    users.push(`    { user: ${q(extra.user)}, password: ${extra.password.startsWith("$") ? extra.password : q(extra.password)} }`);
+  }
+  return `authorization {\n  users: [\n${users.join(",\n")}\n  ]\n}\n`;
+}
+
+/** The environment variable a chart-run nats-server reads a user's password from. */
+export function natsPasswordEnvName(user: NatsServiceUser): string {
+  return `AGENTRT_NATS_PASSWORD_${user.toUpperCase().replace(/-/g, "_")}`;
+}
+
+/**
+ * The authorization block the Helm chart ships (deploy/helm/agentrt/files/nats-authorization.conf):
+ * passwords are `$AGENTRT_NATS_PASSWORD_<USER>` references that nats-server resolves from its
+ * environment, which the chart fills from the users' Secret, so the file holds no secret.
+ */
+export function chartNatsAuthorization(): string {
+  const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, `$${natsPasswordEnvName(user)}`])) as Record<NatsServiceUser, string>;
+  return `# Generated from packages/service-kit/src/nats-permissions.ts by
+#   pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write
+# Do not edit; test/helm/nats-auth.test.ts fails when it is stale.
+${renderNatsAuthorization({ passwords })}`;
+}

@@ -1,0 +1,18 @@
+// The NATS permission lists (service-kit nats-permissions.ts) name this service's buckets,
+// durable and subjects; they must be the ones the host really uses.
+import { describe, expect, it } from "vitest";
+import { CALL_SUBJECT_PREFIX, REGISTER_SUBJECT, REVOKE_SUBJECT } from "@agentrt/capability-sdk";
+import { NATS_NAMES, NATS_PERMISSIONS } from "@agentrt/service-kit";
+import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, PROVIDERS_BUCKET } from "../src/index.ts";
+
+describe("the capability host's NATS names in the permission lists", () => {
+  it("are the host's own", () => {
+    expect(NATS_NAMES.agentKvBucket).toBe(AGENT_KV_BUCKET);
+    expect(NATS_NAMES.agentFilesBucket).toBe(AGENT_FILES_BUCKET);
+    expect(NATS_NAMES.providersBucket).toBe(PROVIDERS_BUCKET);
+    expect(`${NATS_NAMES.capabilitiesPrefix}.register`).toBe(REGISTER_SUBJECT);
+    expect(`${NATS_NAMES.capabilitiesPrefix}.revoke`).toBe(REVOKE_SUBJECT);
+    expect(`${NATS_NAMES.capabilitiesPrefix}.call.`).toBe(CALL_SUBJECT_PREFIX);
+    expect(NATS_PERMISSIONS["capability-host"].publish.allow).toContain(`$JS.API.CONSUMER.MSG.NEXT.AGENT_WORK.${NATS_NAMES.hostDurable}`);
+  });
+});

@@ -1,0 +1,82 @@
+// The chart's NATS users: the permission file is generated from the one TS source (fresh), the
+// built-in NATS is configured with it and reads each password from the users' Secret, every
+// service connects as its own user, and a real nats-server running that exact file with those
+// variables admits each user and refuses the gateway's user a work item.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { NATS_SERVICE_USERS, chartNatsAuthorization, natsPasswordEnvName } from "@agentrt/service-kit";
+import { startNatsServer } from "@agentrt/testing";
+import { describe, expect, it } from "vitest";
+import type { Manifest } from "./k8s-schema.ts";
+import { byKind, containersOf, envOf, findOne, podTemplates } from "./manifests.ts";
+import { chartDir, renderChart } from "./render.ts";
+
+const SERVICES = ["web-gateway", "agent-reducer", "llm-driver", "capability-host"];
+const authFile = readFileSync(join(chartDir, "files", "nats-authorization.conf"), "utf8");
+
+function serviceEnv(manifests: readonly Manifest[], component: string) {
+  const pod = findOne(podTemplates(manifests), (p) => p.component === component && p.owner.startsWith("Deployment/"));
+  return envOf(findOne(containersOf(pod), (c) => c.name === component || containersOf(pod).length === 1));
+}
+
+describe("the chart's NATS users", () => {
+  it("ships a permission file that matches packages/service-kit (pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write)", () => {
+    expect(authFile).toBe(chartNatsAuthorization());
+    expect(authFile).not.toMatch(/password: "/);
+  });
+
+  it("by default: the built-in NATS carries the users, reads passwords from a generated Secret, and each service connects as itself", async () => {
+    const manifests = await renderChart();
+    const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === "rt-agentrt-nats-users") as Manifest & { data: Record<string, string> };
+    expect(Object.keys(secret.data).sort()).toEqual([...NATS_SERVICE_USERS].sort());
+    for (const value of Object.values(secret.data)) expect(Buffer.from(value, "base64").toString()).toMatch(/^[A-Za-z0-9]{32}$/);
+    const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
+    expect(conf).toContain(authFile.trim());
+    const nats = findOne(podTemplates(manifests), (p) => p.component === "nats");
+    const natsEnv = envOf(findOne(containersOf(nats), (c) => c.name === "nats"));
+    for (const user of NATS_SERVICE_USERS) {
+      expect(natsEnv.get(natsPasswordEnvName(user))?.valueFrom?.secretKeyRef).toEqual({ name: "rt-agentrt-nats-users", key: user });
+    }
+    for (const service of SERVICES) {
+      const env = serviceEnv(manifests, service);
+      expect(env.get("NATS_USER")?.value, service).toBe(service);
+      expect(env.get("NATS_PASSWORD")?.valueFrom?.secretKeyRef, service).toEqual({ name: "rt-agentrt-nats-users", key: service });
+    }
+  });
+
+  it("nats.auth.enabled=false: no users, no Secret, no credentials in the services", async () => {
+    const manifests = await renderChart({ set: { "nats.auth.enabled": "false" } });
+    expect(byKind(manifests, "Secret").some((s) => s.metadata.name === "rt-agentrt-nats-users")).toBe(false);
+    const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
+    expect(conf).not.toContain("authorization");
+    for (const service of SERVICES) expect(serviceEnv(manifests, service).has("NATS_USER")).toBe(false);
+  });
+
+  it("an external NATS: services use the passwords of nats.auth.existingSecret, and none without one", async () => {
+    const external = { valuesFiles: [join(chartDir, "values-external-nats.yaml")], set: { "externalNats.url": "nats://nats.messaging.svc:4222" } };
+    const withSecret = await renderChart({ ...external, set: { ...external.set, "nats.auth.existingSecret": "my-nats-users" } });
+    expect(byKind(withSecret, "Secret").some((s) => s.metadata.name === "rt-agentrt-nats-users")).toBe(false);
+    for (const service of SERVICES) expect(serviceEnv(withSecret, service).get("NATS_PASSWORD")?.valueFrom?.secretKeyRef).toEqual({ name: "my-nats-users", key: service });
+    const without = await renderChart(external);
+    for (const service of SERVICES) expect(serviceEnv(without, service).has("NATS_USER")).toBe(false);
+  });
+
+  it("a real nats-server running the chart's file resolves the passwords from its env and enforces the lists", async () => {
+    const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, `pw-${user}-${Math.random().toString(36).slice(2)}`]));
+    // The harness's nats-server inherits this process's env, as the pod's does from the Secret.
+    for (const user of NATS_SERVICE_USERS) process.env[natsPasswordEnvName(user)] = passwords[user];
+    const server = await startNatsServer({ extraConfig: authFile });
+    try {
+      for (const user of NATS_SERVICE_USERS) await (await connect({ servers: server.url, user, pass: passwords[user], maxReconnectAttempts: 0 })).close();
+      await expect(connect({ servers: server.url, user: "web-gateway", pass: "guess", maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+      const gateway = await connect({ servers: server.url, user: "web-gateway", pass: passwords["web-gateway"], maxReconnectAttempts: 0 });
+      await expect(gateway.request("work.llm.0", "{}", { timeout: 2_000 })).rejects.toThrow(/permission/i);
+      await gateway.close();
+    } finally {
+      await server.stop();
+      for (const user of NATS_SERVICE_USERS) delete process.env[natsPasswordEnvName(user)];
+    }
+  });
+});

@@ -1,0 +1,139 @@
+// NATS least privilege, on a real nats-server started with the generated authorization block
+// (packages/service-kit nats-permissions.ts): every service connects as its own user and a
+// whole turn works — a user message through the gateway, the reducer's request, the driver's
+// streamed reply with a script, the host running it against KV, files and a capability
+// provider, the rendered result, the follow-up reply, an interrupt — with not one permissions
+// violation in the server's log. That is what proves the lists complete. Then the gateway's
+// user is shown to be refused a work item, a lease write and stream deletion. (That the names
+// in the lists are the runtime's own is checked by each service's nats-names unit test.)
+
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { NATS_NAMES, WORK_STREAM } from "@agentrt/service-kit";
+import { waitFor } from "@agentrt/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBareAgent } from "../support/turns.ts";
+import { startNatsUsersSystem, type NatsUsersSystem } from "./support/nats-users-system.ts";
+
+const PATH = "/agents/perm/demo";
+const SCRIPT = [
+  "```ts",
+  "async (itx) => {",
+  '  await itx.kv.set("visits", { n: 1 });',
+  '  await itx.files.write("notes/a.md", "hello files");',
+  '  const pulls = await itx.repo.listPulls({ state: "open" });',
+  '  await itx.chat.sendMessage("counting pulls");',
+  '  return { open: pulls.length, kv: await itx.kv.get("visits"), text: await itx.files.get("notes/a.md").text() };',
+  "}",
+  "```",
+].join("\n");
+
+let system: NatsUsersSystem;
+beforeAll(async () => {
+  system = await startNatsUsersSystem({
+    model: {
+      replies: [
+        { text: SCRIPT, tokensPerSecond: 2000 },
+        { text: "All done: 3 open pulls.", tokensPerSecond: 2000 },
+        // Slow enough to be interrupted mid-stream.
+        { text: "This reply is long and slow and will be interrupted by the user before it ends. ".repeat(20), tokensPerSecond: 20 },
+      ],
+      defaultReply: { text: "Fine, stopping there." },
+    },
+  });
+});
+afterAll(async () => system?.stop());
+
+const api = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${system.gatewayUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+};
+const say = (content: string, interrupt = false) =>
+  api("POST", `/v1/streams/${encodeURIComponent(PATH)}/events`, {
+    events: [
+      {
+        type: "agents/context-added",
+        payload: { role: "user", content, actor: { type: "user", origin: "web" }, ...(interrupt ? { llmRequestPolicy: { behaviour: "interrupt-current-request" } } : {}) },
+      },
+    ],
+  });
+const stream = () => system.store.read(PATH);
+
+describe("every service as its own NATS user", () => {
+  it("runs a whole turn (script with KV, files, a provider; follow-up; interrupt) with no permissions violation", { timeout: 180_000 }, async () => {
+    await createBareAgent(system.store, PATH, 50);
+    // The gateway follows the live lane for this client (its subscribe grant on eph.>).
+    const live = fetch(`${system.gatewayUrl}/v1/streams/${encodeURIComponent(PATH)}/subscribe?ephemeral=1`);
+    await say("How many pulls are open?");
+    await waitFor(async () => (await stream()).some((e) => e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.content.includes("All done: 3 open pulls.")), {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+    });
+    const events = await stream();
+    const settled = events.find((e) => e.type === "capability-host/script-run-settled");
+    expect(settled?.type === "capability-host/script-run-settled" && settled.payload.settlement).toMatchObject({
+      status: "succeeded",
+      result: { open: 3, kv: { n: 1 }, text: "hello files" },
+    });
+    expect(events.some((e) => e.type === "agents/web-message-sent")).toBe(true);
+    expect(events.some((e) => e.type === "agent/token-usage-reported")).toBe(true);
+
+    // An interrupt: the reducer asks the driver over core NATS, the driver answers.
+    const before = (await stream()).length;
+    await say("Tell me a long story.");
+    await system.model.waitForRequests(3, 60_000);
+    await waitFor(async () => (await system.store.read(PATH, { fromOffset: before })).some((e) => e.type === "agent/llm-request-requested"), { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 1_000)); // let some of the slow reply stream first
+    await say("Stop, that's enough.", true);
+    await waitFor(
+      async () =>
+        (await system.store.read(PATH, { fromOffset: before })).some(
+          (e) => e.type === "agent/llm-request-settled" && e.payload.result.status === "cancelled" && e.payload.result.reason === "interrupted-by-user-input",
+        ),
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    await (await live).body?.cancel();
+
+    expect(system.violations()).toEqual([]);
+    for (const proc of system.processes.all) expect(proc.running, `${proc.name}:\n${proc.logs().slice(-2000)}`).toBe(true);
+    const authErrors = system.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => /permission|authorization/i.test(l)).map((l) => `${p.name}: ${l}`));
+    expect(authErrors).toEqual([]);
+  });
+});
+
+describe("the gateway's NATS user is refused what it does not need", () => {
+  let gw: NatsConnection;
+  beforeAll(async () => {
+    gw = await system.connectAs("web-gateway");
+  });
+  afterAll(async () => gw?.close());
+
+  it("cannot publish a work item", async () => {
+    const workBefore = (await (await jetstreamManager(system.nc)).streams.info(WORK_STREAM)).state.messages;
+    await expect(jetstream(gw).publish("work.llm.0", JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
+    expect((await (await jetstreamManager(system.nc)).streams.info(WORK_STREAM)).state.messages).toBe(workBefore);
+    expect(system.violations().some((l) => l.includes('"work.llm.0"'))).toBe(true);
+  });
+
+  it("cannot write a lease", async () => {
+    await expect(new Kvm(gw).open(NATS_NAMES.leasesBucket).then((kv) => kv.put("reducers.partition.0", "mine"))).rejects.toThrow(/permission/i);
+    const leases = await new Kvm(system.nc).open(NATS_NAMES.leasesBucket);
+    const entry = await leases.get("reducers.partition.0");
+    expect(entry === null || entry.string() !== "mine").toBe(true);
+  });
+
+  it("cannot delete, purge or reconfigure the event stream, nor ask a driver to stop", async () => {
+    const jsm = await jetstreamManager(gw, { checkAPI: false });
+    await expect(jsm.streams.delete(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
+    await expect(jsm.streams.purge(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
+    await expect(jsm.streams.update(NATS_NAMES.eventStream, { description: "reconfigured by the gateway" })).rejects.toThrow(/permission/i);
+    await expect(gw.request(NATS_NAMES.interruptSubject, JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
+  });
+});
