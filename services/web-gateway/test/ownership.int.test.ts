@@ -58,6 +58,12 @@ let gw: TestGateway;
 let client: AgentRuntimeClient;
 let n = 0;
 const freshPath = () => `${PREFIX}/a${++n}`;
+/** A fresh path holding an agent's birth certificate: user input to a path with no agent is a 404. */
+const bornPath = async () => {
+  const path = freshPath();
+  await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
+  return path;
+};
 const append = (path: string, events: unknown[], key: string) => http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { key, body: { events } });
 
 beforeAll(async () => {
@@ -123,7 +129,7 @@ describe("reserved idempotency-key namespaces are refused", () => {
   }
 
   it("a caller's own key outside the namespaces commits", async () => {
-    const res = await append(freshPath(), [{ ...userMessage("mine"), idempotencyKey: "client/msg-1" }], appender.apiKey);
+    const res = await append(await bornPath(), [{ ...userMessage("mine"), idempotencyKey: "client/msg-1" }], appender.apiKey);
     expect(res.status).toBe(200);
   });
 });
@@ -133,21 +139,21 @@ describe("allowed types need their verb", () => {
     const wrong = verb === "append" ? operator : appender;
     const right = verb === "append" ? appender : operator;
     it(`${name}: commits with ${verb}, 403 with ${verb === "append" ? "operate" : "append"} only`, async () => {
-      const path = freshPath();
+      const path = await bornPath();
       const refused = await append(path, [event], wrong.apiKey);
       expect(refused.status).toBe(403);
       expect(refused.body.error.message).toContain(verb);
-      expect(await ts.store.lastOffset(path)).toBe(0);
+      expect(await ts.store.lastOffset(path)).toBe(1);
       const ok = await append(path, [event], right.apiKey);
       expect(ok.status, JSON.stringify(ok.body)).toBe(200);
       expect(ok.body.events[0].type).toBe(event.type);
-      const byAdmin = await append(freshPath(), [event], admin.apiKey);
+      const byAdmin = await append(await bornPath(), [event], admin.apiKey);
       expect(byAdmin.status).toBe(200);
     });
   }
 
   it("a batch mixing user input and an operator action needs both verbs", async () => {
-    const path = freshPath();
+    const path = await bornPath();
     const batch = [userMessage("hi"), { type: "agent/paused", payload: {} }];
     expect((await append(path, batch, appender.apiKey)).status).toBe(403);
     expect((await append(path, batch, operator.apiKey)).status).toBe(403);
@@ -163,7 +169,7 @@ describe("gRPC enforces the same table", () => {
   };
 
   it("refuses a forged settlement and a squatted key with PERMISSION_DENIED; user input commits", async () => {
-    const streamPath = freshPath();
+    const streamPath = await bornPath();
     const settled = { type: "agent/llm-request-settled", payloadJson: JSON.stringify(machinery["agent/llm-request-settled"]) };
     await expect(grpcAppend({ streamPath, events: [settled] }, admin.apiKey)).rejects.toMatchObject({ code: status.PERMISSION_DENIED, details: expect.stringContaining("llm-driver") });
     const squat = { type: "agents/context-added", payloadJson: JSON.stringify(userMessage("x").payload), idempotencyKey: "agent/settle/2" };
