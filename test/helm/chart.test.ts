@@ -81,7 +81,7 @@ describe("default values: built-in 3-node NATS", () => {
       const [container, ...others] = containersOf(findOne(pods, (p) => p.component === service));
       expect(others).toEqual([]);
       expect(container?.image).toBe("ghcr.io/agentrt/agentrt:0.1.0");
-      expect(container?.command).toEqual(["node", "--import", "tsx", `services/${service}/src/main.ts`]);
+      expect(container?.command, "compiled entry point, no TypeScript loader").toEqual(["node", `services/${service}/dist/main.mjs`]);
     }
   });
 
@@ -199,7 +199,8 @@ describe("default values: built-in 3-node NATS", () => {
   it("mounts the gateway's API keys file from a Secret", () => {
     const gateway = findOne(pods, (p) => p.component === "web-gateway");
     const container = containersOf(gateway)[0]!;
-    const keysFile = envOf(container).get("AGENTRT_API_KEYS_FILE")?.value ?? "";
+    const keysFile = envOf(container).get("AGENTRT_KEYS_FILE")?.value ?? "";
+    expect(keysFile).toMatch(/^\//);
     const mount = container.volumeMounts?.find((m) => keysFile.startsWith(`${m.mountPath}/`));
     expect(mount?.readOnly).toBe(true);
     const volume = gateway.spec.volumes?.find((v) => v.name === mount?.name);
@@ -363,6 +364,9 @@ describe("bad values fail with a message naming the field", () => {
     [{ "nats.embedded.enabled": "false" }, /set externalNats\.url/],
     [{ "agentReducer.replicaCount": "65" }, /agentReducer\.replicaCount \(65\) above config\.partitionCount \(64\)/],
     [{ "llmDriver.autoscaling.minReplicas": "11" }, /llmDriver\.autoscaling\.minReplicas \(11\) must not exceed maxReplicas \(10\)/],
+    [{ "image.tag": "latest" }, /at '\/image\/tag'/],
+    [{ "image.digest": "sha256:abc" }, /at '\/image\/digest'/],
+    [{ "capabilityHost.terminationGracePeriodSeconds": "45" }, /capabilityHost\.terminationGracePeriodSeconds \(45\) is shorter than the service's own drain \(135 s/],
   ])("%o", { concurrent: true }, async (set, message) => {
     const failure = await renderChart({ set }).then(
       () => undefined,

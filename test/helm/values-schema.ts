@@ -54,12 +54,14 @@ function serviceSection(name: string, extra: Record<string, Schema>, options: { 
   return closed(
     {
       replicaCount: int(options.autoscaled ? "Replicas when autoscaling is off." : "Replicas.", { minimum: options.autoscaled ? 0 : 1 }),
-      command: list(`Full command override ([] = image.commandPrefix + services/${name}/src/main.ts).`, { type: "string" }),
-      terminationGracePeriodSeconds: int("Seconds between SIGTERM and SIGKILL.", { minimum: 0 }),
+      command: list(`Full command override ([] = image.commandPrefix + services/${name}/dist/main.mjs).`, { type: "string" }),
+      terminationGracePeriodSeconds: { type: ["integer", "null"], description: "Seconds between SIGTERM and SIGKILL (null = derived from the drain limit).", minimum: 0 },
       resources: freeObject("Container resources (requests/limits)."),
       pdb,
       ...(options.autoscaled ? { autoscaling } : {}),
       extraEnv: list("Extra Kubernetes EnvVar entries.", { type: "object" }),
+      extraVolumes: list("Extra Kubernetes Volume entries of the pod.", { type: "object" }),
+      extraVolumeMounts: list("Extra Kubernetes VolumeMount entries of the container.", { type: "object" }),
       podAnnotations: stringMap("Extra pod annotations."),
       podLabels: stringMap("Extra pod labels."),
       nodeSelector: stringMap("Node selector."),
@@ -81,10 +83,11 @@ export const valuesSchema: Schema = {
     clusterDomain: str("DNS suffix of the cluster.", { minLength: 1 }),
     image: closed({
       repository: str("Runtime image repository.", { minLength: 1 }),
-      tag: { type: ["string", "number"], description: "Image tag; empty means the chart's appVersion." },
+      tag: { type: ["string", "number"], description: "Image tag; empty means the chart's appVersion; `latest` is refused.", not: { const: "latest" } },
+      digest: str("Image digest; when set the image is pulled by digest.", { pattern: "^$|^sha256:[0-9a-f]{64}$" }),
       pullPolicy: str("Image pull policy.", { enum: ["Always", "IfNotPresent", "Never"] }),
       workingDir: str("Directory of the monorepo inside the image.", { minLength: 1 }),
-      commandPrefix: list("Command before services/<service>/src/main.ts.", { type: "string" }),
+      commandPrefix: list("Command before services/<service>/dist/main.mjs.", { type: "string" }),
     }),
     imagePullSecrets: list("Image pull secrets.", closed({ name: str("Secret name.") })),
     priorityClassName: str("PriorityClass of the service pods."),
@@ -104,6 +107,9 @@ export const valuesSchema: Schema = {
       partitionCount: int("PARTITION_COUNT.", { minimum: 1, maximum: 1024 }),
       natsStreamReplicas: int("NATS_STREAM_REPLICAS.", { minimum: 1, maximum: 5 }),
       opsPort: int("OPS_PORT.", { minimum: 1, maximum: 65535 }),
+    }),
+    shutdown: closed({
+      marginSeconds: int("Seconds added to each service's drain limit.", { minimum: 0 }),
     }),
     probes: closed({
       startup: freeObject("Startup probe timings."),
@@ -201,6 +207,7 @@ export const valuesSchema: Schema = {
     webGateway: serviceSection(
       "web-gateway",
       {
+        shutdownDelaySeconds: int("SHUTDOWN_DELAY_MS in seconds.", { minimum: 0 }),
         httpPort: int("HTTP_PORT.", { minimum: 1, maximum: 65535 }),
         grpcPort: int("GRPC_PORT.", { minimum: 1, maximum: 65535 }),
         apiKeys: closed({

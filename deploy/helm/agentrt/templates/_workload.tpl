@@ -62,8 +62,9 @@ spec:
       {{- end }}
       securityContext:
         {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
-      # SIGTERM makes a service drain its NATS connection and finish in-flight work.
-      terminationGracePeriodSeconds: {{ $c.terminationGracePeriodSeconds }}
+      # SIGTERM makes a service drain its NATS connection and finish in-flight work; the
+      # period is derived from the service's own drain limit (agentrt.gracePeriod).
+      terminationGracePeriodSeconds: {{ .gracePeriod }}
       containers:
         - name: {{ .component }}
           image: {{ include "agentrt.image" $root | quote }}
@@ -77,7 +78,7 @@ spec:
             {{- range $root.Values.image.commandPrefix }}
             - {{ . | quote }}
             {{- end }}
-            - {{ printf "services/%s/src/main.ts" .component | quote }}
+            - {{ printf "services/%s/dist/main.mjs" .component | quote }}
           {{- end }}
           ports:
             - name: ops
@@ -96,6 +97,10 @@ spec:
             {{- with $c.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+          {{- with .lifecycle }}
+          lifecycle:
+            {{- . | nindent 12 }}
+          {{- end }}
           {{- with .envFrom }}
           envFrom:
             {{- . | nindent 12 }}
@@ -120,12 +125,14 @@ spec:
           securityContext:
             {{- toYaml $root.Values.containerSecurityContext | nindent 12 }}
           volumeMounts:
-            # The root filesystem is read-only; tsx's compile cache and Node's temp files
-            # go here.
+            # The root filesystem is read-only; Node's temp files go here.
             - name: tmp
               mountPath: /tmp
             {{- with .volumeMounts }}
             {{- . | nindent 12 }}
+            {{- end }}
+            {{- with $c.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
             {{- end }}
       volumes:
         - name: tmp
@@ -133,6 +140,9 @@ spec:
             sizeLimit: {{ $root.Values.tmpVolumeSizeLimit }}
         {{- with .volumes }}
         {{- . | nindent 8 }}
+        {{- end }}
+        {{- with $c.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
         {{- end }}
       {{- with $c.nodeSelector }}
       nodeSelector:
