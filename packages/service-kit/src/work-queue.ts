@@ -104,6 +104,8 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
 }
 
 export interface WorkConsumer {
+  /** Claiming work: not stopped, and the last fetch from the consumer succeeded (readiness). */
+  running(): boolean;
   stop(): Promise<void>;
 }
 
@@ -138,6 +140,7 @@ export async function consumeWork<K extends WorkKind>(
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   const schema = itemSchemas[options.kind];
+  let lastFetchOk = true;
 
   const handle = async (msg: JsMsg): Promise<void> => {
     const parsed = schema.safeParse(safeJson(msg.string()));
@@ -172,6 +175,7 @@ export async function consumeWork<K extends WorkKind>(
       }
       try {
         const batch = await consumer.fetch({ max_messages: free, expires: 1_000 });
+        lastFetchOk = true;
         for await (const msg of batch) {
           if (abort.signal.aborted) {
             msg.nak();
@@ -182,6 +186,7 @@ export async function consumeWork<K extends WorkKind>(
         }
       } catch (error) {
         if (abort.signal.aborted) break;
+        lastFetchOk = false;
         options.logger.warn({ err: error }, "work fetch failed; retrying");
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
@@ -189,6 +194,7 @@ export async function consumeWork<K extends WorkKind>(
   })();
 
   return {
+    running: () => !abort.signal.aborted && lastFetchOk,
     async stop() {
       abort.abort();
       await loop;

@@ -28,12 +28,18 @@ export interface ReducerServiceOptions {
 export class ReducerService {
   private readonly workers = new Map<number, PartitionWorker>();
   private leases: PartitionLeases | undefined;
+  private stopped = false;
   private readonly leaseChanges;
   private readonly eventsFolded;
 
   constructor(private readonly options: ReducerServiceOptions) {
     this.leaseChanges = options.metrics?.counter("agentrt_reducer_lease_changes_total", "Partition leases acquired or lost", ["change"]);
     this.eventsFolded = options.metrics?.counter("agentrt_reducer_events_folded_total", "Events folded by this replica");
+  }
+
+  /** Competing for partition leases (readiness): started and not stopping. */
+  running(): boolean {
+    return this.leases !== undefined && !this.stopped;
   }
 
   ownedPartitions(): number[] {
@@ -75,6 +81,7 @@ export class ReducerService {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     // Snapshot what we own so the next owner starts close to the head, then hand leases back.
     for (const worker of this.workers.values()) await worker.snapshot().catch(() => false);
     await this.leases?.stop({ release: true });
