@@ -111,6 +111,9 @@ beforeAll(async () => {
       nats: { embedded: { enabled: false } },
       externalNats: { url: nats.url },
       config: { natsStreamReplicas: 1, partitionCount: 8, logLevel: "warn" },
+      // A cold checker may overrun the default budget and run a script unchecked; the test
+      // wants the checker's verdict.
+      capabilityHost: { sandbox: { typecheckBudgetMs: 60_000 } },
       webGateway: { httpPort: gatewayHttpPort, grpcPort: await freeLoopbackPort(), shutdownDelaySeconds: 0, apiKeys: { keys: [minted.stored] } },
     }),
   );
@@ -208,6 +211,35 @@ describe("the production tree (what the image ships)", () => {
     });
     expect(wrong.status, "an unknown key is refused").toBe(1);
     expect(wrong.stderr).toMatch(/401/);
+  });
+
+  it("runs scripts in the capability host from the tree: the checker's .d.ts files, the worker entry, QuickJS", async () => {
+    const path = "/agents/prodtree/one";
+    const url = (p: string) => `http://127.0.0.1:${gatewayHttpPort}${p}`;
+    const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
+    const expiresAt = new Date(Date.now() + 5 * 60_000).toISOString();
+    const request = (executionId: string, code: string) => ({ type: "capability-host/script-run-requested", payload: { code, executionId, expiresAt } });
+    const posted = await fetch(url(`/v1/streams/${encodeURIComponent(path)}/events`), {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ events: [request("api:prodtree-ok", "const n: number = 40 + 2;\nreturn n;"), request("api:prodtree-typo", "const value = 1;\nreturn valeu;")] }),
+    });
+    expect(posted.ok, await posted.clone().text()).toBe(true);
+    const settled = new Map<string, { status: string; failureKind?: string; result?: unknown }>();
+    await waitFor(
+      async () => {
+        const page = (await (await fetch(url(`/v1/streams/${encodeURIComponent(path)}/events?fromOffset=1&limit=500`), { headers })).json()) as {
+          events: Array<{ type: string; payload: { executionId?: string; settlement?: { status: string; failureKind?: string; result?: unknown } } }>;
+        };
+        for (const e of page.events) if (e.type === "capability-host/script-run-settled") settled.set(e.payload.executionId!, e.payload.settlement!);
+        return settled.size === 2;
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    ).catch((error: unknown) => {
+      throw new Error(`settled: ${JSON.stringify([...settled])}\nhost:\n${children.get("capability-host")!.output.join("").slice(-3000)}`, { cause: error });
+    });
+    expect(settled.get("api:prodtree-ok")).toMatchObject({ status: "succeeded", result: 42 });
+    expect(settled.get("api:prodtree-typo"), "the TypeScript checker runs from the tree").toMatchObject({ status: "failed", failureKind: "typecheck", error: expect.stringContaining("valeu") });
   });
 
   it("ran every service as a non-root user that cannot write the tree", () => {
