@@ -49,8 +49,21 @@ const autoscaling = closed(
   "HorizontalPodAutoscaler of the service.",
 );
 
+const keda = closed(
+  {
+    enabled: bool("Create a KEDA ScaledObject on the service's AGENT_WORK consumer."),
+    minReplicas: int("Fewest replicas.", { minimum: 0 }),
+    maxReplicas: int("Most replicas.", { minimum: 1 }),
+    lagThreshold: int("Pending work items per replica before scaling out.", { minimum: 1 }),
+    natsMonitoringEndpoint: str("host:port of the NATS monitoring endpoint (\"\" = the built-in NATS).", { pattern: "^$|^[A-Za-z0-9.-]+:[0-9]+$" }),
+  },
+  "KEDA ScaledObject of the service.",
+);
+const peers = (description: string) => list(description, { type: "object" });
+const ports = (description: string) => ({ ...list(description, { type: "integer", minimum: 1, maximum: 65535 }), minItems: 1 });
+
 /** Keys every service section has; `extra` adds the service's own. */
-function serviceSection(name: string, extra: Record<string, Schema>, options: { autoscaled: boolean }): Schema {
+function serviceSection(name: string, extra: Record<string, Schema>, options: { autoscaled: boolean; workQueue?: boolean }): Schema {
   return closed(
     {
       replicaCount: int(options.autoscaled ? "Replicas when autoscaling is off." : "Replicas.", { minimum: options.autoscaled ? 0 : 1 }),
@@ -59,6 +72,7 @@ function serviceSection(name: string, extra: Record<string, Schema>, options: { 
       resources: freeObject("Container resources (requests/limits)."),
       pdb,
       ...(options.autoscaled ? { autoscaling } : {}),
+      ...(options.workQueue ? { keda } : {}),
       extraEnv: list("Extra Kubernetes EnvVar entries.", { type: "object" }),
       extraVolumes: list("Extra Kubernetes Volume entries of the pod.", { type: "object" }),
       extraVolumeMounts: list("Extra Kubernetes VolumeMount entries of the container.", { type: "object" }),
@@ -149,8 +163,34 @@ export const valuesSchema: Schema = {
         networkPolicy: closed({
           enabled: bool("Restrict who may connect to the built-in NATS."),
           extraClientPeers: list("Extra NetworkPolicyPeer entries for port 4222.", { type: "object" }),
+          extraMonitorPeers: peers("Extra NetworkPolicyPeer entries for the monitoring port 8222."),
         }),
       }),
+    }),
+    networkPolicy: closed({
+      enabled: bool("Create one NetworkPolicy per service."),
+      dnsPeers: peers("Peers serving DNS."),
+      gatewayIngressPeers: peers("Peers allowed to reach the gateway's HTTP and gRPC ports."),
+      metricsPeers: peers("Peers allowed to scrape the ops ports and the NATS monitoring port."),
+      externalNats: closed({
+        peers: peers("Peers of an external NATS ([] = any address)."),
+        ports: ports("Client ports of an external NATS."),
+      }),
+      modelEndpoints: closed({
+        cidrs: list("CIDRs llm-driver may reach.", { type: "string", pattern: "^[0-9a-fA-F.:]+/[0-9]+$" }),
+        exceptCidrs: list("CIDRs carved out of cidrs.", { type: "string", pattern: "^[0-9a-fA-F.:]+/[0-9]+$" }),
+        peers: peers("In-cluster model servers."),
+        ports: ports("Ports of the model endpoints."),
+      }),
+    }),
+    helmTest: closed({
+      enabled: bool("Render the helm test hook."),
+      apiKeySecret: closed({
+        name: str("Secret holding a presented API key."),
+        key: str("Key of the API key in that Secret.", { minLength: 1 }),
+      }),
+      pathPrefix: str("Stream-path prefix of the test's agents.", { pattern: "^/" }),
+      timeoutSeconds: int("Seconds the turn may take.", { minimum: 1 }),
     }),
     agentReducer: serviceSection(
       "agent-reducer",
@@ -190,7 +230,7 @@ export const valuesSchema: Schema = {
           keys: { type: "object", description: "Env var name -> key.", propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, additionalProperties: { type: "string" } },
         }),
       },
-      { autoscaled: true },
+      { autoscaled: true, workQueue: true },
     ),
     capabilityHost: serviceSection(
       "capability-host",
@@ -202,7 +242,7 @@ export const valuesSchema: Schema = {
           typecheckBudgetMs: int("SCRIPT_TYPECHECK_BUDGET_MS.", { minimum: 10 }),
         }),
       },
-      { autoscaled: true },
+      { autoscaled: true, workQueue: true },
     ),
     webGateway: serviceSection(
       "web-gateway",

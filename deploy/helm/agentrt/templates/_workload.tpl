@@ -16,7 +16,7 @@ A service Deployment. Extra keys of the dict:
 {{- define "agentrt.deployment" -}}
 {{- $root := .root -}}
 {{- $c := .values -}}
-{{- $autoscaled := and (hasKey $c "autoscaling") $c.autoscaling.enabled -}}
+{{- $autoscaled := or (and (hasKey $c "autoscaling") $c.autoscaling.enabled) (and (hasKey $c "keda") $c.keda.enabled) -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -261,4 +261,46 @@ spec:
       port: {{ .root.Values.config.opsPort }}
       targetPort: ops
       protocol: TCP
+{{- end }}
+
+{{/*
+KEDA ScaledObject for a work-queue consumer (values.keda): scales on the pending items of the
+service's durable consumer of AGENT_WORK (.durable). Off by default; refuses to run beside the
+CPU HPA, since both would steer the same Deployment.
+*/}}
+{{- define "agentrt.scaledObject" -}}
+{{- $c := .values -}}
+{{- if $c.keda.enabled }}
+{{- if $c.autoscaling.enabled }}
+{{- fail (printf "%s.keda.enabled and %s.autoscaling.enabled are both on: KEDA makes its own HPA, turn autoscaling off" .key .key) }}
+{{- end }}
+{{- $root := .root }}
+{{- $endpoint := $c.keda.natsMonitoringEndpoint }}
+{{- if not $endpoint }}
+{{- if not $root.Values.nats.embedded.enabled }}
+{{- fail (printf "%s.keda.natsMonitoringEndpoint is required with an external NATS" .key) }}
+{{- end }}
+{{- $endpoint = printf "%s.%s.svc.%s:8222" (include "agentrt.embeddedNatsName" $root) $root.Release.Namespace $root.Values.clusterDomain }}
+{{- end }}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: {{ include "agentrt.fullname" $root }}-{{ .component }}
+  labels:
+    {{- include "agentrt.componentLabels" . | nindent 4 }}
+spec:
+  scaleTargetRef:
+    name: {{ include "agentrt.fullname" $root }}-{{ .component }}
+  minReplicaCount: {{ $c.keda.minReplicas }}
+  maxReplicaCount: {{ $c.keda.maxReplicas }}
+  triggers:
+    - type: nats-jetstream
+      metadata:
+        natsServerMonitoringEndpoint: {{ $endpoint | quote }}
+        account: "$G"
+        stream: AGENT_WORK
+        consumer: {{ .durable | quote }}
+        lagThreshold: {{ $c.keda.lagThreshold | quote }}
+{{- end }}
 {{- end }}

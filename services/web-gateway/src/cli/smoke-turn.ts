@@ -4,6 +4,7 @@
 // test/image/production-tree.test.ts runs the same bundle against the production tree.
 //
 //   AGENTRT_URL=http://host:port AGENTRT_API_KEY=agrt_... node bin/smoke-turn.mjs [streamPath]
+//   (without a path: SMOKE_PATH_PREFIX, default /agents/smoke, plus a fresh suffix)
 // Exits 0 with the reply on stdout, 1 with the reason on stderr.
 
 import { z } from "zod";
@@ -72,7 +73,8 @@ if (process.argv[1]?.endsWith("smoke-turn.mjs") || process.argv[1]?.endsWith("sm
     process.stderr.write("set AGENTRT_URL and AGENTRT_API_KEY\n");
     process.exit(1);
   }
-  const streamPath = process.argv[2] ?? `/agents/smoke/${Date.now().toString(36)}`;
+  // A new agent per run, so a repeated `helm test` never finds its stream already written.
+  const streamPath = process.argv[2] ?? `${process.env.SMOKE_PATH_PREFIX ?? "/agents/smoke"}/${Date.now().toString(36)}`;
   smokeTurn({ url, apiKey, streamPath, timeoutMs: Number(process.env.SMOKE_TIMEOUT_MS ?? 120_000) }).then(
     (reply) => {
       process.stdout.write(`${streamPath}: ${reply}\n`);
