@@ -97,6 +97,10 @@ async function bundle(entry: string, outfile: string, outRoot: string, options: 
     // A self-contained bundle (bin/) has no node_modules next to it: everything is inlined.
     plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [externalsPlugin, importMetaPlugin(outfile, outRoot)],
   });
+  // A module loaded at run time by a computed path (a worker started on a .ts file, a dynamic
+  // import of TypeScript) would need a loader the image does not have: fail the build, not the pod.
+  const leftover = /(?:import\(|new Worker\()\s*(?:new URL\()?\s*["'][^"']+\.m?ts["']/.exec(readFileSync(outfile, "utf8"));
+  if (leftover) throw new Error(`${relative(ROOT, entry)}: the bundle still loads TypeScript at run time (${leftover[0]}); start workers through a *-entry.mjs`);
 }
 
 export async function buildProductionTree(outRoot: string, options: { skipUi?: boolean } = {}): Promise<void> {
