@@ -15,7 +15,19 @@ import { validateManifest, type Manifest } from "./k8s-schema.ts";
 import { chartDir, helm, HelmError, renderChart, repoRoot } from "./render.ts";
 import { valuesSchemaJson } from "./values-schema.ts";
 import { renderValuesTable, UndocumentedValueError, withValuesTable } from "./values-table.ts";
-import { byKind, containersOf, envOf, findOne, podTemplates, selectorMatches, type PodTemplate } from "./manifests.ts";
+import {
+  byKind,
+  containersOf,
+  envOf,
+  findOne,
+  labelSelectorMatches,
+  peerAdmitsPod,
+  podTemplates,
+  selectorMatches,
+  type LabelSelector,
+  type NetworkPolicyPeer,
+  type PodTemplate,
+} from "./manifests.ts";
 
 const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
 const AUTOSCALED = ["llm-driver", "capability-host", "web-gateway"];
@@ -82,7 +94,7 @@ describe("default values: built-in 3-node NATS", () => {
       const [container, ...others] = containersOf(findOne(pods, (p) => p.component === service));
       expect(others).toEqual([]);
       expect(container?.image).toBe("ghcr.io/agentrt/agentrt:0.1.0");
-      expect(container?.command).toEqual(["node", "--import", "tsx", `services/${service}/src/main.ts`]);
+      expect(container?.command, "compiled entry point, no TypeScript loader").toEqual(["node", `services/${service}/dist/main.mjs`]);
     }
   });
 
@@ -200,7 +212,8 @@ describe("default values: built-in 3-node NATS", () => {
   it("mounts the gateway's API keys file from a Secret", () => {
     const gateway = findOne(pods, (p) => p.component === "web-gateway");
     const container = containersOf(gateway)[0]!;
-    const keysFile = envOf(container).get("AGENTRT_API_KEYS_FILE")?.value ?? "";
+    const keysFile = envOf(container).get("AGENTRT_KEYS_FILE")?.value ?? "";
+    expect(keysFile).toMatch(/^\//);
     const mount = container.volumeMounts?.find((m) => keysFile.startsWith(`${m.mountPath}/`));
     expect(mount?.readOnly).toBe(true);
     const volume = gateway.spec.volumes?.find((v) => v.name === mount?.name);
@@ -225,21 +238,26 @@ describe("default values: built-in 3-node NATS", () => {
 });
 
 describe("default values: who may reach the built-in NATS", () => {
-  it("admits clients on 4222 from every service pod and routes on 6222 only between NATS pods", async () => {
+  it("admits clients on 4222 only from the four service pods, routes on 6222 only between NATS pods, monitoring only from scrapers", async () => {
     const manifests = await renderChart();
     const pods = podTemplates(manifests);
     const policy = findOne(byKind(manifests, "NetworkPolicy"), (p) => p.metadata.name === "rt-agentrt-nats");
-    type Peer = { podSelector?: { matchLabels: Record<string, string> } };
-    const spec = policy.spec as { podSelector: { matchLabels: Record<string, string> }; ingress: Array<{ ports: Array<{ port: string }>; from?: Peer[] }> };
-    expect(pods.filter((p) => selectorMatches(spec.podSelector.matchLabels, p.labels)).map((p) => p.component)).toEqual(["nats"]);
+    const spec = policy.spec as { podSelector: LabelSelector; ingress: Array<{ ports: Array<{ port: string }>; from?: NetworkPolicyPeer[] }> };
+    expect(pods.filter((p) => labelSelectorMatches(spec.podSelector, p.labels)).map((p) => p.component)).toEqual(["nats"]);
     const rule = (port: string) => findOne(spec.ingress, (r) => r.ports.some((p) => p.port === port));
-    const admitted = (port: string, labels: Record<string, string>) => (rule(port).from ?? []).some((peer) => selectorMatches(peer.podSelector?.matchLabels ?? {}, labels));
+    const admitted = (port: string, labels: Record<string, string>, namespaceLabels: Record<string, string> = { "kubernetes.io/metadata.name": "agents" }, sameNamespace = true) =>
+      (rule(port).from ?? []).some((peer) => peerAdmitsPod(peer, { labels, namespaceLabels, sameNamespace }));
     for (const pod of pods) {
-      expect(admitted("client", pod.labels), `${pod.owner} → 4222`).toBe(true);
+      expect(admitted("client", pod.labels), `${pod.owner} → 4222`).toBe(pod.component !== "nats");
       expect(admitted("cluster", pod.labels), `${pod.owner} → 6222`).toBe(pod.component === "nats");
+      expect(admitted("monitor", pod.labels), `${pod.owner} → 8222`).toBe(false);
     }
-    expect(admitted("client", { "agentrt.io/nats-client": "true" }), "labelled provider pods → 4222").toBe(true);
+    const release = pods.find((p) => p.component === "web-gateway")!.labels;
+    expect(admitted("client", { ...release, "app.kubernetes.io/component": "helm-test" }), "another pod of the release").toBe(false);
+    expect(admitted("client", { "agentrt.io/nats-client": "true" }), "a label alone grants nothing").toBe(false);
     expect(admitted("client", { app: "something-else" })).toBe(false);
+    expect(admitted("monitor", { app: "prometheus" }, { "kubernetes.io/metadata.name": "monitoring" }, false), "scrapers in the monitoring namespace").toBe(true);
+    expect(admitted("monitor", { app: "anything" }, { "kubernetes.io/metadata.name": "default" }, false)).toBe(false);
   });
 });
 
@@ -364,6 +382,9 @@ describe("bad values fail with a message naming the field", () => {
     [{ "nats.embedded.enabled": "false" }, /set externalNats\.url/],
     [{ "agentReducer.replicaCount": "65" }, /agentReducer\.replicaCount \(65\) above config\.partitionCount \(64\)/],
     [{ "llmDriver.autoscaling.minReplicas": "11" }, /llmDriver\.autoscaling\.minReplicas \(11\) must not exceed maxReplicas \(10\)/],
+    [{ "image.tag": "latest" }, /at '\/image\/tag'/],
+    [{ "image.digest": "sha256:abc" }, /at '\/image\/digest'/],
+    [{ "capabilityHost.terminationGracePeriodSeconds": "45" }, /capabilityHost\.terminationGracePeriodSeconds \(45\) is shorter than the service's own drain \(135 s/],
   ])("%o", { concurrent: true }, async (set, message) => {
     const failure = await renderChart({ set }).then(
       () => undefined,

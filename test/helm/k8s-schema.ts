@@ -5,6 +5,7 @@
 // otherwise pass and be silently dropped by the API server.
 
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { Pod } from "kubernetes-models/v1/Pod";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
@@ -26,6 +27,7 @@ type ModelClass = new (data: Record<string, unknown>) => ValidatableModel;
  */
 const MODELS: ReadonlyMap<string, ModelClass> = new Map<string, ModelClass>([
   ["v1/ConfigMap", ConfigMap as unknown as ModelClass],
+  ["v1/Pod", Pod as unknown as ModelClass],
   ["v1/Secret", Secret as unknown as ModelClass],
   ["v1/Service", Service as unknown as ModelClass],
   ["v1/ServiceAccount", ServiceAccount as unknown as ModelClass],
@@ -43,6 +45,7 @@ const MODELS: ReadonlyMap<string, ModelClass> = new Map<string, ModelClass>([
  */
 const CUSTOM_RESOURCES: ReadonlyMap<string, (obj: Manifest) => string[]> = new Map([
   ["monitoring.coreos.com/v1/ServiceMonitor", checkServiceMonitor],
+  ["keda.sh/v1alpha1/ScaledObject", checkScaledObject],
 ]);
 
 export interface Manifest {
@@ -128,6 +131,22 @@ function checkServiceMonitor(obj: Manifest): string[] {
   for (const [i, endpoint] of (spec?.endpoints ?? []).entries()) {
     if (typeof endpoint.port !== "string") problems.push(`spec.endpoints[${i}].port must be a port name`);
     if (typeof endpoint.path !== "string" || !endpoint.path.startsWith("/")) problems.push(`spec.endpoints[${i}].path must be an absolute path`);
+  }
+  return problems;
+}
+
+/** The fields of KEDA's ScaledObject (keda.sh/v1alpha1) the chart sets, with their types. */
+function checkScaledObject(obj: Manifest): string[] {
+  const problems: string[] = [];
+  const known = new Set(["scaleTargetRef", "minReplicaCount", "maxReplicaCount", "pollingInterval", "cooldownPeriod", "triggers", "advanced", "fallback", "idleReplicaCount"]);
+  const spec = (obj.spec ?? {}) as Record<string, unknown> & { scaleTargetRef?: { name?: unknown }; triggers?: Array<{ type?: unknown; metadata?: Record<string, unknown> }> };
+  for (const key of Object.keys(spec)) if (!known.has(key)) problems.push(`unknown field /spec/${key}`);
+  if (typeof spec.scaleTargetRef?.name !== "string") problems.push("spec.scaleTargetRef.name must be a string");
+  for (const key of ["minReplicaCount", "maxReplicaCount"]) if (spec[key] !== undefined && !Number.isInteger(spec[key])) problems.push(`spec.${key} must be integer`);
+  if (!Array.isArray(spec.triggers) || spec.triggers.length === 0) problems.push("spec.triggers must list at least one trigger");
+  for (const [i, trigger] of (spec.triggers ?? []).entries()) {
+    if (typeof trigger.type !== "string") problems.push(`spec.triggers[${i}].type must be a string`);
+    for (const [k, v] of Object.entries(trigger.metadata ?? {})) if (typeof v !== "string") problems.push(`spec.triggers[${i}].metadata.${k} must be a string (KEDA reads strings)`);
   }
   return problems;
 }

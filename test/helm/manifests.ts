@@ -54,3 +54,38 @@ export function selectorMatches(selector: Record<string, string>, labels: Record
   const entries = Object.entries(selector);
   return entries.length > 0 && entries.every(([key, value]) => labels[key] === value);
 }
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: "In" | "NotIn" | "Exists" | "DoesNotExist"; values?: string[] }>;
+}
+
+/** Kubernetes label-selector semantics: every matchLabels pair and every expression must hold; `{}` selects all. */
+export function labelSelectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
+  const pairs = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const expressions = (selector.matchExpressions ?? []).every((e) => {
+    const value = labels[e.key];
+    if (e.operator === "In") return value !== undefined && (e.values ?? []).includes(value);
+    if (e.operator === "NotIn") return value === undefined || !(e.values ?? []).includes(value);
+    if (e.operator === "Exists") return value !== undefined;
+    return value === undefined;
+  });
+  return pairs && expressions;
+}
+
+export interface NetworkPolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: { cidr: string; except?: string[] };
+}
+
+/**
+ * Whether `peer` admits a pod with `labels` in a namespace with `namespaceLabels` (the policy's
+ * own namespace when `sameNamespace`). A podSelector alone means the policy's namespace.
+ */
+export function peerAdmitsPod(peer: NetworkPolicyPeer, pod: { labels: Record<string, string>; namespaceLabels: Record<string, string>; sameNamespace: boolean }): boolean {
+  if (peer.ipBlock) return false;
+  const namespaceOk = peer.namespaceSelector ? labelSelectorMatches(peer.namespaceSelector, pod.namespaceLabels) : pod.sameNamespace;
+  const podOk = peer.podSelector ? labelSelectorMatches(peer.podSelector, pod.labels) : true;
+  return namespaceOk && podOk;
+}

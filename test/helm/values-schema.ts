@@ -49,17 +49,33 @@ const autoscaling = closed(
   "HorizontalPodAutoscaler of the service.",
 );
 
+const keda = closed(
+  {
+    enabled: bool("Create a KEDA ScaledObject on the service's AGENT_WORK consumer."),
+    minReplicas: int("Fewest replicas.", { minimum: 0 }),
+    maxReplicas: int("Most replicas.", { minimum: 1 }),
+    lagThreshold: int("Pending work items per replica before scaling out.", { minimum: 1 }),
+    natsMonitoringEndpoint: str("host:port of the NATS monitoring endpoint (\"\" = the built-in NATS).", { pattern: "^$|^[A-Za-z0-9.-]+:[0-9]+$" }),
+  },
+  "KEDA ScaledObject of the service.",
+);
+const peers = (description: string) => list(description, { type: "object" });
+const ports = (description: string) => ({ ...list(description, { type: "integer", minimum: 1, maximum: 65535 }), minItems: 1 });
+
 /** Keys every service section has; `extra` adds the service's own. */
-function serviceSection(name: string, extra: Record<string, Schema>, options: { autoscaled: boolean }): Schema {
+function serviceSection(name: string, extra: Record<string, Schema>, options: { autoscaled: boolean; workQueue?: boolean }): Schema {
   return closed(
     {
       replicaCount: int(options.autoscaled ? "Replicas when autoscaling is off." : "Replicas.", { minimum: options.autoscaled ? 0 : 1 }),
-      command: list(`Full command override ([] = image.commandPrefix + services/${name}/src/main.ts).`, { type: "string" }),
-      terminationGracePeriodSeconds: int("Seconds between SIGTERM and SIGKILL.", { minimum: 0 }),
+      command: list(`Full command override ([] = image.commandPrefix + services/${name}/dist/main.mjs).`, { type: "string" }),
+      terminationGracePeriodSeconds: { type: ["integer", "null"], description: "Seconds between SIGTERM and SIGKILL (null = derived from the drain limit).", minimum: 0 },
       resources: freeObject("Container resources (requests/limits)."),
       pdb,
       ...(options.autoscaled ? { autoscaling } : {}),
+      ...(options.workQueue ? { keda } : {}),
       extraEnv: list("Extra Kubernetes EnvVar entries.", { type: "object" }),
+      extraVolumes: list("Extra Kubernetes Volume entries of the pod.", { type: "object" }),
+      extraVolumeMounts: list("Extra Kubernetes VolumeMount entries of the container.", { type: "object" }),
       podAnnotations: stringMap("Extra pod annotations."),
       podLabels: stringMap("Extra pod labels."),
       nodeSelector: stringMap("Node selector."),
@@ -81,10 +97,11 @@ export const valuesSchema: Schema = {
     clusterDomain: str("DNS suffix of the cluster.", { minLength: 1 }),
     image: closed({
       repository: str("Runtime image repository.", { minLength: 1 }),
-      tag: { type: ["string", "number"], description: "Image tag; empty means the chart's appVersion." },
+      tag: { type: ["string", "number"], description: "Image tag; empty means the chart's appVersion; `latest` is refused.", not: { const: "latest" } },
+      digest: str("Image digest; when set the image is pulled by digest.", { pattern: "^$|^sha256:[0-9a-f]{64}$" }),
       pullPolicy: str("Image pull policy.", { enum: ["Always", "IfNotPresent", "Never"] }),
       workingDir: str("Directory of the monorepo inside the image.", { minLength: 1 }),
-      commandPrefix: list("Command before services/<service>/src/main.ts.", { type: "string" }),
+      commandPrefix: list("Command before services/<service>/dist/main.mjs.", { type: "string" }),
     }),
     imagePullSecrets: list("Image pull secrets.", closed({ name: str("Secret name.") })),
     priorityClassName: str("PriorityClass of the service pods."),
@@ -104,6 +121,9 @@ export const valuesSchema: Schema = {
       partitionCount: int("PARTITION_COUNT.", { minimum: 1, maximum: 1024 }),
       natsStreamReplicas: int("NATS_STREAM_REPLICAS.", { minimum: 1, maximum: 5 }),
       opsPort: int("OPS_PORT.", { minimum: 1, maximum: 65535 }),
+    }),
+    shutdown: closed({
+      marginSeconds: int("Seconds added to each service's drain limit.", { minimum: 0 }),
     }),
     probes: closed({
       startup: freeObject("Startup probe timings."),
@@ -147,8 +167,34 @@ export const valuesSchema: Schema = {
         networkPolicy: closed({
           enabled: bool("Restrict who may connect to the built-in NATS."),
           extraClientPeers: list("Extra NetworkPolicyPeer entries for port 4222.", { type: "object" }),
+          extraMonitorPeers: peers("Extra NetworkPolicyPeer entries for the monitoring port 8222."),
         }),
       }),
+    }),
+    networkPolicy: closed({
+      enabled: bool("Create one NetworkPolicy per service."),
+      dnsPeers: peers("Peers serving DNS."),
+      gatewayIngressPeers: peers("Peers allowed to reach the gateway's HTTP and gRPC ports."),
+      metricsPeers: peers("Peers allowed to scrape the ops ports and the NATS monitoring port."),
+      externalNats: closed({
+        peers: peers("Peers of an external NATS ([] = any address)."),
+        ports: ports("Client ports of an external NATS."),
+      }),
+      modelEndpoints: closed({
+        cidrs: list("CIDRs llm-driver may reach.", { type: "string", pattern: "^[0-9a-fA-F.:]+/[0-9]+$" }),
+        exceptCidrs: list("CIDRs carved out of cidrs.", { type: "string", pattern: "^[0-9a-fA-F.:]+/[0-9]+$" }),
+        peers: peers("In-cluster model servers."),
+        ports: ports("Ports of the model endpoints."),
+      }),
+    }),
+    helmTest: closed({
+      enabled: bool("Render the helm test hook."),
+      apiKeySecret: closed({
+        name: str("Secret holding a presented API key."),
+        key: str("Key of the API key in that Secret.", { minLength: 1 }),
+      }),
+      pathPrefix: str("Stream-path prefix of the test's agents.", { pattern: "^/" }),
+      timeoutSeconds: int("Seconds the turn may take.", { minimum: 1 }),
     }),
     agentReducer: serviceSection(
       "agent-reducer",
@@ -188,7 +234,7 @@ export const valuesSchema: Schema = {
           keys: { type: "object", description: "Env var name -> key.", propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, additionalProperties: { type: "string" } },
         }),
       },
-      { autoscaled: true },
+      { autoscaled: true, workQueue: true },
     ),
     capabilityHost: serviceSection(
       "capability-host",
@@ -200,11 +246,12 @@ export const valuesSchema: Schema = {
           typecheckBudgetMs: int("SCRIPT_TYPECHECK_BUDGET_MS.", { minimum: 10 }),
         }),
       },
-      { autoscaled: true },
+      { autoscaled: true, workQueue: true },
     ),
     webGateway: serviceSection(
       "web-gateway",
       {
+        shutdownDelaySeconds: int("SHUTDOWN_DELAY_MS in seconds.", { minimum: 0 }),
         httpPort: int("HTTP_PORT.", { minimum: 1, maximum: 65535 }),
         grpcPort: int("GRPC_PORT.", { minimum: 1, maximum: 65535 }),
         apiKeys: closed({

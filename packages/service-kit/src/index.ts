@@ -5,6 +5,7 @@ export * from "./base-config.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./ops-server.ts";
+export * from "./readiness.ts";
 export * from "./nats.ts";
 export * from "./run-service.ts";
 export * from "./work-queue.ts";

@@ -3,6 +3,9 @@
 
 import type { Logger } from "pino";
 
+/** How long stop() may take unless a service says otherwise (the chart's grace periods build on it). */
+export const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+
 export interface RunningService {
   stop(): Promise<void>;
 }
@@ -31,7 +34,7 @@ export async function runService(options: {
     const timer = setTimeout(() => {
       logger.error(`${options.name} did not stop in time; exiting`);
       process.exit(1);
-    }, options.stopTimeoutMs ?? 10_000);
+    }, options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS);
     timer.unref();
     running
       .stop()

@@ -104,6 +104,8 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
 }
 
 export interface WorkConsumer {
+  /** Claiming work: not stopped, and the last fetch from the consumer succeeded (readiness). */
+  running(): boolean;
   stop(): Promise<void>;
 }
 
@@ -145,6 +147,7 @@ export async function consumeWork<K extends WorkKind>(
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   const schema = itemSchemas[options.kind];
+  let lastFetchOk = true;
 
   const handle = async (msg: JsMsg): Promise<void> => {
     const parsed = schema.safeParse(safeJson(msg.string()));
@@ -179,6 +182,7 @@ export async function consumeWork<K extends WorkKind>(
       }
       try {
         const batch = await consumer.fetch({ max_messages: free, expires: 1_000 });
+        lastFetchOk = true;
         for await (const msg of batch) {
           if (abort.signal.aborted) {
             msg.nak();
@@ -189,6 +193,7 @@ export async function consumeWork<K extends WorkKind>(
         }
       } catch (error) {
         if (abort.signal.aborted) break;
+        lastFetchOk = false;
         options.logger.warn({ err: error }, "work fetch failed; retrying");
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
@@ -196,6 +201,7 @@ export async function consumeWork<K extends WorkKind>(
   })();
 
   return {
+    running: () => !abort.signal.aborted && lastFetchOk,
     async stop() {
       abort.abort();
       await loop;

@@ -17,6 +17,7 @@ import {
   runService,
   natsConnectionOptions,
   startOpsServer,
+  trackReadiness,
 } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
@@ -64,9 +65,11 @@ await runService({
       },
     });
     await reducer.start();
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const readiness = trackReadiness(nc, [() => reducer.running()]);
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
     return {
       async stop() {
+        readiness.markStopping();
         await reducer.stop();
         await ops.close();
         await store.close();

@@ -29,6 +29,7 @@ export interface ReducerServiceOptions {
 export class ReducerService {
   private readonly workers = new Map<number, PartitionWorker>();
   private leases: PartitionLeases | undefined;
+  private stopped = false;
   private readonly leaseChanges;
   private readonly eventsFolded;
   private readonly retentionEvents;
@@ -45,6 +46,11 @@ export class ReducerService {
   /** Agents held in memory across the partitions this replica owns. */
   residentAgents(): number {
     return [...this.workers.values()].reduce((sum, w) => sum + w.residentAgents, 0);
+  }
+
+  /** Competing for partition leases (readiness): started and not stopping. */
+  running(): boolean {
+    return this.leases !== undefined && !this.stopped;
   }
 
   ownedPartitions(): number[] {
@@ -87,6 +93,7 @@ export class ReducerService {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     // Snapshot what we own so the next owner starts close to the head, then hand leases back.
     for (const worker of this.workers.values()) await worker.checkpointNow().catch(() => 0);
     await this.leases?.stop({ release: true });

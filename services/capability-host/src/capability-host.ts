@@ -161,6 +161,11 @@ export class CapabilityHost {
     return this.checker.check(parts, budgetMs);
   }
 
+  /** Claiming scripts from the work queue (readiness). */
+  consuming(): boolean {
+    return this.consumer?.running() ?? false;
+  }
+
   async stop(): Promise<void> {
     await this.consumer?.stop();
     this.registry.stop();

@@ -2,7 +2,7 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
 import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
@@ -53,10 +53,12 @@ await runService({
           }),
     });
     await host.consume();
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const readiness = trackReadiness(nc, [() => host.consuming()]);
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
     logger.info({ opsPort: ops.port }, "capability-host ready");
     return {
       async stop() {
+        readiness.markStopping();
         await host.stop();
         await ops.close();
         await store.close();

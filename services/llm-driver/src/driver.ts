@@ -97,6 +97,11 @@ export class LlmDriver {
     });
   }
 
+  /** Claiming turns from the work queue (readiness). */
+  consuming(): boolean {
+    return this.consumer?.running() ?? false;
+  }
+
   async stop(): Promise<void> {
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();

@@ -3,7 +3,7 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
+import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
 import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
@@ -53,10 +53,12 @@ await runService({
       work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
     });
     await driver.start();
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() });
+    const readiness = trackReadiness(nc, [() => driver.consuming()]);
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
     logger.info({ opsPort: ops.port, offline: driver.offline }, "llm-driver ready");
     return {
       async stop() {
+        readiness.markStopping();
         await driver.stop();
         await ops.close();
         await store.close();

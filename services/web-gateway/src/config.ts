@@ -39,6 +39,11 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   READS_TOTAL: z.coerce.number().int().positive().default(8),
   /** Where the built UI lives (default: ui/dist next to src). */
   UI_DIST_DIR: z.string().optional(),
+  /**
+   * After SIGTERM: answer /readyz 503 but keep serving this long, so load balancers and Service
+   * endpoints stop sending new traffic before the listeners close (the chart sets it).
+   */
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   /** `0` skips building the UI on start when dist is missing. */
   UI_BUILD_ON_START: z.enum(["0", "1"]).default("1"),
 });

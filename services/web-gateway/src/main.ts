@@ -1,9 +1,23 @@
 // Composition root of the web-gateway: config, logger, NATS, the JetStream event store, auth,
 // then the HTTP server (API, SSE, WebSocket, UI), the gRPC server and the ops endpoint.
-// SIGTERM closes the listeners, then drains NATS.
+// SIGTERM first turns /readyz to 503 and keeps serving for SHUTDOWN_DELAY_MS (endpoint
+// propagation), then closes the listeners (live SSE/WebSocket clients reconnect elsewhere and
+// resume from their last offset), then drains NATS.
 
 import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
-import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer } from "@agentrt/service-kit";
+import {
+  connectNats,
+  createLogger,
+  createMetrics,
+  createTracing,
+  DEFAULT_STOP_TIMEOUT_MS,
+  loadConfig,
+  natsConnectionOptions,
+  runService,
+  startOpsServer,
+  trackReadiness,
+} from "@agentrt/service-kit";
+import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
 import { gatewayConfigSchema } from "./config.ts";
@@ -21,6 +35,7 @@ const logger = createLogger("web-gateway", config.LOG_LEVEL).child({}, { redact:
 await runService({
   name: "web-gateway",
   logger,
+  stopTimeoutMs: config.SHUTDOWN_DELAY_MS + DEFAULT_STOP_TIMEOUT_MS,
   async start() {
     const devMode = config.AGENTRT_DEV_MODE === "1";
     if (devMode) {
@@ -80,10 +95,17 @@ await runService({
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
     const grpc = createGrpcServer(gateway.api, auth, logger, { liveLimiter: gateway.liveLimiter, maxJsonDepth: config.MAX_JSON_DEPTH });
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: () => !nc.isClosed() && !readNc.isClosed() });
+    // Ready while both connections (appends and live, and reads) are up and the gateway is not stopping.
+    const readiness = trackReadiness(nc, [() => !readNc.isClosed()]);
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
     logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");
     return {
       async stop() {
+        readiness.markStopping();
+        if (config.SHUTDOWN_DELAY_MS > 0) {
+          logger.info({ delayMs: config.SHUTDOWN_DELAY_MS }, "not ready; serving until endpoints drop this pod");
+          await sleep(config.SHUTDOWN_DELAY_MS);
+        }
         await gateway.close();
         await new Promise<void>((resolve) => grpc.tryShutdown(() => resolve()));
         await ops.close();

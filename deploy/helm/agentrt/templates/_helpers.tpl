@@ -56,8 +56,13 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
+{{/* The image reference; with image.digest the digest pins it (the tag is then informative). */}}
 {{- define "agentrt.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- $ref := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- if .Values.image.digest }}
+{{- $ref = printf "%s@%s" $ref .Values.image.digest }}
+{{- end }}
+{{- $ref }}
 {{- end }}
 
 {{/* Name of the Secret holding the gateway's API keys file. */}}
@@ -134,3 +139,28 @@ read from an existing Secret (for URLs that carry credentials).
 - name: LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
 {{- end }}
+
+{{/*
+terminationGracePeriodSeconds of a service: the longest its own SIGTERM drain may take (the
+drain limit the service enforces, in milliseconds, passed as .drainMs) plus
+shutdown.marginSeconds for process exit and the kubelet's bookkeeping. An explicit
+terminationGracePeriodSeconds may only raise it: below the drain, SIGKILL cuts work off.
+*/}}
+{{- define "agentrt.gracePeriod" -}}
+{{- $derived := add (div (add (int64 .drainMs) 999) 1000) (int .root.Values.shutdown.marginSeconds) }}
+{{- $explicit := .values.terminationGracePeriodSeconds }}
+{{- if and (not (kindIs "invalid" $explicit)) (ne (toString $explicit) "") }}
+{{- if lt (int64 $explicit) (int64 $derived) }}
+{{- fail (printf "%s.terminationGracePeriodSeconds (%v) is shorter than the service's own drain (%v s incl. margin): pods would be killed mid-drain" .key $explicit $derived) }}
+{{- end }}
+{{- $explicit }}
+{{- else }}
+{{- $derived }}
+{{- end }}
+{{- end }}
+
+{{/*
+How long a service's stop() may run before it exits anyway: service-kit's runService default
+(DEFAULT_STOP_TIMEOUT_MS; test/helm pins the two together).
+*/}}
+{{- define "agentrt.stopTimeoutMs" -}}10000{{- end }}

@@ -16,7 +16,7 @@ A service Deployment. Extra keys of the dict:
 {{- define "agentrt.deployment" -}}
 {{- $root := .root -}}
 {{- $c := .values -}}
-{{- $autoscaled := and (hasKey $c "autoscaling") $c.autoscaling.enabled -}}
+{{- $autoscaled := or (and (hasKey $c "autoscaling") $c.autoscaling.enabled) (and (hasKey $c "keda") $c.keda.enabled) -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -62,8 +62,9 @@ spec:
       {{- end }}
       securityContext:
         {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
-      # SIGTERM makes a service drain its NATS connection and finish in-flight work.
-      terminationGracePeriodSeconds: {{ $c.terminationGracePeriodSeconds }}
+      # SIGTERM makes a service drain its NATS connection and finish in-flight work; the
+      # period is derived from the service's own drain limit (agentrt.gracePeriod).
+      terminationGracePeriodSeconds: {{ .gracePeriod }}
       containers:
         - name: {{ .component }}
           image: {{ include "agentrt.image" $root | quote }}
@@ -77,7 +78,7 @@ spec:
             {{- range $root.Values.image.commandPrefix }}
             - {{ . | quote }}
             {{- end }}
-            - {{ printf "services/%s/src/main.ts" .component | quote }}
+            - {{ printf "services/%s/dist/main.mjs" .component | quote }}
           {{- end }}
           ports:
             - name: ops
@@ -97,6 +98,10 @@ spec:
             {{- with $c.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+          {{- with .lifecycle }}
+          lifecycle:
+            {{- . | nindent 12 }}
+          {{- end }}
           {{- with .envFrom }}
           envFrom:
             {{- . | nindent 12 }}
@@ -121,12 +126,14 @@ spec:
           securityContext:
             {{- toYaml $root.Values.containerSecurityContext | nindent 12 }}
           volumeMounts:
-            # The root filesystem is read-only; tsx's compile cache and Node's temp files
-            # go here.
+            # The root filesystem is read-only; Node's temp files go here.
             - name: tmp
               mountPath: /tmp
             {{- with .volumeMounts }}
             {{- . | nindent 12 }}
+            {{- end }}
+            {{- with $c.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
             {{- end }}
       volumes:
         - name: tmp
@@ -134,6 +141,9 @@ spec:
             sizeLimit: {{ $root.Values.tmpVolumeSizeLimit }}
         {{- with .volumes }}
         {{- . | nindent 8 }}
+        {{- end }}
+        {{- with $c.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
         {{- end }}
       {{- with $c.nodeSelector }}
       nodeSelector:
@@ -252,4 +262,46 @@ spec:
       port: {{ .root.Values.config.opsPort }}
       targetPort: ops
       protocol: TCP
+{{- end }}
+
+{{/*
+KEDA ScaledObject for a work-queue consumer (values.keda): scales on the pending items of the
+service's durable consumer of AGENT_WORK (.durable). Off by default; refuses to run beside the
+CPU HPA, since both would steer the same Deployment.
+*/}}
+{{- define "agentrt.scaledObject" -}}
+{{- $c := .values -}}
+{{- if $c.keda.enabled }}
+{{- if $c.autoscaling.enabled }}
+{{- fail (printf "%s.keda.enabled and %s.autoscaling.enabled are both on: KEDA makes its own HPA, turn autoscaling off" .key .key) }}
+{{- end }}
+{{- $root := .root }}
+{{- $endpoint := $c.keda.natsMonitoringEndpoint }}
+{{- if not $endpoint }}
+{{- if not $root.Values.nats.embedded.enabled }}
+{{- fail (printf "%s.keda.natsMonitoringEndpoint is required with an external NATS" .key) }}
+{{- end }}
+{{- $endpoint = printf "%s.%s.svc.%s:8222" (include "agentrt.embeddedNatsName" $root) $root.Release.Namespace $root.Values.clusterDomain }}
+{{- end }}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: {{ include "agentrt.fullname" $root }}-{{ .component }}
+  labels:
+    {{- include "agentrt.componentLabels" . | nindent 4 }}
+spec:
+  scaleTargetRef:
+    name: {{ include "agentrt.fullname" $root }}-{{ .component }}
+  minReplicaCount: {{ $c.keda.minReplicas }}
+  maxReplicaCount: {{ $c.keda.maxReplicas }}
+  triggers:
+    - type: nats-jetstream
+      metadata:
+        natsServerMonitoringEndpoint: {{ $endpoint | quote }}
+        account: "$G"
+        stream: AGENT_WORK
+        consumer: {{ .durable | quote }}
+        lagThreshold: {{ $c.keda.lagThreshold | quote }}
+{{- end }}
 {{- end }}

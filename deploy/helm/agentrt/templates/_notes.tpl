@@ -1,0 +1,38 @@
+{{/*
+The install notes, as a named template so the umbrella chart (agentrt-with-nats), whose own
+NOTES.txt is the only one helm prints, shows them too.
+*/}}
+{{- define "agentrt.notes" -}}
+agentrt {{ default .Chart.AppVersion .Values.image.tag }} is installed as "{{ .Release.Name }}" in namespace {{ .Release.Namespace }}.
+
+{{- if .Values.nats.embedded.enabled }}
+NATS: built-in {{ .Values.nats.embedded.replicas }}-node JetStream cluster ({{ include "agentrt.embeddedNatsName" . }}), streams at R{{ .Values.config.natsStreamReplicas }}.
+{{- else }}
+NATS: external ({{ if .Values.externalNats.existingSecret }}URL from Secret {{ .Values.externalNats.existingSecret }}{{ else }}{{ .Values.externalNats.url }}{{ end }}), streams at R{{ .Values.config.natsStreamReplicas }}.
+{{- end }}
+
+Reach the API:
+{{- if .Values.webGateway.ingress.enabled }}
+{{- range .Values.webGateway.ingress.hosts }}
+  curl -H "Authorization: Bearer <key>" http{{ if $.Values.webGateway.ingress.tls }}s{{ end }}://{{ .host }}/v1/agents
+{{- end }}
+{{- else }}
+  kubectl -n {{ .Release.Namespace }} port-forward svc/{{ include "agentrt.fullname" . }}-web-gateway 8080:{{ .Values.webGateway.service.httpPort }}
+  curl -H "Authorization: Bearer <key>" http://127.0.0.1:8080/v1/agents
+{{- end }}
+{{- if .Values.helmTest.enabled }}
+
+Check a whole turn end to end:
+  helm test {{ .Release.Name }} -n {{ .Release.Namespace }}
+{{- end }}
+
+{{- if and (not .Values.webGateway.apiKeys.existingSecret) (not .Values.webGateway.apiKeys.keys) }}
+
+WARNING: no API keys are configured (webGateway.apiKeys.keys / existingSecret), so the gateway
+refuses every request.
+{{- end }}
+{{- if and (not .Values.llmDriver.modelKeys.existingSecret) (not (include "agentrt.modelKeysInline" .)) }}
+
+NOTE: no model key is configured: agents answer with the built-in offline model.
+{{- end }}
+{{- end }}

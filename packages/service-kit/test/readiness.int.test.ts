@@ -1,0 +1,76 @@
+// /readyz against a real nats-server: 503 while the connection is down (the client keeps
+// reconnecting, so "not closed" would still say ready), 200 again after the server returns;
+// /healthz stays 200 throughout; a failing service check and shutdown also answer 503.
+
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNats, consumeWork, createLogger, createMetrics, ensureWorkStream, startOpsServer, trackReadiness, type NatsConnection, type OpsServer } from "../src/index.ts";
+
+const logger = createLogger("test", "silent");
+let server: NatsServer;
+let nc: NatsConnection;
+const ops: OpsServer[] = [];
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  nc = await connectNats({ url: server.url, name: "readiness-test" });
+});
+
+afterAll(async () => {
+  for (const o of ops) await o.close();
+  await nc.close().catch(() => undefined);
+  await server.stop();
+});
+
+async function serve(ready: () => boolean): Promise<string> {
+  const o = await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics("readiness-test", { collectDefaults: false }), ready });
+  ops.push(o);
+  return `http://127.0.0.1:${o.port}`;
+}
+
+const status = async (url: string) => (await fetch(url)).status;
+
+describe("readiness follows the NATS connection", () => {
+  it("answers 503 while NATS is gone and 200 once it is back; /healthz stays 200", async () => {
+    const readiness = trackReadiness(nc);
+    const base = await serve(readiness.ready);
+    expect(await status(`${base}/readyz`)).toBe(200);
+
+    await server.kill("SIGKILL");
+    await waitFor(async () => (await status(`${base}/readyz`)) === 503, { timeoutMs: 15_000, intervalMs: 50 });
+    expect(nc.isClosed(), "the client is reconnecting, not closed").toBe(false);
+    expect(await status(`${base}/healthz`)).toBe(200);
+
+    await server.restart();
+    await waitFor(async () => (await status(`${base}/readyz`)) === 200, { timeoutMs: 30_000, intervalMs: 50 });
+    expect(readiness.natsConnected()).toBe(true);
+  });
+
+  it("answers 503 when a service check fails or throws, and from markStopping on", async () => {
+    let consuming = true;
+    const readiness = trackReadiness(nc, [() => consuming]);
+    const base = await serve(readiness.ready);
+    expect(await status(`${base}/readyz`)).toBe(200);
+    consuming = false;
+    expect(await status(`${base}/readyz`)).toBe(503);
+    consuming = true;
+    const throwing = trackReadiness(nc, [
+      () => {
+        throw new Error("boom");
+      },
+    ]);
+    expect(throwing.ready()).toBe(false);
+    readiness.markStopping();
+    expect(await status(`${base}/readyz`)).toBe(503);
+  });
+
+  it("a work consumer is running while it fetches, and not after stop()", async () => {
+    const jsm = await jetstreamManager(nc);
+    await ensureWorkStream(jsm);
+    const consumer = await consumeWork(jetstream(nc), jsm, { kind: "script", durable: "readiness", logger, handler: async () => ({ type: "ack" }) });
+    expect(consumer.running()).toBe(true);
+    await consumer.stop();
+    expect(consumer.running()).toBe(false);
+  });
+});
