@@ -174,8 +174,12 @@ export class ScriptRunner {
     }
     const expiresAtMs = Date.parse(requested.payload.expiresAt);
     if (this.now() >= expiresAtMs) return this.settle(streamPath, executionId, expiredFailed(requested.payload.expiresAt), "expired", log);
-    const deadlineAtMs = Math.min(expiresAtMs - this.deps.limits.deadlineMarginMs, this.now() + this.deps.limits.maxRunMs);
-    if (this.now() >= deadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
+    // The check (and any wait for a warm checker) is bounded by the execution deadline; the run's
+    // own cap (maxRunMs) counts from when the script is ready to run.
+    const checkDeadlineAtMs = expiresAtMs - this.deps.limits.deadlineMarginMs;
+    if (this.now() >= Math.min(checkDeadlineAtMs, this.now() + this.deps.limits.maxRunMs)) {
+      return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
+    }
 
     const sourceBytes = Buffer.byteLength(requested.payload.code, "utf8");
     if (sourceBytes > this.deps.limits.maxSourceBytes) {
@@ -184,10 +188,11 @@ export class ScriptRunner {
     const scope = scopeAt(events, requested.offset);
     const code = requested.payload.code.trim();
     const parts: ScriptSourceParts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code, wrapped: this.deps.wrap(code) };
-    const budget = Math.min(this.deps.limits.typecheckBudgetMs, deadlineAtMs - this.now());
-    const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs });
+    const budget = Math.min(this.deps.limits.typecheckBudgetMs, checkDeadlineAtMs - this.now());
+    const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
     this.deps.onTiming?.("typecheck", checked.durationMs);
-    if (this.now() >= deadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
+    const deadlineAtMs = Math.min(checkDeadlineAtMs, this.now() + this.deps.limits.maxRunMs);
+    if (this.now() >= checkDeadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
     if (checked.kind === "timed-out") return this.settle(streamPath, executionId, typecheckTimedOut(checked.budgetMs), "typecheck", log);
     if (checked.kind === "checker-lost") return this.settle(streamPath, executionId, checkerLostFailed(checked.reason), "typecheck", log);
     if (checked.kind === "blocked") return this.settle(streamPath, executionId, typecheckFailed(checked.problems), "typecheck", log);
