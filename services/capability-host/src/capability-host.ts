@@ -41,6 +41,8 @@ export interface CapabilityHostOptions {
   readonly perAgentConcurrency?: number;
   /** Typecheck worker threads (each holds a warm checker). */
   readonly typecheckWorkers?: number;
+  /** The typecheck worker's entry module (default: the real checker); tests put slow ones here. */
+  readonly typecheckWorkerEntry?: URL;
   /** Where scripts are checked: worker threads (the host's default), or this thread (only the benchmark's baseline). */
   readonly checkerThread?: "worker" | "in-thread";
   /** The liveness lease's TTL; `false` turns proof of death off (every started script found unsettled is orphaned). */
@@ -222,6 +224,7 @@ async function createChecker(options: CapabilityHostOptions, declarations: strin
   return new WorkerChecker({
     workers: options.typecheckWorkers ?? 2,
     itxDeclarations: declarations,
+    ...(options.typecheckWorkerEntry === undefined ? {} : { entry: options.typecheckWorkerEntry }),
     onWarm: (warmMs) => options.logger.info({ warmMs: Math.round(warmMs) }, "typecheck worker warm"),
     onWorkerReplaced: (reason, detail) => {
       options.logger.warn({ reason, detail }, "replaced a typecheck worker");
