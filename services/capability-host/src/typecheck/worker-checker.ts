@@ -59,11 +59,14 @@ export class WorkerChecker implements ScriptCheckService {
 
   constructor(private readonly options: WorkerCheckerOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${options.workers}`);
-    for (let i = 0; i < options.workers; i++) {
-      const slot: Slot = { worker: undefined, warm: false, current: undefined, failures: 0 };
-      this.slots.push(slot);
-      this.spawn(slot);
-    }
+    for (let i = 0; i < options.workers; i++) this.slots.push({ worker: undefined, warm: false, current: undefined, failures: 0 });
+    // One warms first, the others once it is warm: warming is seconds of CPU, and on a busy
+    // machine parallel warm-ups would delay the first warm checker, which the first script awaits.
+    this.spawn(this.slots[0] as Slot);
+  }
+
+  private spawnRest(): void {
+    for (const slot of this.slots) if (slot.worker === undefined && !this.closed) this.spawn(slot);
   }
 
   /** Resolves once at least one checker is warm (tests and the bench; the host never waits). */
@@ -128,6 +131,7 @@ export class WorkerChecker implements ScriptCheckService {
         slot.failures = 0;
         this.options.onWarm?.(message.warmMs);
         for (const wake of this.warmWaiters.splice(0)) wake();
+        this.spawnRest();
         this.dispatch();
         return;
       }
@@ -143,7 +147,9 @@ export class WorkerChecker implements ScriptCheckService {
       this.finish(slot, { kind: "checker-lost", reason, durationMs: slot.current === undefined ? 0 : performance.now() - slot.current.startedAt });
       this.options.onWorkerReplaced?.("died", reason);
       const backoffMs = slot.failures === 0 ? 0 : Math.min(30_000, 250 * 2 ** Math.min(slot.failures, 7));
-      setTimeout(() => this.closed || this.spawn(slot), backoffMs).unref();
+      setTimeout(() => {
+        if (!this.closed && slot.worker === undefined) this.spawn(slot);
+      }, backoffMs).unref();
     };
     worker.on("error", (error) => lost(`the checker failed: ${error.message}`));
     worker.on("exit", (code) => lost(`the checker exited with code ${code}`));
