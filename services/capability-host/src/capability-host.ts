@@ -87,19 +87,20 @@ export class CapabilityHost {
   static async start(options: CapabilityHostOptions): Promise<CapabilityHost> {
     const { nc, logger } = options;
     const kvm = new Kvm(nc);
-    const [agentKv, providersKv, files, sandbox] = await Promise.all([
+    // One worker thread per script that may run at once: a script computing never stalls the
+    // host's heartbeats, probes or other scripts. Not awaited: the workers load in the background
+    // (seconds on a busy machine) and scripts wait for a ready one, not the host's readiness.
+    const sandbox = WorkerSandbox.start(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, {
+      workers: options.concurrency ?? 4,
+      onWorkerReplaced: (reason, detail) => {
+        logger.warn({ reason, detail }, "replaced a script sandbox worker");
+        options.onSandboxWorkerReplaced?.(reason);
+      },
+    });
+    const [agentKv, providersKv, files] = await Promise.all([
       kvm.create(AGENT_KV_BUCKET, { history: 1 }),
       kvm.create(PROVIDERS_BUCKET, { history: 16 }),
       new Objm(nc).create(AGENT_FILES_BUCKET),
-      // One worker thread per script that may run at once: a script computing never stalls the
-      // host's heartbeats, probes or other scripts.
-      WorkerSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, {
-        workers: options.concurrency ?? 4,
-        onWorkerReplaced: (reason, detail) => {
-          logger.warn({ reason, detail }, "replaced a script sandbox worker");
-          options.onSandboxWorkerReplaced?.(reason);
-        },
-      }),
     ]);
     const declarations = loadItxDeclarations();
     const checker = await createChecker(options, declarations);
