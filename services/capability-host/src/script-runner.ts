@@ -189,6 +189,10 @@ export class ScriptRunner {
     const code = requested.payload.code.trim();
     const parts: ScriptSourceParts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code, wrapped: this.deps.wrap(code) };
     const budget = Math.min(this.deps.limits.typecheckBudgetMs, checkDeadlineAtMs - this.now());
+    // Recorded while the check runs (one round trip off the path): a record with no started
+    // event is harmless, since a script that was never started is simply run by whoever claims it.
+    const recorded = this.deps.liveness?.recordRun(streamPath, executionId);
+    recorded?.catch(() => undefined);
     const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
     this.deps.onTiming?.("typecheck", checked.durationMs);
     const deadlineAtMs = Math.min(checkDeadlineAtMs, this.now() + this.deps.limits.maxRunMs);
@@ -201,7 +205,7 @@ export class ScriptRunner {
     if (!checked.compiled.ok) return this.settle(streamPath, executionId, typecheckFailed([checked.compiled.error]), "typecheck", log);
     const javascript = checked.compiled.javascript;
 
-    await this.deps.liveness?.recordRun(streamPath, executionId);
+    await recorded;
     const start = await this.deps.store.append(streamPath, [
       { type: "capability-host/script-run-started", payload: { executionId }, idempotencyKey: startedKey(executionId) },
     ]);

@@ -42,15 +42,17 @@ describe("capability host: typecheck off the host's thread", () => {
     process.stdout.write(`capability host process ready in ${Math.round(readyMs)} ms\n`);
 
     let probing = true;
-    const probes: number[] = [];
+    const probes: { at: number; ms: number }[] = [];
     const prober = (async () => {
       while (probing) {
         const t0 = performance.now();
         const ok = await fetch(`http://127.0.0.1:${host!.opsPort}/healthz`).then((r) => r.ok, () => false);
-        probes.push(ok ? performance.now() - t0 : Number.POSITIVE_INFINITY);
+        probes.push({ at: t0, ms: ok ? performance.now() - t0 : Number.POSITIVE_INFINITY });
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
+    await waitFor(() => probes.length > 0);
+    const bombRequestedAt = performance.now();
 
     const bombPath = uniquePath("bomb");
     const bomb = typeBomb();
@@ -64,6 +66,7 @@ describe("capability host: typecheck off the host's thread", () => {
     expect(await roundTripMs(otherPath, other)).toBeLessThanOrEqual(1_000);
 
     const bombed = await waitSettled(fx.store, bombPath, bombId, 20_000);
+    const bombSettledSeenAt = performance.now();
     expect(bombed.payload.settlement).toEqual({
       status: "failed",
       error: "Script was NOT executed: the checker did not finish within 2000 ms; simplify the types and resend the script.",
@@ -82,8 +85,11 @@ describe("capability host: typecheck off the host's thread", () => {
 
     probing = false;
     await prober;
-    expect(probes.length).toBeGreaterThan(50);
-    expect(Math.max(...probes)).toBeLessThan(100);
+    // Probed from before the bomb was requested until after its settlement was seen, every probe fast.
+    expect(probes[0]!.at).toBeLessThan(bombRequestedAt);
+    expect(probes.at(-1)!.at).toBeGreaterThan(bombSettledSeenAt);
+    expect(probes.filter((p) => p.at >= bombRequestedAt && p.at <= bombSettledSeenAt).length).toBeGreaterThanOrEqual(10);
+    expect(Math.max(...probes.map((p) => p.ms))).toBeLessThan(100);
   }, 120_000);
 
   it("is ready and claims work before its checkers are warm; a script waits for a warm checker, not the process", async () => {
