@@ -2,7 +2,8 @@
 // ops port's `/readyz`, for the host as a real process (tsx, like the quickstart) against a
 // harness-started nats-server, with `node -e 0` as the floor in the same run.
 //
-// Run: pnpm exec tsx bench/host/readiness.bench.ts [--runs 5]
+// Run: pnpm exec tsx bench/host/readiness.bench.ts [--runs 5] [--main path/to/main.ts]
+// (`--main`: another build of the host, e.g. an older commit's sources, for a before/after.)
 
 import { spawn, spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
@@ -11,7 +12,8 @@ import { freeLoopbackPort, startNatsServer } from "@agentrt/testing";
 
 const argIndex = process.argv.indexOf("--runs");
 const RUNS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 5;
-const HOST_MAIN = fileURLToPath(new URL("../../services/capability-host/src/main.ts", import.meta.url));
+const mainIndex = process.argv.indexOf("--main");
+const HOST_MAIN = mainIndex > 0 ? String(process.argv[mainIndex + 1]) : fileURLToPath(new URL("../../services/capability-host/src/main.ts", import.meta.url));
 
 async function readyOnce(natsUrl: string): Promise<number> {
   const port = await freeLoopbackPort();
