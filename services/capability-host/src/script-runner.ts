@@ -89,6 +89,12 @@ export type ScriptRunOutcome =
   | "runtime"
   | "stood-down";
 
+/** The checker broke its contract (a bug, not the script's fault): the work item is retried. */
+export class CheckerProtocolError extends Error {
+  override readonly name = "CheckerProtocolError";
+  readonly code = "CHECKER_PROTOCOL";
+}
+
 type Requested = Extract<AgentEvent, { type: "capability-host/script-run-requested" }>;
 
 /**
@@ -177,9 +183,7 @@ export class ScriptRunner {
     // The check (and any wait for a warm checker) is bounded by the execution deadline; the run's
     // own cap (maxRunMs) counts from when the script is ready to run.
     const checkDeadlineAtMs = expiresAtMs - this.deps.limits.deadlineMarginMs;
-    if (this.now() >= Math.min(checkDeadlineAtMs, this.now() + this.deps.limits.maxRunMs)) {
-      return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
-    }
+    if (this.now() >= checkDeadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
 
     const sourceBytes = Buffer.byteLength(requested.payload.code, "utf8");
     if (sourceBytes > this.deps.limits.maxSourceBytes) {
@@ -201,7 +205,7 @@ export class ScriptRunner {
     if (checked.kind === "checker-lost") return this.settle(streamPath, executionId, checkerLostFailed(checked.reason), "typecheck", log);
     if (checked.kind === "blocked") return this.settle(streamPath, executionId, typecheckFailed(checked.problems), "typecheck", log);
     if (checked.kind === "unchecked") log.info({ reason: checked.reason }, "running unchecked");
-    if (checked.compiled === undefined) throw new Error("the checker returned no compiled script");
+    if (checked.compiled === undefined) throw new CheckerProtocolError("the checker returned no compiled script for a script it let run");
     if (!checked.compiled.ok) return this.settle(streamPath, executionId, typecheckFailed([checked.compiled.error]), "typecheck", log);
     const javascript = checked.compiled.javascript;
 
