@@ -72,6 +72,7 @@ export interface ProjectBirth {
 
 export class CapabilityHost {
   private consumer: WorkConsumer | undefined;
+  private fairShare: AgentFairShare | undefined;
   private providerSignature = "";
 
   private constructor(
@@ -163,6 +164,7 @@ export class CapabilityHost {
     const concurrency = this.options.concurrency ?? 4;
     const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
     const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent });
+    this.fairShare = fairShare;
     // Claims beyond the running slots wait in the fair share (heartbeating), so another agent's
     // item is claimed and served while one agent's flood waits behind its own limit.
     const claims = concurrency * 4;
@@ -178,6 +180,8 @@ export class CapabilityHost {
         // This agent already has its fill of scripts running and waiting here: later.
         if (entering === undefined) return { type: "retry", delayMs: retryMs };
         const leave = await entering;
+        // The host is stopping: a script that has not started waiting its turn goes back to the queue.
+        if (leave === undefined) return { type: "retry", delayMs: 0 };
         let outcome: ScriptRunOutcome;
         try {
           outcome = await this.runner.handle(item.streamPath, item.executionId);
@@ -207,6 +211,7 @@ export class CapabilityHost {
   }
 
   async stop(): Promise<void> {
+    this.fairShare?.close();
     await this.consumer?.stop();
     this.registry.stop();
     await this.liveness?.stop();

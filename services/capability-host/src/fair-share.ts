@@ -16,7 +16,8 @@ export type Leave = () => void;
 export class AgentFairShare {
   private running = 0;
   private readonly runningOf = new Map<string, number>();
-  private readonly waiting = new Map<string, Array<(leave: Leave) => void>>();
+  private readonly waiting = new Map<string, Array<(leave: Leave | undefined) => void>>();
+  private closed = false;
   /** Agents with waiting scripts, in the order they are next served. */
   private readonly turn: string[] = [];
 
@@ -28,11 +29,12 @@ export class AgentFairShare {
 
   /**
    * A slot for one of `agent`'s scripts: resolves with the function that gives it back once the
-   * script may run; `undefined` when the agent already has its fill of scripts waiting.
+   * script may run, or with `undefined` if the share is closed first; `undefined` at once when
+   * the agent already has its fill of scripts waiting, or the share is closed.
    */
-  enter(agent: string): Promise<Leave> | undefined {
+  enter(agent: string): Promise<Leave | undefined> | undefined {
     const queue = this.waiting.get(agent) ?? [];
-    if (queue.length >= this.limits.waitingPerAgent) return undefined;
+    if (this.closed || queue.length >= this.limits.waitingPerAgent) return undefined;
     return new Promise((resolve) => {
       if (queue.length === 0) {
         this.waiting.set(agent, queue);
@@ -41,6 +43,14 @@ export class AgentFairShare {
       queue.push(resolve);
       this.grant();
     });
+  }
+
+  /** Stops granting: every waiting script is told `undefined` (its item goes back to the queue). */
+  close(): void {
+    this.closed = true;
+    this.turn.length = 0;
+    for (const queue of this.waiting.values()) for (const wake of queue.splice(0)) wake(undefined);
+    this.waiting.clear();
   }
 
   /** Scripts running now, for one agent or in all. */
@@ -53,6 +63,7 @@ export class AgentFairShare {
   }
 
   private grant(): void {
+    if (this.closed) return;
     let scanned = 0;
     while (this.running < this.limits.total && scanned < this.turn.length) {
       const agent = this.turn.shift() as string;
@@ -63,8 +74,8 @@ export class AgentFairShare {
         continue;
       }
       scanned = 0;
-      const queue = this.waiting.get(agent) as Array<(leave: Leave) => void>;
-      const wake = queue.shift() as (leave: Leave) => void;
+      const queue = this.waiting.get(agent) as Array<(leave: Leave | undefined) => void>;
+      const wake = queue.shift() as (leave: Leave | undefined) => void;
       if (queue.length === 0) this.waiting.delete(agent);
       else this.turn.push(agent);
       this.running++;

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { AgentFairShare, type Leave } from "../src/fair-share.ts";
 
 /** Enters and records when each script is let in. */
-function enterAll(share: AgentFairShare, agents: string[], log: string[]): Array<Promise<Leave> | undefined> {
+function enterAll(share: AgentFairShare, agents: string[], log: string[]): Array<Promise<Leave | undefined> | undefined> {
   return agents.map((agent, i) => {
     const entering = share.enter(agent);
     void entering?.then(() => log.push(`${agent}${i}`));
@@ -33,12 +33,12 @@ describe("fair share of script slots", () => {
     const entered = enterAll(share, ["a", "a", "a", "a", "b", "b", "c"], log);
     await flush();
     expect(log).toEqual(["a0", "a1"]);
-    (await entered[0]!)();
+    (await entered[0]!)!();
     await flush();
-    (await entered[1]!)();
+    (await entered[1]!)!();
     await flush();
     expect(log).toEqual(["a0", "a1", "a2", "b4"]);
-    (await entered[2]!)();
+    (await entered[2]!)!();
     await flush();
     expect(log.at(-1)).toBe("c6");
   });
@@ -50,7 +50,7 @@ describe("fair share of script slots", () => {
     expect(entered.map((e) => e !== undefined)).toEqual([true, true, true]);
     expect(share.enter("a")).toBeUndefined();
     expect(share.enter("b")).toBeDefined();
-    (await entered[0]!)();
+    (await entered[0]!)!();
     await flush();
     expect(log).toEqual(["a0", "a1"]);
     expect(share.enter("a")).toBeDefined();
@@ -58,7 +58,7 @@ describe("fair share of script slots", () => {
 
   it("given a slot given back twice, then it counts once", async () => {
     const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 5 });
-    const leave = await share.enter("a")!;
+    const leave = (await share.enter("a"))!;
     leave();
     leave();
     expect(share.runningCount()).toBe(0);
@@ -66,9 +66,21 @@ describe("fair share of script slots", () => {
     await first;
     await flush();
     expect(share.runningCount()).toBe(1);
-    (await first)();
+    (await first)!();
     await second;
     expect(share.runningCount("b")).toBe(1);
+  });
+
+  it("given scripts waiting, when the share closes, then they are told undefined, running ones keep their slot, and no one enters", async () => {
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 5 });
+    const running = await share.enter("a")!;
+    const waiting = share.enter("b")!;
+    share.close();
+    expect(await waiting).toBeUndefined();
+    expect(share.enter("c")).toBeUndefined();
+    expect(share.runningCount()).toBe(1);
+    running!();
+    expect(share.runningCount()).toBe(0);
   });
 
   it("rejects limits that are not positive integers", () => {
