@@ -3,7 +3,9 @@
 // model), split into typecheck, sandbox start and run (the host's own phase timings). Also the
 // warm checker alone and the sandbox start alone, without NATS. The host runs in-process on a
 // harness-started nats-server with the JetStream event store; scripts go through the real
-// work queue.
+// work queue. The round trips run twice in the same run: with the checker in its worker
+// threads (the host's default) and with the in-thread checker the host used before (issue #12:
+// goal ≤ 1.2× of in-thread, p50 ≤ 15 ms).
 //
 // Run: pnpm exec tsx bench/host/host.bench.ts [--scripts 200]
 
@@ -14,7 +16,7 @@ import { connect } from "@nats-io/transport-node";
 import { createLogger, ensureWorkStream, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams";
 import { natsServerBinary, startNatsServer } from "@agentrt/testing";
-import { CapabilityHost, compileScript, QuickJsSandbox, ScriptChecker, buildScriptSource, loadItxDeclarations } from "@agentrt/capability-host";
+import { CapabilityHost, compileScript, QuickJsSandbox, ScriptChecker, WorkerChecker, buildScriptSource, loadItxDeclarations } from "@agentrt/capability-host";
 
 const argIndex = process.argv.indexOf("--scripts");
 const SCRIPTS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 200;
@@ -45,46 +47,61 @@ for (let i = 0; i < 500; i++) {
   sandboxRun.push(out.runMs);
 }
 
-// 3. Round trips through NATS.
+// 3. Round trips through NATS, once per checker placement (fresh host, same server).
 const server = await startNatsServer();
 const nc = await connect({ servers: server.url });
 const store = await JetStreamEventStore.open(nc, { partitionCount: 8 });
 await ensureWorkStream(await jetstreamManager(nc));
-const phases = { typecheck: [] as number[], "sandbox-start": [] as number[], run: [] as number[] };
-const host = await CapabilityHost.start({
-  nc,
-  store,
-  logger: createLogger("capability-host-bench", "warn"),
-  concurrency: 1,
-  onTiming: (phase, ms) => phases[phase].push(ms),
-});
-await host.consume();
 const js = jetstream(nc);
-const roundTrips: number[] = [];
-const observed: number[] = [];
-for (let i = 0; i < SCRIPTS + 20; i++) {
-  const streamPath = `/agents/bench/host-${i}`;
-  const executionId = `bench:${i}`;
-  await store.append(streamPath, [{ type: "agent/created", payload: {} }]);
-  const t0 = performance.now();
-  const appended = await store.append(streamPath, [
-    { type: "capability-host/script-run-requested", payload: { code: "return 1;", executionId, expiresAt: new Date(Date.now() + 600_000).toISOString() } },
-  ]);
-  const requested = appended.events[0]!;
-  await publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset: requested.offset, executionId });
-  const sub = store.subscribe(streamPath, { fromOffset: requested.offset + 1 });
-  for await (const event of sub) {
-    if (event.type !== "capability-host/script-run-settled") continue;
-    if (i >= 20) {
-      roundTrips.push(Date.parse(event.createdAt) - Date.parse(requested.createdAt));
-      observed.push(performance.now() - t0);
-    }
-    break;
-  }
-  await sub.close();
+
+interface RoundTrips {
+  readonly roundTrips: number[];
+  readonly observed: number[];
+  readonly phases: { typecheck: number[]; "sandbox-start": number[]; run: number[] };
 }
-for (const k of Object.keys(phases) as (keyof typeof phases)[]) phases[k] = phases[k].slice(20);
-await host.stop();
+
+async function roundTrips(checkerThread: "worker" | "in-thread"): Promise<RoundTrips> {
+  const phases = { typecheck: [] as number[], "sandbox-start": [] as number[], run: [] as number[] };
+  const host = await CapabilityHost.start({
+    nc,
+    store,
+    logger: createLogger("capability-host-bench", "warn"),
+    concurrency: 1,
+    checkerThread,
+    onTiming: (phase, ms) => phases[phase].push(ms),
+  });
+  if (host.checker instanceof WorkerChecker) await host.checker.whenWarm();
+  await host.consume();
+  const result: RoundTrips = { roundTrips: [], observed: [], phases };
+  for (let i = 0; i < SCRIPTS + 20; i++) {
+    const streamPath = `/agents/bench/host-${checkerThread}-${i}`;
+    const executionId = `bench:${i}`;
+    await store.append(streamPath, [{ type: "agent/created", payload: {} }]);
+    const t0 = performance.now();
+    const appended = await store.append(streamPath, [
+      { type: "capability-host/script-run-requested", payload: { code: "return 1;", executionId, expiresAt: new Date(Date.now() + 600_000).toISOString() } },
+    ]);
+    const requested = appended.events[0]!;
+    await publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset: requested.offset, executionId });
+    const sub = store.subscribe(streamPath, { fromOffset: requested.offset + 1 });
+    for await (const event of sub) {
+      if (event.type !== "capability-host/script-run-settled") continue;
+      if (i >= 20) {
+        result.roundTrips.push(Date.parse(event.createdAt) - Date.parse(requested.createdAt));
+        result.observed.push(performance.now() - t0);
+      }
+      break;
+    }
+    await sub.close();
+  }
+  for (const k of Object.keys(phases) as (keyof typeof phases)[]) phases[k] = phases[k].slice(20);
+  await host.stop();
+  return result;
+}
+
+// In-thread first, then the worker checker (the order of the two halves is printed).
+const inThread = await roundTrips("in-thread");
+const inWorker = await roundTrips("worker");
 await store.close();
 await nc.close();
 await server.stop();
@@ -101,12 +118,17 @@ console.log(`Machine: nproc ${availableParallelism()}, ${cpus()[0]?.model ?? "?"
 console.log("");
 console.log("| measure (ms) | n | p50 | p99 |");
 console.log("|---|---:|---:|---:|");
-console.log(row("round trip requested → settled (store createdAt)", roundTrips));
-console.log(row("round trip as the client sees it (append → settled delivered)", observed));
-console.log(row("host phase: typecheck", phases.typecheck));
-console.log(row("host phase: sandbox start", phases["sandbox-start"]));
-console.log(row("host phase: run", phases.run));
+for (const [name, r] of [["checker in worker threads", inWorker], ["in-thread checker (before)", inThread]] as const) {
+  console.log(row(`${name}: round trip requested → settled (store createdAt)`, r.roundTrips));
+  console.log(row(`${name}: round trip as the client sees it (append → settled delivered)`, r.observed));
+  console.log(row(`${name}: host phase typecheck`, r.phases.typecheck));
+  console.log(row(`${name}: host phase sandbox start`, r.phases["sandbox-start"]));
+  console.log(row(`${name}: host phase run`, r.phases.run));
+}
 console.log(row("warm checker alone (500 checks)", warmChecks));
 console.log(row("sandbox start alone (500)", sandboxStart));
 console.log(row("sandbox run alone (500)", sandboxRun));
+console.log("");
+const ratio = (p: number) => pct(inWorker.roundTrips, p) / pct(inThread.roundTrips, p);
+console.log(`Worker / in-thread round trip (store createdAt): p50 ${ratio(50).toFixed(2)}×, p99 ${ratio(99).toFixed(2)}× (in-thread ran first).`);
 process.exit(0);

@@ -34,6 +34,8 @@ export const NATS_NAMES = {
   agentKvBucket: "AGENT_KV",
   providersBucket: "CAPABILITY_PROVIDERS",
   agentFilesBucket: "AGENT_FILES",
+  hostLivenessBucket: "agentrt_host_liveness",
+  scriptRunsBucket: "agentrt_script_runs",
   interruptSubject: "agentrt.llm.interrupt",
   capabilitiesPrefix: "agentrt.capabilities",
   llmDriverDurable: "llm-driver",
@@ -145,6 +147,9 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...kvBucket(N.agentKvBucket),
         ...kvBucket(N.providersBucket),
         ...objectStore(N.agentFilesBucket),
+        // Liveness leases and run records: a host settles another's script orphaned only once its lease expired.
+        ...kvBucket(N.hostLivenessBucket),
+        ...kvBucket(N.scriptRunsBucket),
         `${N.capabilitiesPrefix}.call.>`,
       ],
     },

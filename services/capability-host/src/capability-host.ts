@@ -1,7 +1,8 @@
-// The capability host, wired: the warm checker, the sandbox, the itx host functions, the
-// provider registry, and the durable `capability-host` consumer of `work.script.*`. Built
-// from injected clients (NATS connection, event store, logger) so main.ts and the tests wire
-// the same thing.
+// The capability host, wired: the checker (worker threads, warming in the background), the
+// sandbox, the itx host functions, the provider registry, the liveness lease, and the durable
+// `capability-host` consumer of `work.script.*` with per-agent fair sharing. Built from
+// injected clients (NATS connection, event store, logger) so main.ts and the tests wire the
+// same thing.
 
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
@@ -16,10 +17,18 @@ import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv } from "./itx/
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { AgentFairShare } from "./fair-share.ts";
+import { HostLiveness } from "./host-liveness.ts";
 import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox, WorkerSandbox, type WorkerReplacedReason } from "./sandbox/index.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox } from "./sandbox/quickjs-sandbox.ts";
+import { WorkerSandbox, type WorkerReplacedReason } from "./sandbox/worker-sandbox.ts";
 import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, ScriptRunner, type ScriptRunnerDeps } from "./script-runner.ts";
-import { type CheckOutcome, loadItxDeclarations, ScriptChecker, type ScriptSourceParts } from "./typecheck/index.ts";
+import type { CheckedScript } from "./typecheck/checker-protocol.ts";
+import { loadItxDeclarations } from "./typecheck/itx-declarations.ts";
+import type { ScriptSourceParts } from "./typecheck/script-source.ts";
+import { type CheckerReplacedReason, type ScriptCheckService, WorkerChecker } from "./typecheck/worker-checker.ts";
 
 export interface CapabilityHostOptions {
   readonly nc: NatsConnection;
@@ -29,12 +38,26 @@ export interface CapabilityHostOptions {
   readonly sandboxLimits?: SandboxLimits;
   /** Scripts run at once per host. */
   readonly concurrency?: number;
+  /** Scripts of one agent run at once per host (more wait behind that agent's own limit). */
+  readonly perAgentConcurrency?: number;
+  /** Typecheck worker threads (each holds a warm checker). */
+  readonly typecheckWorkers?: number;
+  /** The typecheck worker's entry module (default: the real checker); tests put slow ones here. */
+  readonly typecheckWorkerEntry?: URL;
+  /** Where scripts are checked: worker threads (the host's default), or this thread (only the benchmark's baseline). */
+  readonly checkerThread?: "worker" | "in-thread";
+  /** The liveness lease's TTL; `false` turns proof of death off (every started script found unsettled is orphaned). */
+  readonly livenessTtlMs?: number | false;
+  /** This incarnation's id in the liveness lease (default: hostname, pid and a random suffix). */
+  readonly hostId?: string;
   readonly ackWaitMs?: number;
   readonly providerCallTimeoutMs?: number;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
   /** A sandbox worker was replaced (it held a script past its deadline, or it died). */
   readonly onSandboxWorkerReplaced?: (reason: WorkerReplacedReason) => void;
+  /** A typecheck worker was replaced (it ran past a script's budget, or it died). */
+  readonly onCheckerReplaced?: (reason: CheckerReplacedReason) => void;
   readonly tracer?: ScriptRunnerDeps["tracer"];
   /** The project whose tagged prompt file births sub-agents (`itx.agents.get(p).create()`). */
   readonly project?: ProjectBirth;
@@ -52,39 +75,50 @@ export interface ProjectBirth {
 
 export class CapabilityHost {
   private consumer: WorkConsumer | undefined;
+  private fairShare: AgentFairShare | undefined;
   private providerSignature = "";
 
   private constructor(
     readonly runner: ScriptRunner,
-    readonly checker: ScriptChecker,
+    readonly checker: ScriptCheckService,
     readonly registry: ProviderRegistry,
     private readonly docs: DocsIndex,
     private readonly sandbox: ScriptSandbox,
+    private readonly liveness: HostLiveness | undefined,
     private readonly options: CapabilityHostOptions,
   ) {}
 
   static async start(options: CapabilityHostOptions): Promise<CapabilityHost> {
     const { nc, logger } = options;
     const kvm = new Kvm(nc);
+    // One worker thread per script that may run at once: a script computing never stalls the
+    // host's heartbeats, probes or other scripts. Not awaited: the workers load in the background
+    // (seconds on a busy machine) and scripts wait for a ready one, not the host's readiness.
+    const sandbox = WorkerSandbox.start(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, {
+      workers: options.concurrency ?? 4,
+      onWorkerReplaced: (reason, detail) => {
+        logger.warn({ reason, detail }, "replaced a script sandbox worker");
+        options.onSandboxWorkerReplaced?.(reason);
+      },
+    });
     const replicas = options.replicas ?? 1;
-    const [agentKv, providersKv, files, sandbox] = await Promise.all([
+    const [agentKv, providersKv, files] = await Promise.all([
       kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }),
       kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }),
       new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }),
-      // One worker thread per script that may run at once: a script computing never stalls the
-      // host's heartbeats, probes or other scripts.
-      WorkerSandbox.create(options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS, {
-        workers: options.concurrency ?? 4,
-        onWorkerReplaced: (reason, detail) => {
-          logger.warn({ reason, detail }, "replaced a script sandbox worker");
-          options.onSandboxWorkerReplaced?.(reason);
-        },
-      }),
     ]);
     const declarations = loadItxDeclarations();
-    const checker = new ScriptChecker(declarations);
-    // The first check loads and binds the lib files (hundreds of ms); pay it before claiming work.
-    checker.check({ preamble: "", resultsPreamble: "const results = [] as const;", code: "return 1;", wrapped: "async (itx) => {\nreturn 1;\n}" }, 60_000);
+    const checker = await createChecker(options, declarations);
+    const liveness =
+      options.livenessTtlMs === false
+        ? undefined
+        : await HostLiveness.start({
+            nc,
+            hostId: options.hostId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+            ttlMs: options.livenessTtlMs ?? 3_000,
+            replicas,
+            logger,
+          });
     const docs = new DocsIndex(declarations);
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
     await registry.start();
@@ -92,12 +126,13 @@ export class CapabilityHost {
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
     // The runner needs the host's check (which refreshes provider declarations) before the host exists.
     const self: { host?: CapabilityHost } = {};
-    const check = (parts: ScriptSourceParts, budgetMs: number): CheckOutcome => self.host!.check(parts, budgetMs);
+    const check: ScriptCheckService["check"] = (parts, budgetMs, checkOptions) => self.host!.check(parts, budgetMs, checkOptions);
     const runner = new ScriptRunner({
       store: options.store,
       sandbox,
       files: agentFiles,
       check,
+      ...(liveness === undefined ? {} : { liveness }),
       wrap: agentCoreWrap,
       limits,
       logger,
@@ -114,17 +149,16 @@ export class CapabilityHost {
             docs,
             providerCallTimeoutMs: options.providerCallTimeoutMs ?? 30_000,
             ...(options.project === undefined ? {} : { birthBatch: projectBirthBatch(options.project) }),
-            typecheck: (code) => {
+            typecheck: async (code) => {
               const trimmed = code.trim();
               const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
-              const outcome = check(parts, limits.typecheckBudgetMs);
-              return { ok: outcome.kind !== "blocked", problems: outcome.kind === "blocked" ? [...outcome.problems] : [] };
+              return docsTypecheckAnswer(await check(parts, limits.typecheckBudgetMs));
             },
           },
           { ...caller, authority: providerAuthority(scope.authority) },
         ), scope.authority),
     });
-    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, options);
+    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, options);
     return self.host;
   }
 
@@ -133,23 +167,44 @@ export class CapabilityHost {
     const js = jetstream(this.options.nc);
     const jsm = await jetstreamManager(this.options.nc);
     await ensureWorkStream(jsm, { replicas: this.options.replicas ?? 1 });
+    const concurrency = this.options.concurrency ?? 4;
+    const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
+    const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent });
+    this.fairShare = fairShare;
+    // Claims beyond the running slots wait in the fair share (heartbeating), so another agent's
+    // item is claimed and served while one agent's flood waits behind its own limit.
+    const claims = concurrency * 4;
+    const retryMs = Math.min(1_000, Math.max(100, Math.floor((this.options.livenessTtlMs || 3_000) / 3)));
     this.consumer = await consumeWork(js, jsm, {
       kind: "script",
       durable: "capability-host",
       logger: this.options.logger,
-      concurrency: this.options.concurrency ?? 4,
-      ackWaitMs: this.options.ackWaitMs ?? 30_000,
+      concurrency: claims,
+      ackWaitMs: this.options.ackWaitMs ?? 3_000,
       handler: async (item) => {
+        const entering = fairShare.enter(item.streamPath);
+        // This agent already has its fill of scripts running and waiting here: later.
+        if (entering === undefined) return { type: "retry", delayMs: retryMs };
+        const leave = await entering;
+        // The host is stopping: a script that has not started waiting its turn goes back to the queue.
+        if (leave === undefined) return { type: "retry", delayMs: 0 };
+        let outcome: ScriptRunOutcome;
+        try {
+          outcome = await this.runner.handle(item.streamPath, item.executionId);
+        } finally {
+          leave();
+        }
         // (not `onOutcome?.(await …)`: an optional call skips evaluating its arguments)
-        const outcome = await this.runner.handle(item.streamPath, item.executionId);
         this.options.onOutcome?.(outcome);
+        // Started by a host that still lives: come back until it settles or its lease expires.
+        if (outcome === "runner-alive") return { type: "retry", delayMs: retryMs };
         return { type: "ack" };
       },
     });
   }
 
   /** Typechecks with the live providers' declarations (refreshed when the registry changed). */
-  check(parts: ScriptSourceParts, budgetMs: number): CheckOutcome {
+  check(parts: ScriptSourceParts, budgetMs: number, options?: { compile?: boolean; deadlineAtMs?: number }): Promise<CheckedScript> {
     const live = this.registry.live();
     const signature = live.map((p) => `${p.namespace}:${p.instanceId}:${p.declarations.length}`).join("|");
     if (signature !== this.providerSignature) {
@@ -158,7 +213,7 @@ export class CapabilityHost {
       this.docs.rebuild(declarations);
       this.providerSignature = signature;
     }
-    return this.checker.check(parts, budgetMs);
+    return this.checker.check(parts, budgetMs, options);
   }
 
   /** Claiming scripts from the work queue (readiness). */
@@ -167,9 +222,50 @@ export class CapabilityHost {
   }
 
   async stop(): Promise<void> {
+    this.fairShare?.close();
     await this.consumer?.stop();
     this.registry.stop();
+    await this.liveness?.stop();
     await this.sandbox.close();
+    await this.checker.close();
+  }
+}
+
+async function createChecker(options: CapabilityHostOptions, declarations: string): Promise<ScriptCheckService> {
+  if (options.checkerThread === "in-thread") {
+    // Loaded only here: the host's own thread never loads the TypeScript compiler otherwise.
+    const { InThreadChecker } = await import("./typecheck/in-thread-checker.ts");
+    return new InThreadChecker(declarations);
+  }
+  // Not awaited: the checkers warm in the background, scripts wait for a warm one.
+  return new WorkerChecker({
+    workers: options.typecheckWorkers ?? 2,
+    itxDeclarations: declarations,
+    ...(options.typecheckWorkerEntry === undefined ? {} : { entry: options.typecheckWorkerEntry }),
+    onWarm: (warmMs) => options.logger.info({ warmMs: Math.round(warmMs) }, "typecheck worker warm"),
+    onWorkerReplaced: (reason, detail) => {
+      options.logger.warn({ reason, detail }, "replaced a typecheck worker");
+      options.onCheckerReplaced?.(reason);
+    },
+  });
+}
+
+/** What `itx.docs.typecheck` answers: only what would block a run is a problem. */
+function docsTypecheckAnswer(outcome: CheckedScript): { ok: boolean; problems: string[] } {
+  switch (outcome.kind) {
+    case "blocked":
+      return { ok: false, problems: [...outcome.problems] };
+    case "timed-out":
+      return { ok: false, problems: [`the checker did not finish within ${outcome.budgetMs} ms; simplify the types`] };
+    case "checker-lost":
+      return { ok: false, problems: [`the checker stopped while checking (${outcome.reason}); simplify the types`] };
+    case "ok":
+    case "unchecked":
+      return { ok: true, problems: [] };
+    default: {
+      const never: never = outcome;
+      return never;
+    }
   }
 }
 

@@ -9,9 +9,21 @@ const int = (min: number, fallback: number) => z.coerce.number().int().min(min).
 export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Scripts run at once by this process. */
   SCRIPT_CONCURRENCY: int(1, 4),
-  SCRIPT_WORK_ACK_WAIT_MS: int(1_000, 30_000),
-  /** Budget of one typecheck; over it the script runs unchecked. */
+  /** Scripts of one agent run at once by this process (an agent's flood waits behind its own limit). */
+  SCRIPT_CONCURRENCY_PER_AGENT: int(1, 2),
+  /**
+   * A claimed script's heartbeat window: a host that stops heartbeating (killed, stalled) has its
+   * item redelivered after this; the other replica then checks the host's liveness lease.
+   */
+  SCRIPT_WORK_ACK_WAIT_MS: int(1_000, 3_000),
+  /** Budget of one typecheck; a checker not finished by then settles the script `typecheck` (not run). */
   SCRIPT_TYPECHECK_BUDGET_MS: int(10, 2_000),
+  /** Typecheck worker threads, each with a warm checker (a script holds one for at most the budget). */
+  SCRIPT_TYPECHECK_WORKERS: int(1, 2),
+  /** Largest script source, UTF-8 bytes; a longer one settles `typecheck` without being checked. */
+  SCRIPT_MAX_SOURCE_BYTES: int(1_024, 64 * 1024),
+  /** The host's liveness lease: a replica settles this host's running scripts `orphaned` only after it lapsed. */
+  HOST_LIVENESS_TTL_MS: int(1_000, 3_000),
   /** Upper bound of a run whatever expiresAt allows. */
   SCRIPT_MAX_RUN_MS: int(100, 120_000),
   SCRIPT_MEMORY_LIMIT_MB: int(8, 64),

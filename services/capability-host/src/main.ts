@@ -19,6 +19,7 @@ await runService({
     const metrics = createMetrics("capability-host");
     const phases = metrics.histogram("capability_host_phase_seconds", "Script phase durations", ["phase"]);
     const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
+    const replacedCheckers = metrics.counter("capability_host_typecheck_workers_replaced_total", "Typecheck worker threads replaced, by reason", ["reason"]);
     const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "capability-host", logger });
     // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
@@ -33,15 +34,19 @@ await runService({
       nc,
       store,
       logger,
-      limits: { typecheckBudgetMs: config.SCRIPT_TYPECHECK_BUDGET_MS, maxRunMs: config.SCRIPT_MAX_RUN_MS },
+      limits: { typecheckBudgetMs: config.SCRIPT_TYPECHECK_BUDGET_MS, maxRunMs: config.SCRIPT_MAX_RUN_MS, maxSourceBytes: config.SCRIPT_MAX_SOURCE_BYTES },
       sandboxLimits: { memoryBytes: config.SCRIPT_MEMORY_LIMIT_MB * 1024 * 1024, stackBytes: config.SCRIPT_STACK_LIMIT_KB * 1024, maxSyncSliceMs: config.SCRIPT_MAX_SYNC_SLICE_MS },
       concurrency: config.SCRIPT_CONCURRENCY,
       replicas: config.NATS_STREAM_REPLICAS,
+      perAgentConcurrency: config.SCRIPT_CONCURRENCY_PER_AGENT,
+      typecheckWorkers: config.SCRIPT_TYPECHECK_WORKERS,
+      livenessTtlMs: config.HOST_LIVENESS_TTL_MS,
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
       onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
       onOutcome: (outcome) => outcomes.inc({ outcome }),
       onSandboxWorkerReplaced: (reason) => replacedWorkers.inc({ reason }),
+      onCheckerReplaced: (reason) => replacedCheckers.inc({ reason }),
       ...(config.PROJECT_PROMPT_FILE === undefined
         ? {}
         : {

@@ -1,8 +1,10 @@
 // One script work item, end to end (codemode.md "Script lifecycle"). The work item is only a
 // hint: the stream is re-read and decides. Settled → nothing to do. Started but unsettled →
-// the host that ran it died: settle `orphaned`, NEVER re-run. Unstarted and expired →
-// `expired`. Otherwise typecheck (provable errors settle `typecheck`, no started event),
-// append `started` BEFORE the body runs, run in the sandbox with the deadline, settle.
+// if the host that started it is provably dead (its liveness lease expired) settle `orphaned`,
+// NEVER re-run; if it lives (merely slow or stalled) come back later. Unstarted and expired →
+// `expired`. Otherwise bound the size, typecheck (provable errors, or a checker that did not
+// finish within its budget, settle `typecheck`, no started event), append `started` BEFORE the
+// body runs, run in the sandbox with the deadline, settle.
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
 import type { AgentEvent } from "@agentrt/contract";
@@ -11,24 +13,31 @@ import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
 import type { Logger } from "pino";
 import type { AgentFiles } from "./itx/agent-storage.ts";
-import { compileScript, type HostCallHandler, ScriptCompileError, type ScriptSandbox } from "./sandbox/index.ts";
+import type { HostCallHandler, ScriptSandbox } from "./sandbox/quickjs-sandbox.ts";
 import { resultPreview, resultSpillPath, resultTypeText } from "./codemode.ts";
 import { scopeAt, type ScriptScope } from "./scope.ts";
 import {
+  checkerLostFailed,
   deadlineFailed,
   expiredFailed,
   orphanedFailed,
   runtimeFailed,
   type Settlement,
   settledKey,
+  sliceFailed,
+  sourceTooLargeFailed,
   startedKey,
   typecheckFailed,
+  typecheckTimedOut,
 } from "./settlements.ts";
-import { buildScriptSource, type CheckOutcome, type ScriptSourceParts } from "./typecheck/index.ts";
+import type { ScriptSourceParts } from "./typecheck/script-source.ts";
+import type { ScriptCheckService } from "./typecheck/worker-checker.ts";
 
 export interface ScriptLimits {
-  /** Budget of one typecheck; over it the script runs unchecked. */
+  /** Budget of one typecheck; a checker that has not finished by then settles the script `typecheck`. */
   readonly typecheckBudgetMs: number;
+  /** Largest script source (UTF-8 bytes) that is checked and run at all. */
+  readonly maxSourceBytes: number;
   /** Upper bound of any run, whatever expiresAt allows. */
   readonly maxRunMs: number;
   /** The execution deadline is expiresAt minus this (codemode.md: 15 s). */
@@ -37,7 +46,7 @@ export interface ScriptLimits {
   readonly maxSettlementResultChars: number;
 }
 
-export const DEFAULT_SCRIPT_LIMITS: ScriptLimits = { typecheckBudgetMs: 2_000, maxRunMs: 120_000, deadlineMarginMs: 15_000, maxSettlementResultChars: 256_000 };
+export const DEFAULT_SCRIPT_LIMITS: ScriptLimits = { typecheckBudgetMs: 2_000, maxSourceBytes: 64 * 1024, maxRunMs: 120_000, deadlineMarginMs: 15_000, maxSettlementResultChars: 256_000 };
 
 export interface ScriptRunnerDeps {
   /** Traces each script the agent's own reply requested as a span of that turn. */
@@ -45,7 +54,9 @@ export interface ScriptRunnerDeps {
   readonly store: EventStore;
   readonly sandbox: ScriptSandbox;
   readonly files: AgentFiles;
-  readonly check: (parts: ScriptSourceParts, budgetMs: number) => CheckOutcome;
+  readonly check: ScriptCheckService["check"];
+  /** Who runs which script, and whether that host still lives (absent: every started script is orphaned). */
+  readonly liveness?: RunLiveness;
   readonly wrap: (code: string) => string;
   readonly hostCalls: (caller: { agentPath: string; executionId: string }, scope: ScriptScope) => HostCallHandler;
   readonly limits: ScriptLimits;
@@ -55,8 +66,20 @@ export interface ScriptRunnerDeps {
   readonly onTiming?: (phase: "typecheck" | "sandbox-start" | "run", ms: number) => void;
 }
 
+/** Liveness of the host that started a script (see `host-liveness.ts`). */
+export interface RunLiveness {
+  /** Records that this host runs the script; called before `started` is appended. */
+  recordRun(streamPath: string, executionId: string): Promise<void>;
+  /** True while the host that started the script holds a current liveness lease. */
+  runnerAlive(streamPath: string, executionId: string): Promise<boolean>;
+  /** Drops the record once the script is settled. */
+  forgetRun(streamPath: string, executionId: string): Promise<void>;
+}
+
 export type ScriptRunOutcome =
   | "not-found"
+  /** Started by a host that still lives: not ours to settle; look again later. */
+  | "runner-alive"
   | "already-settled"
   | "orphaned"
   | "expired"
@@ -65,6 +88,12 @@ export type ScriptRunOutcome =
   | "succeeded"
   | "runtime"
   | "stood-down";
+
+/** The checker broke its contract (a bug, not the script's fault): the work item is retried. */
+export class CheckerProtocolError extends Error {
+  override readonly name = "CheckerProtocolError";
+  readonly code = "CHECKER_PROTOCOL";
+}
 
 type Requested = Extract<AgentEvent, { type: "capability-host/script-run-requested" }>;
 
@@ -142,32 +171,45 @@ export class ScriptRunner {
     log: Logger,
   ): Promise<ScriptRunOutcome> {
     if (started) {
+      if (this.deps.liveness !== undefined && (await this.deps.liveness.runnerAlive(streamPath, executionId))) {
+        log.info("script is running on a host whose liveness lease is current; leaving it to that host");
+        return "runner-alive";
+      }
       log.warn("script was started by a host that died; settling orphaned without re-running it");
       return this.settle(streamPath, executionId, orphanedFailed(), "orphaned", log);
     }
     const expiresAtMs = Date.parse(requested.payload.expiresAt);
     if (this.now() >= expiresAtMs) return this.settle(streamPath, executionId, expiredFailed(requested.payload.expiresAt), "expired", log);
-    const deadlineAtMs = Math.min(expiresAtMs - this.deps.limits.deadlineMarginMs, this.now() + this.deps.limits.maxRunMs);
-    if (this.now() >= deadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
+    // The check (and any wait for a warm checker) is bounded by the execution deadline; the run's
+    // own cap (maxRunMs) counts from when the script is ready to run.
+    const checkDeadlineAtMs = expiresAtMs - this.deps.limits.deadlineMarginMs;
+    if (this.now() >= checkDeadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
 
+    const sourceBytes = Buffer.byteLength(requested.payload.code, "utf8");
+    if (sourceBytes > this.deps.limits.maxSourceBytes) {
+      return this.settle(streamPath, executionId, sourceTooLargeFailed(sourceBytes, this.deps.limits.maxSourceBytes), "typecheck", log);
+    }
     const scope = scopeAt(events, requested.offset);
     const code = requested.payload.code.trim();
     const parts: ScriptSourceParts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code, wrapped: this.deps.wrap(code) };
-    const budget = Math.min(this.deps.limits.typecheckBudgetMs, deadlineAtMs - this.now());
-    const checked = this.deps.check(parts, budget);
+    const budget = Math.min(this.deps.limits.typecheckBudgetMs, checkDeadlineAtMs - this.now());
+    // Recorded while the check runs (one round trip off the path): a record with no started
+    // event is harmless, since a script that was never started is simply run by whoever claims it.
+    const recorded = this.deps.liveness?.recordRun(streamPath, executionId);
+    recorded?.catch(() => undefined);
+    const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
     this.deps.onTiming?.("typecheck", checked.durationMs);
+    const deadlineAtMs = Math.min(checkDeadlineAtMs, this.now() + this.deps.limits.maxRunMs);
+    if (this.now() >= checkDeadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
+    if (checked.kind === "timed-out") return this.settle(streamPath, executionId, typecheckTimedOut(checked.budgetMs), "typecheck", log);
+    if (checked.kind === "checker-lost") return this.settle(streamPath, executionId, checkerLostFailed(checked.reason), "typecheck", log);
     if (checked.kind === "blocked") return this.settle(streamPath, executionId, typecheckFailed(checked.problems), "typecheck", log);
     if (checked.kind === "unchecked") log.info({ reason: checked.reason }, "running unchecked");
-    if (this.now() >= deadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
+    if (checked.compiled === undefined) throw new CheckerProtocolError("the checker returned no compiled script for a script it let run");
+    if (!checked.compiled.ok) return this.settle(streamPath, executionId, typecheckFailed([checked.compiled.error]), "typecheck", log);
+    const javascript = checked.compiled.javascript;
 
-    let javascript: string;
-    try {
-      javascript = compileScript(buildScriptSource(parts));
-    } catch (error) {
-      if (!(error instanceof ScriptCompileError)) throw error;
-      return this.settle(streamPath, executionId, typecheckFailed([error.message]), "typecheck", log);
-    }
-
+    await recorded;
     const start = await this.deps.store.append(streamPath, [
       { type: "capability-host/script-run-started", payload: { executionId }, idempotencyKey: startedKey(executionId) },
     ]);
@@ -185,6 +227,7 @@ export class ScriptRunner {
     });
     this.deps.onTiming?.("sandbox-start", outcome.startMs);
     this.deps.onTiming?.("run", outcome.runMs);
+    if (outcome.kind === "slice") return this.settle(streamPath, executionId, sliceFailed(outcome.limitMs), "deadline", log);
     if (outcome.kind === "deadline") return this.settle(streamPath, executionId, deadlineFailed("execution", Math.round(limitMs)), "deadline", log);
     if (outcome.kind === "threw") return this.settle(streamPath, executionId, runtimeFailed(outcome.error), "runtime", log);
     const settlement = await this.success(streamPath, executionId, outcome.value, this.deps.limits.maxSettlementResultChars, log);
@@ -220,6 +263,7 @@ export class ScriptRunner {
       return "stood-down";
     }
     log.info({ outcome }, "script settled");
+    await this.deps.liveness?.forgetRun(streamPath, executionId).catch((error: unknown) => log.warn({ err: error }, "could not drop the run record"));
     return outcome;
   }
 }

@@ -28,6 +28,40 @@ export function typecheckFailed(problems: readonly string[]): Failed {
   };
 }
 
+/** Not run: the checker was stopped at its budget (a script of pathological types). */
+export function typecheckTimedOut(budgetMs: number): Failed {
+  return notRunAtTypecheck(`Script was NOT executed: the checker did not finish within ${budgetMs} ms; simplify the types and resend the script.`);
+}
+
+/** Not run: the checker's worker died on this script (e.g. its types exhausted the checker's memory). */
+export function checkerLostFailed(reason: string): Failed {
+  return notRunAtTypecheck(`Script was NOT executed: the checker stopped while checking it (${reason}); simplify the types and resend the script.`);
+}
+
+/** Not run: the source is over SCRIPT_MAX_SOURCE_BYTES. */
+export function sourceTooLargeFailed(bytes: number, limitBytes: number): Failed {
+  return notRunAtTypecheck(
+    `Script was NOT executed: its source is ${bytes} bytes, over the limit of ${limitBytes} bytes (SCRIPT_MAX_SOURCE_BYTES); ` +
+      "send a shorter script (keep data in files or KV, not in the code).",
+  );
+}
+
+function notRunAtTypecheck(error: string): Failed {
+  return { status: "failed", error, failureKind: "typecheck", phase: "typecheck", executionMayHaveOccurred: false, cancellation: "not-applicable" };
+}
+
+/** Stopped by the synchronous-slice limit (it never awaited), not by its deadline. */
+export function sliceFailed(limitMs: number): Failed {
+  return {
+    status: "failed",
+    error: `Script ran synchronously for ${limitMs} ms without awaiting (SCRIPT_MAX_SYNC_SLICE_MS) and was stopped.`,
+    failureKind: "deadline",
+    phase: "execution",
+    executionMayHaveOccurred: true,
+    cancellation: "external-work-may-continue",
+  };
+}
+
 export function runtimeFailed(error: string): Failed {
   return {
     status: "failed",

@@ -10,7 +10,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import pino from "pino";
-import { CapabilityHost, type CapabilityHostOptions } from "../src/index.ts";
+import { CapabilityHost, type CapabilityHostOptions, WorkerChecker } from "../src/index.ts";
 
 export const silentLogger = process.env.TEST_LOG_FILE === undefined ? pino({ level: "silent" }) : pino({ level: "debug" }, pino.destination({ dest: process.env.TEST_LOG_FILE, sync: true }));
 
@@ -53,6 +53,8 @@ export async function startFixture(options: { startHost?: boolean; host?: Partia
   };
   if (options.startHost !== false) {
     fixture.host = await CapabilityHost.start({ nc, store: hostStore, logger: silentLogger, ackWaitMs: 5_000, ...options.host });
+    // The host warms its checkers in the background; the tests' own time bounds start warm.
+    if (fixture.host.checker instanceof WorkerChecker) await fixture.host.checker.whenWarm();
     await fixture.host.consume();
   }
   return fixture;

@@ -1,7 +1,7 @@
 // Given a script and its scope, when the warm checker runs, then only PROVABLE errors block
 // (codemode.md "Typecheck"): syntax, "Cannot find name … Did you mean", "Property … Did you
-// mean" except on the root `itx`; preamble errors, unknown namespaces, arity and overruns
-// run unchecked.
+// mean" except on the root `itx`; preamble errors, unknown namespaces and arity run unchecked;
+// a check over its budget is `timed-out` (the script does not run).
 
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadItxDeclarations, ScriptChecker, type ScriptSourceParts } from "../src/index.ts";
@@ -18,6 +18,12 @@ function parts(code: string, preamble = ""): ScriptSourceParts {
   return { preamble, resultsPreamble: "const results = [] as const;", code, wrapped: `async (itx) => {\n${code}\n}` };
 }
 const check = (code: string, preamble = "") => checker.check(parts(code, preamble), 30_000);
+
+describe("a check over its budget", () => {
+  it("is timed-out, naming the budget (the host settles the script typecheck, not run)", () => {
+    expect(checker.check(parts("return 2;"), 0)).toMatchObject({ kind: "timed-out", budgetMs: 0 });
+  });
+});
 
 describe("provable errors block", () => {
   it("a typo on a known namespace member (TS2551) blocks with Did you mean", () => {
@@ -61,10 +67,6 @@ describe("uncertain errors run unchecked", () => {
 
   it("errors located in preamble lines", () => {
     expect(check("return helper();", "const helper = () => 1;\nconst broken: number = 'x';\nconst typo = itx.chat.sendMesage;").kind).toBe("ok");
-  });
-
-  it("a check over its budget", () => {
-    expect(checker.check(parts("return 2;"), 0)).toMatchObject({ kind: "unchecked", reason: "typecheck budget exceeded" });
   });
 
   it("provider declarations make a provider typo provable, and removing them makes it unchecked again", () => {

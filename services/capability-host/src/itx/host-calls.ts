@@ -28,7 +28,7 @@ export interface ItxHostDeps {
   readonly providers: ProviderRegistry;
   readonly docs: DocsIndex;
   /** Typechecks code in the caller's scope (itx.docs.typecheck). */
-  readonly typecheck: (code: string) => { ok: boolean; problems: string[] };
+  readonly typecheck: (code: string) => Promise<{ ok: boolean; problems: string[] }>;
   readonly providerCallTimeoutMs: number;
   /** The birth batch of a sub-agent (the project worker's `birthBatch`), when a project is configured. */
   readonly birthBatch?: (streamPath: string) => EventInput[];

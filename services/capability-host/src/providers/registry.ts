@@ -20,7 +20,6 @@ import {
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
-import ts from "typescript";
 import { z } from "zod";
 
 export const PROVIDERS_BUCKET = "CAPABILITY_PROVIDERS";
@@ -126,7 +125,7 @@ export class ProviderRegistry {
     const parsed = parseJson(registerRequestSchema, body);
     if (!parsed.ok) return { ok: false, error: parsed.error };
     const request = parsed.value;
-    const syntax = declarationSyntaxError(request.namespace, request.declarations);
+    const syntax = await declarationSyntaxError(request.namespace, request.declarations);
     if (syntax !== null) return { ok: false, error: `declarations: ${syntax}` };
     const previous = this.entries.get(request.namespace);
     const entry: ProviderEntry = {
@@ -155,7 +154,12 @@ export class ProviderRegistry {
   }
 }
 
-function declarationSyntaxError(namespace: string, declarations: string): string | null {
+/**
+ * The compiler is loaded on the first registration, not at start-up: the host's thread never
+ * needs it otherwise (checks run in worker threads), and loading it is most of a cold start.
+ */
+async function declarationSyntaxError(namespace: string, declarations: string): Promise<string | null> {
+  const { default: ts } = await import("typescript");
   const out = ts.transpileModule(declarations, { fileName: `${namespace}-declarations.ts`, reportDiagnostics: true });
   const first = out.diagnostics?.find((d) => d.category === ts.DiagnosticCategory.Error);
   return first === undefined ? null : ts.flattenDiagnosticMessageText(first.messageText, "\n");

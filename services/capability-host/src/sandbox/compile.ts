@@ -2,7 +2,7 @@
 // then the call that runs the wrapped script against `itx` and stringifies its result.
 
 import ts from "typescript";
-import { SCRIPT_BINDING, type ScriptSource } from "../typecheck/index.ts";
+import { SCRIPT_BINDING, type ScriptSource } from "../typecheck/script-source.ts";
 
 export class ScriptCompileError extends Error {
   override readonly name = "ScriptCompileError";

@@ -42,7 +42,9 @@ export interface SandboxRun {
 export type SandboxOutcome =
   | { readonly kind: "returned"; readonly value: unknown; readonly startMs: number; readonly runMs: number }
   | { readonly kind: "threw"; readonly error: string; readonly startMs: number; readonly runMs: number }
-  | { readonly kind: "deadline"; readonly startMs: number; readonly runMs: number };
+  | { readonly kind: "deadline"; readonly startMs: number; readonly runMs: number }
+  /** Stopped by `maxSyncSliceMs`: it computed that long without awaiting. */
+  | { readonly kind: "slice"; readonly limitMs: number; readonly startMs: number; readonly runMs: number };
 
 /** Where scripts run: in this thread (`QuickJsSandbox`) or in worker threads (`WorkerSandbox`). */
 export interface ScriptSandbox {
@@ -91,11 +93,12 @@ export class QuickJsSandbox implements ScriptSandbox {
     const deferreds = new Set<QuickJSDeferredPromise>();
     let startMs = 0;
     let t1 = t0;
-    const outcome = (partial: { kind: "returned"; value: unknown } | { kind: "threw"; error: string } | { kind: "deadline" }): SandboxOutcome => ({
-      ...partial,
-      startMs,
-      runMs: performance.now() - t1,
-    });
+    const outcome = (partial: { kind: "returned"; value: unknown } | { kind: "threw"; error: string } | { kind: "deadline" }): SandboxOutcome => {
+      const runMs = performance.now() - t1;
+      // The interrupt fired for the slice limit: say so, not "execution deadline".
+      if (partial.kind === "deadline" && sliceExceeded) return { kind: "slice", limitMs: this.limits.maxSyncSliceMs, startMs, runMs };
+      return { ...partial, startMs, runMs };
+    };
     try {
       this.installBootstrap(vm, request, deferreds, () => {
         sliceStartedAt = Date.now();

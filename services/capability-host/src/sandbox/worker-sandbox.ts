@@ -30,7 +30,10 @@ interface Running {
 }
 
 interface Slot {
-  worker: Worker;
+  /** Undefined until first spawned (`start` spawns one worker first, the rest once it is ready). */
+  worker: Worker | undefined;
+  /** Its worker has loaded its sandbox: scripts are given only to ready workers. */
+  ready: boolean;
   current: Running | undefined;
   /** Its replacement worker could not start: no script is given to it. */
   broken: boolean;
@@ -62,10 +65,23 @@ export class WorkerSandbox implements ScriptSandbox {
     this.hardStopGraceMs = options.hardStopGraceMs ?? 2_000;
     this.entry = options.entry ?? ENTRY;
     this.onWorkerReplaced = options.onWorkerReplaced;
-    for (let i = 0; i < options.workers; i++) {
-      const slot: Slot = { worker: undefined as unknown as Worker, current: undefined, broken: false };
-      this.slots.push(slot);
-    }
+    for (let i = 0; i < options.workers; i++) this.slots.push({ worker: undefined, ready: false, current: undefined, broken: false });
+  }
+
+  /**
+   * Starts the workers without waiting for them (the host answers `/readyz` meanwhile): scripts
+   * queue until a worker is ready. One loads first and the others once it is ready, so on a busy
+   * machine the first script does not wait for every worker's start-up. A worker that cannot
+   * start marks its slot broken, and scripts fail once every slot is.
+   */
+  static start(limits: SandboxLimits, options: WorkerSandboxOptions): WorkerSandbox {
+    const sandbox = new WorkerSandbox(limits, options);
+    const [first, ...rest] = sandbox.slots as [Slot, ...Slot[]];
+    const spawnRest = (): void => {
+      for (const slot of rest) if (!sandbox.closed) sandbox.spawn(slot).catch(() => undefined);
+    };
+    sandbox.spawn(first).then(spawnRest, spawnRest);
+    return sandbox;
   }
 
   /** Starts the workers and waits until each has its sandbox loaded. */
@@ -94,7 +110,7 @@ export class WorkerSandbox implements ScriptSandbox {
     await Promise.all(
       this.slots.map(async (slot) => {
         this.finish(slot, { kind: "threw", error: "the script sandbox was closed while the script ran", startMs: 0, runMs: 0 });
-        await slot.worker.terminate();
+        await slot.worker?.terminate();
       }),
     );
   }
@@ -103,6 +119,7 @@ export class WorkerSandbox implements ScriptSandbox {
     const worker = new Worker(this.entry, { workerData: { limits: this.limits } satisfies WorkerData });
     worker.unref();
     slot.worker = worker;
+    slot.ready = false;
     let ready = false;
     return new Promise<void>((resolve, reject) => {
       const lost = (reason: string): void => {
@@ -122,7 +139,9 @@ export class WorkerSandbox implements ScriptSandbox {
         if (message.kind === "ready") {
           ready = true;
           slot.broken = false;
+          if (slot.worker === worker) slot.ready = true;
           resolve();
+          this.dispatch();
         } else if (slot.worker === worker) this.onMessage(slot, message);
       });
       worker.on("error", (error) => lost(`the sandbox worker failed: ${error.message}`));
@@ -139,7 +158,7 @@ export class WorkerSandbox implements ScriptSandbox {
   private respawn(slot: Slot, reason: WorkerReplacedReason, detail: string): void {
     this.workersReplaced++;
     this.onWorkerReplaced?.(reason, detail);
-    void slot.worker.terminate();
+    void slot.worker?.terminate();
     this.spawn(slot).then(
       () => this.dispatch(),
       () => {
@@ -156,7 +175,7 @@ export class WorkerSandbox implements ScriptSandbox {
     }
     for (const slot of this.slots) {
       if (this.queue.length === 0) return;
-      if (slot.current !== undefined || slot.broken) continue;
+      if (slot.current !== undefined || slot.broken || !slot.ready || slot.worker === undefined) continue;
       const { request, resolve } = this.queue.shift() as Queued;
       const runId = ++this.nextRunId;
       const graceAt = Math.max(0, request.deadlineAtMs - Date.now()) + this.hardStopGraceMs;
@@ -167,6 +186,7 @@ export class WorkerSandbox implements ScriptSandbox {
       slot.worker.postMessage(message);
     }
   }
+
 
   private onMessage(slot: Slot, message: Exclude<FromWorker, { kind: "ready" }>): void {
     const running = slot.current;
@@ -179,7 +199,7 @@ export class WorkerSandbox implements ScriptSandbox {
     const { callId } = message;
     const answer = (reply: ToWorker): void => {
       // Only to the worker still running this script (a replaced one is gone).
-      if (slot.current?.runId === running.runId) slot.worker.postMessage(reply);
+      if (slot.current?.runId === running.runId) slot.worker?.postMessage(reply);
     };
     void (async () => {
       try {

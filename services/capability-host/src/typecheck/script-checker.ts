@@ -1,8 +1,10 @@
 // A warm TypeScript LanguageService over a virtual file system: lib files are read from the
 // installed compiler once and kept; itx.d.ts and provider declarations change rarely; only
 // the script file changes per check, so each check re-parses one file and re-checks it.
-// A check has a time budget (a cancellation token); a crash or an overrun means "unknown",
-// and the caller runs the script unchecked — only provable errors may block.
+// A check has a time budget (a cancellation token, which TypeScript polls only at some
+// declarations: the host runs this in a worker it terminates at the budget). A crash means
+// "unknown" and the caller runs the script unchecked (only provable errors may block); an
+// overrun is `timed-out` and the script does not run (see the host's README).
 
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -26,7 +28,11 @@ const LIBS = ["lib.es2023.d.ts"];
 export type CheckOutcome =
   | { readonly kind: "ok"; readonly durationMs: number }
   | { readonly kind: "blocked"; readonly problems: readonly string[]; readonly durationMs: number }
-  | { readonly kind: "unchecked"; readonly reason: string; readonly durationMs: number };
+  | { readonly kind: "unchecked"; readonly reason: string; readonly durationMs: number }
+  /** The checker did not finish within the budget (cancelled, or its worker terminated). */
+  | { readonly kind: "timed-out"; readonly budgetMs: number; readonly durationMs: number }
+  /** The checker's worker died while checking (e.g. out of memory on pathological types). */
+  | { readonly kind: "checker-lost"; readonly reason: string; readonly durationMs: number };
 
 const compilerOptions: ts.CompilerOptions = {
   target: ts.ScriptTarget.ES2022,
@@ -110,8 +116,8 @@ export class ScriptChecker {
       if (problems.length === 0) return { kind: "ok", durationMs: elapsed() };
       return { kind: "blocked", problems: problems.map(formatProblem), durationMs: elapsed() };
     } catch (error) {
-      const reason = error instanceof ts.OperationCanceledException ? "typecheck budget exceeded" : `checker crashed: ${String(error)}`;
-      return { kind: "unchecked", reason, durationMs: elapsed() };
+      if (error instanceof ts.OperationCanceledException) return { kind: "timed-out", budgetMs, durationMs: elapsed() };
+      return { kind: "unchecked", reason: `checker crashed: ${String(error)}`, durationMs: elapsed() };
     } finally {
       this.deadline = Number.POSITIVE_INFINITY;
     }

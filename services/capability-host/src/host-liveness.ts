@@ -1,0 +1,100 @@
+// Proof of death for orphaning. Each host holds a liveness lease (a key in a KV bucket whose
+// TTL expires it) refreshed on a timer; its main thread stays free because checks and scripts
+// run in worker threads. Before appending `script-run-started` a host records that it runs the
+// script. A replica that finds a started-but-unsettled script settles it `orphaned` only when
+// the recorded host's lease has expired: a host that is merely slow or stalled (GC, SIGSTOP,
+// a saturated machine) keeps its script and settles it with its real result.
+
+import { createHash } from "node:crypto";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { Logger } from "pino";
+import { z } from "zod";
+import type { RunLiveness } from "./script-runner.ts";
+
+export const HOST_LIVENESS_BUCKET = "agentrt_host_liveness";
+export const SCRIPT_RUNS_BUCKET = "agentrt_script_runs";
+
+export interface HostLivenessOptions {
+  readonly nc: NatsConnection;
+  /** This process's id (unique per incarnation). */
+  readonly hostId: string;
+  /** A host whose lease was not refreshed for this long is dead. */
+  readonly ttlMs: number;
+  readonly replicas?: number;
+  readonly logger: Logger;
+}
+
+const runRecordSchema = z.object({ hostId: z.string().min(1) });
+
+/** KV keys allow [-/_=.a-zA-Z0-9]: a stream path and an execution id are hashed into one. */
+function runKey(streamPath: string, executionId: string): string {
+  return `run.${createHash("sha256").update(`${streamPath}\u0000${executionId}`).digest("hex")}`;
+}
+
+const hostKey = (hostId: string): string => `host.${hostId.replace(/[^-_a-zA-Z0-9]/g, "_")}`;
+
+export class HostLiveness implements RunLiveness {
+  private timer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly leases: KV,
+    private readonly runs: KV,
+    private readonly options: HostLivenessOptions,
+  ) {}
+
+  /** Opens the buckets and takes this host's lease (before any script is claimed). */
+  static async start(options: HostLivenessOptions): Promise<HostLiveness> {
+    const kvm = new Kvm(options.nc);
+    const replicas = options.replicas ?? 1;
+    const [leases, runs] = await Promise.all([
+      kvm.create(HOST_LIVENESS_BUCKET, { ttl: options.ttlMs, history: 1, replicas }),
+      // Run records outlive any script (the longest run is minutes); the TTL only sweeps leftovers.
+      kvm.create(SCRIPT_RUNS_BUCKET, { ttl: 24 * 3_600_000, history: 1, replicas }),
+    ]);
+    const liveness = new HostLiveness(leases, runs, options);
+    await liveness.refresh();
+    const every = Math.max(100, Math.floor(options.ttlMs / 3));
+    liveness.timer = setInterval(() => {
+      liveness.refresh().catch((error: unknown) => options.logger.warn({ err: error }, "could not refresh the host's liveness lease"));
+    }, every);
+    liveness.timer.unref();
+    return liveness;
+  }
+
+  private async refresh(): Promise<void> {
+    await this.leases.put(hostKey(this.options.hostId), JSON.stringify({ hostId: this.options.hostId, at: Date.now() }));
+  }
+
+  async recordRun(streamPath: string, executionId: string): Promise<void> {
+    await this.runs.put(runKey(streamPath, executionId), JSON.stringify({ hostId: this.options.hostId }));
+  }
+
+  async runnerAlive(streamPath: string, executionId: string): Promise<boolean> {
+    const record = await this.runs.get(runKey(streamPath, executionId));
+    // No record: started by a host from before run records, or the record is gone: no proof of life.
+    if (record === null || record.operation !== "PUT") return false;
+    const parsed = runRecordSchema.safeParse(safeJson(record.string()));
+    if (!parsed.success) return false;
+    const lease = await this.leases.get(hostKey(parsed.data.hostId));
+    return lease !== null && lease.operation === "PUT";
+  }
+
+  async forgetRun(streamPath: string, executionId: string): Promise<void> {
+    await this.runs.delete(runKey(streamPath, executionId));
+  }
+
+  /** Stops refreshing and gives the lease up (a stopped host is dead at once to the others). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.leases.delete(hostKey(this.options.hostId)).catch(() => undefined);
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,193 @@
+// Typechecks scripts in worker threads, so a script of pathological types can never stall the
+// host's thread (heartbeats, probes, other agents' scripts). Each worker keeps a warm checker;
+// a check that has not answered when its budget runs out is answered `timed-out`, its worker is
+// terminated (TypeScript cannot be interrupted otherwise) and a replacement starts warming at
+// once. Workers warm in the background: the host accepts work at start-up and checks wait for
+// a warm worker (the budget counts from when a worker takes the script, not while it waits).
+
+import { Worker } from "node:worker_threads";
+import type { CheckedScript, CheckerWorkerData, FromChecker, ToChecker } from "./checker-protocol.ts";
+import type { ScriptSourceParts } from "./script-source.ts";
+
+/** What the script runner and `itx.docs.typecheck` need from a checker, wherever it runs. */
+export interface ScriptCheckService {
+  /** Never rejects. `deadlineAtMs`: a check still waiting for a worker then answers `timed-out`. */
+  check(parts: ScriptSourceParts, budgetMs: number, options?: { compile?: boolean; deadlineAtMs?: number }): Promise<CheckedScript>;
+  setProviderDeclarations(declarations: ReadonlyMap<string, string>): void;
+  close(): Promise<void>;
+}
+
+export type CheckerReplacedReason = "timed-out" | "died";
+
+export interface WorkerCheckerOptions {
+  readonly workers: number;
+  readonly itxDeclarations: string;
+  /** Heap cap of one checker thread (pathological types can also exhaust memory). */
+  readonly maxHeapMb?: number;
+  readonly entry?: URL;
+  readonly onWarm?: (warmMs: number) => void;
+  readonly onWorkerReplaced?: (reason: CheckerReplacedReason, detail: string) => void;
+}
+
+interface Pending {
+  readonly id: number;
+  readonly parts: ScriptSourceParts;
+  readonly budgetMs: number;
+  readonly compile: boolean;
+  readonly resolve: (result: CheckedScript) => void;
+  readonly queuedAt: number;
+  waitTimer?: NodeJS.Timeout;
+}
+
+interface Slot {
+  worker: Worker | undefined;
+  warm: boolean;
+  current: (Pending & { startedAt: number; budgetTimer: NodeJS.Timeout }) | undefined;
+  /** Consecutive deaths before becoming warm (a broken install must not respawn in a hot loop). */
+  failures: number;
+}
+
+const ENTRY = new URL("./checker-worker-entry.mjs", import.meta.url);
+
+export class WorkerChecker implements ScriptCheckService {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Pending[] = [];
+  private providers: ReadonlyArray<readonly [string, string]> = [];
+  private nextId = 0;
+  private closed = false;
+  private readonly warmWaiters: Array<() => void> = [];
+
+  constructor(private readonly options: WorkerCheckerOptions) {
+    if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${options.workers}`);
+    for (let i = 0; i < options.workers; i++) this.slots.push({ worker: undefined, warm: false, current: undefined, failures: 0 });
+    // One warms first, the others once it is warm: warming is seconds of CPU, and on a busy
+    // machine parallel warm-ups would delay the first warm checker, which the first script awaits.
+    this.spawn(this.slots[0] as Slot);
+  }
+
+  private spawnRest(): void {
+    for (const slot of this.slots) if (slot.worker === undefined && !this.closed) this.spawn(slot);
+  }
+
+  /** Resolves once at least one checker is warm (tests and the bench; the host never waits). */
+  whenWarm(): Promise<void> {
+    if (this.slots.some((s) => s.warm)) return Promise.resolve();
+    return new Promise((resolve) => this.warmWaiters.push(resolve));
+  }
+
+  check(parts: ScriptSourceParts, budgetMs: number, options: { compile?: boolean; deadlineAtMs?: number } = {}): Promise<CheckedScript> {
+    if (this.closed) return Promise.resolve({ kind: "checker-lost", reason: "the checker is closed", durationMs: 0 });
+    return new Promise((resolve) => {
+      const pending: Pending = { id: ++this.nextId, parts, budgetMs, compile: options.compile ?? false, resolve, queuedAt: performance.now() };
+      if (options.deadlineAtMs !== undefined) {
+        pending.waitTimer = setTimeout(() => {
+          const at = this.queue.indexOf(pending);
+          if (at < 0) return;
+          this.queue.splice(at, 1);
+          resolve({ kind: "timed-out", budgetMs, durationMs: performance.now() - pending.queuedAt });
+        }, Math.max(0, options.deadlineAtMs - Date.now()));
+        pending.waitTimer.unref();
+      }
+      this.queue.push(pending);
+      this.dispatch();
+    });
+  }
+
+  setProviderDeclarations(declarations: ReadonlyMap<string, string>): void {
+    this.providers = [...declarations];
+    const message: ToChecker = { kind: "providers", declarations: this.providers };
+    for (const slot of this.slots) slot.worker?.postMessage(message);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) {
+      clearTimeout(pending.waitTimer);
+      pending.resolve({ kind: "checker-lost", reason: "the checker was closed", durationMs: 0 });
+    }
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        const worker = slot.worker;
+        slot.worker = undefined;
+        this.finish(slot, { kind: "checker-lost", reason: "the checker was closed", durationMs: 0 });
+        await worker?.terminate();
+      }),
+    );
+  }
+
+  private spawn(slot: Slot): void {
+    const workerData: CheckerWorkerData = { itxDeclarations: this.options.itxDeclarations, providerDeclarations: this.providers };
+    const worker = new Worker(this.options.entry ?? ENTRY, {
+      workerData,
+      resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? 1_024 },
+    });
+    worker.unref();
+    slot.worker = worker;
+    slot.warm = false;
+    worker.on("message", (message: FromChecker) => {
+      if (slot.worker !== worker) return;
+      if (message.kind === "ready") {
+        slot.warm = true;
+        slot.failures = 0;
+        this.options.onWarm?.(message.warmMs);
+        for (const wake of this.warmWaiters.splice(0)) wake();
+        this.spawnRest();
+        this.dispatch();
+        return;
+      }
+      const current = slot.current;
+      if (current === undefined || current.id !== message.id) return;
+      this.finish(slot, message.result);
+      this.dispatch();
+    });
+    const lost = (reason: string): void => {
+      if (slot.worker !== worker || this.closed) return;
+      slot.worker = undefined;
+      if (!slot.warm) slot.failures++;
+      this.finish(slot, { kind: "checker-lost", reason, durationMs: slot.current === undefined ? 0 : performance.now() - slot.current.startedAt });
+      this.options.onWorkerReplaced?.("died", reason);
+      const backoffMs = slot.failures === 0 ? 0 : Math.min(30_000, 250 * 2 ** Math.min(slot.failures, 7));
+      setTimeout(() => {
+        if (!this.closed && slot.worker === undefined) this.spawn(slot);
+      }, backoffMs).unref();
+    };
+    worker.on("error", (error) => lost(`the checker failed: ${error.message}`));
+    worker.on("exit", (code) => lost(`the checker exited with code ${code}`));
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (this.queue.length === 0) return;
+      if (!slot.warm || slot.current !== undefined || slot.worker === undefined) continue;
+      const pending = this.queue.shift() as Pending;
+      clearTimeout(pending.waitTimer);
+      const worker = slot.worker;
+      const budgetTimer = setTimeout(() => this.stopAtBudget(slot, pending.id), pending.budgetMs);
+      budgetTimer.unref();
+      slot.current = { ...pending, startedAt: performance.now(), budgetTimer };
+      const message: ToChecker = { kind: "check", id: pending.id, parts: pending.parts, budgetMs: pending.budgetMs, compile: pending.compile };
+      worker.postMessage(message);
+    }
+  }
+
+  /** The budget ran out: answer `timed-out`, terminate the worker, start warming a new one. */
+  private stopAtBudget(slot: Slot, id: number): void {
+    const current = slot.current;
+    if (current === undefined || current.id !== id) return;
+    const worker = slot.worker;
+    slot.worker = undefined;
+    this.finish(slot, { kind: "timed-out", budgetMs: current.budgetMs, durationMs: performance.now() - current.startedAt });
+    this.options.onWorkerReplaced?.("timed-out", `no answer within ${current.budgetMs} ms`);
+    void worker?.terminate();
+    this.spawn(slot);
+    this.dispatch();
+  }
+
+  private finish(slot: Slot, result: CheckedScript): void {
+    const current = slot.current;
+    if (current === undefined) return;
+    slot.current = undefined;
+    clearTimeout(current.budgetTimer);
+    current.resolve(result);
+  }
+}

@@ -1,0 +1,89 @@
+// Given scripts of several agents entering a host's fair share, when slots free up, then no
+// agent runs more than its own limit, free slots go round-robin to agents that wait, and an
+// agent with its fill of waiting scripts is refused another (its item goes back to the queue).
+
+import { describe, expect, it } from "vitest";
+import { AgentFairShare, type Leave } from "../src/fair-share.ts";
+
+/** Enters and records when each script is let in. */
+function enterAll(share: AgentFairShare, agents: string[], log: string[]): Array<Promise<Leave | undefined> | undefined> {
+  return agents.map((agent, i) => {
+    const entering = share.enter(agent);
+    void entering?.then(() => log.push(`${agent}${i}`));
+    return entering;
+  });
+}
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+describe("fair share of script slots", () => {
+  it("given an agent at its own limit, when another agent enters, then it runs at once", async () => {
+    const share = new AgentFairShare({ total: 4, perAgent: 2, waitingPerAgent: 10 });
+    const log: string[] = [];
+    enterAll(share, ["a", "a", "a", "a", "a", "b"], log);
+    await flush();
+    expect(log).toEqual(["a0", "a1", "b5"]);
+    expect(share.runningCount("a")).toBe(2);
+    expect(share.waitingCount("a")).toBe(3);
+    expect(share.runningCount()).toBe(3);
+  });
+
+  it("given every slot busy, when slots free, then waiting agents are served round-robin", async () => {
+    const share = new AgentFairShare({ total: 2, perAgent: 2, waitingPerAgent: 10 });
+    const log: string[] = [];
+    const entered = enterAll(share, ["a", "a", "a", "a", "b", "b", "c"], log);
+    await flush();
+    expect(log).toEqual(["a0", "a1"]);
+    (await entered[0]!)!();
+    await flush();
+    (await entered[1]!)!();
+    await flush();
+    expect(log).toEqual(["a0", "a1", "a2", "b4"]);
+    (await entered[2]!)!();
+    await flush();
+    expect(log.at(-1)).toBe("c6");
+  });
+
+  it("given an agent with its fill waiting, when it enters again, then it is refused until one of its scripts runs", async () => {
+    const share = new AgentFairShare({ total: 4, perAgent: 1, waitingPerAgent: 2 });
+    const log: string[] = [];
+    const entered = enterAll(share, ["a", "a", "a"], log);
+    expect(entered.map((e) => e !== undefined)).toEqual([true, true, true]);
+    expect(share.enter("a")).toBeUndefined();
+    expect(share.enter("b")).toBeDefined();
+    (await entered[0]!)!();
+    await flush();
+    expect(log).toEqual(["a0", "a1"]);
+    expect(share.enter("a")).toBeDefined();
+  });
+
+  it("given a slot given back twice, then it counts once", async () => {
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 5 });
+    const leave = (await share.enter("a"))!;
+    leave();
+    leave();
+    expect(share.runningCount()).toBe(0);
+    const [first, second] = [share.enter("a")!, share.enter("b")!];
+    await first;
+    await flush();
+    expect(share.runningCount()).toBe(1);
+    (await first)!();
+    await second;
+    expect(share.runningCount("b")).toBe(1);
+  });
+
+  it("given scripts waiting, when the share closes, then they are told undefined, running ones keep their slot, and no one enters", async () => {
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 5 });
+    const running = await share.enter("a")!;
+    const waiting = share.enter("b")!;
+    share.close();
+    expect(await waiting).toBeUndefined();
+    expect(share.enter("c")).toBeUndefined();
+    expect(share.runningCount()).toBe(1);
+    running!();
+    expect(share.runningCount()).toBe(0);
+  });
+
+  it("rejects limits that are not positive integers", () => {
+    expect(() => new AgentFairShare({ total: 0, perAgent: 1, waitingPerAgent: 1 })).toThrow(/total must be an integer ≥ 1/);
+  });
+});

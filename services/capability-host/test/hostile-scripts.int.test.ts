@@ -1,0 +1,93 @@
+// Scripts that try to take more than their share of a host (issue #12): an agent's flood waits
+// behind its own per-agent limit while another agent's trivial script is served at once; a
+// script that never awaits is stopped naming the synchronous-slice limit (not the execution
+// deadline); a script over the size bound settles without being checked or run.
+
+import type { AgentEvent } from "@agentrt/contract";
+import { waitFor } from "@agentrt/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_SANDBOX_LIMITS } from "../src/index.ts";
+import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+
+let fx: HostFixture;
+beforeAll(async () => {
+  fx = await startFixture({
+    host: {
+      concurrency: 4,
+      perAgentConcurrency: 2,
+      sandboxLimits: { ...DEFAULT_SANDBOX_LIMITS, maxSyncSliceMs: 500 },
+      limits: { maxSourceBytes: 4_096 },
+    },
+  });
+});
+afterAll(async () => fx?.stop());
+
+type Settled = Extract<AgentEvent, { type: "capability-host/script-run-settled" }>;
+const isSettled = (e: AgentEvent): e is Settled => e.type === "capability-host/script-run-settled";
+
+describe("capability host: hostile and busy scripts", () => {
+  it("queues one agent's flood of 20 slow scripts behind its own limit of 2 while another agent's trivial script settles within 1 s", async () => {
+    const flood = uniquePath("flood");
+    // 1.5 s of computing, in stretches shorter than this fixture's 500 ms slice limit.
+    const slow = 'for (let i = 0; i < 5; i++) {\n  const end = Date.now() + 300;\n  while (Date.now() < end) {}\n  await itx.kv.get("tick");\n}\nreturn "slow";';
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await requestScript(fx, flood, slow)).executionId);
+    await waitFor(async () => (await eventsOf(fx.store, flood, "capability-host/script-run-started")).length >= 2, { timeoutMs: 30_000, what: "the flood running" });
+
+    const other = uniquePath("other");
+    const { executionId } = await requestScript(fx, other, "return 2;");
+    const settled = await waitSettled(fx.store, other, executionId, 10_000);
+    expect(settled.payload.settlement).toEqual({ status: "succeeded", result: 2 });
+    const requested = (await eventsOf(fx.store, other, "capability-host/script-run-requested")).at(-1)!;
+    expect(Date.parse(settled.createdAt) - Date.parse(requested.createdAt)).toBeLessThanOrEqual(1_000);
+    // The flood was still running when the other agent was served.
+    expect((await fx.store.read(flood)).filter(isSettled).length).toBeLessThan(20);
+
+    // Never more than 2 of the flood's scripts between started and settled at once.
+    await waitFor(async () => (await fx.store.read(flood)).filter(isSettled).length === 20, { timeoutMs: 60_000, what: "the flood settled" });
+    let running = 0;
+    let most = 0;
+    for (const e of await fx.store.read(flood)) {
+      if (e.type === "capability-host/script-run-started") most = Math.max(most, ++running);
+      else if (isSettled(e)) running--;
+    }
+    expect(most).toBe(2);
+    const outcomes = (await fx.store.read(flood)).filter(isSettled).map((e) => e.payload.settlement);
+    expect(outcomes.every((s) => s.status === "succeeded" && s.result === "slow")).toBe(true);
+    expect(outcomes).toHaveLength(ids.length);
+  }, 90_000);
+
+  it("stops a script that never awaits at the synchronous-slice limit and names that limit", async () => {
+    const path = uniquePath("slice");
+    const { executionId } = await requestScript(fx, path, "while (true) {}");
+    const settled = await waitSettled(fx.store, path, executionId, 20_000);
+    expect(settled.payload.settlement).toEqual({
+      status: "failed",
+      error: "Script ran synchronously for 500 ms without awaiting (SCRIPT_MAX_SYNC_SLICE_MS) and was stopped.",
+      failureKind: "deadline",
+      phase: "execution",
+      executionMayHaveOccurred: true,
+      cancellation: "external-work-may-continue",
+    });
+    const next = await requestScript(fx, path, "return 'still serving';");
+    expect((await waitSettled(fx.store, path, next.executionId)).payload.settlement).toEqual({ status: "succeeded", result: "still serving" });
+  });
+
+  it("settles a script over the size bound as not run, naming its size and the limit, without checking or starting it", async () => {
+    const path = uniquePath("too-big");
+    const code = `const data = "${"x".repeat(5_000)}";\nreturn data.length;`;
+    const { executionId } = await requestScript(fx, path, code);
+    const settled = await waitSettled(fx.store, path, executionId);
+    expect(settled.payload.settlement).toEqual({
+      status: "failed",
+      error:
+        `Script was NOT executed: its source is ${code.length} bytes, over the limit of 4096 bytes (SCRIPT_MAX_SOURCE_BYTES); ` +
+        "send a shorter script (keep data in files or KV, not in the code).",
+      failureKind: "typecheck",
+      phase: "typecheck",
+      executionMayHaveOccurred: false,
+      cancellation: "not-applicable",
+    });
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-started")).toHaveLength(0);
+  });
+});

@@ -1,0 +1,97 @@
+// Orphaning only on proof of death (issue #12 item 3), with two host processes: the host
+// running a script is stalled (SIGSTOP) for less than its liveness lease's TTL; its work item
+// is redelivered to the other host, which sees the script started by a host whose lease is
+// current and leaves it alone; after SIGCONT the script settles with its real result. A host
+// that is killed instead loses its lease, and the other host settles its script `orphaned`.
+
+import { waitFor } from "@agentrt/testing";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Kvm } from "@nats-io/kv";
+import { AGENT_KV_BUCKET } from "../src/index.ts";
+import { startHostProcess, type HostProcess } from "./host-process.ts";
+import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+
+let fx: HostFixture;
+const hosts: HostProcess[] = [];
+beforeAll(async () => {
+  fx = await startFixture({ startHost: false });
+});
+async function killHosts(): Promise<void> {
+  for (const host of hosts.splice(0)) {
+    if (host.child.signalCode === null && host.child.exitCode === null) host.child.kill("SIGCONT");
+    await host.kill();
+  }
+}
+// Each test's hosts are gone before the next test: a leftover host would claim its scripts.
+afterEach(killHosts);
+afterAll(async () => {
+  await killHosts();
+  await fx?.stop();
+});
+
+const TTL_MS = 8_000;
+const env = { HOST_LIVENESS_TTL_MS: String(TTL_MS), SCRIPT_WORK_ACK_WAIT_MS: "1000", SCRIPT_CONCURRENCY: "2" };
+// Makes its side effect, then runs until the test releases it (its agent's KV key "release").
+const LONG = 'await itx.chat.sendMessage("running");\nwhile ((await itx.kv.get("release")) === null) {}\nreturn "real result";';
+
+async function release(path: string): Promise<void> {
+  const kv = await new Kvm(fx.nc).open(AGENT_KV_BUCKET);
+  await kv.put(`${path.slice(1)}.release`, JSON.stringify(true));
+}
+
+/** The host that will run the script, ready with a warm checker. */
+async function startRunner(): Promise<HostProcess> {
+  const first = await startHostProcess(fx.server.url, env);
+  hosts.push(first);
+  await first.waitReady();
+  await first.waitLog("typecheck worker warm");
+  return first;
+}
+
+describe("capability host: orphaning only on proof of death", () => {
+  it("a host stalled (SIGSTOP) for less than its lease keeps its script, which settles with its real result", async () => {
+    const runner = await startRunner();
+    const path = uniquePath("stalled");
+    const { executionId } = await requestScript(fx, path, LONG);
+    await waitFor(async () => (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1, { timeoutMs: 30_000, what: "the script running" });
+    // Only now the second replica: the script is certainly the first host's.
+    const other = await startHostProcess(fx.server.url, env);
+    hosts.push(other);
+    await other.waitReady();
+
+    runner.child.kill("SIGSTOP");
+    try {
+      // The stalled host stops heartbeating: its item is redelivered to the other host, which
+      // finds the script started by a host whose lease is current and leaves it.
+      await other.waitLog("script is running on a host whose liveness lease is current; leaving it to that host", 1, TTL_MS - 3_000);
+    } finally {
+      runner.child.kill("SIGCONT");
+    }
+    await release(path);
+    const settled = await waitSettled(fx.store, path, executionId, 30_000);
+    expect(settled.payload.settlement).toEqual({ status: "succeeded", result: "real result" });
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-settled")).toHaveLength(1);
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-started")).toHaveLength(1);
+    expect(other.logs.some((l) => l.msg === "script settled" && l.outcome === "orphaned")).toBe(false);
+  }, 120_000);
+
+  it("a host killed mid-script loses its lease, and the other host settles the script orphaned without re-running it", async () => {
+    const runner = await startRunner();
+    const path = uniquePath("killed");
+    const { executionId } = await requestScript(fx, path, LONG);
+    await waitFor(async () => (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1, { timeoutMs: 30_000, what: "the script running" });
+    const other = await startHostProcess(fx.server.url, env);
+    hosts.push(other);
+    await other.waitReady();
+
+    await runner.kill("SIGKILL");
+    const killedAt = Date.now();
+    const settled = await waitSettled(fx.store, path, executionId, 30_000);
+    expect(settled.payload.settlement).toMatchObject({ status: "failed", failureKind: "orphaned", phase: "recovery", executionMayHaveOccurred: true });
+    // Not before the lease could have lapsed (proof of death), and not long after.
+    const afterKillMs = Date.parse(settled.createdAt) - killedAt;
+    process.stdout.write(`orphaned ${afterKillMs} ms after the kill (lease TTL ${TTL_MS} ms)\n`);
+    expect(afterKillMs).toBeGreaterThanOrEqual(TTL_MS - Math.floor(TTL_MS / 3) - 500);
+    expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(1);
+  }, 120_000);
+});

@@ -1,0 +1,75 @@
+// Given the checker pool in worker threads, when a script's types hold a checker past its
+// budget, then the check answers `timed-out` at the budget (not when TypeScript gets round to
+// its cancellation token), the worker is terminated and a warm replacement serves the next
+// check, and the other worker answers other checks meanwhile. A worker that dies answers its
+// check `checker-lost`, naming why.
+
+import { afterEach, describe, expect, it } from "vitest";
+import { loadItxDeclarations, type ScriptSourceParts, WorkerChecker } from "../src/index.ts";
+import { typeBomb } from "./fixtures/type-bomb.ts";
+
+const parts = (code: string): ScriptSourceParts => ({ preamble: "", resultsPreamble: "const results = [] as const;", code, wrapped: `async (itx) => {\n${code}\n}` });
+
+let pool: WorkerChecker | undefined;
+afterEach(async () => pool?.close());
+
+async function warmPool(workers: number, entry?: URL): Promise<{ pool: WorkerChecker; replaced: string[] }> {
+  const replaced: string[] = [];
+  const warm: number[] = [];
+  const created = new WorkerChecker({
+    workers,
+    itxDeclarations: loadItxDeclarations(),
+    ...(entry === undefined ? {} : { entry }),
+    onWarm: (ms) => warm.push(ms),
+    onWorkerReplaced: (reason) => replaced.push(reason),
+  });
+  pool = created;
+  const start = Date.now();
+  while (warm.length < workers && Date.now() - start < 60_000) await new Promise((r) => setTimeout(r, 20));
+  expect(warm).toHaveLength(workers);
+  return { pool: created, replaced };
+}
+
+describe("typecheck in worker threads", () => {
+  it("answers a bomb timed-out at its budget, replaces the worker, and keeps checking on the other worker meanwhile", async () => {
+    const { pool, replaced } = await warmPool(2);
+    const t0 = performance.now();
+    const bomb = pool.check(parts(typeBomb()), 1_000, { compile: true });
+    const other = await pool.check(parts("return 2;"), 5_000, { compile: true });
+    expect(other.kind).toBe("ok");
+    expect(other.compiled).toMatchObject({ ok: true, javascript: expect.stringContaining("return 2;") });
+    expect(performance.now() - t0).toBeLessThan(1_000);
+
+    const result = await bomb;
+    const elapsed = performance.now() - t0;
+    expect(result).toMatchObject({ kind: "timed-out", budgetMs: 1_000 });
+    expect(result.compiled).toBeUndefined();
+    expect(elapsed).toBeGreaterThanOrEqual(990);
+    expect(elapsed).toBeLessThan(1_500);
+    expect(replaced).toEqual(["timed-out"]);
+
+    // The replacement warms; both workers serve again.
+    const [a, b] = await Promise.all([pool.check(parts("return 3;"), 30_000), pool.check(parts("itx.chat.sendMesage('x');"), 30_000)]);
+    expect(a.kind).toBe("ok");
+    expect(b).toMatchObject({ kind: "blocked", problems: [expect.stringContaining("Did you mean 'sendMessage'")] });
+  }, 120_000);
+
+  it("answers a check whose worker dies checker-lost, naming the exit, and starts another worker", async () => {
+    const { pool, replaced } = await warmPool(1, new URL("./fixtures/dying-checker-worker.mjs", import.meta.url));
+    expect(await pool.check(parts("return 1;"), 5_000)).toMatchObject({ kind: "checker-lost", reason: "the checker exited with code 5" });
+    expect(replaced).toEqual(["died"]);
+    expect(await pool.check(parts("return 1;"), 5_000)).toMatchObject({ kind: "checker-lost" });
+  }, 60_000);
+
+  it("answers a check still waiting for a warm worker at its deadline timed-out, and refuses checks once closed", async () => {
+    // A worker's environment is copied when it is created: the gate goes in first.
+    process.env.CHECKER_GATE = "/nonexistent/never";
+    const cold = new WorkerChecker({ workers: 1, itxDeclarations: loadItxDeclarations(), entry: new URL("./fixtures/gated-checker-worker.mjs", import.meta.url) });
+    pool = cold;
+    const waited = await cold.check(parts("return 1;"), 2_000, { deadlineAtMs: Date.now() + 300 });
+    delete process.env.CHECKER_GATE;
+    expect(waited.kind).toBe("timed-out");
+    await cold.close();
+    expect(await cold.check(parts("return 1;"), 2_000)).toMatchObject({ kind: "checker-lost", reason: "the checker is closed" });
+  }, 30_000);
+});
