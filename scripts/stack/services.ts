@@ -1,7 +1,8 @@
 // The processes of the quickstart and the order they start in: every service needs NATS only,
 // so the four start together once it is up; the example repo provider registers with the
 // capability host, so it starts once the host is ready. Ports come from the environment
-// (defaults below); in dev mode every listener binds loopback.
+// (defaults below); in dev mode every listener binds loopback. Processes run from their
+// precompiled bundles when setup.sh built them.
 
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -56,7 +57,12 @@ export function stackChildren(options: {
   const { root, env, natsUrl, natsChild, ports } = options;
   const common = { NATS_URL: natsUrl, LOG_LEVEL: env.LOG_LEVEL ?? "info", OPS_HOST: LOOPBACK };
   const afterNats = natsChild === undefined ? [] : [natsChild];
-  const node = (entry: string) => ["--import", "tsx", entry];
+  // The precompiled bundle next to an entry (scripts/build-services.ts, run by setup.sh) starts
+  // without transpiling; without one, or with AGENTRT_FROM_SOURCE=1, the entry runs through tsx.
+  const node = (entry: string) => {
+    const bundle = entry.replace(/main\.ts$/, "main.bundle.mjs");
+    return env.AGENTRT_FROM_SOURCE !== "1" && existsSync(bundle) ? [bundle] : ["--import", "tsx", entry];
+  };
   const extra: Record<ServiceName, Record<string, string>> = {
     "agent-reducer": {},
     "llm-driver": {},
