@@ -1,12 +1,14 @@
 // Start-up benchmark (issue #13): process start → /readyz for each service, and `./scripts/up.sh`
 // → its "ready" line for the whole stack, on a warm install, next to the floor measured in the
 // same run: `node -e 0` and a bare tsx hello. Each service runs as its own process the way the
-// quickstart runs it (`node --import tsx services/<name>/src/main.ts`) against a harness
-// nats-server; the stack runs against another, with free loopback ports.
+// quickstart runs it (from its precompiled bundle, scripts/build-services.ts; the capability host
+// from source) and, for comparison, from source through tsx, against a harness nats-server; the
+// stack runs against another, with free loopback ports. Builds the bundles first.
 //
 // Run: pnpm exec tsx bench/startup/startup.bench.ts [--runs 5]
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { freeLoopbackPorts, natsServerBinary, startNatsServer } from "@agentrt/testing";
@@ -43,12 +45,17 @@ async function readyz(port: number): Promise<boolean> {
   }
 }
 
+type Mode = "bundle" | "source";
+const bundleOf = (service: string) => join(ROOT, "services", service, "src", "main.bundle.mjs");
+const hasBundle = (service: string) => existsSync(bundleOf(service));
+
 /** Process start → first 200 from /readyz, then SIGTERM and wait for the exit. */
-async function timeServiceReady(service: string, natsUrl: string): Promise<number> {
+async function timeServiceReady(service: string, natsUrl: string, mode: Mode): Promise<number> {
   const [ops, http, grpc] = (await freeLoopbackPorts(3)) as [number, number, number];
   const env = { ...process.env, NATS_URL: natsUrl, OPS_PORT: String(ops), HTTP_PORT: String(http), GRPC_PORT: String(grpc), AGENTRT_DEV_MODE: "1", UI_BUILD_ON_START: "0", LOG_LEVEL: "warn" };
   const t0 = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "services", service, "src", "main.ts")], { cwd: ROOT, env, stdio: "ignore" });
+  const args = mode === "bundle" ? [bundleOf(service)] : ["--import", "tsx", join(ROOT, "services", service, "src", "main.ts")];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: "ignore" });
   try {
     while (!(await readyz(ops))) {
       if (child.exitCode !== null) throw new Error(`${service} exited ${child.exitCode} before ready`);
@@ -96,28 +103,32 @@ async function timeStackReady(natsUrl: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
+  execFileSync(join(ROOT, "node_modules", ".bin", "tsx"), [join(ROOT, "scripts", "build-services.ts")], { cwd: ROOT, stdio: "inherit" });
   const loadBefore = loadavg();
   const started = new Date();
   const natsForServices = await startNatsServer();
   const natsForStack = await startNatsServer();
   // Warm-up: one untimed start of everything (tsx's transform cache, the OS page cache, the streams).
-  for (const s of SERVICES) await timeServiceReady(s, natsForServices.url);
+  for (const s of SERVICES) await timeServiceReady(s, natsForServices.url, hasBundle(s) ? "bundle" : "source");
   await timeStackReady(natsForStack.url);
 
   const rows: Array<[string, number[]]> = [];
   const floorNode: number[] = [];
   const floorTsx: number[] = [];
   const perService: Record<string, number[]> = Object.fromEntries(SERVICES.map((s) => [s, []]));
+  const fromSource: Record<string, number[]> = Object.fromEntries(SERVICES.filter(hasBundle).map((s) => [s, []]));
   const stack: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     // Interleaved, so a burst of load from elsewhere touches every row alike.
     floorNode.push(await timeToExit(process.execPath, ["-e", "0"]));
     floorTsx.push(await timeToExit(process.execPath, ["--import", "tsx", join(import.meta.dirname, "hello.ts")]));
-    for (const s of SERVICES) perService[s]!.push(await timeServiceReady(s, natsForServices.url));
+    for (const s of SERVICES) perService[s]!.push(await timeServiceReady(s, natsForServices.url, hasBundle(s) ? "bundle" : "source"));
+    for (const s of Object.keys(fromSource)) fromSource[s]!.push(await timeServiceReady(s, natsForServices.url, "source"));
     stack.push(await timeStackReady(natsForStack.url));
   }
   rows.push(["`node -e 0` (floor)", floorNode], ["tsx hello (floor)", floorTsx]);
-  for (const s of SERVICES) rows.push([`${s}: start → /readyz`, perService[s]!]);
+  for (const s of SERVICES) rows.push([`${s}: start → /readyz${hasBundle(s) ? " (bundle, as the stack runs it)" : " (source)"}`, perService[s]!]);
+  for (const s of Object.keys(fromSource)) rows.push([`${s}: start → /readyz from source via tsx`, fromSource[s]!]);
   rows.push(["whole stack: `./scripts/up.sh` → ready", stack]);
   await natsForServices.stop();
   await natsForStack.stop();
