@@ -3,7 +3,7 @@
 // pointed at its own nats-server and free ports, while two loops of the project's typecheck and
 // busy loops hold the 2-core machine at a load average of about 8. Every start must reach ready,
 // answer a turn on the offline model over the HTTP API (create an agent, send a message, read
-// the reply), and stop cleanly on SIGTERM with nothing left listening.
+// the reply), listen on loopback only, and stop cleanly on SIGTERM with nothing left listening.
 //
 // The clone takes committed files only. AGENTRT_FIRST_RUN_STARTS changes the number of starts
 // (default 10); AGENTRT_FIRST_RUN_BUSY_LOOPS the busy loops (default 4).
@@ -13,6 +13,7 @@ import { startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
 import { createConnection } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FreshClone, freshClone, REPO_ROOT } from "./support/clone.ts";
+import { listenersOfGroup } from "./support/listeners.ts";
 import { type LoadGenerator, startLoad } from "./support/load.ts";
 import { api, type RunningQuickstart, startQuickstart } from "./support/quickstart.ts";
 
@@ -108,6 +109,10 @@ describe(`the quickstart, ${STARTS} starts in a row from fresh clones under load
           await stack.ready(RUN_TIMEOUT_MS - 40_000);
           const t1 = Date.now();
           const stackReadyS = Number(/\[stack\]\S* ready in ([\d.]+) s/.exec(stack.output())?.[1]);
+          // Dev mode binds loopback only: HTTP, gRPC and four ops ports at least, none elsewhere.
+          const listeners = listenersOfGroup(stack.pgid);
+          expect(listeners.length).toBeGreaterThanOrEqual(6);
+          expect(listeners.filter((l) => !l.loopback)).toEqual([]);
           await oneTurn(stack, run);
           const t2 = Date.now();
           const code = await stack.stop(20_000);

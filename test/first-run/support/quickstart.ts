@@ -7,6 +7,8 @@ import { freeLoopbackPorts } from "@agentrt/testing";
 export interface RunningQuickstart {
   readonly httpUrl: string;
   readonly opsPorts: readonly number[];
+  /** The process group of up.sh and every process it started. */
+  readonly pgid: number;
   /** Everything the stack printed so far. */
   output(): string;
   /** Resolves when the stack prints its ready line; rejects if it exits first or the deadline passes. */
@@ -45,6 +47,7 @@ export async function startQuickstart(dir: string, natsUrl: string): Promise<Run
   return {
     httpUrl: `http://127.0.0.1:${http}`,
     opsPorts: [reducer, driver, host, gateway],
+    pgid: child.pid!,
     output: () => out,
     async ready(timeoutMs) {
       const deadline = Date.now() + timeoutMs;
