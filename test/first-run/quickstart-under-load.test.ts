@@ -121,7 +121,9 @@ describe(`the quickstart, ${STARTS} starts in a row from fresh clones under load
           expect(stack.output()).toMatch(/\[stack\]\S* stopped/);
           for (const port of [...stack.opsPorts, Number(new URL(stack.httpUrl).port)]) expect(await portOpen(port)).toBe(false);
           expect(stack.output()).not.toMatch(/exited unexpectedly/);
-          records.push({ run, setupAndReadyS: (t1 - t0) / 1000, stackReadyS, turnS: (t2 - t1) / 1000, stopS: (t3 - t2) / 1000, load1: load.load1() });
+          const record = { run, setupAndReadyS: (t1 - t0) / 1000, stackReadyS, turnS: (t2 - t1) / 1000, stopS: (t3 - t2) / 1000, load1: load.load1() };
+          records.push(record);
+          process.stderr.write(`first run ${run}/${STARTS}: ${JSON.stringify(record)}\n`);
         } finally {
           stack?.kill();
           await nats?.stop();
