@@ -27,7 +27,19 @@ export const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-
 const DEV_ONLY_LOADERS = ["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps"];
 
 // esbuild comes with the dev toolchain (tsx and vite depend on it); no separate dependency.
-const esbuild = (await import(createRequire(createRequire(import.meta.url).resolve("tsx/package.json")).resolve("esbuild"))) as typeof import("esbuild");
+// The slice of esbuild's API this build uses (its types do not resolve from the repo root).
+interface EsbuildPluginBuild {
+  onResolve(options: { filter: RegExp; namespace?: string }, callback: (args: { path: string }) => { path: string; namespace?: string; external?: boolean } | undefined): void;
+  onLoad(options: { filter: RegExp; namespace?: string }, callback: (args: { path: string }) => { contents: string; loader: "ts" | "js" } | undefined): void;
+}
+interface EsbuildPlugin {
+  name: string;
+  setup(build: EsbuildPluginBuild): void;
+}
+interface Esbuild {
+  build(options: Record<string, unknown>): Promise<unknown>;
+}
+const esbuild = (await import(createRequire(createRequire(import.meta.url).resolve("tsx/package.json")).resolve("esbuild"))) as Esbuild;
 
 function run(cmd: string, args: string[], cwd = ROOT): void {
   const r = spawnSync(cmd, args, { cwd, stdio: "inherit" });
@@ -45,7 +57,7 @@ function walk(dir: string, out: string[] = []): string[] {
 }
 
 /** Rewrites import.meta.url / .dirname of each bundled module to its path in the output tree. */
-function importMetaPlugin(outfile: string, outRoot: string): import("esbuild").Plugin {
+function importMetaPlugin(outfile: string, outRoot: string): EsbuildPlugin {
   return {
     name: "agentrt-import-meta",
     setup(build) {
@@ -66,7 +78,7 @@ function importMetaPlugin(outfile: string, outRoot: string): import("esbuild").P
 }
 
 /** Workspace packages are bundled; everything else resolves from node_modules at run time. */
-const externalsPlugin: import("esbuild").Plugin = {
+const externalsPlugin: EsbuildPlugin = {
   name: "agentrt-externals",
   setup(build) {
     // A worker entry registers tsx for the dev run; compiled, there is nothing to register.

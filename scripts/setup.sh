@@ -42,3 +42,19 @@ if [ ! -d node_modules/.pnpm ] || [ pnpm-lock.yaml -nt node_modules/.pnpm/lock.y
   log "installing workspace packages"
   pnpm install --frozen-lockfile >&2
 fi
+
+# The web UI is built here, once, when its build is missing or older than its sources, so
+# starting the stack never waits on vite (the gateway serves whatever build exists).
+ui_dir=services/web-gateway/ui
+if [ ! -f "$ui_dir/dist/index.html" ] || [ -n "$(find "$ui_dir" \( -path "$ui_dir/dist" -o -path "$ui_dir/node_modules" \) -prune -o -type f -newer "$ui_dir/dist/index.html" -print -quit)" ]; then
+  log "building the web UI (vite build)"
+  pnpm --filter @agentrt/web-gateway build:ui >/dev/null || log "the web UI build failed: the API still serves; run \`pnpm --filter @agentrt/web-gateway build:ui\` to see why"
+fi
+
+# The quickstart's processes start from precompiled bundles (scripts/build-services.ts), rebuilt
+# here when any TypeScript source or the lockfile is newer than the last build.
+stamp=node_modules/.agentrt-bundles-built
+if [ ! -f "$stamp" ] || [ -n "$(find packages services examples pnpm-lock.yaml \( -name node_modules -o -name dist -o -name ui \) -prune -o -type f \( -name '*.ts' -o -name '*.md' -o -name '*.json' -o -name pnpm-lock.yaml \) -newer "$stamp" -print -quit)" ]; then
+  log "precompiling the services (esbuild)"
+  node_modules/.bin/tsx scripts/build-services.ts || log "precompiling failed: the services will run from source (slower start)"
+fi

@@ -80,7 +80,7 @@ export interface RepoProviderOptions {
   readonly pullsDir: string;
 }
 
-export function repoProvider(options: RepoProviderOptions): Omit<CapabilityProviderOptions, "ttlMs" | "registerTimeoutMs" | "onError"> {
+export function repoProvider(options: RepoProviderOptions): Omit<CapabilityProviderOptions, "ttlMs" | "registerTimeoutMs" | "retry" | "log" | "signal" | "onError"> {
   const git = async (...args: string[]): Promise<string> => (await run("git", args, { cwd: options.repoDir, maxBuffer: 16 * 1024 * 1024 })).stdout;
   return {
     namespace: "repo",

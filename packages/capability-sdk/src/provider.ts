@@ -1,8 +1,14 @@
 // The provider side: a separate process registers its namespace, methods and declarations
 // with the capability hosts, heartbeats the registration, and answers calls on its subject.
 // Adding a capability therefore needs no change to the host.
+//
+// Start order does not matter: with no host yet (or a host that is restarting) registration is
+// retried with capped, jittered backoff, each retry logged with its reason, for as long as the
+// provider runs. Only a host's explicit refusal (bad declarations, a reserved namespace) stops
+// `startCapabilityProvider`, because retrying cannot fix it.
 
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { backoffDelayMs, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 import {
   type Caller,
   type CallReply,
@@ -17,14 +23,26 @@ import {
 
 export type CapabilityMethod = (args: readonly unknown[], caller: Caller) => Promise<unknown> | unknown;
 
+/** Structured logging (pino's `(object, message)` shape, so a pino logger fits). */
+export interface ProviderLog {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
 export interface CapabilityProviderOptions {
   readonly namespace: string;
   readonly declarations: string;
   readonly methods: Readonly<Record<string, CapabilityMethod>>;
   /** Registration lease (default 15 s); heartbeats every third of it. */
   readonly ttlMs?: number;
-  /** How long `start` keeps trying to reach a host (default 10 s). */
+  /** Give up the FIRST registration after this long (default: never; keep retrying). */
   readonly registerTimeoutMs?: number;
+  /** Delays between registration attempts (default 200 ms doubling to at most 5 s, jittered). */
+  readonly retry?: BackoffPolicy;
+  /** Where retries and re-registrations are logged (default: JSON lines on stderr). */
+  readonly log?: ProviderLog;
+  /** Aborting stops a start that is still waiting for a host. */
+  readonly signal?: AbortSignal;
   readonly onError?: (error: unknown) => void;
 }
 
@@ -41,6 +59,7 @@ export interface RunningProvider {
 
 export async function startCapabilityProvider(nc: NatsConnection, options: CapabilityProviderOptions): Promise<RunningProvider> {
   const ttlMs = options.ttlMs ?? 15_000;
+  const log = options.log ?? stderrLog(options.namespace);
   const instanceId = `${options.namespace}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   const registration: RegisterRequest = {
     namespace: options.namespace,
@@ -49,21 +68,79 @@ export async function startCapabilityProvider(nc: NatsConnection, options: Capab
     declarations: options.declarations,
     ttlMs,
   };
+  const stopped = new AbortController();
   const subscription = serveCalls(nc, options);
-  await registerUntil(nc, registration, Date.now() + (options.registerTimeoutMs ?? 10_000));
-  const heartbeat = setInterval(() => {
-    register(nc, registration).catch((error: unknown) => options.onError?.(error));
-  }, Math.floor(ttlMs / 3));
+  const keeper = new RegistrationKeeper(nc, registration, options.retry ?? DEFAULT_BACKOFF, log, stopped.signal);
+  const deadline = options.registerTimeoutMs === undefined ? Infinity : Date.now() + options.registerTimeoutMs;
+  try {
+    await keeper.registerFirst(deadline, options.signal);
+  } catch (error) {
+    stopped.abort();
+    subscription.unsubscribe();
+    throw error;
+  }
+  void keeper.keepAlive(Math.floor(ttlMs / 3));
   return {
     instanceId,
     async stop() {
-      clearInterval(heartbeat);
+      stopped.abort();
       await nc
         .request(REVOKE_SUBJECT, JSON.stringify({ namespace: options.namespace, instanceId }), { timeout: 2_000 })
         .catch((error: unknown) => options.onError?.(error));
       subscription.unsubscribe();
     },
   };
+}
+
+/** Registers, then heartbeats; after a failed heartbeat it retries with backoff until a host answers. */
+class RegistrationKeeper {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly registration: RegisterRequest,
+    private readonly policy: BackoffPolicy,
+    private readonly log: ProviderLog,
+    private readonly stopped: AbortSignal,
+  ) {}
+
+  async registerFirst(deadline: number, signal: AbortSignal | undefined): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await register(this.nc, this.registration);
+        if (attempt > 1) this.log.info({ namespace: this.registration.namespace, attempts: attempt }, "capability registered with a host");
+        return;
+      } catch (error) {
+        if (error instanceof ProviderRegistrationError) throw error;
+        const delayMs = backoffDelayMs(attempt, this.policy);
+        if (Date.now() + delayMs > deadline) {
+          throw new ProviderRegistrationError(`no capability host answered the registration of "${this.registration.namespace}" in time: ${reason(error)}`, { cause: error });
+        }
+        this.logRetry(attempt, delayMs, error);
+        if (!(await sleep(delayMs, signal))) throw new ProviderRegistrationError(`registration of "${this.registration.namespace}" was aborted`);
+      }
+    }
+  }
+
+  async keepAlive(heartbeatMs: number): Promise<void> {
+    let failures = 0;
+    while (await sleep(failures === 0 ? heartbeatMs : backoffDelayMs(failures, this.policy), this.stopped)) {
+      try {
+        await register(this.nc, this.registration);
+        if (failures > 0) this.log.info({ namespace: this.registration.namespace, attempts: failures + 1 }, "capability registered again");
+        failures = 0;
+      } catch (error) {
+        if (this.stopped.aborted) return;
+        failures++;
+        this.logRetry(failures, backoffDelayMs(failures, this.policy), error);
+      }
+    }
+  }
+
+  private logRetry(attempt: number, delayMs: number, error: unknown): void {
+    this.log.warn(
+      { namespace: this.registration.namespace, attempt, retryInMs: delayMs, reason: reason(error) },
+      "capability registration failed (no capability host answered yet?); retrying",
+    );
+  }
 }
 
 function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions): Subscription {
@@ -94,13 +171,28 @@ async function register(nc: NatsConnection, registration: RegisterRequest): Prom
   if (!parsed.value.ok) throw new ProviderRegistrationError(`the host refused "${registration.namespace}": ${parsed.value.error}`);
 }
 
-async function registerUntil(nc: NatsConnection, registration: RegisterRequest, deadline: number): Promise<void> {
-  for (;;) {
-    try {
-      return await register(nc, registration);
-    } catch (error) {
-      if (error instanceof ProviderRegistrationError || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200)); // no host yet: try again shortly
-    }
-  }
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function reason(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function stderrLog(namespace: string): ProviderLog {
+  const write = (level: string, fields: Record<string, unknown>, msg: string) =>
+    void process.stderr.write(`${JSON.stringify({ level, time: Date.now(), provider: namespace, ...fields, msg })}\n`);
+  return { info: (fields, msg) => write("info", fields, msg), warn: (fields, msg) => write("warn", fields, msg) };
 }

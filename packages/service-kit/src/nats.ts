@@ -1,5 +1,6 @@
 // One NATS connection per service process, created in the composition root and passed down;
-// reconnects forever so a restarted NATS node never kills a service.
+// reconnects forever so a restarted NATS node never kills a service, and waits for a NATS that
+// is not up yet (start order in a pod or the quickstart does not matter).
 
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -14,6 +15,7 @@ export async function connectNats(options: { url: string; name: string; user?: s
     ...(options.user === undefined ? {} : { user: options.user, pass: options.pass ?? "" }),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
+    waitOnFirstConnect: true,
     pingInterval: 5_000,
   });
   const logger = options.logger;

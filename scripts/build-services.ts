@@ -1,0 +1,68 @@
+// Precompiles the quickstart's processes so they start without transpiling or resolving hundreds
+// of modules: esbuild bundles each entry with everything it imports into one ESM file next to its
+// main.ts (`src/main.bundle.mjs`, git-ignored), so paths the code computes from its own module
+// (the gateway's default prompt file and UI folder) still point at the same files. Starting from
+// the bundle cuts a service's start-up CPU about threefold against `node --import tsx`
+// (BENCHMARKS.md "Start-up").
+//
+// The capability host is not bundled: it loads files relative to its modules (its sandbox
+// worker entry, the itx declarations), so it keeps running from source. setup.sh runs this when
+// a source is newer than the bundles; `AGENTRT_FROM_SOURCE=1 ./scripts/up.sh` ignores them.
+//
+// Run: node_modules/.bin/tsx scripts/build-services.ts
+
+import { writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Entries that are bundled, relative to the repository root. */
+export const BUNDLED_ENTRIES = [
+  "services/agent-reducer/src/main.ts",
+  "services/llm-driver/src/main.ts",
+  "services/web-gateway/src/main.ts",
+  "examples/repo-provider/src/main.ts",
+] as const;
+
+export const bundleOf = (entry: string): string => entry.replace(/main\.ts$/, "main.bundle.mjs");
+/** Touched after every successful build; setup.sh compares sources against it. */
+export const BUILD_STAMP = join(root, "node_modules", ".agentrt-bundles-built");
+
+interface Esbuild {
+  build(options: Record<string, unknown>): Promise<{ errors: unknown[] }>;
+}
+
+// esbuild is already installed as tsx's own dependency (same version the lockfile pins), so it is
+// loaded from there instead of being declared a second time.
+async function loadEsbuild(): Promise<Esbuild> {
+  const fromTsx = createRequire(createRequire(join(root, "package.json")).resolve("tsx/package.json"));
+  return (await import(fromTsx.resolve("esbuild"))) as Esbuild;
+}
+
+// Bundled CommonJS dependencies call `require` for Node's built-ins; an ESM file has none.
+const REQUIRE_SHIM = "import { createRequire as __agentrtCreateRequire } from 'node:module'; const require = __agentrtCreateRequire(import.meta.url);";
+
+async function main(): Promise<void> {
+  const esbuild = await loadEsbuild();
+  const started = Date.now();
+  await Promise.all(
+    BUNDLED_ENTRIES.map((entry) =>
+      esbuild.build({
+        entryPoints: [join(root, entry)],
+        outfile: join(root, bundleOf(entry)),
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        target: "node20",
+        logLevel: "warning",
+        banner: { js: REQUIRE_SHIM },
+      }),
+    ),
+  );
+  writeFileSync(BUILD_STAMP, new Date().toISOString());
+  process.stderr.write(`bundled ${BUNDLED_ENTRIES.length} entries in ${Date.now() - started} ms\n`);
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) await main();
