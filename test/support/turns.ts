@@ -86,14 +86,4 @@ export function sumAudits(audits: readonly StreamAudit[]): StreamAudit {
   );
 }
 
-/** A small seeded PRNG so chaos schedules are reproducible from the printed seed. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from "@agentrt/testing";

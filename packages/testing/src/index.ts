@@ -3,4 +3,5 @@
 // reading live subscriptions.
 export * from "./nats/index.ts";
 export * from "./collect.ts";
+export * from "./prng.ts";
 export * from "./fake-model/index.ts";

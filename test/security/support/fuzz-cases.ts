@@ -6,17 +6,9 @@
 import type { SocketAction } from "./raw-clients.ts";
 import { wsFrame } from "./raw-clients.ts";
 
-/** mulberry32: tiny, fast and good enough to drive a fuzz reproducibly. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "@agentrt/testing";
+
+export { prng };
 
 export interface FuzzContext {
   /** Valid keys (reader, writer, other tenant) and an existing agent the reader may read. */

@@ -2,6 +2,7 @@
 // "what the model saw"), the renderer and the birth batch. main.ts wires @agentrt/agent-core
 // in; keeping it a port lets the gateway's transport code stay independent of the core's shape.
 
+import type { AuditReport } from "@agentrt/agent-core";
 import type { AgentEvent, AgentGrant, EventInput } from "@agentrt/contract";
 
 export interface RenderedMessage {
@@ -40,21 +41,5 @@ export interface AgentCorePort<S = unknown> {
   audit(events: readonly AgentEvent[], nowMs: number): AuditResult;
 }
 
-export interface AuditFindingJson {
-  readonly rule: string;
-  readonly message: string;
-  readonly offsets: readonly number[];
-}
-
-export interface AuditResult {
-  readonly streamPath: string;
-  readonly events: number;
-  readonly firstOffset: number;
-  readonly lastOffset: number;
-  readonly requests: number;
-  readonly settlements: number;
-  readonly scripts: number;
-  readonly prefixPairsChecked: number;
-  readonly violations: readonly AuditFindingJson[];
-  readonly notes: readonly AuditFindingJson[];
-}
+/** The stream audit's report (agent-core's `AuditReport`), as `GET …/audit` returns it. */
+export type AuditResult = AuditReport;
