@@ -13,7 +13,8 @@ import { startTestGateway, testKey, type TestGateway } from "./support/gateway-h
 const root = join(import.meta.dirname, "../../..");
 const tsx = join(root, "node_modules/.bin/tsx");
 const main = join(root, "services/web-gateway/src/cli/main.ts");
-const key = testKey([{ prefix: "/agents/cli", verbs: ["read", "append"] }]);
+// `operate` too: stop, pause and resume steer the agent (the ownership table's operator actions).
+const key = testKey([{ prefix: "/agents/cli", verbs: ["read", "append", "operate"] }]);
 let ts: TestStore;
 let gw: TestGateway;
 let env: NodeJS.ProcessEnv;

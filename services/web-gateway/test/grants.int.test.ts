@@ -8,8 +8,9 @@ import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
 import { enc, http } from "./support/http.ts";
 
+// `operate` too: configuring an agent and requesting scripts are operator actions (ownership table).
 const tenantA = testKey([
-  { prefix: "/agents/a", verbs: ["read", "append"] },
+  { prefix: "/agents/a", verbs: ["read", "append", "operate"] },
   { prefix: "/shared/docs", verbs: ["read"] },
 ]);
 let ts: TestStore;
