@@ -6,4 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec node_modules/.bin/tsx scripts/stack.ts
+# One process, not the tsx CLI: that wrapper gives a child 30 ms to acknowledge a signal before it
+# SIGKILLs it, which on a loaded machine killed the supervisor before it could stop the services.
+exec node --import tsx scripts/stack.ts

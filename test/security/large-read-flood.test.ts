@@ -24,7 +24,8 @@ const systemNote = (i: number) => ({ type: "agents/context-added", payload: { ro
 beforeAll(async () => {
   system = await startAuthSystem({
     flooder: { prefix: "/flood", verbs: ["read"] },
-    tenant: { prefix: "/tenant", verbs: ["read", "append"] },
+    // `operate`: the probe appends a system note, an operator action in the ownership table.
+    tenant: { prefix: "/tenant", verbs: ["read", "append", "operate"] },
   });
   // Seeded through the store directly (the flood is about reads); one ~850 kB event per batch.
   for (let i = 0; i < BIG_EVENTS; i++) await system.store.append(bigPath, [systemNote(i)]);

@@ -12,11 +12,12 @@ import { type System, startSystem } from "../support/system.ts";
 import { keysJson, mintKey, type SystemKey } from "./support/api-keys.ts";
 
 const admin = mintKey([{ prefix: "/", verbs: ["admin"] }]);
+// `operate`: configuring agents and requesting scripts are operator actions (the ownership table).
 const tenantA = mintKey([
-  { prefix: "/agents/a", verbs: ["read", "append"] },
+  { prefix: "/agents/a", verbs: ["read", "append", "operate"] },
   { prefix: "/shared/board", verbs: ["read"] },
 ]);
-const writerA = mintKey([{ prefix: "/agents/a", verbs: ["append"] }]);
+const writerA = mintKey([{ prefix: "/agents/a", verbs: ["append", "operate"] }]);
 
 /** Agent A: created by tenant A's key, granted read on the shared board. */
 const MAIN = "/agents/a/main";
