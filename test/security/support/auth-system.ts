@@ -27,7 +27,7 @@ export interface AuthSystem {
 
 export interface KeyScope {
   readonly prefix: string;
-  readonly verbs: readonly ("read" | "append" | "admin")[];
+  readonly verbs: readonly ("read" | "append" | "operate" | "admin")[];
 }
 
 /** Mints a key the way an operator does (`agents keys create`), into `file`; returns the plaintext key. */
