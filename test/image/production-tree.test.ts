@@ -232,7 +232,8 @@ describe("the production tree (what the image ships)", () => {
           events: Array<{ type: string; payload: { executionId?: string; settlement?: { status: string; failureKind?: string; result?: unknown } } }>;
         };
         for (const e of page.events) if (e.type === "capability-host/script-run-settled") settled.set(e.payload.executionId!, e.payload.settlement!);
-        return settled.size === 2;
+        // The path also holds the smoke turn's own script (the offline model writes one): wait for ours.
+        return settled.has("api:prodtree-ok") && settled.has("api:prodtree-typo");
       },
       { timeoutMs: 90_000, intervalMs: 250 },
     ).catch((error: unknown) => {
