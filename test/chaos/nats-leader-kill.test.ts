@@ -46,6 +46,9 @@ async function readSurely(path: string): Promise<AgentEvent[]> {
 
 describe("chaos: the event stream's leader node dies under load", () => {
   it("loses no acknowledged event and the agents go on answering", async () => {
+    const started = Date.now();
+    const phase: Record<string, unknown> = {};
+    const watchdog = setInterval(() => process.stdout.write(`nats-leader-kill at ${Math.round((Date.now() - started) / 1000)} s: ${JSON.stringify({ ...phase, acked: acked.length, n })}\n`), 20_000);
     const probePath = "/agents/chaos/probe";
     const acked: Array<{ offset: number; n: number }> = [];
     let writerStallMs = 0;
@@ -89,6 +92,7 @@ describe("chaos: the event stream's leader node dies under load", () => {
         await createBareAgent(system.store, path);
         for (let turn = 1; turn <= TURNS; turn += 1) {
           if (i === 0 && turn === 2) await kill();
+          phase[path] = `turn ${turn}`;
           const message = `${path} message ${turn}`;
           let sent;
           for (;;) {
@@ -108,11 +112,17 @@ describe("chaos: the event stream's leader node dies under load", () => {
         }
       }),
     );
+    const turnsDoneAt = Date.now();
+    phase.turns = "done";
     writing = false;
     await writer;
+    phase.writer = "done";
 
     // Every acknowledged probe is in the stream, at the offset it was acknowledged with.
     const probes = await readSurely(probePath);
+    const probesReadAt = Date.now();
+    phase.probes = "read";
+    clearInterval(watchdog);
     const byOffset = new Map(probes.map((e) => [e.offset, e]));
     const lost = acked.filter((a) => (byOffset.get(a.offset)?.payload as { message?: string } | undefined)?.message !== `probe ${a.n}`).length;
     for (const a of acked.filter((x) => (byOffset.get(x.offset)?.payload as { message?: string } | undefined)?.message !== `probe ${x.n}`)) {
@@ -137,6 +147,10 @@ describe("chaos: the event stream's leader node dies under load", () => {
       duplicated: audit.duplicated,
       longestWriterStallMs: writerStallMs,
       longestTurnMs: turnStallMs,
+      // Where the time went, for a run that is slow.
+      turnsMs: turnsDoneAt - started,
+      readProbesMs: probesReadAt - turnsDoneAt,
+      auditMs: Date.now() - probesReadAt,
     };
     process.stdout.write(`chaos/nats-leader-kill ${JSON.stringify(figures)}\n`);
     expect(killed).toBe(true);

@@ -171,7 +171,7 @@ export class RecordReader {
         signal?.throwIfAborted();
         const remaining = expectedRecords - yielded;
         const expectedBytes = Number.isFinite(remaining) ? remaining * Math.max(largest, 1024) * 1.25 : IN_FLIGHT_BYTES;
-        const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: 5_000 });
+        const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: PULL_EXPIRES_MS });
         let delivered = 0;
         let done = false;
         const messages = endAtByteLimit(batch, () => delivered);
@@ -231,6 +231,14 @@ async function* endAtByteLimit<T>(batch: AsyncIterable<T>, delivered: () => numb
     if (!sizeLimit || delivered() === 0) throw error;
   }
 }
+
+/**
+ * How long one pull may wait for messages that are not there. A pull that is not filled (fewer
+ * bytes left than its budget) waits this long unless the last message says nothing is pending;
+ * after a failover that signal can be missing on every pull, so the wait is short, and whatever
+ * the consumer did not deliver is finished through the leader below.
+ */
+const PULL_EXPIRES_MS = 1_000;
 
 const turnOfEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Record bytes handed over between two turns of the event loop during a scan. */
