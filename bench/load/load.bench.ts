@@ -6,37 +6,18 @@
 //
 //   pnpm exec tsx bench/load/load.bench.ts [--agents 1000] [--turns 5] [--concurrency 100]
 
-import { readFileSync } from "node:fs";
 import os from "node:os";
 import OpenAI from "openai";
 import type { AgentEvent } from "@agentrt/contract";
 import { startSystem } from "../../test/support/system.ts";
+import { numberArg, percentile, pool, rssKiB } from "../support/run.ts";
 import { lastUserContent } from "../../test/support/turns.ts";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const AGENTS = arg("agents", 1000);
-const TURNS = arg("turns", 5);
-const CONCURRENCY = arg("concurrency", 100);
+const AGENTS = numberArg("agents", 1000);
+const TURNS = numberArg("turns", 5);
+const CONCURRENCY = numberArg("concurrency", 100);
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-};
-const rssMb = (pid: number | undefined) => {
-  if (pid === undefined) return NaN;
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Number(match[1]) / 1024 : NaN;
-};
-
-async function pool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
-}
+const rssMb = (pid: number | undefined) => rssKiB(pid) / 1024;
 
 const system = await startSystem({
   reducers: 1,

@@ -7,45 +7,20 @@
 //
 //   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 5000]
 
-import { readFileSync } from "node:fs";
 import os from "node:os";
 import type { AgentEvent } from "@agentrt/contract";
 import { type System, startSystem } from "../../test/support/system.ts";
 import { lastUserContent } from "../../test/support/turns.ts";
+import { numberArg, percentile, pool, rssKiB } from "../support/run.ts";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const AGENTS = arg("agents", 100_000);
-const BASELINE_AGENTS = arg("baseline-agents", 10_000);
-const WAKE = arg("wake", 1000);
-const EVICT_MS = arg("evict-ms", 5000);
+const AGENTS = numberArg("agents", 100_000);
+const BASELINE_AGENTS = numberArg("baseline-agents", 10_000);
+const WAKE = numberArg("wake", 1000);
+const EVICT_MS = numberArg("evict-ms", 5000);
 const DEBOUNCE_MS = 250;
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-};
-const rssKiB = (pid: number | undefined) => {
-  if (pid === undefined) return NaN;
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Number(match[1]) : NaN;
-};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
-
-async function pool<T>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await work(items[i]!, i);
-      }
-    }),
-  );
-}
 
 async function residentAgents(system: System): Promise<number> {
   const reducer = system.processes.byService("agent-reducer")[0]!;

@@ -1,0 +1,35 @@
+// What the process-level benchmarks share: their numeric arguments, percentiles, a process's
+// resident memory and a bounded-concurrency loop.
+
+import { readFileSync } from "node:fs";
+
+/** `--name N` from the command line, or the fallback. */
+export function numberArg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** A process's resident set size in KiB (from /proc), NaN when it is unknown. */
+export function rssKiB(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Number(match[1]) : NaN;
+}
+
+/** Runs `work` over `items` with at most `limit` at a time. */
+export async function pool<T>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await work(items[i]!, i);
+      }
+    }),
+  );
+}
