@@ -18,28 +18,15 @@
 
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { join, relative, resolve } from "node:path";
+import { type EsbuildPlugin, IMPORT_META_BANNER, importMetaPlugin, loadEsbuild, REPO_ROOT } from "./bundling.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = REPO_ROOT;
 export const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
 /** Packages that exist to load TypeScript at run time; the production tree must not need them. */
 const DEV_ONLY_LOADERS = ["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps"];
 
-// esbuild comes with the dev toolchain (tsx and vite depend on it); no separate dependency.
-// The slice of esbuild's API this build uses (its types do not resolve from the repo root).
-interface EsbuildPluginBuild {
-  onResolve(options: { filter: RegExp; namespace?: string }, callback: (args: { path: string }) => { path: string; namespace?: string; external?: boolean } | undefined): void;
-  onLoad(options: { filter: RegExp; namespace?: string }, callback: (args: { path: string }) => { contents: string; loader: "ts" | "js" } | undefined): void;
-}
-interface EsbuildPlugin {
-  name: string;
-  setup(build: EsbuildPluginBuild): void;
-}
-interface Esbuild {
-  build(options: Record<string, unknown>): Promise<unknown>;
-}
-const esbuild = (await import(createRequire(createRequire(import.meta.url).resolve("tsx/package.json")).resolve("esbuild"))) as Esbuild;
+const esbuild = await loadEsbuild();
 
 function run(cmd: string, args: string[], cwd = ROOT): void {
   const r = spawnSync(cmd, args, { cwd, stdio: "inherit" });
@@ -56,27 +43,6 @@ function walk(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-/** Rewrites import.meta.url / .dirname of each bundled module to its path in the output tree. */
-function importMetaPlugin(outfile: string, outRoot: string): EsbuildPlugin {
-  return {
-    name: "agentrt-import-meta",
-    setup(build) {
-      build.onLoad({ filter: /\.(ts|mts|mjs|js)$/ }, (args) => {
-        if (args.path.includes(`${sep}node_modules${sep}`)) return undefined;
-        const source = readFileSync(args.path, "utf8");
-        if (!source.includes("import.meta")) return undefined;
-        const relFromBundle = relative(dirname(outfile), join(outRoot, relative(ROOT, args.path))).split(sep).join("/");
-        const url = `new URL(${JSON.stringify(relFromBundle)}, import.meta.url).href`;
-        const contents = source
-          .replaceAll("import.meta.url", url)
-          .replaceAll("import.meta.dirname", `__agentrtDirname(${url})`)
-          .replaceAll("import.meta.filename", `__agentrtFilename(${url})`);
-        return { contents, loader: args.path.endsWith(".ts") || args.path.endsWith(".mts") ? "ts" : "js" };
-      });
-    },
-  };
-}
-
 /** Workspace packages are bundled; everything else resolves from node_modules at run time. */
 const externalsPlugin: EsbuildPlugin = {
   name: "agentrt-externals",
@@ -87,12 +53,6 @@ const externalsPlugin: EsbuildPlugin = {
     build.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith("@agentrt/") ? undefined : { path: args.path, external: true }));
   },
 };
-
-const BANNER = [
-  'import { fileURLToPath as __agentrtFileURLToPath } from "node:url";',
-  "const __agentrtFilename = (u) => __agentrtFileURLToPath(u);",
-  'const __agentrtDirname = (u) => __agentrtFileURLToPath(new URL(".", u)).replace(/[\\\\/]$/, "");',
-].join("\n");
 
 async function bundle(entry: string, outfile: string, outRoot: string, options: { selfContained?: boolean } = {}): Promise<void> {
   await esbuild.build({
@@ -105,7 +65,7 @@ async function bundle(entry: string, outfile: string, outRoot: string, options: 
     sourcemap: "linked",
     legalComments: "none",
     logLevel: "warning",
-    banner: { js: BANNER },
+    banner: { js: IMPORT_META_BANNER },
     // A self-contained bundle (bin/) has no node_modules next to it: everything is inlined.
     plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [externalsPlugin, importMetaPlugin(outfile, outRoot)],
   });

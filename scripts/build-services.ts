@@ -5,41 +5,33 @@
 // the bundle cuts a service's start-up CPU about threefold against `node --import tsx`
 // (BENCHMARKS.md "Start-up").
 //
-// The capability host is not bundled: it loads files relative to its modules (its sandbox
-// worker entry, the itx declarations), so it keeps running from source. setup.sh runs this when
-// a source is newer than the bundles; `AGENTRT_FROM_SOURCE=1 ./scripts/up.sh` ignores them.
+// Modules that find files next to themselves (the host's worker entries and itx declarations,
+// the gateway's prompt file) keep finding them: each module's `import.meta.url` is rewritten to
+// its own source location (scripts/bundling.ts). The TypeScript compiler stays out of the host's
+// bundle: only its worker threads load it. setup.sh runs this when a source is newer than the
+// bundles; `AGENTRT_FROM_SOURCE=1 ./scripts/up.sh` ignores them.
 //
 // Run: node_modules/.bin/tsx scripts/build-services.ts
 
 import { writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { IMPORT_META_BANNER, importMetaPlugin, loadEsbuild, REPO_ROOT } from "./bundling.ts";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const root = REPO_ROOT;
 
 /** Entries that are bundled, relative to the repository root. */
 export const BUNDLED_ENTRIES = [
   "services/agent-reducer/src/main.ts",
   "services/llm-driver/src/main.ts",
   "services/web-gateway/src/main.ts",
+  "services/capability-host/src/main.ts",
   "examples/repo-provider/src/main.ts",
 ] as const;
 
 export const bundleOf = (entry: string): string => entry.replace(/main\.ts$/, "main.bundle.mjs");
 /** Touched after every successful build; setup.sh compares sources against it. */
 export const BUILD_STAMP = join(root, "node_modules", ".agentrt-bundles-built");
-
-interface Esbuild {
-  build(options: Record<string, unknown>): Promise<{ errors: unknown[] }>;
-}
-
-// esbuild is already installed as tsx's own dependency (same version the lockfile pins), so it is
-// loaded from there instead of being declared a second time.
-async function loadEsbuild(): Promise<Esbuild> {
-  const fromTsx = createRequire(createRequire(join(root, "package.json")).resolve("tsx/package.json"));
-  return (await import(fromTsx.resolve("esbuild"))) as Esbuild;
-}
 
 // Bundled CommonJS dependencies call `require` for Node's built-ins; an ESM file has none.
 const REQUIRE_SHIM = "import { createRequire as __agentrtCreateRequire } from 'node:module'; const require = __agentrtCreateRequire(import.meta.url);";
@@ -48,18 +40,22 @@ async function main(): Promise<void> {
   const esbuild = await loadEsbuild();
   const started = Date.now();
   await Promise.all(
-    BUNDLED_ENTRIES.map((entry) =>
-      esbuild.build({
+    BUNDLED_ENTRIES.map((entry) => {
+      const outfile = join(root, bundleOf(entry));
+      return esbuild.build({
         entryPoints: [join(root, entry)],
-        outfile: join(root, bundleOf(entry)),
+        outfile,
         bundle: true,
         platform: "node",
         format: "esm",
         target: "node20",
         logLevel: "warning",
-        banner: { js: REQUIRE_SHIM },
-      }),
-    ),
+        // Loaded on first use, by the host's worker threads only (typecheck/typescript-compiler.ts).
+        external: ["typescript"],
+        banner: { js: `${REQUIRE_SHIM}\n${IMPORT_META_BANNER}` },
+        plugins: [importMetaPlugin(outfile, root)],
+      });
+    }),
   );
   writeFileSync(BUILD_STAMP, new Date().toISOString());
   process.stderr.write(`bundled ${BUNDLED_ENTRIES.length} entries in ${Date.now() - started} ms\n`);

@@ -1,8 +1,7 @@
 // Start-up benchmark (issue #13): process start → /readyz for each service, and `./scripts/up.sh`
 // → its "ready" line for the whole stack, on a warm install, next to the floor measured in the
 // same run: `node -e 0` and a bare tsx hello. Each service runs as its own process the way the
-// quickstart runs it (from its precompiled bundle, scripts/build-services.ts; the capability host
-// from source) and, for comparison, from source through tsx, against a harness nats-server; the
+// quickstart runs it (from its precompiled bundle, scripts/build-services.ts) and, for comparison, from source through tsx, against a harness nats-server; the
 // stack runs against another, with free loopback ports. Builds the bundles first.
 //
 // Run: pnpm exec tsx bench/startup/startup.bench.ts [--runs 5]

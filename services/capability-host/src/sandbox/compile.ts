@@ -1,7 +1,7 @@
 // TypeScript → JavaScript for the sandbox: type erasure only (transpileModule, no checking),
 // then the call that runs the wrapped script against `itx` and stringifies its result.
 
-import ts from "typescript";
+import { typescript } from "../typecheck/typescript-compiler.ts";
 import { SCRIPT_BINDING, type ScriptSource } from "../typecheck/script-source.ts";
 
 export class ScriptCompileError extends Error {
@@ -9,6 +9,7 @@ export class ScriptCompileError extends Error {
 }
 
 export function compileScript(source: ScriptSource): string {
+  const ts = typescript();
   const output = ts.transpileModule(source.text, {
     compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, sourceMap: false, removeComments: false },
     reportDiagnostics: true,

@@ -3,7 +3,8 @@
 // a property of the root `itx`, because providers extend the root at run time. Everything
 // less certain (unknown names without a suggestion, arity, assignability) runs unchecked.
 
-import ts from "typescript";
+import type ts from "typescript";
+import { typescript } from "./typescript-compiler.ts";
 
 export const DID_YOU_MEAN_NAME = 2552;
 export const DID_YOU_MEAN_PROPERTY = 2551;
@@ -17,17 +18,18 @@ export function isRootItxAccess(sourceFile: ts.SourceFile, checker: ts.TypeCheck
   const access = findPropertyAccess(sourceFile, start);
   if (access === undefined) return false;
   const target = access.expression;
-  if (ts.isIdentifier(target) && target.text === "itx") return true;
+  if (typescript().isIdentifier(target) && target.text === "itx") return true;
   const symbol = checker?.getTypeAtLocation(target).getSymbol();
   return symbol?.getName() === "Itx";
 }
 
 function findPropertyAccess(sourceFile: ts.SourceFile, start: number): ts.PropertyAccessExpression | undefined {
+  const { forEachChild, isPropertyAccessExpression } = typescript();
   let found: ts.PropertyAccessExpression | undefined;
   const visit = (node: ts.Node): void => {
     if (start < node.getStart(sourceFile) || start >= node.getEnd()) return;
-    if (ts.isPropertyAccessExpression(node) && node.name.getStart(sourceFile) === start) found = node;
-    ts.forEachChild(node, visit);
+    if (isPropertyAccessExpression(node) && node.name.getStart(sourceFile) === start) found = node;
+    forEachChild(node, visit);
   };
   visit(sourceFile);
   return found;

@@ -9,8 +9,9 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import ts from "typescript";
+import type ts from "typescript";
 import { buildScriptSource, type ScriptSourceParts } from "./script-source.ts";
+import { typescript } from "./typescript-compiler.ts";
 import {
   DID_YOU_MEAN_NAME,
   DID_YOU_MEAN_PROPERTY,
@@ -34,16 +35,19 @@ export type CheckOutcome =
   /** The checker's worker died while checking (e.g. out of memory on pathological types). */
   | { readonly kind: "checker-lost"; readonly reason: string; readonly durationMs: number };
 
-const compilerOptions: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.ESNext,
-  lib: LIBS,
-  strict: true,
-  noEmit: true,
-  types: [],
-  skipLibCheck: true,
-  allowJs: false,
-};
+// One object for the service's lifetime: a new one per call would read as changed settings.
+let compilerOptionsOnce: ts.CompilerOptions | undefined;
+const compilerOptions = (): ts.CompilerOptions =>
+  (compilerOptionsOnce ??= {
+    target: typescript().ScriptTarget.ES2022,
+    module: typescript().ModuleKind.ESNext,
+    lib: LIBS,
+    strict: true,
+    noEmit: true,
+    types: [],
+    skipLibCheck: true,
+    allowJs: false,
+  });
 
 interface VirtualFile {
   version: number;
@@ -60,12 +64,12 @@ export class ScriptChecker {
     this.setFile(ITX_FILE, itxDeclarations);
     this.setFile(SCRIPT_FILE, "");
     const host: ts.LanguageServiceHost = {
-      getCompilationSettings: () => compilerOptions,
+      getCompilationSettings: compilerOptions,
       getScriptFileNames: () => [...this.files.keys()],
       getScriptVersion: (name) => String(this.files.get(name)?.version ?? 0),
       getScriptSnapshot: (name) => this.files.get(name)?.snapshot ?? this.libSnapshot(name),
       getCurrentDirectory: () => "/virtual",
-      getDefaultLibFileName: (options) => join(LIB_DIR, ts.getDefaultLibFileName(options)),
+      getDefaultLibFileName: (options) => join(LIB_DIR, typescript().getDefaultLibFileName(options)),
       fileExists: (name) => this.files.has(name) || this.libSnapshot(name) !== undefined,
       readFile: (name) => {
         const snap = this.files.get(name)?.snapshot ?? this.libSnapshot(name);
@@ -73,7 +77,7 @@ export class ScriptChecker {
       },
       getCancellationToken: () => ({ isCancellationRequested: () => performance.now() > this.deadline }),
     };
-    this.service = ts.createLanguageService(host, ts.createDocumentRegistry());
+    this.service = typescript().createLanguageService(host, typescript().createDocumentRegistry());
   }
 
   /** Replaces the declarations of every provider namespace (called when the registry changes). */
@@ -110,13 +114,13 @@ export class ScriptChecker {
           code: d.code,
           line: pos.line - source.codeStartLine + 1,
           column: pos.line === codeLineStart.line ? pos.character - codeLineStart.character + 1 : pos.character + 1,
-          message: ts.flattenDiagnosticMessageText(d.messageText, "\n"),
+          message: typescript().flattenDiagnosticMessageText(d.messageText, "\n"),
         });
       }
       if (problems.length === 0) return { kind: "ok", durationMs: elapsed() };
       return { kind: "blocked", problems: problems.map(formatProblem), durationMs: elapsed() };
     } catch (error) {
-      if (error instanceof ts.OperationCanceledException) return { kind: "timed-out", budgetMs, durationMs: elapsed() };
+      if (error instanceof typescript().OperationCanceledException) return { kind: "timed-out", budgetMs, durationMs: elapsed() };
       return { kind: "unchecked", reason: `checker crashed: ${String(error)}`, durationMs: elapsed() };
     } finally {
       this.deadline = Number.POSITIVE_INFINITY;
@@ -132,7 +136,7 @@ export class ScriptChecker {
 
   private setFile(name: string, text: string): void {
     const previous = this.files.get(name);
-    this.files.set(name, { version: (previous?.version ?? 0) + 1, snapshot: ts.ScriptSnapshot.fromString(text) });
+    this.files.set(name, { version: (previous?.version ?? 0) + 1, snapshot: typescript().ScriptSnapshot.fromString(text) });
   }
 
   private libSnapshot(name: string): ts.IScriptSnapshot | undefined {
@@ -145,7 +149,7 @@ export class ScriptChecker {
     } catch {
       return undefined;
     }
-    const snapshot = ts.ScriptSnapshot.fromString(text);
+    const snapshot = typescript().ScriptSnapshot.fromString(text);
     this.libCache.set(name, snapshot);
     return snapshot;
   }
