@@ -5,8 +5,8 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { foldAgentEvent, initialAgentState } from "./fold/fold.ts";
-import type { InterpreterOptions } from "./interpreters.ts";
 import { interruptBatch, reactToEvent } from "./react.ts";
+import { PRODUCTION_REACTION_POLICY, type ReactionPolicy } from "./reaction-policy.ts";
 import { IncrementalRequestRenderer } from "./render/incremental.ts";
 import type { ChatMessage } from "./render/items.ts";
 import type { AgentState } from "./state.ts";
@@ -16,7 +16,8 @@ export const PROTOCOL_PROMPT_PLACEHOLDER = "$PROTOCOL_PROMPT";
 export interface ReplayOptions {
   /** Print `$PROTOCOL_PROMPT` instead of the protocol prompt itself. */
   readonly placeholderProtocol?: boolean;
-  readonly interpreters?: InterpreterOptions;
+  /** The reaction policy; production's by default, so a replay reports what the reducer appends. */
+  readonly policy?: ReactionPolicy;
   /** Also report the live-lane `agent/runtime-changed` transitions. */
   readonly includeRuntime?: boolean;
   readonly streamPath?: string;
@@ -55,7 +56,7 @@ export function replayScenario(events: readonly AgentEvent[], options: ReplayOpt
     if (event.type === "agent/llm-request-requested" && before.openRequest === null && state.openRequest?.requestedAtOffset === event.offset) {
       requests.push({ offset: event.offset, model: state.openRequest.model, messages: renderer.render(state) });
     }
-    const reaction = reactToEvent(before, event, state, { interpreters: options.interpreters ?? {} });
+    const reaction = reactToEvent(before, event, state, options.policy ?? PRODUCTION_REACTION_POLICY);
     const batches: EventInput[][] = [...reaction.appends];
     // Without a driver to ask there is no partial text: the settlement alone is appended.
     if (reaction.interrupt !== null) batches.push(interruptBatch(reaction.interrupt.requestOffset));

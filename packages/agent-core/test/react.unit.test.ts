@@ -2,11 +2,11 @@
 // transcription, the waiting clear, and the runtime transitions for live UIs.
 
 import { describe, expect, it } from "vitest";
-import { foldAgentEvent, interruptBatch, reactToEvent, renderRequest } from "../src/index.ts";
+import { foldAgentEvent, interruptBatch, type ReactionPolicy, reactToEvent, renderRequest } from "../src/index.ts";
 import { given, onlyBatch } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
 
-const noInterpreters = { interpreters: false } as const;
+const noInterpreters: ReactionPolicy = { codemode: false, projectWorker: null };
 
 describe("interrupts", () => {
   it("an interrupting message mid-stream asks to abort R; the partial text lands as history", () => {
