@@ -26,6 +26,7 @@ export {
 export { IncrementalRequestRenderer, StreamRequestRenderer } from "./render/incremental.ts";
 export { interpreterReactions } from "./interpreters.ts";
 export * from "./reaction-policy.ts";
+export * from "./request-status.ts";
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
 export * from "./display/index.ts";
