@@ -2,9 +2,11 @@
 // accepted request and everything the system would append in reaction to each event. This is
 // how users inspect a turn and how the scenario fixtures are checked. Reactions are reported,
 // not fed back: the recorded stream already holds whatever was appended at the time.
+// `decideAt` shows the head decision in time: after folding up to an offset, at a given clock.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
-import { foldAgentEvent, initialAgentState } from "./fold/fold.ts";
+import { type HeadDecision, decideAtHead } from "./decide.ts";
+import { foldAgentEvent, foldAgentEvents, initialAgentState } from "./fold/fold.ts";
 import { interruptBatch, reactToEvent } from "./react.ts";
 import { PRODUCTION_REACTION_POLICY, type ReactionPolicy } from "./reaction-policy.ts";
 import { IncrementalRequestRenderer } from "./render/incremental.ts";
@@ -71,4 +73,40 @@ export function replayScenario(events: readonly AgentEvent[], options: ReplayOpt
     }
   }
   return { requests, derived, state };
+}
+
+/** What the head decision does after folding a recorded stream up to an offset, at a time. */
+export interface DecisionInTime {
+  /** The last offset folded (≤ the one asked for; the stream may have gaps or end before it). */
+  readonly foldedThrough: number;
+  readonly at: string;
+  readonly appends: DerivedEvent[];
+  /** When the reducer would decide again, or null when nothing waits on the clock. */
+  readonly wakeAt: string | null;
+  /** The open request a driver would be handed, if any. */
+  readonly adopt: HeadDecision["adopt"];
+  readonly why: HeadDecision["why"];
+}
+
+/**
+ * Folds the events with offsets ≤ `offset` and decides at the head with the clock at `nowMs`,
+ * exactly as the reducer does (it drives no request itself, so none counts as running).
+ */
+export function decideAt(events: readonly AgentEvent[], offset: number, nowMs: number, streamPath?: string): DecisionInTime {
+  const upTo = events.filter((e) => e.offset <= offset);
+  const state = foldAgentEvents(initialAgentState(streamPath ?? events[0]?.streamPath ?? "/"), upTo);
+  const decision = decideAtHead(state, { nowMs });
+  return {
+    foldedThrough: state.lastFoldedOffset,
+    at: new Date(nowMs).toISOString(),
+    appends: decision.appends.flat().map((input) => ({
+      fromOffset: state.lastFoldedOffset,
+      type: input.type,
+      payload: input.payload,
+      ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+    })),
+    wakeAt: decision.wakeAtMs === null ? null : new Date(decision.wakeAtMs).toISOString(),
+    adopt: decision.adopt,
+    why: decision.why,
+  };
 }

@@ -99,7 +99,7 @@ describe("error transcription", () => {
     const s = new TestStream();
     const error = s.event("stream/error-occurred", { message: "LLM request @3 failed (attempt 1 of 3): 500. Retrying." });
     const appended = given(s.created()).when(error).then(() => undefined).reaction.appends;
-    const [transcription] = onlyBatch({ appends: appended, wakeAtMs: null, adopt: null });
+    const [transcription] = onlyBatch({ appends: appended, wakeAtMs: null, adopt: null, why: [] });
     expect(transcription).toEqual({
       type: "agents/context-added",
       payload: {
