@@ -44,6 +44,15 @@ export interface ReplayResult {
   readonly state: AgentState;
 }
 
+function derivedFrom(fromOffset: number, input: EventInput): DerivedEvent {
+  return {
+    fromOffset,
+    type: input.type,
+    payload: input.payload,
+    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+  };
+}
+
 export function replayScenario(events: readonly AgentEvent[], options: ReplayOptions = {}): ReplayResult {
   const streamPath = options.streamPath ?? events[0]?.streamPath ?? "/";
   const renderer = new IncrementalRequestRenderer(
@@ -63,14 +72,7 @@ export function replayScenario(events: readonly AgentEvent[], options: ReplayOpt
     // Without a driver to ask there is no partial text: the settlement alone is appended.
     if (reaction.interrupt !== null) batches.push(interruptBatch(reaction.interrupt.requestOffset));
     if (options.includeRuntime === true && reaction.runtimeChanged !== null) batches.push([reaction.runtimeChanged]);
-    for (const input of batches.flat()) {
-      derived.push({
-        fromOffset: event.offset,
-        type: input.type,
-        payload: input.payload,
-        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
-      });
-    }
+    for (const input of batches.flat()) derived.push(derivedFrom(event.offset, input));
   }
   return { requests, derived, state };
 }
@@ -99,12 +101,7 @@ export function decideAt(events: readonly AgentEvent[], offset: number, nowMs: n
   return {
     foldedThrough: state.lastFoldedOffset,
     at: new Date(nowMs).toISOString(),
-    appends: decision.appends.flat().map((input) => ({
-      fromOffset: state.lastFoldedOffset,
-      type: input.type,
-      payload: input.payload,
-      ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
-    })),
+    appends: decision.appends.flat().map((input) => derivedFrom(state.lastFoldedOffset, input)),
     wakeAt: decision.wakeAtMs === null ? null : new Date(decision.wakeAtMs).toISOString(),
     adopt: decision.adopt,
     why: decision.why,
