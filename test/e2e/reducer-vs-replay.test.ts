@@ -1,8 +1,10 @@
 // The reducer and `agents replay` run the same reaction policy: a bare agent, an agent born
 // into a project and a stream that was never born are each fed to the REAL reducer (its own
 // process, started from main.ts with the deployment defaults, on a real nats-server), then
-// the stream it produced is replayed through the pure core. What the reducer appended must be
-// exactly what the replay says the system appends, event for event, key for key.
+// the stream it produced is replayed through the pure core. What the reducer appended in
+// reaction must be exactly what the replay says the system appends, event for event, key for
+// key; and what it appended at the head (the debounced request) must be what `decideAt` (the
+// replay's `--decide`) says the head decision appends at that offset and time.
 //
 // Completion without sleeps: the reducer handles a stream's events in order and appends their
 // reactions in order, so once the transcription of a stream error appended after the inputs
@@ -11,7 +13,7 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { idempotencyKeys } from "@agentrt/contract";
-import { replayScenario } from "@agentrt/agent-core";
+import { decideAt, replayScenario } from "@agentrt/agent-core";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem } from "../support/system.ts";
@@ -22,8 +24,13 @@ beforeAll(async () => {
 });
 afterAll(async () => system?.stop());
 
-/** Inputs that exercise every per-event reaction without scheduling a turn. */
+/** Inputs that exercise every per-event reaction, then one message that schedules a turn. */
 function inputsAfterBirth(): EventInput[][] {
+  return [...reactionInputs(), [{ type: "agents/context-added", payload: { role: "user", content: "what's up?", actor: { type: "user", origin: "web" } } }]];
+}
+
+/** Inputs that exercise every per-event reaction without scheduling a turn. */
+function reactionInputs(): EventInput[][] {
   return [
     [{ type: "agents/context-added", payload: { role: "user", content: "note to self", actor: { type: "user", origin: "web" }, llmRequestPolicy: { behaviour: "dont-trigger-request" } } }],
     [{ type: "agents/web-message-sent", payload: { message: "Deploy finished." } }],
@@ -60,6 +67,8 @@ async function runThroughReducer(path: string, created: EventInput): Promise<Run
   const written = new Set<number>();
   await write(path, [created], written);
   for (const batch of inputsAfterBirth()) await write(path, batch, written);
+  // The turn is the reducer's head decision after the debounce: wait for it, then for the reactions.
+  await waitFor(async () => (await system.store.read(path)).some((e) => e.type === "agent/llm-request-requested"), { timeoutMs: 60_000, intervalMs: 100 });
   await marker(path, written, 1);
   await marker(path, written, 2);
   return { events: await system.store.read(path), written };
@@ -68,16 +77,24 @@ async function runThroughReducer(path: string, created: EventInput): Promise<Run
 const comparable = (e: { type: string; payload: unknown; idempotencyKey?: string }) => ({ type: e.type, payload: e.payload, idempotencyKey: e.idempotencyKey });
 
 function compare(run: Run) {
-  const appendedByReducer = run.events.filter((e) => !run.written.has(e.offset)).map(comparable);
-  const replayed = replayScenario(run.events).derived.map(comparable);
-  return { appendedByReducer, replayed };
+  const byReducer = run.events.filter((e) => !run.written.has(e.offset));
+  const derived = replayScenario(run.events).derived;
+  const reactionKeys = new Set(derived.map((d) => d.idempotencyKey));
+  const reactions = byReducer.filter((e) => reactionKeys.has(e.idempotencyKey));
+  // Anything else the reducer appended was decided at the head, on the stream as it stood then.
+  const decisions = byReducer
+    .filter((e) => !reactionKeys.has(e.idempotencyKey))
+    .map((e) => ({ appended: comparable(e), decided: decideAt(run.events, e.offset - 1, Date.parse(e.createdAt)).appends.map(comparable) }));
+  return { appendedByReducer: reactions.map(comparable), replayed: derived.map(comparable), decisions };
 }
 
 describe("the real reducer and the replay append the same events", () => {
   it("for a bare agent: the platform's reactions and no project-worker birth reaction", async () => {
     const run = await runThroughReducer("/agents/compare/bare", { type: "agent/created", payload: {} });
-    const { appendedByReducer, replayed } = compare(run);
+    const { appendedByReducer, replayed, decisions } = compare(run);
     expect(appendedByReducer).toEqual(replayed);
+    expect(decisions.map((d) => d.appended.type)).toEqual(["agent/llm-request-requested"]);
+    for (const { appended, decided } of decisions) expect(decided).toContainEqual(appended);
     // Not vacuous: the mirror, both preamble notes and three error transcriptions, and no worker birth.
     expect(appendedByReducer.map((e) => e.type)).toEqual(Array(6).fill("agents/context-added"));
     expect(appendedByReducer.some((e) => e.type === "agent/configured")).toBe(false);
@@ -85,8 +102,10 @@ describe("the real reducer and the replay append the same events", () => {
 
   it("for an agent born into a project: the worker's birth batch as well", async () => {
     const run = await runThroughReducer("/agents/compare/project", { type: "agent/created", payload: { project: { name: "Demo", slug: "demo" } } });
-    const { appendedByReducer, replayed } = compare(run);
+    const { appendedByReducer, replayed, decisions } = compare(run);
     expect(appendedByReducer).toEqual(replayed);
+    expect(decisions.map((d) => d.appended.type)).toEqual(["agent/llm-request-requested"]);
+    for (const { appended, decided } of decisions) expect(decided).toContainEqual(appended);
     expect(appendedByReducer.slice(0, 3).map((e) => e.type)).toEqual(["agents/context-added", "agents/context-added", "agent/configured"]);
     expect(appendedByReducer[2]?.payload).toEqual({ config: { interpretResponses: false, llmRequestDebounceMs: 250 } });
     expect(appendedByReducer).toHaveLength(9);
@@ -103,8 +122,9 @@ describe("the real reducer and the replay append the same events", () => {
     for (const batch of inputsAfterBirth()) await write(unborn, batch, written);
     await runThroughReducer(bare, { type: "agent/created", payload: {} });
     const events = await system.store.read(unborn);
-    const { appendedByReducer, replayed } = compare({ events, written });
+    const { appendedByReducer, replayed, decisions } = compare({ events, written });
     expect(appendedByReducer).toEqual([]);
+    expect(decisions).toEqual([]);
     expect(replayed).toEqual([]);
     expect(events).toHaveLength(inputsAfterBirth().length);
   });
