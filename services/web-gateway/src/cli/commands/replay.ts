@@ -2,7 +2,9 @@
 // through the pure agent core and prints what the model saw for every request and what the
 // system would append in reaction to every event. Users run it to see a turn exactly as the
 // model did; the fixture tests run it to check the contract byte for byte. Reactions follow
-// the production reaction policy (the reducer's defaults: project worker on, built-in texts).
+// the production reaction policy, with the reducer's defaults (project worker on, built-in
+// texts) unless `--no-project-worker` (PROJECT_WORKER=off) or `--agents-md FILE`
+// (PROJECT_AGENTS_MD_FILE) say how the deployment runs it.
 //
 // `--decide OFFSET@ISO …` prints instead, for each pair, what the reducer's head decision
 // appends after folding up to OFFSET with the clock at ISO, or when it next wakes, and why
@@ -11,7 +13,7 @@
 import { readFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type AgentEvent, ContractViolationError, parseStoredEvent, streamPathProblem } from "@agentrt/contract";
-import { decideAt, replayScenario } from "@agentrt/agent-core";
+import { decideAt, reactionPolicy, replayScenario } from "@agentrt/agent-core";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 
@@ -61,7 +63,7 @@ export async function loadScenario(file: string, seen: ReadonlySet<string> = new
   return { streamPath, events, skipped };
 }
 
-const USAGE = "usage: agents replay FILE [--placeholder-protocol] [--runtime] [--decide OFFSET@ISO ...]";
+const USAGE = "usage: agents replay FILE [--placeholder-protocol] [--runtime] [--no-project-worker] [--agents-md FILE] [--decide OFFSET@ISO ...]";
 
 const decidePairSchema = z
   .string()
@@ -76,6 +78,7 @@ interface ParsedArgs {
   readonly files: string[];
   readonly flags: Set<string>;
   readonly decide: { offset: number; iso: string }[];
+  readonly agentsMdFile: string | undefined;
   readonly problems: string[];
 }
 
@@ -85,13 +88,20 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   const decide: { offset: number; iso: string }[] = [];
   const problems: string[] = [];
   let inDecide = false;
-  for (const arg of args) {
-    if (arg === "--decide") {
+  let agentsMdFile: string | undefined;
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] as string;
+    if (arg === "--agents-md") {
+      inDecide = false;
+      agentsMdFile = args[i + 1];
+      i += 1;
+      if (agentsMdFile === undefined || agentsMdFile.startsWith("--")) problems.push("--agents-md needs a FILE");
+    } else if (arg === "--decide") {
       inDecide = true;
       flags.add(arg);
     } else if (arg.startsWith("--")) {
       inDecide = false;
-      if (arg === "--placeholder-protocol" || arg === "--runtime") flags.add(arg);
+      if (arg === "--placeholder-protocol" || arg === "--runtime" || arg === "--no-project-worker") flags.add(arg);
       else problems.push(`unknown option: ${arg}`);
     } else if (inDecide && /^\d/.test(arg)) {
       const pair = decidePairSchema.safeParse(arg);
@@ -102,11 +112,11 @@ function parseArgs(args: readonly string[]): ParsedArgs {
     }
   }
   if (flags.has("--decide") && decide.length === 0 && problems.length === 0) problems.push("--decide needs at least one OFFSET@ISO");
-  return { files, flags, decide, problems };
+  return { files, flags, decide, agentsMdFile, problems };
 }
 
 export async function replayCommand(args: readonly string[], out: (text: string) => void, err: (text: string) => void): Promise<number> {
-  const { files, flags, decide, problems } = parseArgs(args);
+  const { files, flags, decide, agentsMdFile, problems } = parseArgs(args);
   if (files.length !== 1 || problems.length > 0) {
     err(`${USAGE}${problems.length > 0 ? `\n${problems.join("\n")}` : ""}\n`);
     return 2;
@@ -118,8 +128,14 @@ export async function replayCommand(args: readonly string[], out: (text: string)
     out(`${JSON.stringify({ decisions }, null, 2)}\n`);
     return 0;
   }
+  // Built as the reducer's main.ts builds it from PROJECT_WORKER and PROJECT_AGENTS_MD_FILE.
+  const policy = reactionPolicy({
+    projectWorker: !flags.has("--no-project-worker"),
+    ...(agentsMdFile === undefined ? {} : { texts: { agentsMd: (await readFile(agentsMdFile, "utf8")).trim() } }),
+  });
   const result = replayScenario(scenario.events, {
     streamPath: scenario.streamPath,
+    policy,
     placeholderProtocol: flags.has("--placeholder-protocol"),
     includeRuntime: flags.has("--runtime"),
   });

@@ -2,6 +2,8 @@
 // pair, what the head decision appends after folding up to OFFSET with the clock at ISO, or
 // when it next wakes, and why — the birth hold, the debounce, adoption and expiry, the backoff
 // after a failure, the autonomous-turn breaker — and the usage error for a malformed pair.
+// And the reaction policy replay runs: the reducer's defaults, or the deployment's worker
+// switch (`--no-project-worker`) and AGENTS.md (`--agents-md FILE`).
 
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -110,5 +112,38 @@ describe("agents replay --decide", () => {
     );
     expect(failure?.code).toBe(2);
     expect(failure?.stderr).toContain("--decide 5@yesterday");
+  });
+});
+
+interface Replayed {
+  derived: Array<{ fromOffset: number; type: string; payload: Record<string, unknown> }>;
+}
+
+async function replay(file: string, ...flags: string[]): Promise<Replayed> {
+  const { stdout } = await promisify(execFile)(tsx, [main, "replay", file, ...flags], { cwd: root });
+  return JSON.parse(stdout) as Replayed;
+}
+
+describe("agents replay runs the reducer's reaction policy", () => {
+  const birthOf = (r: Replayed) => r.derived.filter((d) => d.fromOffset === 1);
+
+  it("by default, the project worker configures an agent born into a project", async () => {
+    const birth = birthOf(await replay(turns));
+    expect(birth.map((d) => d.type)).toEqual(["agents/context-added", "agents/context-added", "agent/configured"]);
+    expect(birth[0]?.payload).toMatchObject({ key: "config/agents-md" });
+  });
+
+  it("with the deployment's AGENTS.md, as PROJECT_AGENTS_MD_FILE gives it to the reducer", async () => {
+    const file = join(dir, "AGENTS.md");
+    writeFileSync(file, "Be terse; deploys go out on merge.\n");
+    expect(birthOf(await replay(turns, "--agents-md", file))[0]?.payload).toMatchObject({ key: "config/agents-md", content: "Be terse; deploys go out on merge." });
+  });
+
+  it("with the worker switched off (PROJECT_WORKER=off), nothing configures the agent", async () => {
+    expect(birthOf(await replay(turns, "--no-project-worker"))).toEqual([]);
+  });
+
+  it("a bare agent gets no birth reaction", async () => {
+    expect(birthOf(await replay(looping))).toEqual([]);
   });
 });
