@@ -1,10 +1,12 @@
 // What the reducer does at the head of a stream (contract.md "What the reducer does at the
 // head of the stream"): resume, trip the autonomous breaker, ask for a debounced request, or
 // adopt/expire an open one. Pure: the shell passes the clock and which requests it is
-// already running, appends the batches, arms a timer for `wakeAtMs`, and re-decides.
+// already running, appends the batches, arms a timer for `wakeAtMs`, and re-decides. Each
+// decision says why (`why`), so `agents replay --decide` can show decisions in time.
 
 import { idempotencyKeys, CONTRACT_VERSION, type EventInput, eventInput } from "@agentrt/contract";
 import { epochMs } from "./fold/triggers.ts";
+import { BIRTH_WINDOW_DEBOUNCE_MS } from "./project-worker/birth.ts";
 import type { AgentState, PendingTrigger } from "./state.ts";
 
 /** Expiry margin: a request with less than this left is not worth handing to a driver. */
@@ -22,6 +24,28 @@ export interface AdoptInstruction {
   readonly model: string;
 }
 
+/** Why the head decision is what it is, one entry per rule that applied. */
+export type HeadReason =
+  | { readonly rule: "not-born" }
+  | { readonly rule: "request-running"; readonly requestOffset: number }
+  | { readonly rule: "request-expired"; readonly requestOffset: number; readonly expiresAt: string }
+  | { readonly rule: "request-adopted"; readonly requestOffset: number; readonly expiresAt: string }
+  | { readonly rule: "no-trigger" }
+  | { readonly rule: "resume"; readonly triggerOffset: number }
+  | { readonly rule: "paused"; readonly triggerOffset: number; readonly reason?: string }
+  | { readonly rule: "after-open-request"; readonly triggerOffset: number; readonly requestOffset: number }
+  | { readonly rule: "breaker"; readonly triggerOffset: number; readonly autonomousTurns: number; readonly maxAutonomousTurns: number }
+  | {
+      readonly rule: "turn-due" | "turn-waits";
+      readonly triggerOffset: number;
+      readonly debounceMs: number;
+      /** The 60 s birth window still holds the first turn (no worker configured the agent yet). */
+      readonly birthHold: boolean;
+      readonly backoffMs: number;
+      readonly consecutiveFailures: number;
+      readonly dueAt: string;
+    };
+
 export interface HeadDecision {
   /** Batches to append now, in order; each carries the contract's idempotency keys. */
   readonly appends: EventInput[][];
@@ -29,45 +53,71 @@ export interface HeadDecision {
   readonly wakeAtMs: number | null;
   /** An open request nobody here is driving: hand it to a driver. */
   readonly adopt: AdoptInstruction | null;
+  /** The rules that produced this decision, in the order they were applied. */
+  readonly why: readonly HeadReason[];
 }
 
-const NOTHING: HeadDecision = { appends: [], wakeAtMs: null, adopt: null };
-
 export function decideAtHead(state: AgentState, input: HeadDecisionInput): HeadDecision {
-  if (state.birthCertificate === null) return NOTHING;
+  if (state.birthCertificate === null) return { appends: [], wakeAtMs: null, adopt: null, why: [{ rule: "not-born" }] };
   const { nowMs } = input;
   const appends: EventInput[][] = [];
   const wakes: number[] = [];
+  const why: HeadReason[] = [];
   let adopt: AdoptInstruction | null = null;
 
   const open = state.openRequest;
-  if (open !== null && !isRunning(input.runningRequestOffsets, open.requestedAtOffset)) {
+  if (open !== null && isRunning(input.runningRequestOffsets, open.requestedAtOffset)) {
+    why.push({ rule: "request-running", requestOffset: open.requestedAtOffset });
+  } else if (open !== null) {
     const expiresAtMs = epochMs(open.expiresAt);
     if (nowMs + EXPIRY_MARGIN_MS >= expiresAtMs) {
       appends.push(expiryBatch(open.requestedAtOffset));
+      why.push({ rule: "request-expired", requestOffset: open.requestedAtOffset, expiresAt: open.expiresAt });
     } else {
       adopt = { requestOffset: open.requestedAtOffset, expiresAt: open.expiresAt, model: open.model };
       wakes.push(expiresAtMs - EXPIRY_MARGIN_MS);
+      why.push({ rule: "request-adopted", requestOffset: open.requestedAtOffset, expiresAt: open.expiresAt });
     }
   }
 
   const trigger = state.pendingLlmRequestTrigger;
-  if (trigger !== null && state.paused !== null && trigger.source === "external") {
+  if (trigger === null) {
+    why.push({ rule: "no-trigger" });
+  } else if (state.paused !== null && trigger.source === "external") {
     appends.push([
       eventInput("agent/resumed", { reason: "external input" }, idempotencyKeys.resume(trigger.offset)),
     ]);
-  } else if (trigger !== null && state.paused === null && open === null) {
-    if (trigger.source === "agent-loop" && state.autonomousTurnCount >= state.config.maxAutonomousTurns) {
-      appends.push([breakerPause(state, trigger)]);
-    } else {
-      const dueAtMs = requestDueAtMs(state, trigger);
-      if (nowMs >= dueAtMs) appends.push([requestInput(state, trigger)]);
-      else wakes.push(dueAtMs);
-    }
+    why.push({ rule: "resume", triggerOffset: trigger.offset });
+  } else if (state.paused !== null) {
+    why.push({ rule: "paused", triggerOffset: trigger.offset, ...(state.paused.reason === undefined ? {} : { reason: state.paused.reason }) });
+  } else if (open !== null) {
+    why.push({ rule: "after-open-request", triggerOffset: trigger.offset, requestOffset: open.requestedAtOffset });
+  } else if (trigger.source === "agent-loop" && state.autonomousTurnCount >= state.config.maxAutonomousTurns) {
+    appends.push([breakerPause(state, trigger)]);
+    why.push({ rule: "breaker", triggerOffset: trigger.offset, autonomousTurns: state.autonomousTurnCount, maxAutonomousTurns: state.config.maxAutonomousTurns });
+  } else {
+    const dueAtMs = requestDueAtMs(state, trigger);
+    const due = nowMs >= dueAtMs;
+    if (due) appends.push([requestInput(state, trigger)]);
+    else wakes.push(dueAtMs);
+    why.push({
+      rule: due ? "turn-due" : "turn-waits",
+      triggerOffset: trigger.offset,
+      debounceMs: state.config.llmRequestDebounceMs,
+      birthHold: inBirthHold(state),
+      backoffMs: backoffMs(state),
+      consecutiveFailures: state.consecutiveLlmFailures,
+      dueAt: new Date(dueAtMs).toISOString(),
+    });
   }
 
   const future = wakes.filter((t) => t > nowMs);
-  return { appends, wakeAtMs: future.length > 0 ? Math.min(...future) : null, adopt };
+  return { appends, wakeAtMs: future.length > 0 ? Math.min(...future) : null, adopt, why };
+}
+
+/** The birth window's long debounce still applies: nothing has configured the agent since create(). */
+export function inBirthHold(state: AgentState): boolean {
+  return state.config.llmRequestDebounceMs === BIRTH_WINDOW_DEBOUNCE_MS && state.lastLlmRequestOffset === 0;
 }
 
 /** Debounce plus exponential backoff after failures, capped. */

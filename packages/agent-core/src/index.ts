@@ -24,7 +24,9 @@ export {
   standingDocumentLength,
 } from "./render/render.ts";
 export { IncrementalRequestRenderer, StreamRequestRenderer } from "./render/incremental.ts";
-export { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
+export { interpreterReactions } from "./interpreters.ts";
+export * from "./reaction-policy.ts";
+export * from "./request-status.ts";
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
 export * from "./display/index.ts";

@@ -1,12 +1,14 @@
 // The reducer's per-event consequences (contract.md "Per delivered event"): what it appends in
-// reaction to one event, given the state just before and just after folding it. Pure: the
+// reaction to one event, given the state just before and just after folding it, under the
+// reaction policy (production's unless a spec narrows it). Pure: the
 // shell performs the interrupt round-trip to the driver and appends the batches with their
 // idempotency keys, so two incarnations reacting to the same event collapse to one set.
 
 import { idempotencyKeys, type AgentEvent, type AgentEventOf, type EventInput, eventInput } from "@agentrt/contract";
 import { isInterruptingItem, triggerSourceOf } from "./fold/triggers.ts";
-import { type InterpreterOptions, interpreterReactions } from "./interpreters.ts";
-import { type AgentRuntime, runtimeChangedInput } from "./runtime.ts";
+import { interpreterReactions } from "./interpreters.ts";
+import { PRODUCTION_REACTION_POLICY, publishesRuntime, type ReactionPolicy, reactsTo } from "./reaction-policy.ts";
+import { type AgentRuntime, computeRuntime, runtimeChangedInput } from "./runtime.ts";
 import type { AgentState } from "./state.ts";
 
 export const INTERRUPTED_PARTIAL_PREFIX = "[Response interrupted by the user's next message; partial output follows]\n";
@@ -21,17 +23,13 @@ export interface EventReaction {
   readonly runtime: AgentRuntime;
 }
 
-export interface ReactOptions {
-  /** Which interpreters react too; both by default. Pass `false` to leave them to another process. */
-  readonly interpreters?: InterpreterOptions | false;
-}
-
 export function reactToEvent(
   before: AgentState,
   event: AgentEvent,
   after: AgentState,
-  options: ReactOptions = {},
+  policy: ReactionPolicy = PRODUCTION_REACTION_POLICY,
 ): EventReaction {
+  if (!reactsTo(before, event)) return { appends: [], interrupt: null, runtimeChanged: null, runtime: computeRuntime(after) };
   const appends: EventInput[][] = [];
   let interrupt: EventReaction["interrupt"] = null;
   switch (event.type) {
@@ -55,9 +53,9 @@ export function reactToEvent(
     default:
       break;
   }
-  if (options.interpreters !== false) appends.push(...interpreterReactions(before, event, options.interpreters));
+  appends.push(...interpreterReactions(before, event, policy));
   const change = runtimeChangedInput(before, event, after);
-  return { appends, interrupt, runtimeChanged: change.input, runtime: change.runtime };
+  return { appends, interrupt, runtimeChanged: publishesRuntime(after) ? change.input : null, runtime: change.runtime };
 }
 
 /**

@@ -2,11 +2,13 @@
 // accepted request and everything the system would append in reaction to each event. This is
 // how users inspect a turn and how the scenario fixtures are checked. Reactions are reported,
 // not fed back: the recorded stream already holds whatever was appended at the time.
+// `decideAt` shows the head decision in time: after folding up to an offset, at a given clock.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
-import { foldAgentEvent, initialAgentState } from "./fold/fold.ts";
-import type { InterpreterOptions } from "./interpreters.ts";
+import { type HeadDecision, decideAtHead } from "./decide.ts";
+import { foldAgentEvent, foldAgentEvents, initialAgentState } from "./fold/fold.ts";
 import { interruptBatch, reactToEvent } from "./react.ts";
+import { PRODUCTION_REACTION_POLICY, type ReactionPolicy } from "./reaction-policy.ts";
 import { IncrementalRequestRenderer } from "./render/incremental.ts";
 import type { ChatMessage } from "./render/items.ts";
 import type { AgentState } from "./state.ts";
@@ -16,7 +18,8 @@ export const PROTOCOL_PROMPT_PLACEHOLDER = "$PROTOCOL_PROMPT";
 export interface ReplayOptions {
   /** Print `$PROTOCOL_PROMPT` instead of the protocol prompt itself. */
   readonly placeholderProtocol?: boolean;
-  readonly interpreters?: InterpreterOptions;
+  /** The reaction policy; production's by default, so a replay reports what the reducer appends. */
+  readonly policy?: ReactionPolicy;
   /** Also report the live-lane `agent/runtime-changed` transitions. */
   readonly includeRuntime?: boolean;
   readonly streamPath?: string;
@@ -41,6 +44,15 @@ export interface ReplayResult {
   readonly state: AgentState;
 }
 
+function derivedFrom(fromOffset: number, input: EventInput): DerivedEvent {
+  return {
+    fromOffset,
+    type: input.type,
+    payload: input.payload,
+    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+  };
+}
+
 export function replayScenario(events: readonly AgentEvent[], options: ReplayOptions = {}): ReplayResult {
   const streamPath = options.streamPath ?? events[0]?.streamPath ?? "/";
   const renderer = new IncrementalRequestRenderer(
@@ -55,19 +67,43 @@ export function replayScenario(events: readonly AgentEvent[], options: ReplayOpt
     if (event.type === "agent/llm-request-requested" && before.openRequest === null && state.openRequest?.requestedAtOffset === event.offset) {
       requests.push({ offset: event.offset, model: state.openRequest.model, messages: renderer.render(state) });
     }
-    const reaction = reactToEvent(before, event, state, { interpreters: options.interpreters ?? {} });
+    const reaction = reactToEvent(before, event, state, options.policy ?? PRODUCTION_REACTION_POLICY);
     const batches: EventInput[][] = [...reaction.appends];
     // Without a driver to ask there is no partial text: the settlement alone is appended.
     if (reaction.interrupt !== null) batches.push(interruptBatch(reaction.interrupt.requestOffset));
     if (options.includeRuntime === true && reaction.runtimeChanged !== null) batches.push([reaction.runtimeChanged]);
-    for (const input of batches.flat()) {
-      derived.push({
-        fromOffset: event.offset,
-        type: input.type,
-        payload: input.payload,
-        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
-      });
-    }
+    for (const input of batches.flat()) derived.push(derivedFrom(event.offset, input));
   }
   return { requests, derived, state };
+}
+
+/** What the head decision does after folding a recorded stream up to an offset, at a time. */
+export interface DecisionInTime {
+  /** The last offset folded (≤ the one asked for; the stream may have gaps or end before it). */
+  readonly foldedThrough: number;
+  readonly at: string;
+  readonly appends: DerivedEvent[];
+  /** When the reducer would decide again, or null when nothing waits on the clock. */
+  readonly wakeAt: string | null;
+  /** The open request a driver would be handed, if any. */
+  readonly adopt: HeadDecision["adopt"];
+  readonly why: HeadDecision["why"];
+}
+
+/**
+ * Folds the events with offsets ≤ `offset` and decides at the head with the clock at `nowMs`,
+ * exactly as the reducer does (it drives no request itself, so none counts as running).
+ */
+export function decideAt(events: readonly AgentEvent[], offset: number, nowMs: number, streamPath?: string): DecisionInTime {
+  const upTo = events.filter((e) => e.offset <= offset);
+  const state = foldAgentEvents(initialAgentState(streamPath ?? events[0]?.streamPath ?? "/"), upTo);
+  const decision = decideAtHead(state, { nowMs });
+  return {
+    foldedThrough: state.lastFoldedOffset,
+    at: new Date(nowMs).toISOString(),
+    appends: decision.appends.flat().map((input) => derivedFrom(state.lastFoldedOffset, input)),
+    wakeAt: decision.wakeAtMs === null ? null : new Date(decision.wakeAtMs).toISOString(),
+    adopt: decision.adopt,
+    why: decision.why,
+  };
 }

@@ -54,7 +54,7 @@ function randomRun(seed: number, steps: number): Run {
     if (event.type === "agent/llm-request-requested" && state.openRequest?.requestedAtOffset === event.offset && before.openRequest === null) {
       run.requests.push({ offset: event.offset, messages: renderRequest(state), incremental: renderer.render(state) });
     }
-    const reaction = reactToEvent(before, event, state, { interpreters: false });
+    const reaction = reactToEvent(before, event, state, { codemode: false, projectWorker: null });
     const batches: EventInput[][] = [...reaction.appends];
     if (reaction.interrupt !== null) batches.push(interruptBatch(reaction.interrupt.requestOffset, rnd() < 0.5 ? "partial…" : undefined));
     for (const input of batches.flat()) commit(s.commit(input));

@@ -38,7 +38,7 @@ describe("expiry and adoption", () => {
 
   it("does not expire a request this incarnation is running", () => {
     given(...events).atHead(expiresAtMs, [3]).then((d) => {
-      expect(d).toEqual({ appends: [], wakeAtMs: null, adopt: null });
+      expect(d).toEqual({ appends: [], wakeAtMs: null, adopt: null, why: [{ rule: "request-running", requestOffset: 3 }, { rule: "no-trigger" }] });
     });
   });
 

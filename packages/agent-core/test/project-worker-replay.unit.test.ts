@@ -1,6 +1,10 @@
 // Given scenarios 1 and 1b folded by the real fold, when the codemode and project-worker
 // reactions run on each event with the state before it, then exactly the fixture's derived
 // events appear (and nothing scripts where the fixture says no script).
+// The reactions are called directly, not through the reaction policy: the fixture's certificate
+// (@5, from the seed) does not name its project, and the production policy gives the worker's
+// birth reaction only to agents born into a project (reaction-policy.unit.test.ts; the real
+// reducer and the replay are compared in test/e2e/reducer-vs-replay.test.ts).
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -2,11 +2,11 @@
 // transcription, the waiting clear, and the runtime transitions for live UIs.
 
 import { describe, expect, it } from "vitest";
-import { foldAgentEvent, interruptBatch, reactToEvent, renderRequest } from "../src/index.ts";
+import { foldAgentEvent, interruptBatch, type ReactionPolicy, reactToEvent, renderRequest } from "../src/index.ts";
 import { given, onlyBatch } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
 
-const noInterpreters = { interpreters: false } as const;
+const noInterpreters: ReactionPolicy = { codemode: false, projectWorker: null };
 
 describe("interrupts", () => {
   it("an interrupting message mid-stream asks to abort R; the partial text lands as history", () => {
@@ -99,7 +99,7 @@ describe("error transcription", () => {
     const s = new TestStream();
     const error = s.event("stream/error-occurred", { message: "LLM request @3 failed (attempt 1 of 3): 500. Retrying." });
     const appended = given(s.created()).when(error).then(() => undefined).reaction.appends;
-    const [transcription] = onlyBatch({ appends: appended, wakeAtMs: null, adopt: null });
+    const [transcription] = onlyBatch({ appends: appended, wakeAtMs: null, adopt: null, why: [] });
     expect(transcription).toEqual({
       type: "agents/context-added",
       payload: {

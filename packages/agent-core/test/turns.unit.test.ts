@@ -51,7 +51,7 @@ describe("a full turn", () => {
       expect(state.contextItems.map((i) => i.kind)).toEqual(["message", "request", "message"]);
     });
     given(created, hi, requested, reply, settled).atHead(s.now + 60_000).then((d) => {
-      expect(d).toEqual({ appends: [], wakeAtMs: null, adopt: null });
+      expect(d).toEqual({ appends: [], wakeAtMs: null, adopt: null, why: [{ rule: "no-trigger" }] });
     });
   });
 

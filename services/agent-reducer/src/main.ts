@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
+import { reactionPolicy } from "@agentrt/agent-core";
 import {
   connectNats,
   createLogger,
@@ -59,10 +60,10 @@ await runService({
         evictIdleMs: config.REDUCER_EVICT_IDLE_MS,
       },
       kvReplicas: config.NATS_STREAM_REPLICAS,
-      projectWorker: {
-        enabled: config.PROJECT_WORKER === "on",
+      policy: reactionPolicy({
+        projectWorker: config.PROJECT_WORKER === "on",
         ...(config.PROJECT_AGENTS_MD_FILE ? { texts: { agentsMd: readFileSync(config.PROJECT_AGENTS_MD_FILE, "utf8").trim() } } : {}),
-      },
+      }),
     });
     await reducer.start();
     const readiness = trackReadiness(nc, [() => reducer.running()]);

@@ -10,7 +10,7 @@
 
 import type { EventStore, FeedBatch, FeedSubscription, LiveFeed } from "@agentrt/streams";
 import type { Logger } from "@agentrt/service-kit";
-import type { ProjectWorkerOptions } from "./core-adapter.ts";
+import type { ReactionPolicy } from "@agentrt/agent-core";
 import type { ReducerEffects } from "./effects.ts";
 import { SNAPSHOT_FORMAT, type SnapshotStore } from "./snapshots.ts";
 import { StreamProcessor } from "./stream-processor.ts";
@@ -35,7 +35,8 @@ export interface PartitionWorkerOptions {
   readonly effects: ReducerEffects;
   readonly logger: Logger;
   readonly retention?: Partial<RetentionPolicy>;
-  readonly projectWorker?: ProjectWorkerOptions;
+  /** The reaction policy (production's by default; main.ts builds it from the worker switch). */
+  readonly policy?: ReactionPolicy;
   readonly onEvents?: (count: number) => void;
   readonly onRetention?: (what: "snapshot" | "evicted" | "rebuilt" | "checkpoint") => void;
 }
@@ -114,7 +115,7 @@ export class PartitionWorker {
   }
 
   private newProcessor(streamPath: string, restored?: ConstructorParameters<typeof StreamProcessor>[3]): StreamProcessor {
-    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored, this.options.projectWorker);
+    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored, this.options.policy);
   }
 
   /**

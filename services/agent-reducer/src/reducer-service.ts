@@ -7,7 +7,7 @@ import type { EventStore } from "@agentrt/streams";
 import { type Metrics, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "@agentrt/service-kit";
-import type { ProjectWorkerOptions } from "./core-adapter.ts";
+import type { ReactionPolicy } from "@agentrt/agent-core";
 import type { ReducerEffects } from "./effects.ts";
 import { PartitionWorker, type RetentionPolicy } from "./partition-worker.ts";
 import type { SnapshotStore } from "./snapshots.ts";
@@ -23,7 +23,8 @@ export interface ReducerServiceOptions {
   readonly leaseTtlMs: number;
   readonly retention?: Partial<RetentionPolicy>;
   readonly kvReplicas?: number;
-  readonly projectWorker?: ProjectWorkerOptions;
+  /** The reaction policy (production's by default; main.ts builds it from the worker switch). */
+  readonly policy?: ReactionPolicy;
 }
 
 export class ReducerService {
@@ -76,7 +77,7 @@ export class ReducerService {
           effects: options.effects,
           logger: options.logger.child({ partition }),
           ...(options.retention ? { retention: options.retention } : {}),
-          ...(options.projectWorker ? { projectWorker: options.projectWorker } : {}),
+          ...(options.policy ? { policy: options.policy } : {}),
           onEvents: (count) => this.eventsFolded?.inc(count),
           onRetention: (what) => this.retentionEvents?.inc({ what }),
         });

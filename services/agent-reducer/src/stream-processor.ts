@@ -14,9 +14,24 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
-import { type AgentState, type LiveLaneState, applyChunksEvent, createLiveLaneState, endRequest } from "@agentrt/agent-core";
+import {
+  type AgentState,
+  type LiveLaneState,
+  PRODUCTION_REACTION_POLICY,
+  type ReactionPolicy,
+  applyChunksEvent,
+  computeRuntime,
+  createLiveLaneState,
+  decideAtHead,
+  endRequest,
+  foldAgentEvent,
+  initialAgentState,
+  interruptBatch,
+  liveDialectOf,
+  publishesRuntime,
+  reactToEvent,
+} from "@agentrt/agent-core";
 import type { Logger } from "@agentrt/service-kit";
-import * as core from "./core-adapter.ts";
 import type { ReducerEffects } from "./effects.ts";
 
 /** How many recent idempotency keys a processor remembers (a replay's burst, not the stream). */
@@ -62,9 +77,9 @@ export class StreamProcessor {
     private readonly effects: ReducerEffects,
     private readonly logger: Logger,
     restored?: AgentState,
-    private readonly worker: core.ProjectWorkerOptions = { enabled: true },
+    private readonly policy: ReactionPolicy = PRODUCTION_REACTION_POLICY,
   ) {
-    this.state = restored ?? core.newState(streamPath);
+    this.state = restored ?? initialAgentState(streamPath);
     // A restored agent's running scripts are handed to the host again (the work item is
     // deduplicated; a script already started is the host's to recover).
     for (const script of this.state.activeScriptExecutions) this.unsettledScripts.set(script.executionId, script.requestedOffset);
@@ -75,7 +90,7 @@ export class StreamProcessor {
   apply(event: AgentEvent): void {
     if (event.offset <= this.state.lastFoldedOffset) return; // replayed twice: once each
     const before = this.state;
-    const after = core.fold(before, event);
+    const after = foldAgentEvent(before, event);
     this.state = after;
     this.eventsSinceSnapshot += 1;
     this.lastActivityMs = this.effects.now();
@@ -89,9 +104,9 @@ export class StreamProcessor {
       this.liveLane = endRequest(this.liveLane, event.payload.requestOffset);
       if (this.liveLane.requests.size === 0) this.liveLane = undefined;
     }
-    const reaction = core.react(before, event, after, this.worker);
-    if (reaction.batches.length > 0) this.pendingReactions.push(...reaction.batches);
-    if (reaction.interruptRequestOffset !== undefined) this.pendingInterrupts.push(reaction.interruptRequestOffset);
+    const reaction = reactToEvent(before, event, after, this.policy);
+    if (reaction.appends.length > 0) this.pendingReactions.push(...reaction.appends);
+    if (reaction.interrupt !== null) this.pendingInterrupts.push(reaction.interrupt.requestOffset);
     this.scheduleFlush();
   }
 
@@ -102,7 +117,7 @@ export class StreamProcessor {
    */
   applyLive(event: AgentEvent): void {
     if (this.closed || event.type !== "agent/llm-response-chunks") return;
-    const dialect = core.liveDialect(this.state, this.worker);
+    const dialect = liveDialectOf(this.state, this.policy);
     if (dialect === undefined) return;
     // One request streams at a time; a second lane covers chunks of the previous one arriving late.
     if (this.liveLane?.dialect !== dialect) this.liveLane = createLiveLaneState({ dialect, maxRequests: 2 });
@@ -210,7 +225,7 @@ export class StreamProcessor {
     while (this.pendingInterrupts.length > 0) {
       const requestOffset = this.pendingInterrupts[0]!;
       const partialText = await this.effects.interruptDriver(this.streamPath, requestOffset);
-      await this.effects.append(this.streamPath, core.interruptEvents(requestOffset, partialText));
+      await this.effects.append(this.streamPath, interruptBatch(requestOffset, partialText));
       this.pendingInterrupts.shift();
     }
   }
@@ -229,8 +244,8 @@ export class StreamProcessor {
   }
 
   private async publishRuntime(): Promise<void> {
-    if (this.state.birthCertificate === null) return;
-    const runtime = core.runtimeOf(this.state);
+    if (!publishesRuntime(this.state)) return;
+    const runtime = computeRuntime(this.state);
     const json = JSON.stringify(runtime);
     if (json === this.lastRuntimeJson) return;
     this.lastRuntimeJson = json;
@@ -244,8 +259,10 @@ export class StreamProcessor {
   private async decide(): Promise<void> {
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
-    const decision = core.decide(this.state, this.effects.now());
-    for (const batch of decision.batches) {
+    // The reducer drives no request itself: an open request is handed to the work queue
+    // (deduplicated there) and expired by the clock when nobody settles it.
+    const decision = decideAtHead(this.state, { nowMs: this.effects.now() });
+    for (const batch of decision.appends) {
       const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
       if (keys.length > 0 && keys.every((k) => this.seenKeys.has(k))) continue;
       const outcome = await this.effects.appendAtHead(this.streamPath, batch, this.state.lastFoldedOffset);
@@ -260,7 +277,7 @@ export class StreamProcessor {
         this.publishedRequestOffset = request.offset;
       }
     }
-    if (decision.wakeAtMs !== undefined) {
+    if (decision.wakeAtMs !== null) {
       const delay = Math.max(0, decision.wakeAtMs - this.effects.now());
       this.wakeTimer = setTimeout(() => this.scheduleFlush(), delay);
     }

@@ -1,12 +1,12 @@
 // One script work item, end to end (codemode.md "Script lifecycle"). The work item is only a
-// hint: the stream is re-read and decides. Settled → nothing to do. Started but unsettled →
-// if the host that started it is provably dead (its liveness lease expired) settle `orphaned`,
-// NEVER re-run; if it lives (merely slow or stalled) come back later. Unstarted and expired →
-// `expired`. Otherwise bound the size, typecheck (provable errors, or a checker that did not
-// finish within its budget, settle `typecheck`, no started event), append `started` BEFORE the
-// body runs, run in the sandbox with the deadline, settle.
+// hint: the stream is re-read and the core's `decideScriptRun` decides (settled, started by a
+// host that may be dead, expired, past its deadline, too large, or to check and run). This
+// shell does the IO: asks the liveness lease, typechecks (provable errors, or a checker that
+// did not finish within its budget, settle `typecheck`, no started event), appends `started`
+// BEFORE the body runs, runs in the sandbox with the deadline, settles.
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
+import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
 import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
@@ -95,8 +95,6 @@ export class CheckerProtocolError extends Error {
   readonly code = "CHECKER_PROTOCOL";
 }
 
-type Requested = Extract<AgentEvent, { type: "capability-host/script-run-requested" }>;
-
 /**
  * The turn a script belongs to: `agent-output:<n>` names the assistant reply at n, whose
  * `llmRequestOffset` names the request, whose key `agent/request/<trigger>` names the trigger.
@@ -145,50 +143,56 @@ export class ScriptRunner {
     const log = this.deps.logger.child({ streamPath, executionId });
     log.debug("handling script work item");
     const events = await this.deps.store.read(streamPath);
-    let requested: Requested | undefined;
-    let started = false;
-    for (const e of events) {
-      if (e.type === "capability-host/script-run-requested" && e.payload.executionId === executionId) requested ??= e;
-      else if (e.type === "capability-host/script-run-started" && e.payload.executionId === executionId) started = true;
-      else if (e.type === "capability-host/script-run-settled" && e.payload.executionId === executionId) return "already-settled";
-    }
-    if (requested === undefined) return "not-found";
+    const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits);
+    if (decision.kind === "not-found") return "not-found";
+    if (decision.kind === "settled") return "already-settled";
     const trigger = turnTriggerOf(events, executionId);
-    if (this.deps.tracer === undefined || trigger === undefined) return this.runRequested(streamPath, executionId, events, requested, started, log);
+    if (this.deps.tracer === undefined || trigger === undefined) return this.runDecided(streamPath, executionId, events, decision, log);
     return inSpan(this.deps.tracer, "script.run", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.execution_id": executionId }, async (span) => {
-      const outcome = await this.runRequested(streamPath, executionId, events, requested, started, log);
+      const outcome = await this.runDecided(streamPath, executionId, events, decision, log);
       span.setAttribute("agentrt.outcome", outcome);
       return outcome;
     });
   }
 
-  private async runRequested(
+  private async runDecided(
     streamPath: string,
     executionId: string,
     events: readonly AgentEvent[],
-    requested: Requested,
-    started: boolean,
+    decision: Exclude<ScriptRunDecision, { kind: "not-found" | "settled" }>,
     log: Logger,
   ): Promise<ScriptRunOutcome> {
-    if (started) {
-      if (this.deps.liveness !== undefined && (await this.deps.liveness.runnerAlive(streamPath, executionId))) {
-        log.info("script is running on a host whose liveness lease is current; leaving it to that host");
-        return "runner-alive";
+    switch (decision.kind) {
+      case "started":
+        if (this.deps.liveness !== undefined && (await this.deps.liveness.runnerAlive(streamPath, executionId))) {
+          log.info("script is running on a host whose liveness lease is current; leaving it to that host");
+          return "runner-alive";
+        }
+        log.warn("script was started by a host that died; settling orphaned without re-running it");
+        return this.settle(streamPath, executionId, orphanedFailed(), "orphaned", log);
+      case "expired":
+        return this.settle(streamPath, executionId, expiredFailed(decision.requested.payload.expiresAt), "expired", log);
+      case "deadline":
+        return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
+      case "source-too-large":
+        return this.settle(streamPath, executionId, sourceTooLargeFailed(decision.bytes, decision.limitBytes), "typecheck", log);
+      case "check-and-run":
+        return this.checkAndRun(streamPath, executionId, events, decision.requested, decision.checkDeadlineAtMs, log);
+      default: {
+        const never: never = decision;
+        throw new Error(`unhandled script-run decision ${JSON.stringify(never)}`);
       }
-      log.warn("script was started by a host that died; settling orphaned without re-running it");
-      return this.settle(streamPath, executionId, orphanedFailed(), "orphaned", log);
     }
-    const expiresAtMs = Date.parse(requested.payload.expiresAt);
-    if (this.now() >= expiresAtMs) return this.settle(streamPath, executionId, expiredFailed(requested.payload.expiresAt), "expired", log);
-    // The check (and any wait for a warm checker) is bounded by the execution deadline; the run's
-    // own cap (maxRunMs) counts from when the script is ready to run.
-    const checkDeadlineAtMs = expiresAtMs - this.deps.limits.deadlineMarginMs;
-    if (this.now() >= checkDeadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
+  }
 
-    const sourceBytes = Buffer.byteLength(requested.payload.code, "utf8");
-    if (sourceBytes > this.deps.limits.maxSourceBytes) {
-      return this.settle(streamPath, executionId, sourceTooLargeFailed(sourceBytes, this.deps.limits.maxSourceBytes), "typecheck", log);
-    }
+  private async checkAndRun(
+    streamPath: string,
+    executionId: string,
+    events: readonly AgentEvent[],
+    requested: ScriptRunRequested,
+    checkDeadlineAtMs: number,
+    log: Logger,
+  ): Promise<ScriptRunOutcome> {
     const scope = scopeAt(events, requested.offset);
     const code = requested.payload.code.trim();
     const parts: ScriptSourceParts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code, wrapped: this.deps.wrap(code) };
@@ -199,8 +203,9 @@ export class ScriptRunner {
     recorded?.catch(() => undefined);
     const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
     this.deps.onTiming?.("typecheck", checked.durationMs);
-    const deadlineAtMs = Math.min(checkDeadlineAtMs, this.now() + this.deps.limits.maxRunMs);
-    if (this.now() >= checkDeadlineAtMs) return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
+    const timing = runDeadline(checkDeadlineAtMs, this.now(), this.deps.limits.maxRunMs);
+    if (timing.kind === "deadline") return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
+    const { deadlineAtMs } = timing;
     if (checked.kind === "timed-out") return this.settle(streamPath, executionId, typecheckTimedOut(checked.budgetMs), "typecheck", log);
     if (checked.kind === "checker-lost") return this.settle(streamPath, executionId, checkerLostFailed(checked.reason), "typecheck", log);
     if (checked.kind === "blocked") return this.settle(streamPath, executionId, typecheckFailed(checked.problems), "typecheck", log);

@@ -12,7 +12,6 @@ export * from "./offline-client.ts";
 export * from "./offline-reply.ts";
 export * from "./running-requests.ts";
 export * from "./metrics.ts";
-export * from "./render-at.ts";
 export * from "./request-runner.ts";
 export * from "./interrupts.ts";
 export * from "./driver.ts";

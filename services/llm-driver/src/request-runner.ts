@@ -5,7 +5,7 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
-import type { AgentState } from "@agentrt/agent-core";
+import { type AgentState, renderRequest, requestStatus } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
@@ -17,7 +17,6 @@ import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.t
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
 import { routeModel, type ModelRoute, type ProvidersConfig } from "./providers.ts";
-import { renderMessages, requestStatus } from "./render-at.ts";
 import { RequestStop, type RunningRequest, RunningRequests } from "./running-requests.ts";
 import { failureBatch, successBatch } from "./settlement.ts";
 import { normaliseUsage, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
@@ -77,18 +76,17 @@ export class RequestRunner {
     const readStartedAt = this.deps.nowMs();
     const events = this.deps.readStream ? await this.deps.readStream(streamPath, requestOffset) : await this.deps.store.read(streamPath);
     const readMs = this.deps.nowMs() - readStartedAt;
-    const status = requestStatus(streamPath, events, requestOffset);
+    const status = requestStatus(events, requestOffset, { nowMs: this.deps.nowMs(), streamPath });
     if (status.kind === "settled") return "already-settled";
     if (status.kind === "not-open") {
       log.info({ reason: status.reason }, "work item does not name an open request; acking");
       return "not-open";
     }
-    const { state } = status;
-    const open = state.openRequest as NonNullable<AgentState["openRequest"]>;
-    if (Date.parse(open.expiresAt) <= this.deps.nowMs()) {
-      log.info({ expiresAt: open.expiresAt }, "request expired before it ran; the reducer expires it");
+    if (status.kind === "expired") {
+      log.info({ expiresAt: status.request.expiresAt }, "request expired before it ran; the reducer expires it");
       return "expired";
     }
+    const { state, request: open } = status;
     const lastRead = events.at(-1)?.offset ?? requestOffset;
     log.info({ model: open.model, events: events.length, readMs }, "driving request");
     const drive = () => this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });
@@ -130,7 +128,7 @@ export class RequestRunner {
       let messages: RenderedMessage[];
       let route: ModelRoute | null;
       try {
-        messages = renderMessages(state);
+        messages = renderRequest(state);
         route = Object.keys(this.deps.providers).length === 0 ? null : routeModel(open.model, this.deps.providers);
       } catch (error) {
         outcome = await this.settleFailed(ctx, state, startedAt, error);

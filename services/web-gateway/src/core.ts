@@ -3,7 +3,7 @@
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { birthBatch, renderRequest, type AgentState } from "@agentrt/agent-core";
+import { acceptedRequest, birthBatch, renderRequest, REQUEST_NOT_ACCEPTED_REASON, type AgentState } from "@agentrt/agent-core";
 import { agentCoreAdapter } from "./api/agent-core-adapter.ts";
 import type { AgentCorePort, BirthInput } from "./api/agent-core-port.ts";
 import { GatewayError } from "./errors.ts";
@@ -22,10 +22,10 @@ export function gatewayCore(): AgentCorePort<AgentState> {
     renderRequest: (state, request) => {
       // The fold ignores a request it cannot accept (no trigger pending, one already open,
       // paused): that request was never sent to a model, so there is nothing it "saw".
-      if (state.openRequest?.requestedAtOffset !== request.offset) {
+      if (acceptedRequest(state, request.offset) === null) {
         throw new GatewayError(
           "not_found",
-          `${request.streamPath}@${request.offset} was not accepted by the fold (no trigger pending, a request already open, or the agent paused), so no model saw it.`,
+          `${request.streamPath}@${request.offset} was not accepted: ${REQUEST_NOT_ACCEPTED_REASON}, so no model saw it.`,
           { streamPath: request.streamPath, requestOffset: request.offset },
         );
       }

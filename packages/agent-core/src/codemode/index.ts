@@ -40,3 +40,12 @@ export {
   type SettledScriptResult,
   type ResultsPreambleOptions,
 } from "./preamble.ts";
+export {
+  decideScriptRun,
+  runDeadline,
+  scriptScopeAt,
+  type ScriptAgentScope,
+  type ScriptRunDecision,
+  type ScriptRunLimits,
+  type ScriptRunRequested,
+} from "./script-lifecycle.ts";

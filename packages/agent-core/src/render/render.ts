@@ -5,6 +5,7 @@
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { foldAgentEvents, initialAgentState } from "../fold/fold.ts";
 import type { AgentState, ContextItem, SectionItem } from "../state.ts";
+import { acceptedRequest, REQUEST_NOT_ACCEPTED_REASON } from "../request-status.ts";
 import { type ChatMessage, renderTailItem, sectionBlock } from "./items.ts";
 import { PROTOCOL_PROMPT } from "./protocol-prompt.ts";
 
@@ -44,7 +45,7 @@ export class RequestNotRenderableError extends AgentRuntimeError {
   constructor(streamPath: string, requestOffset: number) {
     super(
       "not_found",
-      `No accepted agent/llm-request-requested at offset ${requestOffset} on ${streamPath}: the fold ignored it (no trigger pending, a request already open, or the agent paused) or the events do not reach it.`,
+      `No accepted agent/llm-request-requested at offset ${requestOffset} on ${streamPath}: ${REQUEST_NOT_ACCEPTED_REASON}, or the events do not reach it.`,
       { details: { streamPath, requestOffset } },
     );
   }
@@ -62,7 +63,7 @@ export function renderRequestAt(
   const streamPath = options.streamPath ?? events[0]?.streamPath ?? "/";
   const upTo = events.filter((e) => e.offset <= requestOffset);
   const state = foldAgentEvents(initialAgentState(streamPath), upTo);
-  if (state.lastLlmRequestOffset !== requestOffset || state.openRequest?.requestedAtOffset !== requestOffset) {
+  if (acceptedRequest(state, requestOffset) === null) {
     throw new RequestNotRenderableError(streamPath, requestOffset);
   }
   return renderRequest(state, options);

@@ -1,6 +1,7 @@
 // Given / when / then for the pure core, in the style of emmett's DeciderSpecification:
 // given the events already on a stream, when one more event is folded (or the reducer looks
 // at the head at some time), then check the state, the per-event reaction or the decision.
+// Reactions run under the production reaction policy, the one the reducer and replay use.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import {
@@ -10,6 +11,7 @@ import {
   decideAtHead,
   foldAgentEvent,
   initialAgentState,
+  PRODUCTION_REACTION_POLICY,
   reactToEvent,
 } from "../../src/index.ts";
 import { PATH } from "./stream.ts";
@@ -40,7 +42,7 @@ export function given(...events: AgentEvent[]): Given {
     state: frozen,
     when(event) {
       const after = foldAgentEvent(frozen, event);
-      const reaction = reactToEvent(frozen, event, after);
+      const reaction = reactToEvent(frozen, event, after, PRODUCTION_REACTION_POLICY);
       const result: WhenResult = { before: frozen, state: after, reaction, appended: reaction.appends.flat() };
       return {
         then(check) {

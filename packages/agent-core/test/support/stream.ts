@@ -51,6 +51,11 @@ export class TestStream {
     return this.event("agent/created", {});
   }
 
+  /** The certificate create() writes for an agent of a project. */
+  createdInProject(project = { name: "Demo", slug: "demo" }): AgentEvent {
+    return this.event("agent/created", { project });
+  }
+
   configured(config: PayloadOf<"agent/configured">["config"]): AgentEvent {
     return this.event("agent/configured", { config });
   }

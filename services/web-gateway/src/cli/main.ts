@@ -24,7 +24,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append[,operate] [--file F]   mint an API key (hash stored)" },
   replay: {
     run: replayCommand,
-    summary: "replay FILE [--placeholder-protocol] [--runtime]   what the model saw, from a scenario file",
+    summary: "replay FILE [--placeholder-protocol] [--runtime] [--no-project-worker] [--agents-md FILE] [--decide OFFSET@ISO ...]   what the model saw, from a scenario file; the head decision at an offset and time",
   },
 };
 

@@ -1,0 +1,52 @@
+// "Is this request still open?" and "did the fold accept it?", decided once from the stream:
+// the driver asks before it drives a work item, the gateway and `renderRequestAt` before they
+// show what a model saw. A request is ACCEPTED when folding the stream through its offset
+// leaves it open (the fold ignores a request with no trigger pending, with another one open or
+// while the agent is paused: no model ever saw such a request). An accepted request is OPEN
+// until a settlement names it, and EXPIRED once the clock passes its `expiresAt` unsettled
+// (the reducer then settles it; a driver must not start it).
+
+import type { AgentEvent } from "@agentrt/contract";
+import { foldAgentEvents, initialAgentState } from "./fold/fold.ts";
+import type { AgentState, OpenRequest } from "./state.ts";
+
+/** Why a requested event was not accepted by the fold, in the words every caller reports. */
+export const REQUEST_NOT_ACCEPTED_REASON = "the fold ignored it (no trigger pending, a request already open, or the agent paused)";
+
+/** The request at `requestOffset` as the fold accepted it, given the state folded through it; null when ignored. */
+export function acceptedRequest(stateThroughRequest: AgentState, requestOffset: number): OpenRequest | null {
+  const open = stateThroughRequest.openRequest;
+  return open !== null && open.requestedAtOffset === requestOffset && stateThroughRequest.lastLlmRequestOffset === requestOffset ? open : null;
+}
+
+export type RequestStatus =
+  /** Accepted, unsettled, not expired: drive it. `state` is folded through the request. */
+  | { readonly kind: "open"; readonly state: AgentState; readonly request: OpenRequest }
+  /** Accepted and unsettled, but past `expiresAt`: the reducer expires it. */
+  | { readonly kind: "expired"; readonly state: AgentState; readonly request: OpenRequest }
+  | { readonly kind: "settled" }
+  /** No accepted request at that offset (with the reason, for logs and API errors). */
+  | { readonly kind: "not-open"; readonly reason: string };
+
+/**
+ * Decides from the stream (which may run past the request) what a driver does with request
+ * `requestOffset` at `nowMs`. The prompt depends only on the prefix through the request, so a
+ * retry or a successor driver renders byte-identical messages.
+ */
+export function requestStatus(
+  events: readonly AgentEvent[],
+  requestOffset: number,
+  options: { readonly nowMs: number; readonly streamPath?: string },
+): RequestStatus {
+  if (events.some((e) => e.type === "agent/llm-request-settled" && e.payload.requestOffset === requestOffset)) return { kind: "settled" };
+  const upTo = events.filter((e) => e.offset <= requestOffset);
+  const last = upTo.at(-1);
+  if (last?.offset !== requestOffset || last.type !== "agent/llm-request-requested") {
+    return { kind: "not-open", reason: `offset ${requestOffset} is not an agent/llm-request-requested on the stream` };
+  }
+  const state = foldAgentEvents(initialAgentState(options.streamPath ?? last.streamPath), upTo);
+  const request = acceptedRequest(state, requestOffset);
+  if (request === null) return { kind: "not-open", reason: REQUEST_NOT_ACCEPTED_REASON };
+  if (Date.parse(request.expiresAt) <= options.nowMs) return { kind: "expired", state, request };
+  return { kind: "open", state, request };
+}
