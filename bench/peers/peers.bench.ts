@@ -137,7 +137,7 @@ interface Row {
   acceptToModel?: number;
   storedP50?: number;
   storedP99?: number;
-  loads: { tps: number; cpu: number }[];
+  loads: { tps: number; cpu: number; tpsRange: string }[];
   kill?: string;
   killMs?: number;
 }
@@ -153,7 +153,10 @@ for (const [name, runs] of results) {
     ...(accept.length > 0 ? { acceptToModel: percentile(accept, 50) } : {}),
     storedP50: percentile(seq.map((s) => s.submitToStored), 50),
     storedP99: percentile(seq.map((s) => s.submitToStored), 99),
-    loads: loads.map((_, i) => ({ tps: median(runs.map((r) => r.loads[i]!.turnsPerSecond)), cpu: median(runs.map((r) => r.loads[i]!.cpuMsPerTurn)) })),
+    loads: loads.map((_, i) => {
+      const tps = runs.map((r) => r.loads[i]!.turnsPerSecond);
+      return { tps: median(tps), cpu: median(runs.map((r) => r.loads[i]!.cpuMsPerTurn)), tpsRange: `${Math.min(...tps).toFixed(0)}–${Math.max(...tps).toFixed(0)}` };
+    }),
     ...(kills.length > 0 ? { killMs: median(kills) } : {}),
     kill: runs.map((r) => r.kill?.note).find((n) => n !== undefined),
   });
@@ -161,20 +164,20 @@ for (const [name, runs] of results) {
 const shown = ONLY.filter((n) => rows.has(n));
 const f = (x: number | undefined, digits = 2) => (x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits));
 const killCell = (r: Row) => (r.killMs !== undefined ? `${(r.killMs / 1000).toFixed(2)} s` : r.kill ?? "–");
-type Measure = { label: string; value: (r: Row) => number | undefined; cell: (r: Row) => string; lowerIsBetter: boolean };
+type Measure = { label: string; value: (r: Row) => number | undefined; cell: (r: Row) => string };
 const measures: Measure[] = [
-  { label: "sequential, submit → model receives, p50 ms", value: (r) => r.submitToModel, cell: (r) => f(r.submitToModel), lowerIsBetter: true },
-  { label: "sequential, durable accept → model receives, p50 ms", value: (r) => r.acceptToModel, cell: (r) => f(r.acceptToModel), lowerIsBetter: true },
-  { label: "sequential, submit → reply durably stored, p50 ms", value: (r) => r.storedP50, cell: (r) => f(r.storedP50, 1), lowerIsBetter: true },
-  { label: "sequential, submit → reply durably stored, p99 ms", value: (r) => r.storedP99, cell: (r) => f(r.storedP99, 1), lowerIsBetter: true },
+  { label: "sequential, submit → model receives, p50 ms", value: (r) => r.submitToModel, cell: (r) => f(r.submitToModel) },
+  { label: "sequential, durable accept → model receives, p50 ms", value: (r) => r.acceptToModel, cell: (r) => f(r.acceptToModel) },
+  { label: "sequential, submit → reply durably stored, p50 ms", value: (r) => r.storedP50, cell: (r) => f(r.storedP50, 1) },
+  { label: "sequential, submit → reply durably stored, p99 ms", value: (r) => r.storedP99, cell: (r) => f(r.storedP99, 1) },
   ...loads.flatMap((l, i): Measure[] => {
     const [a, t, c] = l.split("x");
     return [
-      { label: `${a} agents × ${t} turns, concurrency ${c}: turns/s`, value: (r) => r.loads[i]?.tps, cell: (r) => f(r.loads[i]?.tps, 0), lowerIsBetter: false },
-      { label: `CPU ms per turn at ${a} × ${t}, all processes`, value: (r) => r.loads[i]?.cpu, cell: (r) => f(r.loads[i]?.cpu, 1), lowerIsBetter: true },
+      { label: `${a} agents × ${t} turns, concurrency ${c}: turns/s`, value: (r) => r.loads[i]?.tps, cell: (r) => (r.loads[i] ? `${f(r.loads[i].tps, 0)} (${r.loads[i].tpsRange})` : "–") },
+      { label: `CPU ms per turn at ${a} × ${t}, all processes`, value: (r) => r.loads[i]?.cpu, cell: (r) => f(r.loads[i]?.cpu, 1) },
     ];
   }),
-  { label: "handler killed mid-reply: kill → reply stored", value: (r) => r.killMs, cell: killCell, lowerIsBetter: true },
+  { label: "handler killed mid-reply: kill → reply stored", value: (r) => r.killMs, cell: killCell },
 ];
 const header = (cols: string[]) => `| measure | ${cols.join(" | ")} |\n|---|${cols.map(() => "---:").join("|")}|`;
 const valueTable = [header(shown.map((n) => labels[n])), ...measures.map((m) => `| ${m.label} | ${shown.map((n) => m.cell(rows.get(n)!)).join(" | ")} |`)].join("\n");
@@ -195,7 +198,7 @@ process.stdout.write(
   [
     `Command: \`pnpm bench peers --rounds ${ROUNDS} --sequential ${SEQUENTIAL} --loads ${LOADS}${KILL ? "" : " --no-kill"}${process.argv.includes("--only") ? ` --only ${ONLY.join(",")}` : ""}\` — ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min.`,
     `Machine: nproc ${os.cpus().length}, ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${os.release()}. Load average at start ${fmtLoad(loadAverages[0]!)}, at the end ${fmtLoad(loadAverages[loadAverages.length - 1]!)}, highest 1-min ${maxLoad.toFixed(2)}.`,
-    `${ROUNDS} rounds, contenders alternated; sequential figures pool ${SEQUENTIAL} turns × ${ROUNDS} rounds; throughput, CPU and recovery are the median of the rounds.`,
+    `${ROUNDS} rounds, contenders alternated; sequential figures pool ${SEQUENTIAL} turns × ${ROUNDS} rounds; throughput (lowest–highest round in brackets), CPU and recovery are the median of the rounds.`,
     "",
     valueTable,
     "",

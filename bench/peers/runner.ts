@@ -149,8 +149,7 @@ export async function runContender(make: (config: RunnerConfig) => Promise<Conte
     for (const [n, load] of config.loads.entries()) {
       const agents = Array.from({ length: load.agents }, (_, i) => `${id}-l${n}a${i}`);
       await pool(agents, Math.min(50, load.concurrency), (agent) => contender.createAgent(agent));
-      const pids = await contender.pids();
-      const cpuBefore = pids.reduce((s, p) => s + cpuMs(p), 0);
+      const before = new Map((await contender.pids()).map((p) => [p, cpuMs(p)]));
       const selfBefore = process.cpuUsage();
       const start = nowMs();
       await pool(agents, load.concurrency, async (agent) => {
@@ -158,7 +157,9 @@ export async function runContender(make: (config: RunnerConfig) => Promise<Conte
       });
       const seconds = (nowMs() - start) / 1000;
       const self = process.cpuUsage(selfBefore);
-      const cpu = pids.reduce((s, p) => s + cpuMs(p), 0) - cpuBefore + (self.user + self.system) / 1000;
+      // A process that appeared during the run (a pool opening another connection) counts whole.
+      const after = new Set([...before.keys(), ...(await contender.pids())]);
+      const cpu = [...after].reduce((s, p) => s + Math.max(0, cpuMs(p) - (before.get(p) ?? 0)), 0) + (self.user + self.system) / 1000;
       const turns = load.agents * load.turns;
       loads.push({ ...load, turnsPerSecond: turns / seconds, cpuMsPerTurn: cpu / turns });
     }
