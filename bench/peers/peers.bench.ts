@@ -104,6 +104,7 @@ async function runOnce(name: Name, round: number): Promise<RunnerResult | string
 
 const results = new Map<Name, RunnerResult[]>();
 const skipped = new Map<Name, string>();
+const failures: string[] = [];
 const loadAverages: number[][] = [os.loadavg()];
 const started = new Date();
 for (const name of ONLY) {
@@ -119,8 +120,10 @@ for (let round = 1; round <= ROUNDS; round += 1) {
     const outcome = await runOnce(name, round);
     loadAverages.push(os.loadavg());
     if (typeof outcome === "string") {
-      skipped.set(name, outcome);
-      process.stderr.write(`  ${name} skipped: ${outcome}\n`);
+      // One failed round leaves the others standing; a contender with no round at all is skipped.
+      failures.push(`${labels[name]}, round ${round}: ${outcome.split("\n").filter((l) => /Error|error:/.test(l)).slice(0, 3).join(" ").slice(0, 400) || outcome.slice(-400)}`);
+      if (round === ROUNDS && !results.has(name)) skipped.set(name, outcome);
+      process.stderr.write(`  ${name} failed: ${outcome}\n`);
     } else {
       results.set(name, [...(results.get(name) ?? []), outcome]);
       process.stderr.write(`  ${JSON.stringify({ ...outcome, sequential: outcome.sequential.length })}\n`);
@@ -206,6 +209,7 @@ process.stdout.write(
     "",
     ratioTable,
     "",
+    ...failures.map((f) => `Failed round (left out of the figures): ${f}`),
     ...[...skipped].map(([n, why]) => `Skipped ${labels[n]}: ${why.split("\n").slice(-6).join(" ").slice(0, 600)}`),
   ].join("\n") + "\n",
 );

@@ -9,6 +9,8 @@ import { repliedMarker } from "../model-call.ts";
 import { type Contender, nowMs, runContender } from "../runner.ts";
 
 await runContender(async (config) => {
+  // startSystem also starts its own in-process fake model; the services are pointed at the
+  // shared one instead, so that one stays idle.
   const system = await startSystem({
     reducers: 1,
     drivers: 1,

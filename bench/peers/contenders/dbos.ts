@@ -19,7 +19,7 @@ const POOL = 20;
 
 async function launch(url: string, modelUrl: string) {
   const app = new pg.Pool({ connectionString: url, max: POOL, idleTimeoutMillis: 0 });
-  const client = new OpenAI({ baseURL: modelUrl, apiKey: "test", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: modelUrl, apiKey: "test" });
   const chatTurn = DBOS.registerWorkflow(
     async (agent: string, content: string): Promise<string> => {
       const reply = await DBOS.runStep(

@@ -21,7 +21,7 @@ const POOL = 20;
 async function buildGraph(url: string, modelUrl: string) {
   const pool = new pg.Pool({ connectionString: url, max: POOL, idleTimeoutMillis: 0 });
   const checkpointer = new PostgresSaver(pool);
-  const client = new OpenAI({ baseURL: modelUrl, apiKey: "test", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: modelUrl, apiKey: "test" });
   const role = (m: BaseMessage) => (m.getType() === "human" ? ("user" as const) : ("assistant" as const));
   const graph = new StateGraph(MessagesAnnotation)
     .addNode("model", async (state) => {

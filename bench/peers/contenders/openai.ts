@@ -6,7 +6,7 @@ import { callModel } from "../model-call.ts";
 import { type Contender, nowMs, runContender } from "../runner.ts";
 
 await runContender(async (config) => {
-  const client = new OpenAI({ baseURL: config.modelUrl, apiKey: "test", maxRetries: 0 });
+  const client = new OpenAI({ baseURL: config.modelUrl, apiKey: "test" });
   const contender: Contender = {
     async pids() {
       return [];

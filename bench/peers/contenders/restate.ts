@@ -49,7 +49,6 @@ if (process.argv.includes("--endpoint")) {
   const client = new OpenAI({
     baseURL: "http://127.0.0.1/v1",
     apiKey: "test",
-    maxRetries: 0,
     fetch: ((url: string, init: object) => undiciFetch(url, { ...init, dispatcher })) as unknown as typeof fetch,
   });
   await restate.serve({ services: [agentObject(client)], port: ENDPOINT_PORT });
