@@ -18,28 +18,12 @@
 
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
+import { bundleEntry, ROOT, type EsbuildPlugin } from "./bundling.ts";
 
-const ROOT = resolve(import.meta.dirname, "..");
 export const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
 /** Packages that exist to load TypeScript at run time; the production tree must not need them. */
 const DEV_ONLY_LOADERS = ["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps"];
-
-// esbuild comes with the dev toolchain (tsx and vite depend on it); no separate dependency.
-// The slice of esbuild's API this build uses (its types do not resolve from the repo root).
-interface EsbuildPluginBuild {
-  onResolve(options: { filter: RegExp; namespace?: string }, callback: (args: { path: string }) => { path: string; namespace?: string; external?: boolean } | undefined): void;
-  onLoad(options: { filter: RegExp; namespace?: string }, callback: (args: { path: string }) => { contents: string; loader: "ts" | "js" } | undefined): void;
-}
-interface EsbuildPlugin {
-  name: string;
-  setup(build: EsbuildPluginBuild): void;
-}
-interface Esbuild {
-  build(options: Record<string, unknown>): Promise<unknown>;
-}
-const esbuild = (await import(createRequire(createRequire(import.meta.url).resolve("tsx/package.json")).resolve("esbuild"))) as Esbuild;
 
 function run(cmd: string, args: string[], cwd = ROOT): void {
   const r = spawnSync(cmd, args, { cwd, stdio: "inherit" });
@@ -95,19 +79,13 @@ const BANNER = [
 ].join("\n");
 
 async function bundle(entry: string, outfile: string, outRoot: string, options: { selfContained?: boolean } = {}): Promise<void> {
-  await esbuild.build({
-    entryPoints: [entry],
+  await bundleEntry({
+    entry,
     outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    sourcemap: "linked",
-    legalComments: "none",
-    logLevel: "warning",
-    banner: { js: BANNER },
+    banner: BANNER,
     // A self-contained bundle (bin/) has no node_modules next to it: everything is inlined.
     plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [externalsPlugin, importMetaPlugin(outfile, outRoot)],
+    extra: { sourcemap: "linked", legalComments: "none" },
   });
   // A module loaded at run time by a computed path (a worker started on a .ts file, a dynamic
   // import of TypeScript) would need a loader the image does not have: fail the build, not the pod.

@@ -12,11 +12,9 @@
 // Run: node_modules/.bin/tsx scripts/build-services.ts
 
 import { writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+import { bundleEntry, ROOT as root } from "./bundling.ts";
 
 /** Entries that are bundled, relative to the repository root. */
 export const BUNDLED_ENTRIES = [
@@ -30,37 +28,12 @@ export const bundleOf = (entry: string): string => entry.replace(/main\.ts$/, "m
 /** Touched after every successful build; setup.sh compares sources against it. */
 export const BUILD_STAMP = join(root, "node_modules", ".agentrt-bundles-built");
 
-interface Esbuild {
-  build(options: Record<string, unknown>): Promise<{ errors: unknown[] }>;
-}
-
-// esbuild is already installed as tsx's own dependency (same version the lockfile pins), so it is
-// loaded from there instead of being declared a second time.
-async function loadEsbuild(): Promise<Esbuild> {
-  const fromTsx = createRequire(createRequire(join(root, "package.json")).resolve("tsx/package.json"));
-  return (await import(fromTsx.resolve("esbuild"))) as Esbuild;
-}
-
 // Bundled CommonJS dependencies call `require` for Node's built-ins; an ESM file has none.
 const REQUIRE_SHIM = "import { createRequire as __agentrtCreateRequire } from 'node:module'; const require = __agentrtCreateRequire(import.meta.url);";
 
 async function main(): Promise<void> {
-  const esbuild = await loadEsbuild();
   const started = Date.now();
-  await Promise.all(
-    BUNDLED_ENTRIES.map((entry) =>
-      esbuild.build({
-        entryPoints: [join(root, entry)],
-        outfile: join(root, bundleOf(entry)),
-        bundle: true,
-        platform: "node",
-        format: "esm",
-        target: "node20",
-        logLevel: "warning",
-        banner: { js: REQUIRE_SHIM },
-      }),
-    ),
-  );
+  await Promise.all(BUNDLED_ENTRIES.map((entry) => bundleEntry({ entry: join(root, entry), outfile: join(root, bundleOf(entry)), banner: REQUIRE_SHIM })));
   writeFileSync(BUILD_STAMP, new Date().toISOString());
   process.stderr.write(`bundled ${BUNDLED_ENTRIES.length} entries in ${Date.now() - started} ms\n`);
 }
