@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import {
   type FakeModel,
   type FakeModelOptions,

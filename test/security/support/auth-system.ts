@@ -1,7 +1,7 @@
 // A system for security tests: test/support/system.ts's reducer, driver and gateway as real
 // processes, the gateway with auth ON and the API keys the test mints.
 
-import type { JetStreamEventStore } from "@agentrt/streams";
+import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import type { FakeModel, NatsServer } from "@agentrt/testing";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { execFileSync } from "node:child_process";

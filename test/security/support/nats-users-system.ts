@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { JetStreamEventStore } from "@agentrt/streams";
+import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { NATS_SERVICE_USERS, renderNatsAuthorization, type NatsServiceUser } from "@agentrt/service-kit";
 import type { FakeModel, FakeModelOptions, NatsServer } from "@agentrt/testing";
 import type { ProcessGroup } from "../../support/processes.ts";
