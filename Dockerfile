@@ -19,6 +19,7 @@ COPY pnpm-lock.yaml pnpm-workspace.yaml package.json ./
 COPY packages/agent-core/package.json packages/agent-core/
 COPY packages/capability-sdk/package.json packages/capability-sdk/
 COPY packages/contract/package.json packages/contract/
+COPY packages/gateway-proto/package.json packages/gateway-proto/
 COPY packages/service-kit/package.json packages/service-kit/
 COPY packages/streams/package.json packages/streams/
 COPY packages/testing/package.json packages/testing/

@@ -19,14 +19,11 @@
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { type EsbuildPlugin, IMPORT_META_BANNER, importMetaPlugin, loadEsbuild, REPO_ROOT } from "./bundling.ts";
+import { bundleEntry, type EsbuildPlugin, IMPORT_META_BANNER, importMetaPlugin, ROOT } from "./bundling.ts";
 
-const ROOT = REPO_ROOT;
 export const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
 /** Packages that exist to load TypeScript at run time; the production tree must not need them. */
 const DEV_ONLY_LOADERS = ["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps"];
-
-const esbuild = await loadEsbuild();
 
 function run(cmd: string, args: string[], cwd = ROOT): void {
   const r = spawnSync(cmd, args, { cwd, stdio: "inherit" });
@@ -55,19 +52,13 @@ const externalsPlugin: EsbuildPlugin = {
 };
 
 async function bundle(entry: string, outfile: string, outRoot: string, options: { selfContained?: boolean } = {}): Promise<void> {
-  await esbuild.build({
-    entryPoints: [entry],
+  await bundleEntry({
+    entry,
     outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    sourcemap: "linked",
-    legalComments: "none",
-    logLevel: "warning",
-    banner: { js: IMPORT_META_BANNER },
+    banner: IMPORT_META_BANNER,
     // A self-contained bundle (bin/) has no node_modules next to it: everything is inlined.
     plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [externalsPlugin, importMetaPlugin(outfile, outRoot)],
+    extra: { sourcemap: "linked", legalComments: "none" },
   });
   // A module loaded at run time by a computed path (a worker started on a .ts file, a dynamic
   // import of TypeScript) would need a loader the image does not have: fail the build, not the pod.

@@ -5,20 +5,18 @@
 // the bundle cuts a service's start-up CPU about threefold against `node --import tsx`
 // (BENCHMARKS.md "Start-up").
 //
-// Modules that find files next to themselves (the host's worker entries and itx declarations,
-// the gateway's prompt file) keep finding them: each module's `import.meta.url` is rewritten to
-// its own source location (scripts/bundling.ts). The TypeScript compiler stays out of the host's
-// bundle: only its worker threads load it. setup.sh runs this when a source is newer than the
-// bundles; `AGENTRT_FROM_SOURCE=1 ./scripts/up.sh` ignores them.
+// Modules that find files next to themselves (the host's worker entries and itx declarations)
+// keep finding them: each module's `import.meta.url` is rewritten to its own source location
+// (scripts/bundling.ts). The TypeScript compiler stays out of the bundles: only the host's worker
+// threads load it (typecheck/typescript-compiler.ts). setup.sh runs this when a source is newer
+// than the bundles; `AGENTRT_FROM_SOURCE=1 ./scripts/up.sh` ignores them.
 //
 // Run: node_modules/.bin/tsx scripts/build-services.ts
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { IMPORT_META_BANNER, importMetaPlugin, loadEsbuild, REPO_ROOT } from "./bundling.ts";
-
-const root = REPO_ROOT;
+import { bundleEntry, IMPORT_META_BANNER, importMetaPlugin, ROOT as root } from "./bundling.ts";
 
 /** Entries that are bundled, relative to the repository root. */
 export const BUNDLED_ENTRIES = [
@@ -37,23 +35,16 @@ export const BUILD_STAMP = join(root, "node_modules", ".agentrt-bundles-built");
 const REQUIRE_SHIM = "import { createRequire as __agentrtCreateRequire } from 'node:module'; const require = __agentrtCreateRequire(import.meta.url);";
 
 async function main(): Promise<void> {
-  const esbuild = await loadEsbuild();
   const started = Date.now();
   await Promise.all(
     BUNDLED_ENTRIES.map((entry) => {
       const outfile = join(root, bundleOf(entry));
-      return esbuild.build({
-        entryPoints: [join(root, entry)],
+      return bundleEntry({
+        entry: join(root, entry),
         outfile,
-        bundle: true,
-        platform: "node",
-        format: "esm",
-        target: "node20",
-        logLevel: "warning",
-        // Loaded on first use, by the host's worker threads only (typecheck/typescript-compiler.ts).
-        external: ["typescript"],
-        banner: { js: `${REQUIRE_SHIM}\n${IMPORT_META_BANNER}` },
+        banner: `${REQUIRE_SHIM}\n${IMPORT_META_BANNER}`,
         plugins: [importMetaPlugin(outfile, root)],
+        extra: { external: ["typescript"] },
       });
     }),
   );

@@ -1,14 +1,17 @@
-// What the quickstart's bundles (scripts/build-services.ts) and the production tree
-// (scripts/build-prod.ts) share: esbuild itself, and the rewrite that keeps every bundled
-// module's `import.meta.url` / `.dirname` / `.filename` pointing at the module's own location,
-// so `new URL("../../types/itx.d.ts", import.meta.url)` and worker entries found next to a
-// module resolve to the same files from a bundle as from the sources.
+// The one esbuild setup both builds share: the quickstart's precompiled services
+// (build-services.ts) and the production tree (build-prod.ts) bundle Node 20 ESM the same way,
+// with esbuild loaded from tsx's own dependency (the version the lockfile pins) instead of a
+// second declaration. Each build adds only what differs: banners, plugins, source maps.
+// Both keep each first-party module's `import.meta.url` / `.dirname` / `.filename` pointing at
+// the module's own location, so `new URL("../../types/itx.d.ts", import.meta.url)` and worker
+// entries found next to a module resolve to the same files from a bundle as from the sources.
 
-import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { readFileSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 
-export const REPO_ROOT = resolve(import.meta.dirname, "..");
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 // The slice of esbuild's API the builds use (its types do not resolve from the repo root).
 export interface EsbuildPluginBuild {
@@ -19,14 +22,43 @@ export interface EsbuildPlugin {
   name: string;
   setup(build: EsbuildPluginBuild): void;
 }
-export interface Esbuild {
-  build(options: Record<string, unknown>): Promise<{ errors: unknown[] }>;
+interface Esbuild {
+  build(options: Record<string, unknown>): Promise<unknown>;
 }
 
-/** esbuild comes with the dev toolchain as tsx's own dependency (the version the lockfile pins). */
-export async function loadEsbuild(): Promise<Esbuild> {
-  const fromTsx = createRequire(createRequire(join(REPO_ROOT, "package.json")).resolve("tsx/package.json"));
-  return (await import(fromTsx.resolve("esbuild"))) as Esbuild;
+let loaded: Promise<Esbuild> | undefined;
+function esbuild(): Promise<Esbuild> {
+  loaded ??= (async () => {
+    const fromTsx = createRequire(createRequire(join(ROOT, "package.json")).resolve("tsx/package.json"));
+    return (await import(fromTsx.resolve("esbuild"))) as Esbuild;
+  })();
+  return loaded;
+}
+
+export interface BundleOptions {
+  readonly entry: string;
+  readonly outfile: string;
+  /** JavaScript prepended to the bundle (shims for what an ESM file lacks). */
+  readonly banner?: string;
+  readonly plugins?: readonly EsbuildPlugin[];
+  /** Extra esbuild options (source maps, legal comments). */
+  readonly extra?: Record<string, unknown>;
+}
+
+/** Bundles one entry into one Node 20 ESM file. */
+export async function bundleEntry(options: BundleOptions): Promise<void> {
+  await (await esbuild()).build({
+    entryPoints: [options.entry],
+    outfile: options.outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    logLevel: "warning",
+    ...(options.banner === undefined ? {} : { banner: { js: options.banner } }),
+    ...(options.plugins === undefined ? {} : { plugins: [...options.plugins] }),
+    ...options.extra,
+  });
 }
 
 /** Helpers the rewritten `import.meta.dirname` / `.filename` call; goes in the bundle's banner. */
@@ -49,7 +81,7 @@ export function importMetaPlugin(outfile: string, outRoot: string): EsbuildPlugi
         if (args.path.includes(`${sep}node_modules${sep}`)) return undefined;
         const source = readFileSync(args.path, "utf8");
         if (!source.includes("import.meta")) return undefined;
-        const relFromBundle = relative(dirname(outfile), join(outRoot, relative(REPO_ROOT, args.path))).split(sep).join("/");
+        const relFromBundle = relative(dirname(outfile), join(outRoot, relative(ROOT, args.path))).split(sep).join("/");
         const url = `new URL(${JSON.stringify(relFromBundle)}, import.meta.url).href`;
         const contents = source
           .replaceAll("import.meta.url", url)

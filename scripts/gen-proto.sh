@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Generates the TypeScript for proto/ with ts-proto (grpc-js services). The output is checked
 # in and never edited by hand; a test regenerates it into a temp dir and fails when stale.
-#   scripts/gen-proto.sh            → writes services/web-gateway/src/generated
+#   scripts/gen-proto.sh            → writes packages/gateway-proto/src/generated
 #   scripts/gen-proto.sh OUT_DIR    → writes OUT_DIR (used by the freshness test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-services/web-gateway/src/generated}"
-plugin="services/web-gateway/node_modules/.bin/protoc-gen-ts_proto"
+out="${1:-packages/gateway-proto/src/generated}"
+plugin="packages/gateway-proto/node_modules/.bin/protoc-gen-ts_proto"
 [ -x "$plugin" ] || plugin="node_modules/.bin/protoc-gen-ts_proto"
 command -v protoc >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler" >&2; exit 127; }
 rm -rf "$out" && mkdir -p "$out"

@@ -22,7 +22,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
 import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer } from "@agentrt/testing";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");

@@ -6,7 +6,7 @@
 
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { connectNats, createLogger } from "@agentrt/service-kit";
 import { natsServerBinary, startNatsServer, waitFor } from "@agentrt/testing";
 import { Authenticator, createHttpGateway, gatewayCore } from "@agentrt/web-gateway";

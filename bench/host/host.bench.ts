@@ -14,7 +14,7 @@ import { execFileSync } from "node:child_process";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { createLogger, ensureWorkStream, publishWork } from "@agentrt/service-kit";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { natsServerBinary, startNatsServer } from "@agentrt/testing";
 import { CapabilityHost, compileScript, QuickJsSandbox, ScriptChecker, WorkerChecker, buildScriptSource, loadItxDeclarations } from "@agentrt/capability-host";
 

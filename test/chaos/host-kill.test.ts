@@ -4,7 +4,7 @@
 // happened once), and every queued script still runs.
 
 import type { AgentEvent } from "@agentrt/contract";
-import { waitFor } from "@agentrt/testing";
+import { waitFor, waitForEvent } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem } from "../support/system.ts";
 
@@ -33,8 +33,8 @@ const end = Date.now() + 20000;
 while (Date.now() < end) {}
 return "finished";`;
     await system.store.append(path, [requested("api:long", long)]);
-    const started = await waitForEvent(path, (e) => e.type === "capability-host/script-run-started" && e.payload.executionId === "api:long", 60_000);
-    await waitForEvent(path, (e) => e.type === "agent/summary-updated" && "activity" in e.payload && e.payload.activity === "side effect of the long script", 30_000);
+    const started = await waitForEvent(system.store, path, "capability-host/script-run-started", (e) => e.payload.executionId === "api:long", 60_000);
+    await waitForEvent(system.store, path, "agent/summary-updated", (e) => "activity" in e.payload && e.payload.activity === "side effect of the long script", 30_000);
     await system.store.append(path, [requested("api:q1", "return 1;"), requested("api:q2", "return 2;"), requested("api:q3", "return 3;")]);
 
     const host = system.processes.byService("capability-host")[0]!;
@@ -77,9 +77,3 @@ return "finished";`;
     expect(figures.queuedSettled).toBe(3);
   });
 });
-
-async function waitForEvent(path: string, match: (e: AgentEvent) => boolean, timeoutMs: number): Promise<AgentEvent> {
-  let found: AgentEvent | undefined;
-  await waitFor(async () => (found = (await system.store.read(path)).find(match)) !== undefined, { timeoutMs, intervalMs: 100 });
-  return found!;
-}

@@ -35,7 +35,7 @@ beforeAll(async () => {
   [reader, writer, other] = [minted[0]!, minted[1]!, minted[2]!];
   // The fuzz is about malformed input, not the rate limiter: a high bucket lets it reach every handler.
   sys = await startSecureSystem(keysFile, { gatewayEnv: { RATE_LIMIT_PER_SECOND: "1000000", RATE_LIMIT_BURST: "1000000" } });
-  for (const p of sys.processes) pids.set(p.name, p.pid);
+  for (const p of sys.processes) pids.set(p.name, p.pid!);
 });
 afterAll(async () => sys?.stop());
 

@@ -38,7 +38,7 @@ beforeAll(async () => {
       KEEP_ALIVE_TIMEOUT_MS: "1500",
     },
   });
-  pid = sys.gateway.pid;
+  pid = sys.gateway.pid!;
   const created = await httpJson(sys.gatewayUrl, "POST", "/v1/agents", { headers: { authorization: `Bearer ${writer.apiKey}` }, body: { streamPath: AGENT } });
   expect(created.status, created.text).toBe(201);
 });

@@ -5,7 +5,7 @@
 // coming request's `agent/settle/R` is refused, and the agent's next turns still work.
 
 import { API_APPENDABLE, EVENT_OWNERSHIP, EVENT_TYPES, RESERVED_KEY_NAMESPACES, type AgentEvent } from "@agentrt/contract";
-import { waitFor } from "@agentrt/testing";
+import { userMessage, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareAgent, waitForAssistant } from "../support/turns.ts";
 import { keysFile } from "./support/api-keys.ts";
@@ -35,11 +35,6 @@ async function append(path: string, events: unknown[], key: string): Promise<{ s
   });
   return { status: res.status, body: (await res.json()) as never };
 }
-const userMessage = (content: string, idempotencyKey?: string) => ({
-  type: "agents/context-added",
-  payload: { role: "user", content, actor: { type: "user", origin: "web" } },
-  ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
-});
 
 describe("auth is on", () => {
   it("refuses an append without a key", async () => {

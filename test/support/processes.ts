@@ -18,6 +18,13 @@ const entryPoints: Record<ServiceName, string> = {
   "repo-provider": "examples/repo-provider/src/main.ts",
 };
 
+export interface ServiceProcessOptions {
+  /** Keep every byte the process writes (a log scan needs all of it), not just the tail. */
+  readonly keepAllOutput?: boolean;
+  /** LOG_LEVEL unless the env sets one (default warn). */
+  readonly logLevel?: string;
+}
+
 export class ServiceProcess {
   private child: ChildProcess | undefined;
   private output: string[] = [];
@@ -34,7 +41,14 @@ export class ServiceProcess {
     readonly opsPort?: number,
     /** Without an ops port: a line the process prints once it is serving. */
     readonly readyPattern?: RegExp,
+    private readonly options: ServiceProcessOptions = {},
   ) {}
+
+  /** The liveness probe's status (0 when nothing answers). */
+  async healthz(): Promise<number> {
+    if (this.opsPort === undefined) throw new Error(`${this.name} has no ops port`);
+    return fetch(`http://127.0.0.1:${this.opsPort}/healthz`).then((r) => r.status, () => 0);
+  }
 
   /** True once this incarnation answered `/readyz`. */
   get ready(): boolean {
@@ -83,12 +97,12 @@ export class ServiceProcess {
     // and not a wrapper whose child would outlive a SIGKILL.
     const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entryPoints[this.service])], {
       cwd: repoRoot,
-      env: { ...process.env, LOG_LEVEL: "warn", ...this.env, ...(this.opsPort === undefined ? {} : { OPS_PORT: String(this.opsPort) }) },
+      env: { ...process.env, LOG_LEVEL: this.options.logLevel ?? "warn", ...this.env, ...(this.opsPort === undefined ? {} : { OPS_PORT: String(this.opsPort) }) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const capture = (data: Buffer) => {
       this.output.push(data.toString());
-      if (this.output.length > 400) this.output.splice(0, 200);
+      if (this.options.keepAllOutput !== true && this.output.length > 400) this.output.splice(0, 200);
     };
     child.stdout?.on("data", capture);
     child.stderr?.on("data", capture);
@@ -130,8 +144,8 @@ export class ProcessGroup {
     });
   }
 
-  add(name: string, service: ServiceName, env: Record<string, string>, opsPort?: number, readyPattern?: RegExp): ServiceProcess {
-    const proc = new ServiceProcess(name, service, env, opsPort, readyPattern);
+  add(name: string, service: ServiceName, env: Record<string, string>, opsPort?: number, readyPattern?: RegExp, options?: ServiceProcessOptions): ServiceProcess {
+    const proc = new ServiceProcess(name, service, env, opsPort, readyPattern, options);
     this.all.push(proc);
     return proc;
   }

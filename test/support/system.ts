@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import {
   type FakeModel,
   type FakeModelOptions,
@@ -18,7 +18,7 @@ import {
   waitFor,
 } from "@agentrt/testing";
 import type { AgentEvent } from "@agentrt/contract";
-import { ProcessGroup, type ServiceProcess } from "./processes.ts";
+import { ProcessGroup, type ServiceName, type ServiceProcess } from "./processes.ts";
 import { waitForAssistant } from "./turns.ts";
 
 export const PARTITIONS = 8;
@@ -33,6 +33,14 @@ export interface SystemOptions {
   /** Client URLs of an externally started NATS (e.g. a cluster); default: one harness server. */
   readonly natsServers?: readonly string[];
   readonly env?: Record<string, string>;
+  /** Overrides of the gateway's env (auth on, a keys file, limits). */
+  readonly gatewayEnv?: Record<string, string>;
+  /** Env added per service (its own NATS user, say). */
+  readonly envFor?: (service: ServiceName) => Record<string, string>;
+  /** Appended to the harness nats-server's config (authorization blocks, a log file). */
+  readonly natsExtraConfig?: string;
+  /** The test's own connection's credentials, when the server has users. */
+  readonly testUser?: { readonly user: string; readonly password: string };
   readonly replicas?: number;
 }
 
@@ -77,9 +85,10 @@ export async function waitForAnswer(system: System, path: string, contains: stri
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
-  const nats = options.natsServers ? undefined : await startNatsServer();
+  const nats = options.natsServers ? undefined : await startNatsServer(options.natsExtraConfig === undefined ? {} : { extraConfig: options.natsExtraConfig });
   const natsUrl = options.natsServers ? options.natsServers.join(",") : nats!.url;
-  const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const credentials = options.testUser === undefined ? {} : { user: options.testUser.user, pass: options.testUser.password };
+  const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250, ...credentials });
   const replicas = options.replicas ?? 1;
   const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas });
   const model = await startFakeModel(options.model ?? {});
@@ -94,29 +103,31 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     REDUCER_LEASE_TTL_MS: "4000",
     ...options.env,
   };
+  const envOf = (service: ServiceName, own: Record<string, string> = {}) => ({ ...common, ...options.envFor?.(service), ...own });
   const started: ServiceProcess[] = [];
   for (let i = 0; i < (options.reducers ?? 1); i += 1) {
-    started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", { ...common, REDUCER_ID: `reducer-${i + 1}` }, await freeLoopbackPort()));
+    started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", envOf("agent-reducer", { REDUCER_ID: `reducer-${i + 1}` }), await freeLoopbackPort()));
   }
-  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", common, await freeLoopbackPort()));
-  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", common, await freeLoopbackPort()));
-  let repoPath: string | undefined;
-  if (options.repoProvider) {
-    repoPath = makeTestRepo(options.repoProvider.openPulls);
-    started.push(processes.add("repo-provider", "repo-provider", { ...common, REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }, undefined, /repo-provider ready/));
-  }
+  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", envOf("llm-driver"), await freeLoopbackPort()));
+  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", envOf("capability-host"), await freeLoopbackPort()));
   let gatewayUrl: string | undefined;
   if (options.gateway) {
     const port = await freeLoopbackPort();
     gatewayUrl = `http://127.0.0.1:${port}`;
-    started.push(
-      processes.add("gateway", "web-gateway", { ...common, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" }, await freeLoopbackPort()),
-    );
+    const gatewayEnv = { HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1", ...options.gatewayEnv };
+    started.push(processes.add("gateway", "web-gateway", envOf("web-gateway", gatewayEnv), await freeLoopbackPort()));
   }
   for (const proc of started) proc.start();
   // Nothing is sent until every service answers /readyz: on a loaded machine a cold start
   // takes seconds, and a test must measure the system, not its boot.
   await Promise.all(started.map((proc) => proc.waitReady(120_000)));
+  let repoPath: string | undefined;
+  if (options.repoProvider) {
+    // After the host is ready, so the provider's first registration finds it.
+    repoPath = makeTestRepo(options.repoProvider.openPulls);
+    const provider = processes.add("repo-provider", "repo-provider", envOf("repo-provider", { REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }), undefined, /repo-provider ready/);
+    await provider.start().waitReady(60_000);
+  }
   if (gatewayUrl) {
     await waitFor(async () => (await fetch(`${gatewayUrl}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
   }

@@ -4,6 +4,7 @@
 // and reactions. Each request is also rendered incrementally and must match byte for byte.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
+import { prng } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import {
   type AgentState,
@@ -18,18 +19,6 @@ import {
   renderRequest,
 } from "../src/index.ts";
 import { PATH, TestStream } from "./support/stream.ts";
-
-/** mulberry32: a tiny seeded PRNG so a failing seed can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Run {
   requests: { offset: number; messages: ChatMessage[]; incremental: ChatMessage[] }[];

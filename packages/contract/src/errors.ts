@@ -2,7 +2,10 @@
 // human message naming what was wrong, structured `details`, and whether retrying can help.
 // Transports (HTTP, gRPC, broker acks) map these codes in one place each.
 
+// Codes say what happened, not which transport status they map to; each transport maps them in
+// one table (the gateway's ERROR_STATUS for HTTP/gRPC; `retryable` for the work queues).
 export type ErrorCode =
+  // Input that breaks the contract (the caller must change it).
   | "invalid_payload"
   | "unknown_event_type"
   | "invalid_stream_path"
@@ -17,7 +20,24 @@ export type ErrorCode =
   | "forbidden"
   | "rate_limited"
   | "unavailable"
-  | "internal";
+  | "internal"
+  // The gateway's edge: input rejected before any event is parsed.
+  | "invalid_request"
+  | "payload_too_large"
+  | "method_not_allowed"
+  // A service's own configuration (environment, provider table) is malformed.
+  | "invalid_config"
+  // A model name that no configured provider serves.
+  | "provider_not_configured"
+  // The interrupt protocol's request or reply broke its schema.
+  | "invalid_interrupt"
+  // A model call failed (HTTP error, broken stream) or made no progress for too long.
+  | "model_call_failed"
+  | "model_idle"
+  // A deadline the work carried (a request's expiresAt) passed before it finished.
+  | "deadline_exceeded"
+  // A component broke its own contract (a bug, not the input's fault).
+  | "protocol_violation";
 
 export interface ValidationIssue {
   /** Dotted path of the offending field inside the payload, e.g. `payload.result.status`. */
@@ -60,4 +80,12 @@ export class ContractViolationError extends AgentRuntimeError {
 
 export function isAgentRuntimeError(error: unknown): error is AgentRuntimeError {
   return error instanceof AgentRuntimeError;
+}
+
+/**
+ * Whether another attempt could help: an `AgentRuntimeError` says so itself; anything else
+ * (a bug, a dropped socket the code did not classify) is assumed transient.
+ */
+export function isRetryable(error: unknown): boolean {
+  return isAgentRuntimeError(error) ? error.retryable : true;
 }

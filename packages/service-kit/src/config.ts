@@ -6,7 +6,7 @@ import { AgentRuntimeError } from "@agentrt/contract";
 
 export class ConfigError extends AgentRuntimeError {
   constructor(message: string, details: Record<string, unknown>) {
-    super("invalid_payload", message, { details });
+    super("invalid_config", message, { details, retryable: false });
   }
 }
 

@@ -12,3 +12,4 @@ export * from "./work-queue.ts";
 export * from "./leases.ts";
 export * from "./tracing.ts";
 export * from "./nats-permissions.ts";
+export * from "./interrupts.ts";

@@ -11,6 +11,8 @@
 // stream is a list of API subjects, not a wildcard over `$JS.API.>`: nobody but its owners may
 // create, delete or purge a stream, and only the services that need one can read it.
 
+import { INTERRUPT_SUBJECT } from "./interrupts.ts";
+
 export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "capability-host" | "capability-provider";
 
 export interface NatsPermissions {
@@ -36,7 +38,7 @@ export const NATS_NAMES = {
   agentFilesBucket: "AGENT_FILES",
   hostLivenessBucket: "agentrt_host_liveness",
   scriptRunsBucket: "agentrt_script_runs",
-  interruptSubject: "agentrt.llm.interrupt",
+  interruptSubject: INTERRUPT_SUBJECT,
   capabilitiesPrefix: "agentrt.capabilities",
   llmDriverDurable: "llm-driver",
   hostDurable: "capability-host",

@@ -18,6 +18,7 @@ import {
 import { nanos } from "@nats-io/nats-core";
 import { z } from "zod";
 import type { Logger } from "pino";
+import { isRetryable } from "@agentrt/contract";
 
 export const WORK_STREAM = "AGENT_WORK";
 
@@ -84,6 +85,20 @@ export async function publishWork<K extends WorkKind>(
 
 /** What a handler tells the queue: done, try again later, or never again. */
 export type WorkOutcome = { readonly type: "ack" } | { readonly type: "retry"; readonly delayMs: number } | { readonly type: "drop" };
+
+/** The backoff of a retried failure: 1 s, 2 s, 4 s … capped at 30 s. */
+export function retryBackoffMs(deliveryCount: number): number {
+  return Math.min(30_000, 500 * 2 ** Math.min(Math.max(1, deliveryCount), 6));
+}
+
+/**
+ * What the queue does with a handler that threw: the one place errors become broker actions.
+ * A terminal error (an `AgentRuntimeError` that says retrying cannot help) is terminated so it
+ * is never redelivered; anything else is naked with a backoff that grows per delivery.
+ */
+export function workOutcomeOfError(error: unknown, deliveryCount: number): Exclude<WorkOutcome, { type: "ack" }> {
+  return isRetryable(error) ? { type: "retry", delayMs: retryBackoffMs(deliveryCount) } : { type: "drop" };
+}
 
 export interface WorkContext {
   /** How many times this item has been delivered (1 on the first attempt). */
@@ -166,8 +181,15 @@ export async function consumeWork<K extends WorkKind>(
       else if (outcome.type === "retry") msg.nak(outcome.delayMs);
       else msg.term();
     } catch (error) {
-      options.logger.error({ err: error, item: parsed.data }, "work handler failed; will retry");
-      msg.nak(Math.min(30_000, 500 * 2 ** Math.min(msg.info.deliveryCount, 6)));
+      const outcome = workOutcomeOfError(error, msg.info.deliveryCount);
+      if (outcome.type === "drop") {
+        options.logger.error({ err: error, item: parsed.data }, "work handler failed terminally; dropping the item");
+        // No reason on the wire: nats-server before 2.10.4 ignores a `+TERM <reason>` (the log says why).
+        msg.term();
+      } else {
+        options.logger.error({ err: error, item: parsed.data, retryInMs: outcome.delayMs }, "work handler failed; will retry");
+        msg.nak(outcome.delayMs);
+      }
     } finally {
       clearInterval(heartbeat);
     }

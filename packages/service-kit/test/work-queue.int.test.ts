@@ -3,7 +3,8 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WORK_STREAM, consumeWork, createLogger, ensureWorkStream, publishWork, type WorkConsumer } from "../src/index.ts";
+import { AgentRuntimeError, ContractViolationError } from "@agentrt/contract";
+import { WORK_STREAM, consumeWork, createLogger, ensureWorkStream, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
 
 const logger = createLogger("test", "silent");
 let server: NatsServer;
@@ -133,6 +134,66 @@ describe("work queues", () => {
     });
     await waitFor(() => seen.includes("/a/after-bad"), { timeoutMs: 5000 });
     await consumer.stop();
+    await (await jetstreamManager(nc)).consumers.delete(WORK_STREAM, "bad-items");
     expect(seen).not.toContain(undefined);
+  });
+
+  it("terminates an item whose handler threw a terminal error: it is never delivered again", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    await publishWork(js, "llm", 5, { streamPath: "/a/terminal", requestOffset: 1 });
+    const deliveries: number[] = [];
+    const consumer = await consumeWork(js, jsm, {
+      kind: "llm",
+      durable: "terminal",
+      logger,
+      handler: async (_item, context) => {
+        deliveries.push(context.deliveryCount);
+        throw new ContractViolationError("invalid_event", "this append can never succeed");
+      },
+    });
+    // Nothing pending and nothing awaiting an ack: a nak (even with a delay) would keep it pending.
+    await waitFor(async () => {
+      const info = await jsm.consumers.info(WORK_STREAM, "terminal");
+      return info.delivered.consumer_seq >= 1 && info.num_ack_pending === 0 && info.num_pending === 0;
+    }, { timeoutMs: 5000, what: "the terminal item to leave the queue" });
+    await consumer.stop();
+    await jsm.consumers.delete(WORK_STREAM, "terminal");
+    expect(deliveries).toEqual([1]);
+  });
+
+  it("naks an item whose handler threw a retryable (or unclassified) error, and redelivers it after the backoff", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    await publishWork(js, "llm", 6, { streamPath: "/a/retryable", requestOffset: 1 });
+    const deliveredAt: number[] = [];
+    const consumer = await consumeWork(js, jsm, {
+      kind: "llm",
+      durable: "retryable",
+      logger,
+      handler: async (_item, context) => {
+        deliveredAt.push(Date.now());
+        if (context.deliveryCount === 1) throw new AgentRuntimeError("unavailable", "NATS went away", { retryable: true });
+        if (context.deliveryCount === 2) throw new Error("a bug nobody classified");
+        return { type: "ack" };
+      },
+    });
+    await waitFor(() => deliveredAt.length === 3, { timeoutMs: 15_000, what: "two redeliveries" });
+    await consumer.stop();
+    await jsm.consumers.delete(WORK_STREAM, "retryable");
+    expect(deliveredAt[1]! - deliveredAt[0]!).toBeGreaterThanOrEqual(retryBackoffMs(1) - 50);
+    expect(deliveredAt[2]! - deliveredAt[1]!).toBeGreaterThanOrEqual(retryBackoffMs(2) - 50);
+  });
+});
+
+describe("the broker action of a failed handler", () => {
+  it("is term for terminal errors and nak with a growing, capped backoff otherwise", () => {
+    expect(workOutcomeOfError(new ContractViolationError("invalid_event", "bad"), 1)).toEqual({ type: "drop" });
+    expect(workOutcomeOfError(new AgentRuntimeError("invalid_config", "bad env"), 3)).toEqual({ type: "drop" });
+    expect(workOutcomeOfError(new AgentRuntimeError("unavailable", "down", { retryable: true }), 1)).toEqual({ type: "retry", delayMs: 1_000 });
+    expect(workOutcomeOfError(new Error("unclassified"), 2)).toEqual({ type: "retry", delayMs: 2_000 });
+    expect(workOutcomeOfError(new Error("unclassified"), 50)).toEqual({ type: "retry", delayMs: 30_000 });
   });
 });

@@ -6,7 +6,7 @@ import { type NatsCluster, type NatsServer, startNatsCluster } from "@agentrt/te
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/index.ts";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { note } from "./event-store-suite.ts";
 
 let cluster: NatsCluster;

@@ -6,7 +6,7 @@ import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
 import { type NatsServer, collectUntil, startNatsServer } from "@agentrt/testing";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/index.ts";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { note } from "./event-store-suite.ts";
 
 let server: NatsServer;

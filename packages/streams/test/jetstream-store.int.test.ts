@@ -7,7 +7,8 @@ import { type NatsServer, collectUntil, startNatsServer } from "@agentrt/testing
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EventStore, JetStreamEventStore, fnv1a32 } from "../src/index.ts";
+import { type EventStore, fnv1a32 } from "../src/index.ts";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { JetStreamPublisher, PublishRejectedError } from "../src/jetstream/publisher.ts";
 import { describeEventStoreSuite, note } from "./event-store-suite.ts";
 

@@ -8,7 +8,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/index.ts";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { KeyIndex } from "../src/jetstream/key-index.ts";
 
 let server: NatsServer;

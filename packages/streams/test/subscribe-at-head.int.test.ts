@@ -6,7 +6,7 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/index.ts";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
 
 let server: NatsServer;
 let nc: NatsConnection;

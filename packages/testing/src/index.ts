@@ -5,3 +5,4 @@ export * from "./nats/index.ts";
 export * from "./collect.ts";
 export * from "./prng.ts";
 export * from "./fake-model/index.ts";
+export * from "./events.ts";

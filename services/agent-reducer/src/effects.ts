@@ -6,7 +6,7 @@
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
 import { isAgentRuntimeError } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
-import { inSpan, publishWork, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import { inSpan, publishWork, requestInterrupt, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -33,8 +33,6 @@ export interface ReducerEffects {
   /** Publishes live-lane previews of a streaming reply (`render/*-delta`, ephemeral). */
   publishPreviews(streamPath: string, deltas: readonly EventInput[]): Promise<void>;
 }
-
-export const INTERRUPT_SUBJECT = "agentrt.llm.interrupt";
 
 export function natsReducerEffects(deps: {
   store: EventStore;
@@ -75,13 +73,11 @@ export function natsReducerEffects(deps: {
       publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }),
     async interruptDriver(streamPath, requestOffset) {
       try {
-        const reply = await nc.request(INTERRUPT_SUBJECT, JSON.stringify({ streamPath, requestOffset }), {
-          timeout: deps.interruptTimeoutMs,
-        });
-        const parsed = JSON.parse(reply.string()) as { partialText?: unknown };
-        return typeof parsed.partialText === "string" && parsed.partialText.length > 0 ? parsed.partialText : undefined;
-      } catch {
-        // No driver is running it (or none answered in time): cancel without partial text.
+        // Undefined when no driver is running it (or none answered in time).
+        return await requestInterrupt(nc, { streamPath, requestOffset }, { timeoutMs: deps.interruptTimeoutMs });
+      } catch (error) {
+        // Refused or garbled: the request is cancelled all the same, without partial text.
+        deps.logger.warn({ err: error, streamPath, requestOffset }, "interrupt failed; cancelling without partial text");
         return undefined;
       }
     },

@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm } from "@nats-io/kv";
 import type { AgentEvent } from "@agentrt/contract";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

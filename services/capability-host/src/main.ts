@@ -3,7 +3,8 @@
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
 import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
-import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
+import { ownedStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
 import { hostConfigSchema } from "./config.ts";

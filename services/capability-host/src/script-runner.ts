@@ -7,7 +7,7 @@
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
 import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
-import type { AgentEvent } from "@agentrt/contract";
+import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
 import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
@@ -87,12 +87,14 @@ export type ScriptRunOutcome =
   | "deadline"
   | "succeeded"
   | "runtime"
-  | "stood-down";
+  /** Another incarnation committed first (started or settled this run): ours committed nothing. */
+  | "lost-race";
 
 /** The checker broke its contract (a bug, not the script's fault): the work item is retried. */
-export class CheckerProtocolError extends Error {
-  override readonly name = "CheckerProtocolError";
-  readonly code = "CHECKER_PROTOCOL";
+export class CheckerProtocolError extends AgentRuntimeError {
+  constructor(message: string) {
+    super("protocol_violation", message, { retryable: true });
+  }
 }
 
 /**
@@ -219,8 +221,8 @@ export class ScriptRunner {
       { type: "capability-host/script-run-started", payload: { executionId }, idempotencyKey: startedKey(executionId) },
     ]);
     if (start.status === "duplicate") {
-      log.info("another incarnation started this script; standing down");
-      return "stood-down";
+      log.info("another incarnation started this script first (lost race); standing down");
+      return "lost-race";
     }
 
     const limitMs = deadlineAtMs - this.now();
@@ -264,8 +266,8 @@ export class ScriptRunner {
       { type: "capability-host/script-run-settled", payload: { executionId, settlement }, idempotencyKey: settledKey(executionId) },
     ]);
     if (result.status === "duplicate") {
-      log.info("another incarnation settled first; standing down");
-      return "stood-down";
+      log.info("another incarnation settled first (lost race); standing down");
+      return "lost-race";
     }
     log.info({ outcome }, "script settled");
     await this.deps.liveness?.forgetRun(streamPath, executionId).catch((error: unknown) => log.warn({ err: error }, "could not drop the run record"));

@@ -4,7 +4,8 @@
 
 import type { AgentEvent } from "@agentrt/contract";
 import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
-import { JetStreamEventStore, type EventStore } from "@agentrt/streams";
+import { type EventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";

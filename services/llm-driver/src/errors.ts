@@ -6,14 +6,14 @@ import { AgentRuntimeError } from "@agentrt/contract";
 /** The model call failed (HTTP error, broken stream, bad answer). */
 export class ModelCallError extends AgentRuntimeError {
   constructor(message: string, options: { cause?: unknown; status?: number } = {}) {
-    super("unavailable", message, { cause: options.cause, retryable: true, details: { status: options.status } });
+    super("model_call_failed", message, { cause: options.cause, retryable: true, details: { status: options.status } });
   }
 }
 
 /** No progress from the model for the idle-watchdog window. */
 export class ModelIdleError extends AgentRuntimeError {
   constructor(idleMs: number) {
-    super("unavailable", `no progress from the model for ${formatSeconds(idleMs)} s (idle watchdog)`, {
+    super("model_idle", `no progress from the model for ${formatSeconds(idleMs)} s (idle watchdog)`, {
       retryable: true,
       details: { idleMs },
     });
@@ -23,7 +23,7 @@ export class ModelIdleError extends AgentRuntimeError {
 /** The request's `expiresAt` passed while the model was still answering. */
 export class RequestDeadlineError extends AgentRuntimeError {
   constructor(expiresAt: string) {
-    super("unavailable", `the request's deadline ${expiresAt} passed before the model finished`, {
+    super("deadline_exceeded", `the request's deadline ${expiresAt} passed before the model finished`, {
       retryable: false,
       details: { expiresAt },
     });
@@ -34,7 +34,7 @@ export class RequestDeadlineError extends AgentRuntimeError {
 export class ProviderNotConfiguredError extends AgentRuntimeError {
   constructor(model: string, providers: readonly string[]) {
     super(
-      "invalid_payload",
+      "provider_not_configured",
       `model "${model}" routes to provider "${model.split("/")[0]}", which is not configured (configured: ${providers.join(", ") || "none"})`,
       { retryable: false, details: { model, providers } },
     );
@@ -44,7 +44,7 @@ export class ProviderNotConfiguredError extends AgentRuntimeError {
 /** The provider configuration (LLM_PROVIDERS) is malformed. */
 export class ProviderConfigError extends AgentRuntimeError {
   constructor(message: string, cause?: unknown) {
-    super("invalid_payload", message, { cause, retryable: false });
+    super("invalid_config", message, { cause, retryable: false });
   }
 }
 

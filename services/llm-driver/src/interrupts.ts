@@ -1,37 +1,22 @@
-// Interrupts over core NATS: the reducer asks `agentrt.llm.interrupt` with
-// `{streamPath, requestOffset}`; the driver running that request aborts the model call and
-// replies `{partialText}`. Drivers not running it stay silent, so the requester hears only
-// the owner. The reducer then appends the partial text and the cancelled settlement.
+// The driver's end of the interrupt protocol (service-kit interrupts.ts holds the subject and
+// the message shapes): the driver running the request stops its model call and answers with
+// the partial text; other drivers stay silent; malformed requests are refused there.
 
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { z } from "zod";
-import type { Logger } from "@agentrt/service-kit";
+import { serveInterrupts, type Logger } from "@agentrt/service-kit";
 import { RequestStop, type RunningRequests } from "./running-requests.ts";
 
-export const INTERRUPT_SUBJECT = "agentrt.llm.interrupt";
-
-const interruptSchema = z.strictObject({ streamPath: z.string().min(1), requestOffset: z.number().int().positive() });
-
 export function listenForInterrupts(nc: NatsConnection, running: RunningRequests, logger: Logger): Subscription {
-  return nc.subscribe(INTERRUPT_SUBJECT, {
-    callback: (error, msg) => {
-      if (error) {
-        logger.warn({ err: error }, "interrupt subscription error");
-        return;
-      }
-      let parsed: z.infer<typeof interruptSchema>;
-      try {
-        parsed = interruptSchema.parse(msg.json());
-      } catch (problem) {
-        logger.warn({ err: problem }, "ignoring a malformed interrupt");
-        return;
-      }
-      const request = running.get(parsed.streamPath, parsed.requestOffset);
-      if (request === undefined) return;
+  return serveInterrupts(
+    nc,
+    ({ streamPath, requestOffset }) => {
+      const request = running.get(streamPath, requestOffset);
+      if (request === undefined) return undefined;
       const partialText = request.partialText();
       request.stop(new RequestStop("interrupted", "interrupted by the user's next message"));
-      logger.info({ ...parsed, partialChars: partialText.length }, "interrupted a running model call");
-      msg.respond(JSON.stringify({ partialText }));
+      logger.info({ streamPath, requestOffset, partialChars: partialText.length }, "interrupted a running model call");
+      return { partialText };
     },
-  });
+    logger,
+  );
 }

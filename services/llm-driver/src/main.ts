@@ -4,7 +4,8 @@
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
-import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
+import { ownedStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
 import { createDriverMetrics } from "./metrics.ts";

@@ -48,6 +48,7 @@ export interface RequestRunnerDeps {
 export type RunOutcome =
   | "succeeded"
   | "failed"
+  /** Another incarnation committed first (settled this request): ours committed nothing. */
   | "lost-race"
   | "interrupted"
   | "settled-elsewhere"
@@ -241,7 +242,7 @@ export class RequestRunner {
     });
     const result = await this.deps.store.append(ctx.streamPath, batch);
     if (result.status === "duplicate") {
-      ctx.log.info("another driver settled this request first; our failure committed nothing");
+      ctx.log.info("another driver settled this request first (lost race); our failure committed nothing");
       return "lost-race";
     }
     ctx.log.warn({ err: error instanceof ModelCallError ? error.message : error }, "model call failed; settled failed");
@@ -268,7 +269,7 @@ export class RequestRunner {
     });
     const result = await this.deps.store.append(ctx.streamPath, batch);
     if (result.status === "duplicate") {
-      ctx.log.info("another driver settled this request first; our answer committed nothing");
+      ctx.log.info("another driver settled this request first (lost race); our answer committed nothing");
       return "lost-race";
     }
     ctx.log.info({ chars: attempt.text.length, usage: attempt.usage }, "request settled: succeeded");

@@ -8,7 +8,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LlmDriver } from "../src/driver.ts";
-import { INTERRUPT_SUBJECT } from "../src/interrupts.ts";
+import { INTERRUPT_SUBJECT, parseInterruptReply, requestInterrupt } from "@agentrt/service-kit";
 import {
   append,
   birthEvents,
@@ -118,8 +118,11 @@ describe("llm-driver: failures", () => {
     const sawChunk = firstChunk(path, R + 1);
     await publishLlmWork(env, path, R);
     await sawChunk;
-    const reply = await env.nc.request(INTERRUPT_SUBJECT, JSON.stringify({ streamPath: path, requestOffset: R }), { timeout: 2_000 });
-    const { partialText } = reply.json<{ partialText: string }>();
+    // A malformed interrupt naming the running request is refused, and the call runs on.
+    const refused = await env.nc.request(INTERRUPT_SUBJECT, JSON.stringify({ streamPath: path, requestOffset: String(R) }), { timeout: 2_000 });
+    expect(parseInterruptReply(refused.json())).toEqual({ error: { code: "invalid_interrupt", message: expect.stringContaining("requestOffset") } });
+    expect(driver.runningCount).toBe(1);
+    const partialText = (await requestInterrupt(env.nc, { streamPath: path, requestOffset: R }, { timeoutMs: 2_000 })) ?? "";
     expect(partialText.length).toBeGreaterThan(0);
     expect(tokens.join("").startsWith(partialText)).toBe(true);
     expect(partialText).not.toBe(tokens.join(""));
@@ -156,6 +159,7 @@ describe("llm-driver: failures", () => {
     await expect(
       env.nc.request(INTERRUPT_SUBJECT, JSON.stringify({ streamPath: "/agents/test/nobody", requestOffset: 9 }), { timeout: 300 }),
     ).rejects.toThrow();
+    await expect(requestInterrupt(env.nc, { streamPath: "/agents/test/nobody", requestOffset: 9 }, { timeoutMs: 300 })).resolves.toBeUndefined();
   });
 
   it("stands down without committing when someone else settles the request first", async () => {

@@ -9,8 +9,9 @@ import { connect } from "@nats-io/transport-node";
 import { decideAtHead, foldAgentEvents, initialAgentState, type AgentState } from "@agentrt/agent-core";
 import { CONTRACT_VERSION, type AgentEvent, type EventInput } from "@agentrt/contract";
 import { createLogger, createMetrics, ensureWorkStream, publishWork } from "@agentrt/service-kit";
-import { type EventStore, JetStreamEventStore } from "@agentrt/streams";
-import { type FakeModel, type NatsServer, startFakeModel, startNatsServer, waitFor } from "@agentrt/testing";
+import { type EventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { birthEvents, type FakeModel, type NatsServer, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
 import { createDriverMetrics } from "../src/metrics.ts";
 import { LlmDriver } from "../src/driver.ts";
 import type { ProvidersConfig } from "../src/providers.ts";
@@ -87,27 +88,7 @@ export async function startDriverEnv(): Promise<DriverEnv> {
   };
 }
 
-/** A born agent with one system section and (optionally) a user message, debounce 0. */
-export function birthEvents(options: { interpretResponses?: boolean; model?: string } = {}): EventInput[] {
-  return [
-    { type: "agent/created", payload: {} },
-    {
-      type: "agent/configured",
-      payload: {
-        config: {
-          interpretResponses: options.interpretResponses ?? false,
-          llmRequestDebounceMs: 0,
-          ...(options.model === undefined ? {} : { llm: { model: options.model } }),
-        },
-      },
-    },
-    { type: "agents/context-added", payload: { role: "system", key: "identity", content: "You are a test agent." } },
-  ];
-}
-
-export function userMessage(content: string): EventInput {
-  return { type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } };
-}
+export { birthEvents, userMessage, waitForEvent } from "@agentrt/testing";
 
 export function requested(model = "openai/gpt-5.6-terra", expiresInMs = 600_000): EventInput {
   return {
@@ -142,19 +123,6 @@ export async function seedTurn(
 
 export async function foldStream(store: EventStore, path: string): Promise<AgentState> {
   return foldAgentEvents(initialAgentState(path), await store.read(path));
-}
-
-export async function waitForEvent<T extends AgentEvent["type"]>(
-  store: EventStore,
-  path: string,
-  type: T,
-  match: (event: Extract<AgentEvent, { type: T }>) => boolean = () => true,
-  timeoutMs = 15_000,
-): Promise<Extract<AgentEvent, { type: T }>> {
-  return waitFor(
-    async () => (await store.read(path)).find((e): e is Extract<AgentEvent, { type: T }> => e.type === type && match(e as Extract<AgentEvent, { type: T }>)),
-    { timeoutMs, what: `${type} on ${path}` },
-  );
 }
 
 /**

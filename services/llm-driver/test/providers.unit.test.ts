@@ -33,11 +33,13 @@ describe("provider routing", () => {
   it("names the missing provider", () => {
     expect(() => routeModel("anthropic/claude", providers)).toThrow(ProviderNotConfiguredError);
     expect(() => routeModel("anthropic/claude", providers)).toThrow(/provider "anthropic", which is not configured \(configured: openai, ollama\)/);
+    expect(() => routeModel("anthropic/claude", providers)).toThrow(expect.objectContaining({ code: "provider_not_configured", retryable: false }));
   });
 
   it("rejects bad provider config naming the field", () => {
     expect(() => parseProvidersConfig({ openai: { baseUrl: "not a url" } })).toThrow(ProviderConfigError);
     expect(() => parseProvidersConfig({ openai: { baseUrl: "not a url" } })).toThrow(/openai\.baseUrl/);
+    expect(() => parseProvidersConfig({ openai: { baseUrl: "not a url" } })).toThrow(expect.objectContaining({ code: "invalid_config", retryable: false }));
     expect(() => parseProvidersConfig({ openai: { baseUrl: "http://x", api: "completions" } })).toThrow(/openai\.api/);
   });
 

@@ -3,21 +3,19 @@
 // else, so the two transports can never disagree about what a failure means.
 
 import { status as GrpcStatus } from "@grpc/grpc-js";
-import { isAgentRuntimeError, type ErrorCode, type ValidationIssue } from "@agentrt/contract";
+import { AgentRuntimeError, isAgentRuntimeError, type ErrorCode, type ValidationIssue } from "@agentrt/contract";
 
-/** Failures that only exist at the HTTP/gRPC edge, before any event is parsed. */
-export type GatewayOnlyCode = "invalid_request" | "payload_too_large" | "method_not_allowed";
-export type GatewayErrorCode = ErrorCode | GatewayOnlyCode;
+/** The gateway reports the contract's codes (its edge codes, `invalid_request` … , are among them). */
+export type GatewayErrorCode = ErrorCode;
 
-/** A failure detected by the gateway itself (bad JSON, bad query, oversized body, auth). */
-export class GatewayError extends Error {
-  readonly code: GatewayErrorCode;
-  readonly details: Record<string, unknown>;
-  constructor(code: GatewayErrorCode, message: string, details: Record<string, unknown> = {}) {
-    super(message);
-    this.name = "GatewayError";
-    this.code = code;
-    this.details = details;
+/**
+ * A failure detected by the gateway itself (bad JSON, bad query, oversized body, auth): part
+ * of the one hierarchy, so anything that handles an `AgentRuntimeError` handles it too. Its
+ * causes are the caller's, never worth retrying as sent.
+ */
+export class GatewayError extends AgentRuntimeError {
+  constructor(code: GatewayErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown) {
+    super(code, message, { details, retryable: code === "unavailable" || code === "rate_limited", cause });
   }
 }
 
@@ -41,6 +39,14 @@ export const ERROR_STATUS: Readonly<Record<GatewayErrorCode, { http: number; grp
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   internal: { http: 500, grpc: GrpcStatus.INTERNAL },
   unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
+  // Codes of other services' failures: should one reach the edge, it is the server's fault.
+  invalid_config: { http: 500, grpc: GrpcStatus.INTERNAL },
+  provider_not_configured: { http: 500, grpc: GrpcStatus.INTERNAL },
+  invalid_interrupt: { http: 500, grpc: GrpcStatus.INTERNAL },
+  protocol_violation: { http: 500, grpc: GrpcStatus.INTERNAL },
+  model_call_failed: { http: 502, grpc: GrpcStatus.UNAVAILABLE },
+  model_idle: { http: 504, grpc: GrpcStatus.DEADLINE_EXCEEDED },
+  deadline_exceeded: { http: 504, grpc: GrpcStatus.DEADLINE_EXCEEDED },
 };
 
 export interface ErrorBody {
@@ -60,7 +66,7 @@ export function classifyError(error: unknown): ClassifiedError {
   let code: GatewayErrorCode = "internal";
   let message = "Internal error.";
   let details: Record<string, unknown> = {};
-  if (error instanceof GatewayError || isAgentRuntimeError(error)) {
+  if (isAgentRuntimeError(error)) {
     code = error.code;
     message = error.message;
     details = error.details;

@@ -4,7 +4,8 @@
 // propagation), then closes the listeners (live SSE/WebSocket clients reconnect elsewhere and
 // resume from their last offset), then drains NATS.
 
-import { JetStreamEventStore, ownedStore } from "@agentrt/streams";
+import { ownedStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import {
   connectNats,
   createLogger,

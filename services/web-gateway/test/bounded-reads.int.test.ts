@@ -4,7 +4,7 @@
 // and a read or a fold stops pulling from NATS when its HTTP client goes away.
 
 import { request } from "node:http";
-import { JetStreamEventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { connectNats, createLogger, type NatsConnection } from "@agentrt/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Authenticator } from "../src/auth/authenticator.ts";

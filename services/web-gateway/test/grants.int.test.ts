@@ -3,7 +3,7 @@
 // key's scope, stamped by the gateway over whatever the client sent.
 import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentRuntimeClient, type AppendEventsResponse } from "../src/generated/agentrt/v1/gateway.ts";
+import { AgentRuntimeClient, type AppendEventsResponse } from "@agentrt/gateway-proto";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
 import { enc, http } from "./support/http.ts";

@@ -2,7 +2,7 @@
 // mapping as HTTP, and server streaming for subscribe.
 import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentRuntimeClient, type AppendEventsResponse, type Event, type GetStateResponse, type ListAgentsResponse, type ReadEventsResponse } from "../src/generated/agentrt/v1/gateway.ts";
+import { AgentRuntimeClient, type AppendEventsResponse, type Event, type GetStateResponse, type ListAgentsResponse, type ReadEventsResponse } from "@agentrt/gateway-proto";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
 

@@ -42,8 +42,9 @@ describe("OpenAPI document", () => {
     bodies.getAgentState = (await http(fx.gw.url, "GET", `/v1/agents/${enc(path)}/state`)).body;
     bodies.listAgents = (await http(fx.gw.url, "GET", "/v1/agents")).body;
     for (const [name, body] of Object.entries(bodies)) {
-      const route = fx.gw.gateway.routes.find((r) => r.name === name)!;
-      const parsed = route.response!.safeParse(body);
+      const route = fx.gw.gateway.routes.find((r) => r.name === name);
+      if (route?.kind !== "json" || route.response === undefined) throw new Error(`${name} is not a JSON route with a response schema`);
+      const parsed = route.response.safeParse(body);
       expect(parsed.success, `${name}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
     }
     const error = (await http(fx.gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=-1`)).body;

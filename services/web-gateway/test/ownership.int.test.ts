@@ -5,7 +5,7 @@
 import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_APPENDABLE, EVENT_OWNERSHIP, EVENT_TYPES, RESERVED_KEY_NAMESPACES, parseEventInput, type EventType } from "@agentrt/contract";
-import { AgentRuntimeClient, type AppendEventsResponse } from "../src/generated/agentrt/v1/gateway.ts";
+import { AgentRuntimeClient, type AppendEventsResponse } from "@agentrt/gateway-proto";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
 import { enc, http, userMessage } from "./support/http.ts";

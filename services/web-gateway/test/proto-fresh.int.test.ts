@@ -7,7 +7,7 @@ import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "../../..");
-const checkedIn = join(root, "services/web-gateway/src/generated");
+const checkedIn = join(root, "packages/gateway-proto/src/generated");
 const hasProtoc = (() => {
   try {
     execFileSync("protoc", ["--version"], { stdio: "ignore" });

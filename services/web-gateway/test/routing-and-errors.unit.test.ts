@@ -2,7 +2,7 @@
 // the single error table, SSE framing and the resume offset.
 import type { IncomingMessage } from "node:http";
 import { status } from "@grpc/grpc-js";
-import { ContractViolationError } from "@agentrt/contract";
+import { AgentRuntimeError, ContractViolationError } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
 import { classifyError, ERROR_STATUS, GatewayError } from "../src/errors.ts";
 import { matchRoute, type Route } from "../src/http/router.ts";
@@ -43,6 +43,16 @@ describe("error table", () => {
     expect(classifyError(new GatewayError("rate_limited", "slow")).grpc).toBe(status.RESOURCE_EXHAUSTED);
     expect(classifyError(new GatewayError("unauthenticated", "who")).http).toBe(401);
     expect(classifyError(new GatewayError("forbidden", "no")).http).toBe(403);
+  });
+  it("a GatewayError is an AgentRuntimeError: one hierarchy, with a code, retryable and cause", () => {
+    const cause = new Error("socket hang up");
+    const error = new GatewayError("invalid_request", "Invalid body.", { field: "events" }, cause);
+    expect(error).toBeInstanceOf(AgentRuntimeError);
+    expect(error).toMatchObject({ name: "GatewayError", code: "invalid_request", retryable: false, details: { field: "events" }, cause });
+    expect(new GatewayError("rate_limited", "slow").retryable).toBe(true);
+    // Another service's failure reaching the edge is the server's fault, never the caller's.
+    expect(classifyError(new AgentRuntimeError("invalid_config", "bad env")).serverFault).toBe(true);
+    expect(classifyError(new AgentRuntimeError("model_call_failed", "502 from the model", { retryable: true })).http).toBe(502);
   });
   it("hides unexpected errors behind a 500 without leaking their message", () => {
     const internal = classifyError(new Error("database password is hunter2"));

@@ -1,77 +1,17 @@
 // The whole system as real processes with auth ON, for the security suite: a harness
 // nats-server, the fake model, reducer, driver, capability host and gateway, with API keys
-// minted by the real CLI (`agents keys create`) into a keys file. Unlike test/support's
-// ProcessGroup, every byte each service writes is kept, so a test can scan all of it.
+// minted by the real CLI (`agents keys create`) into a keys file. The processes are
+// test/support's, keeping every byte each service writes (at debug level) so a test can scan
+// all of it.
 
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type FakeModel, freeLoopbackPort, type NatsServer, startFakeModel, startNatsServer, waitFor } from "@agentrt/testing";
-import { repoRoot, type ServiceName } from "../../support/processes.ts";
+import { type FakeModel, freeLoopbackPort, type NatsServer, startFakeModel, startNatsServer } from "@agentrt/testing";
+import { ProcessGroup, repoRoot, type ServiceName, type ServiceProcess } from "../../support/processes.ts";
 import { lastUserContent } from "../../support/turns.ts";
-
-const entryPoints: Partial<Record<ServiceName, string>> = {
-  "agent-reducer": "services/agent-reducer/src/main.ts",
-  "llm-driver": "services/llm-driver/src/main.ts",
-  "capability-host": "services/capability-host/src/main.ts",
-  "web-gateway": "services/web-gateway/src/main.ts",
-};
-
-class ServiceExitedError extends Error {}
-
-/** A service process whose whole output is captured. */
-export class LoggedProcess {
-  readonly output: string[] = [];
-  private child: ChildProcess | undefined;
-  readonly pid: number;
-
-  constructor(
-    readonly name: string,
-    service: ServiceName,
-    env: Record<string, string>,
-    readonly opsPort: number,
-  ) {
-    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entryPoints[service]!)], {
-      cwd: repoRoot,
-      env: { ...process.env, LOG_LEVEL: "debug", ...env, OPS_PORT: String(opsPort) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout?.on("data", (d: Buffer) => this.output.push(d.toString()));
-    child.stderr?.on("data", (d: Buffer) => this.output.push(d.toString()));
-    this.child = child;
-    this.pid = child.pid!;
-  }
-
-  get running(): boolean {
-    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  logs(): string {
-    return this.output.join("");
-  }
-
-  async healthz(): Promise<number> {
-    return fetch(`http://127.0.0.1:${this.opsPort}/healthz`).then((r) => r.status, () => 0);
-  }
-
-  async waitReady(timeoutMs: number): Promise<void> {
-    const ok = async () => {
-      if (!this.running) throw new ServiceExitedError(`${this.name} exited:\n${this.logs().slice(-3000)}`);
-      return fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false);
-    };
-    await waitFor(ok, { timeoutMs, intervalMs: 150, what: `${this.name} /readyz`, failFast: (e) => e instanceof ServiceExitedError });
-  }
-
-  async kill(): Promise<void> {
-    const child = this.child;
-    if (child === undefined || !this.running) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.kill("SIGKILL");
-    await exited;
-  }
-}
 
 export interface MintedKey {
   readonly apiKey: string;
@@ -103,8 +43,8 @@ export interface SecureSystem {
   readonly gatewayUrl: string;
   readonly grpcPort: number;
   readonly model: FakeModel;
-  readonly processes: readonly LoggedProcess[];
-  readonly gateway: LoggedProcess;
+  readonly processes: readonly ServiceProcess[];
+  readonly gateway: ServiceProcess;
   stop(): Promise<void>;
 }
 
@@ -127,13 +67,15 @@ export async function startSecureSystem(keysFile: string, options: SecureSystemO
   writeFileSync(join(uiDir, "assets", "app.js"), "export {};");
   const httpPort = await freeLoopbackPort();
   const grpcPort = await freeLoopbackPort();
-  const processes: LoggedProcess[] = [];
+  const group = new ProcessGroup();
+  const add = async (name: string, service: ServiceName, env: Record<string, string>) =>
+    group.add(name, service, env, await freeLoopbackPort(), undefined, { keepAllOutput: true, logLevel: "debug" }).start();
   if (options.gatewayOnly !== true) {
-    processes.push(new LoggedProcess("reducer", "agent-reducer", { ...common, REDUCER_ID: "reducer-1" }, await freeLoopbackPort()));
-    processes.push(new LoggedProcess("driver", "llm-driver", common, await freeLoopbackPort()));
-    processes.push(new LoggedProcess("host", "capability-host", common, await freeLoopbackPort()));
+    await add("reducer", "agent-reducer", { ...common, REDUCER_ID: "reducer-1" });
+    await add("driver", "llm-driver", common);
+    await add("host", "capability-host", common);
   }
-  const gateway = new LoggedProcess(
+  const gateway = await add(
     "gateway",
     "web-gateway",
     {
@@ -147,15 +89,13 @@ export async function startSecureSystem(keysFile: string, options: SecureSystemO
       UI_BUILD_ON_START: "0",
       ...options.gatewayEnv,
     },
-    await freeLoopbackPort(),
   );
-  processes.push(gateway);
+  const processes = group.all;
   const stop = async () => {
-    await Promise.all(processes.map((p) => p.kill()));
+    await group.stopAll();
     await model.close();
     await nats.stop();
   };
-  process.once("exit", () => processes.forEach((p) => p.running && process.kill(p.pid, "SIGKILL")));
   try {
     await Promise.all(processes.map((p) => p.waitReady(120_000)));
   } catch (error) {

@@ -24,7 +24,7 @@ function parametersOf(route: Route): unknown[] {
 const ERROR_STATUSES = ["400", "401", "403", "404", "409", "413", "416", "429", "503"];
 
 function responsesOf(route: Route): Record<string, unknown> {
-  const ok = String(route.successStatus ?? 200);
+  const ok = String((route.kind === "json" ? route.successStatus : undefined) ?? 200);
   const error = { description: "Error", content: { "application/json": { schema: toSchema(errorBodySchema, "output") } } };
   const success =
     route.kind === "sse"

@@ -2,17 +2,13 @@
 // (`/v1/streams/%2Fagents%2Fweb%2Fdemo/events`), which keeps every route unambiguous and
 // every path a plain OpenAPI parameter.
 
-import type { IncomingMessage } from "node:http";
-import type { AgentGrant } from "@agentrt/contract";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { assertGrantWithinKey, authorizeBatch } from "../auth/grants.ts";
 import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
-import type { Route } from "../http/router.ts";
+import { defineRoute, type HandlerContext, type Route } from "../http/router.ts";
 import { pipeSse, resumeOffset } from "../http/live.ts";
 import type { GatewayApi, ReadContext } from "./gateway-api.ts";
 import * as s from "./schemas.ts";
-
-type P = { streamPath: string; offset: number };
 
 /** The read's caller (its key, for the read gate's fair share) and its client's abort signal. */
 function readContext(principal: Principal | null, signal: AbortSignal | undefined): ReadContext {
@@ -20,13 +16,10 @@ function readContext(principal: Principal | null, signal: AbortSignal | undefine
 }
 
 export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
-  const subscribeFor = (ctx: { params: Record<string, unknown>; query: Record<string, unknown>; req: IncomingMessage }) => {
-    const { streamPath } = ctx.params as P;
-    const q = ctx.query as { fromOffset?: number; ephemeral: boolean };
-    return api.subscribe(streamPath, resumeOffset(ctx.req, q.fromOffset), q.ephemeral);
-  };
+  const subscribeFor = ({ params, query, req }: HandlerContext<s.StreamParams, s.SubscribeQuery>) =>
+    api.subscribe(params.streamPath, resumeOffset(req, query.fromOffset), query.ephemeral);
   return [
-    {
+    defineRoute({
       name: "createAgent",
       method: "POST",
       path: "/v1/agents",
@@ -36,16 +29,16 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       body: s.createAgentBodySchema,
       response: s.createAgentResponseSchema,
       successStatus: 201,
-      statusOf: (result) => ((result as { status: string }).status === "committed" ? 201 : 200),
-      access: ({ body }) => ({ verb: "append", path: (body as { streamPath: string }).streamPath }),
+      access: ({ body }) => ({ verb: "append", path: body.streamPath }),
       handle: async ({ body, principal }) => {
-        const input = body as { streamPath: string; promptFile?: string; project?: string; grant?: AgentGrant };
-        if (principal !== null) assertGrantWithinKey(principal, input.grant);
-        const result = await api.createAgent(input);
-        return { streamPath: input.streamPath, status: result.status, events: result.events };
+        if (principal !== null) assertGrantWithinKey(principal, body.grant);
+        const result = await api.createAgent(body);
+        return { streamPath: body.streamPath, status: result.status, events: result.events };
       },
-    },
-    {
+      // After `handle`, so its result type is inferred from it.
+      statusOf: (result) => (result.status === "committed" ? 201 : 200),
+    }),
+    defineRoute({
       name: "listAgents",
       method: "GET",
       path: "/v1/agents",
@@ -54,14 +47,13 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       kind: "json",
       query: s.listQuerySchema,
       response: s.listResponseSchema,
-      access: ({ query }) => ({ verb: "read", listPrefix: (query as { prefix?: string }).prefix }),
-      handle: async ({ query, principal, signal }) => {
-        const q = query as { prefix?: string; after?: string; limit: number };
+      access: ({ query }) => ({ verb: "read", listPrefix: query.prefix }),
+      handle: async ({ query: q, principal, signal }) => {
         const canRead = (path: string) => principal === null || Authenticator.can(principal, "read", path);
         return api.list(q.prefix, canRead, { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...readContext(principal, signal) });
       },
-    },
-    {
+    }),
+    defineRoute({
       name: "appendEvents",
       method: "POST",
       path: "/v1/streams/{streamPath}/events",
@@ -70,18 +62,18 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       body: s.appendBodySchema,
       response: s.appendResponseSchema,
-      access: ({ params, body }) => ({ verb: appendRouteVerb((body as { events: unknown[] }).events), path: (params as P).streamPath }),
+      access: ({ params, body }) => ({ verb: appendRouteVerb(body.events), path: params.streamPath }),
       handle: async ({ params, body, principal }) => {
-        const { events, expectedLastOffset } = body as { events: unknown[]; expectedLastOffset?: number };
+        const { events, expectedLastOffset } = body;
         // Only what outside callers may append (auth/ownership.ts); then grants no wider than the
         // key and script requests stamped with the key's scope (auth/grants.ts).
-        authorizeAppends(principal, (params as P).streamPath, events);
+        authorizeAppends(principal, params.streamPath, events);
         const authorized = principal === null ? events : authorizeBatch(principal, events);
-        const result = await api.append((params as P).streamPath, authorized, expectedLastOffset);
+        const result = await api.append(params.streamPath, authorized, expectedLastOffset);
         return { status: result.status, events: result.events };
       },
-    },
-    {
+    }),
+    defineRoute({
       name: "readEvents",
       method: "GET",
       path: "/v1/streams/{streamPath}/events",
@@ -91,13 +83,10 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       params: s.streamParamsSchema,
       query: s.readQuerySchema,
       response: s.readResponseSchema,
-      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: async ({ params, query, signal, principal }) => {
-        const q = query as { fromOffset: number; limit: number };
-        return api.read((params as P).streamPath, q.fromOffset, q.limit, readContext(principal, signal));
-      },
-    },
-    {
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
+      handle: ({ params, query, signal, principal }) => api.read(params.streamPath, query.fromOffset, query.limit, readContext(principal, signal)),
+    }),
+    defineRoute({
       name: "subscribeSse",
       method: "GET",
       path: "/v1/streams/{streamPath}/subscribe",
@@ -105,14 +94,13 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       kind: "sse",
       params: s.streamParamsSchema,
       query: s.subscribeQuerySchema,
-      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
       handle: async (ctx) => {
         const subscription = await subscribeFor(ctx);
-        await pipeSse(ctx.req, ctx.res!, subscription);
-        return undefined;
+        await pipeSse(ctx.req, ctx.res, subscription);
       },
-    },
-    {
+    }),
+    defineRoute({
       name: "subscribeWebSocket",
       method: "GET",
       path: "/v1/streams/{streamPath}/ws",
@@ -120,10 +108,10 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       kind: "websocket",
       params: s.streamParamsSchema,
       query: s.subscribeQuerySchema,
-      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
       handle: (ctx) => subscribeFor(ctx),
-    },
-    {
+    }),
+    defineRoute({
       name: "getAgentState",
       method: "GET",
       path: "/v1/agents/{streamPath}/state",
@@ -131,10 +119,10 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       kind: "json",
       params: s.streamParamsSchema,
       response: s.stateResponseSchema,
-      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params, signal, principal }) => api.state((params as P).streamPath, readContext(principal, signal)),
-    },
-    {
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
+      handle: ({ params, signal, principal }) => api.state(params.streamPath, readContext(principal, signal)),
+    }),
+    defineRoute({
       name: "getRenderedRequest",
       method: "GET",
       path: "/v1/agents/{streamPath}/requests/{offset}",
@@ -142,10 +130,10 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       kind: "json",
       params: s.requestParamsSchema,
       response: s.renderedRequestSchema,
-      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params, signal, principal }) => api.renderedRequest((params as P).streamPath, (params as P).offset, readContext(principal, signal)),
-    },
-    {
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
+      handle: ({ params, signal, principal }) => api.renderedRequest(params.streamPath, params.offset, readContext(principal, signal)),
+    }),
+    defineRoute({
       name: "auditAgent",
       method: "GET",
       path: "/v1/agents/{streamPath}/audit",
@@ -154,10 +142,10 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       kind: "json",
       params: s.streamParamsSchema,
       response: s.auditResponseSchema,
-      access: ({ params }) => ({ verb: "read", path: (params as P).streamPath }),
-      handle: ({ params, signal, principal }) => api.audit((params as P).streamPath, readContext(principal, signal)),
-    },
-    {
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
+      handle: ({ params, signal, principal }) => api.audit(params.streamPath, readContext(principal, signal)),
+    }),
+    defineRoute({
       name: "getOpenApi",
       method: "GET",
       path: "/v1/openapi.json",
@@ -166,7 +154,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       public: true,
       access: () => null,
       handle: async () => openApi(),
-    },
+    }),
   ];
 }
 

@@ -137,3 +137,8 @@ export const errorBodySchema = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }) })
   .meta({ id: "Error" });
 
+
+// --- the parsed inputs' types, as the route handlers receive them ----------------------
+
+export type StreamParams = z.output<typeof streamParamsSchema>;
+export type SubscribeQuery = z.output<typeof subscribeQuerySchema>;

@@ -13,7 +13,7 @@ import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import { classifyError, GatewayError } from "../errors.ts";
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "../http/json-limits.ts";
 import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
-import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "../generated/agentrt/v1/gateway.ts";
+import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "@agentrt/gateway-proto";
 
 export function toPbEvent(event: AgentEvent): PbEvent {
   return {

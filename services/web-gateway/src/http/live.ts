@@ -82,7 +82,7 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
       assertHandshake(req);
       const { route, input, principal } = await prepare(deps, req, "upgrade");
       release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
-      subscription = (await route.handle({ ...input, principal, req })) as Subscription;
+      subscription = await route.handle({ ...input, principal, req });
     } catch (error) {
       release();
       log.debug({ code: classifyError(error).body.error.code, url: sanitizeUrl(req.url) }, "upgrade refused");

@@ -14,7 +14,7 @@ import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
 import { LiveSubscriptionLimiter } from "./live-limits.ts";
 import { sanitizeUrl } from "./redact.ts";
 import { parseRequestTarget } from "./request-target.ts";
-import { matchRoute, type Route, type RouteInput } from "./router.ts";
+import { matchRoute, type JsonRoute, type Route, type RouteInput, type SseRoute, type WebSocketRoute } from "./router.ts";
 
 export interface PipelineDeps {
   readonly routes: readonly Route[];
@@ -56,18 +56,25 @@ export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, w
 }
 
 /** Matches and parses a request up to (not including) the handler; shared by HTTP and upgrades. */
+export interface Prepared<T extends Route> {
+  readonly route: T;
+  readonly input: RouteInput;
+  readonly principal: Principal | null;
+}
+
+const isHttpRoute = (r: Route): r is JsonRoute | SseRoute => r.kind !== "websocket";
+const isUpgradeRoute = (r: Route): r is WebSocketRoute => r.kind === "websocket";
+
+export function prepare(deps: PipelineDeps, req: IncomingMessage, kind: "http", onMatched?: (route: Route) => void): Promise<Prepared<JsonRoute | SseRoute>>;
+export function prepare(deps: PipelineDeps, req: IncomingMessage, kind: "upgrade", onMatched?: (route: Route) => void): Promise<Prepared<WebSocketRoute>>;
 export async function prepare(
   deps: PipelineDeps,
   req: IncomingMessage,
   kind: "http" | "upgrade",
   onMatched: (route: Route) => void = () => {},
-): Promise<{ route: Route; input: RouteInput; principal: Principal | null }> {
+): Promise<Prepared<Route>> {
   const url = parseRequestTarget(req.url);
-  const match = matchRoute(
-    deps.routes.filter((r) => (kind === "upgrade") === (r.kind === "websocket")),
-    req.method ?? "GET",
-    url.pathname,
-  );
+  const match = matchRoute<Route>(kind === "upgrade" ? deps.routes.filter(isUpgradeRoute) : deps.routes.filter(isHttpRoute), req.method ?? "GET", url.pathname);
   if (match === null) throw new GatewayError("not_found", `No route for ${req.method} ${sanitizeUrl(url.pathname)}.`);
   if (match.route === null) {
     throw new GatewayError("method_not_allowed", `${req.method} is not allowed on ${sanitizeUrl(url.pathname)}; use ${match.allowed.join(", ")}.`);
@@ -81,7 +88,7 @@ export async function prepare(
   const params = parseWith(route.params, match.rawParams, "path");
   const query = parseWith(route.query, rawQuery, "query");
   const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH), "body");
-  const input: RouteInput = { params: params as Record<string, unknown>, query: query as Record<string, unknown>, body };
+  const input: RouteInput = { params, query, body };
   const access = route.access(input);
   if (access !== null && principal !== null) {
     if ("listPrefix" in access) {

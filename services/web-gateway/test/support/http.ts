@@ -29,7 +29,4 @@ export async function http(
 
 export const enc = (path: string) => encodeURIComponent(path);
 
-export const userMessage = (content: string) => ({
-  type: "agents/context-added",
-  payload: { role: "user", content, actor: { type: "user", origin: "web" } },
-});
+export { userMessage } from "@agentrt/testing";

@@ -1,6 +1,7 @@
 // The event store the gateway's integration tests run against: the JetStream store on the
 // harness's own nats-server (one per test file).
-import { JetStreamEventStore, type EventStore } from "@agentrt/streams";
+import { type EventStore } from "@agentrt/streams";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { connectNats, type NatsConnection } from "@agentrt/service-kit";
 import { startNatsServer, type NatsServer } from "@agentrt/testing";
 
