@@ -10,6 +10,8 @@
 //    in the same run.
 //
 // Run: pnpm exec tsx bench/driver/driver.bench.ts [--turns 200]
+// BENCH_PROFILE_DIR=/tmp/prof: the reducer and the driver run with `--cpu-prof` into a directory
+// each under it and are stopped with SIGTERM so they write their profiles.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
@@ -31,6 +33,7 @@ const argTurns = process.argv.indexOf("--turns");
 const TURNS = argTurns === -1 ? 200 : Number(process.argv[argTurns + 1]);
 const DEBOUNCE_MS = Number(process.env.BENCH_DEBOUNCE_MS ?? 0);
 const WARMUP_TURNS = 10;
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const AGENTS = 10;
 
 const nowMs = (): number => performance.timeOrigin + performance.now();
@@ -55,7 +58,8 @@ interface Service {
 
 /** Starts a service as a real process; `started` resolves on its "<name> started" log line. */
 function startService(name: string, main: string, env: Record<string, string>): Service {
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, main)], {
+  const profile = PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`];
+  const child = spawn(process.execPath, [...profile, "--import", "tsx", join(root, main)], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: "info", OPS_PORT: "0", PARTITION_COUNT: String(PARTITIONS), ...env },
     stdio: ["ignore", "pipe", "inherit"],
@@ -99,7 +103,14 @@ const services = [
   startService("llm-driver", "services/llm-driver/src/main.ts", { NATS_URL: nats.url, LLM_PROVIDERS: providers }),
 ];
 const cleanup = async () => {
-  for (const service of services) service.child.kill("SIGKILL");
+  for (const service of services) {
+    if (PROFILE_DIR === undefined || service.child.exitCode !== null) service.child.kill("SIGKILL");
+    else {
+      const exited = new Promise((resolve) => service.child.once("exit", resolve));
+      service.child.kill("SIGTERM");
+      await exited;
+    }
+  }
   await model.close().catch(() => undefined);
   await store.close().catch(() => undefined);
   await nc.close().catch(() => undefined);
