@@ -7,6 +7,7 @@ import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { consumeWork, type Logger, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
+import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
 import { listenForInterrupts } from "./interrupts.ts";
@@ -59,7 +60,12 @@ export class LlmDriver {
         : new StreamCache({ store: deps.store, logger: deps.logger, afterSequence: deps.streamCache.afterSequence, maxStreams: deps.streamCache.maxStreams });
     this.cache = cache;
     this.runner = new RequestRunner({
-      ...(cache === undefined ? {} : { readStream: (path: string, offset: number) => cache.eventsThrough(path, offset) }),
+      ...(cache === undefined
+        ? {}
+        : {
+            readStream: (path: string, offset: number) => cache.eventsThrough(path, offset),
+            followStream: (path: string, fromOffset: number, onEvents: (events: readonly AgentEvent[]) => void) => cache.watch(path, fromOffset, onEvents),
+          }),
       store: deps.store,
       providers: deps.providers,
       logger: deps.logger,

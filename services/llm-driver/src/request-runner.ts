@@ -11,7 +11,7 @@ import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import { ChunkCoalescer } from "./chunk-coalescer.ts";
 import { ChunkPublisher } from "./chunk-publisher.ts";
-import { armRunTimers, watchForSettlement } from "./run-guards.ts";
+import { armRunTimers, type FollowStream, watchForSettlement } from "./run-guards.ts";
 import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem } from "./compaction.ts";
 import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.ts";
 import type { DriverMetrics } from "./metrics.ts";
@@ -44,6 +44,8 @@ export interface RequestRunnerDeps {
   readonly tracer?: Tracer;
   /** Reads the stream at least through R (default: a full read from the store). */
   readonly readStream?: (streamPath: string, requestOffset: number) => Promise<readonly AgentEvent[]>;
+  /** Follows a stream's new events for the settlement watch (default: a store subscription per turn). */
+  readonly followStream?: FollowStream;
 }
 
 export type RunOutcome =
@@ -124,7 +126,7 @@ export class RequestRunner {
     const startedAt = nowMs();
     metrics.turnStarted();
     const timers = armRunTimers({ expiresAt: open.expiresAt, idleTimeoutMs: settings.idleTimeoutMs, nowMs, stop, shutdown: ctx.shutdown });
-    const watcher = watchForSettlement(store, streamPath, R, ctx.lastRead + 1, stop, log);
+    const watcher = watchForSettlement(store, streamPath, R, ctx.lastRead + 1, stop, log, this.deps.followStream);
     let outcome: RunOutcome = "failed";
     try {
       let messages: RenderedMessage[];
