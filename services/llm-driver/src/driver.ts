@@ -67,6 +67,7 @@ export class LlmDriver {
             followStream: (path: string, fromOffset: number, onEvents: (events: readonly AgentEvent[]) => void) => cache.watch(path, fromOffset, onEvents),
           }),
       store: deps.store,
+      ...(deps.streamCache?.maxStreams === undefined ? {} : { maxFoldedStreams: deps.streamCache.maxStreams }),
       providers: deps.providers,
       logger: deps.logger,
       metrics: deps.metrics,

@@ -17,7 +17,7 @@ import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.t
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
 import { routeModel, type ModelRoute, type ProvidersConfig } from "./providers.ts";
-import { renderMessages, requestStatus } from "./render-at.ts";
+import { RequestFolds } from "./render-at.ts";
 import { RequestStop, type RunningRequest, RunningRequests } from "./running-requests.ts";
 import { failureBatch, successBatch } from "./settlement.ts";
 import { normaliseUsage, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
@@ -46,6 +46,8 @@ export interface RequestRunnerDeps {
   readonly readStream?: (streamPath: string, requestOffset: number) => Promise<readonly AgentEvent[]>;
   /** Follows a stream's new events for the settlement watch (default: a store subscription per turn). */
   readonly followStream?: FollowStream;
+  /** Streams whose last folded request is kept, so the next one folds and renders only new events (default 2 000). */
+  readonly maxFoldedStreams?: number;
 }
 
 export type RunOutcome =
@@ -66,7 +68,11 @@ interface Attempt {
 }
 
 export class RequestRunner {
-  constructor(private readonly deps: RequestRunnerDeps) {}
+  private readonly folds: RequestFolds;
+
+  constructor(private readonly deps: RequestRunnerDeps) {
+    this.folds = new RequestFolds(deps.maxFoldedStreams ?? 2_000);
+  }
 
   async run(streamPath: string, requestOffset: number, shutdown?: AbortSignal): Promise<RunOutcome> {
     const existing = this.deps.running.get(streamPath, requestOffset);
@@ -79,7 +85,7 @@ export class RequestRunner {
     const readStartedAt = this.deps.nowMs();
     const events = this.deps.readStream ? await this.deps.readStream(streamPath, requestOffset) : await this.deps.store.read(streamPath);
     const readMs = this.deps.nowMs() - readStartedAt;
-    const status = requestStatus(streamPath, events, requestOffset);
+    const status = this.folds.status(streamPath, events, requestOffset);
     if (status.kind === "settled") return "already-settled";
     if (status.kind === "not-open") {
       log.info({ reason: status.reason }, "work item does not name an open request; acking");
@@ -132,7 +138,7 @@ export class RequestRunner {
       let messages: RenderedMessage[];
       let route: ModelRoute | null;
       try {
-        messages = renderMessages(state);
+        messages = this.folds.render(streamPath, state);
         route = Object.keys(this.deps.providers).length === 0 ? null : routeModel(open.model, this.deps.providers);
       } catch (error) {
         outcome = await this.settleFailed(ctx, state, startedAt, error);
