@@ -97,16 +97,25 @@ describe("capability host: orphaning only on proof of death", () => {
   }, 120_000);
 
   it("with the default settings a killed host's scripts recover within seconds: the running one orphaned, the one it held run elsewhere", async () => {
-    // Only the per-agent limit is set (so a second script of the agent waits on the same host);
-    // the ack wait and the lease are the defaults a user runs with.
-    const defaults = { SCRIPT_CONCURRENCY_PER_AGENT: "1" };
+    // Only the per-agent limit is set (so a second script of the agent waits on the same host),
+    // and a typecheck budget a loaded machine cannot exceed; the ack wait and the lease are the
+    // defaults a user runs with.
+    const defaults = { SCRIPT_CONCURRENCY_PER_AGENT: "1", SCRIPT_TYPECHECK_BUDGET_MS: "20000" };
     const runner = await startHostProcess(fx.server.url, defaults);
     hosts.push(runner);
     await runner.waitReady();
     await runner.waitLog("typecheck worker warm");
     const path = uniquePath("defaults");
     const { executionId } = await requestScript(fx, path, LONG);
-    await waitFor(async () => (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1, { timeoutMs: 30_000, what: "the script running" });
+    await waitFor(
+      async () => {
+        // A script that settled instead of running would never send its message: say how it settled.
+        const settled = await eventsOf(fx.store, path, "capability-host/script-run-settled");
+        if (settled.length > 0) throw new Error(`the long script settled instead of running: ${JSON.stringify(settled[0]?.payload)}`);
+        return (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1;
+      },
+      { timeoutMs: 60_000, what: "the script running", failFast: () => true },
+    );
     const next = await requestScript(fx, path, 'return "next";');
     const other = await startHostProcess(fx.server.url, defaults);
     hosts.push(other);
