@@ -10,6 +10,8 @@
 //    in the same run.
 //
 // Run: pnpm exec tsx bench/driver/driver.bench.ts [--turns 200]
+// BENCH_PROFILE_DIR=/tmp/prof: the reducer and the driver run with `--cpu-prof` into a directory
+// each under it and are stopped with SIGTERM so they write their profiles.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
@@ -31,6 +33,7 @@ const argTurns = process.argv.indexOf("--turns");
 const TURNS = argTurns === -1 ? 200 : Number(process.argv[argTurns + 1]);
 const DEBOUNCE_MS = Number(process.env.BENCH_DEBOUNCE_MS ?? 0);
 const WARMUP_TURNS = 10;
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const AGENTS = 10;
 
 const nowMs = (): number => performance.timeOrigin + performance.now();
@@ -55,7 +58,8 @@ interface Service {
 
 /** Starts a service as a real process; `started` resolves on its "<name> started" log line. */
 function startService(name: string, main: string, env: Record<string, string>): Service {
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, main)], {
+  const profile = PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`];
+  const child = spawn(process.execPath, [...profile, "--import", "tsx", join(root, main)], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: "info", OPS_PORT: "0", PARTITION_COUNT: String(PARTITIONS), ...env },
     stdio: ["ignore", "pipe", "inherit"],
@@ -69,6 +73,19 @@ function startService(name: string, main: string, env: Record<string, string>): 
   });
   return { child, started };
 }
+
+/** CPU time (user + system) a process has used so far, ms; undefined when /proc does not say. */
+function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 
 /** The stream's events from `fromOffset` through the first settlement (a live subscription, no polling). */
 async function untilSettled(path: string, fromOffset: number): Promise<AgentEvent[]> {
@@ -99,7 +116,14 @@ const services = [
   startService("llm-driver", "services/llm-driver/src/main.ts", { NATS_URL: nats.url, LLM_PROVIDERS: providers }),
 ];
 const cleanup = async () => {
-  for (const service of services) service.child.kill("SIGKILL");
+  for (const service of services) {
+    if (PROFILE_DIR === undefined || service.child.exitCode !== null) service.child.kill("SIGKILL");
+    else {
+      const exited = new Promise((resolve) => service.child.once("exit", resolve));
+      service.child.kill("SIGTERM");
+      await exited;
+    }
+  }
   await model.close().catch(() => undefined);
   await store.close().catch(() => undefined);
   await nc.close().catch(() => undefined);
@@ -120,7 +144,11 @@ try {
   const samples: number[] = [];
   const ackToRequested: number[] = [];
   const requestedToModel: number[] = [];
+  const ackToSettledSeen: number[] = [];
+  const processes = { reducer: services[0]?.child.pid, driver: services[1]?.child.pid, "nats-server": nats.pid };
+  let cpuBefore: Record<string, number | undefined> = {};
   for (let turn = 0; turn < TURNS + WARMUP_TURNS; turn += 1) {
+    if (turn === WARMUP_TURNS) cpuBefore = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid)]));
     const path = agents[turn % AGENTS] as string;
     const marker = `turn-${turn}`;
     const seen = model.requests.length;
@@ -131,15 +159,24 @@ try {
     if (!request.rawBody.includes(`"${marker}"`)) throw new Error(`the model's request ${seen} is not ${marker}'s`);
     // The turn is over when its settlement is on the stream; only then start the next one.
     const events = await untilSettled(path, userOffset);
+    const settledSeenAt = nowMs();
     const requested = events.find((e) => e.type === "agent/llm-request-requested");
     if (turn >= WARMUP_TURNS) {
       samples.push(request.receivedAtMs - ackAt - DEBOUNCE_MS);
+      ackToSettledSeen.push(settledSeenAt - ackAt - DEBOUNCE_MS);
       if (requested) {
         ackToRequested.push(Date.parse(requested.createdAt) - Date.parse((result.events[0] as AgentEvent).createdAt));
         requestedToModel.push(request.receivedAtMs - Date.parse(requested.createdAt));
       }
     }
   }
+
+  // CPU per sequential turn (the warm-up excluded), from /proc: what each process spent on it.
+  const cpuPerTurn = Object.entries(processes).map(([name, pid]) => {
+    const before = cpuBefore[name];
+    const after = cpuMs(pid);
+    return { name, ms: before === undefined || after === undefined ? undefined : (after - before) / TURNS };
+  });
 
   // --- 1b. driver only -------------------------------------------------------------------------
   // This process plays the reducer: it appends the request itself and hands it over, so the
@@ -232,7 +269,10 @@ try {
     `| turn overhead (ack → model receives) | ${fmt(pct(samples, 50))} | ${fmt(pct(samples, 99))} | ${fmt(Math.max(...samples))} | p50 ≤ 5, p99 ≤ 20 |`,
     `| reducer: user event → request event (createdAt, ms resolution) | ${fmt(pct(ackToRequested, 50))} | ${fmt(pct(ackToRequested, 99))} | ${fmt(Math.max(...ackToRequested))} | |`,
     `| driver: request event createdAt → model receives | ${fmt(pct(requestedToModel, 50))} | ${fmt(pct(requestedToModel, 99))} | ${fmt(Math.max(...requestedToModel))} | |`,
+    `| turn (ack → this client sees the settlement: reply stored and delivered) | ${fmt(pct(ackToSettledSeen, 50))} | ${fmt(pct(ackToSettledSeen, 99))} | ${fmt(Math.max(...ackToSettledSeen))} | |`,
     `| driver only (${TURNS} turns, this process appends the request and its work item): request append acknowledged → model receives | ${fmt(pct(driverOnly, 50))} | ${fmt(pct(driverOnly, 99))} | ${fmt(Math.max(...driverOnly))} | |`,
+    "",
+    `CPU per sequential turn (/proc utime + stime, ${TURNS} turns): ${cpuPerTurn.map((c) => `${c.name} ${c.ms === undefined ? "n/a" : `${fmt(c.ms)} ms`}`).join(", ")}.`,
     "",
     "Streaming passthrough: one turn per rate. Emitted = tokens / (model's last token − its first token); received = tokens / (subscriber has the last chunk event − model's first token).",
     "",

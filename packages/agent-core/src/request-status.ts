@@ -31,22 +31,46 @@ export type RequestStatus =
 /**
  * Decides from the stream (which may run past the request) what a driver does with request
  * `requestOffset` at `nowMs`. The prompt depends only on the prefix through the request, so a
- * retry or a successor driver renders byte-identical messages.
+ * retry or a successor driver renders byte-identical messages. `base`, a state this stream
+ * already folded through an earlier offset, lets a caller that serves the same stream turn after
+ * turn fold only the events after it (the same state as a fold from scratch); a base past the
+ * request is ignored.
  */
 export function requestStatus(
   events: readonly AgentEvent[],
   requestOffset: number,
-  options: { readonly nowMs: number; readonly streamPath?: string },
+  options: { readonly nowMs: number; readonly streamPath?: string; readonly base?: AgentState },
 ): RequestStatus {
-  if (events.some((e) => e.type === "agent/llm-request-settled" && e.payload.requestOffset === requestOffset)) return { kind: "settled" };
-  const upTo = events.filter((e) => e.offset <= requestOffset);
-  const last = upTo.at(-1);
+  const end = endThrough(events, requestOffset);
+  for (let i = end; i < events.length; i += 1) {
+    const e = events[i] as AgentEvent;
+    if (e.type === "agent/llm-request-settled" && e.payload.requestOffset === requestOffset) return { kind: "settled" };
+  }
+  const last = events[end - 1];
   if (last?.offset !== requestOffset || last.type !== "agent/llm-request-requested") {
     return { kind: "not-open", reason: `offset ${requestOffset} is not an agent/llm-request-requested on the stream` };
   }
-  const state = foldAgentEvents(initialAgentState(options.streamPath ?? last.streamPath), upTo);
+  const base = options.base;
+  const from = base !== undefined && base.lastFoldedOffset <= requestOffset ? base : initialAgentState(options.streamPath ?? last.streamPath);
+  const state = foldAgentEvents(from, eventsBetween(events, from.lastFoldedOffset, end));
   const request = acceptedRequest(state, requestOffset);
   if (request === null) return { kind: "not-open", reason: REQUEST_NOT_ACCEPTED_REASON };
   if (Date.parse(request.expiresAt) <= options.nowMs) return { kind: "expired", state, request };
   return { kind: "open", state, request };
+}
+
+/** Index just past the last event with offset ≤ `offset` (events are in offset order). */
+function endThrough(events: readonly AgentEvent[], offset: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((events[mid] as AgentEvent).offset <= offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function* eventsBetween(events: readonly AgentEvent[], after: number, end: number): Generator<AgentEvent> {
+  for (let i = endThrough(events, after); i < end; i += 1) yield events[i] as AgentEvent;
 }

@@ -31,6 +31,8 @@ import {
 
 export interface Tracing {
   readonly tracer: Tracer;
+  /** Spans go somewhere (an endpoint or an exporter); without, a service may skip making them. */
+  readonly exporting: boolean;
   shutdown(): Promise<void>;
 }
 
@@ -46,7 +48,7 @@ export function createTracing(
     resource: resourceFromAttributes({ "service.name": service }),
     spanProcessors: processors,
   });
-  return { tracer: provider.getTracer(service), shutdown: () => provider.shutdown() };
+  return { tracer: provider.getTracer(service), exporting: processors.length > 0, shutdown: () => provider.shutdown() };
 }
 
 function hex(input: string, length: number): string {

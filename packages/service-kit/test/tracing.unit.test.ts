@@ -21,6 +21,18 @@ describe("turn tracing", () => {
     expect(spans[0]!.spanContext().traceId).not.toBe(spans[2]!.spanContext().traceId);
   });
 
+  it("says whether spans go anywhere: an exporter or an endpoint, else nothing exports them", () => {
+    expect(createTracing("x", { exporter: new InMemorySpanExporter() }).exporting).toBe(true);
+    expect(createTracing("x", { endpoint: "http://127.0.0.1:4318" }).exporting).toBe(true);
+    const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    try {
+      expect(createTracing("x").exporting).toBe(false);
+    } finally {
+      if (saved !== undefined) process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;
+    }
+  });
+
   it("records a failing span as an error and rethrows", async () => {
     const exporter = new InMemorySpanExporter();
     const { tracer } = createTracing("x", { exporter });

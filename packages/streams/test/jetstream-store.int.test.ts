@@ -6,9 +6,10 @@
 import { type NatsServer, collectUntil, startNatsServer } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EventStore, fnv1a32 } from "../src/index.ts";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { KeyIndex } from "../src/jetstream/key-index.ts";
 import { JetStreamPublisher, PublishRejectedError } from "../src/jetstream/publisher.ts";
 import { describeEventStoreSuite, note } from "./event-store-suite.ts";
 
@@ -152,6 +153,32 @@ describe("JetStreamEventStore specifics", () => {
     await a.close();
     await b.close();
     await other.close();
+  });
+
+  it("reserves new keys without looking them up first, and still collapses a key that exists", async () => {
+    const names = namesFor(++storageCounter);
+    const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 8 });
+    const path = "/keys/guess";
+    await store.append(path, [note("first")]);
+    const lookup = vi.spyOn(KeyIndex.prototype, "lookup");
+    try {
+      const fresh = await store.append(path, [note("k1", "k1"), note("k2", "k2")]);
+      expect(fresh).toMatchObject({ status: "committed", events: [{ offset: 2 }, { offset: 3 }] });
+      // New keys: one reservation round, no lookups.
+      expect(lookup).not.toHaveBeenCalled();
+      // A key that exists: the guess fails, the lookups find the original.
+      expect(await store.append(path, [note("again", "k2")])).toMatchObject({ status: "duplicate", events: [{ offset: 3, idempotencyKey: "k2" }] });
+      expect(lookup).toHaveBeenCalled();
+      // A batch with one new and one taken key is a duplicate; its new key's reservation, left
+      // pointing at a record that does not carry it, does not stop a later append of that key.
+      expect(await store.append(path, [note("mixed", "k3"), note("mixed", "k1")])).toMatchObject({ status: "duplicate" });
+      expect(await store.append(path, [note("k3 alone", "k3")])).toMatchObject({ status: "committed", events: [{ offset: 4, idempotencyKey: "k3" }] });
+      expect(await store.append(path, [note("k3 again", "k3")])).toMatchObject({ status: "duplicate", events: [{ offset: 4 }] });
+      expect((await store.read(path)).map((e) => e.offset)).toEqual([1, 2, 3, 4]);
+    } finally {
+      lookup.mockRestore();
+      await store.close();
+    }
   });
 
   it("reads far into a long stream in about the time it reads its start", async () => {

@@ -24,6 +24,7 @@ import { HostLiveness } from "./host-liveness.ts";
 import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox } from "./sandbox/quickjs-sandbox.ts";
 import { WorkerSandbox, type WorkerReplacedReason } from "./sandbox/worker-sandbox.ts";
+import { DEFAULT_HOST_LIVENESS_TTL_MS, DEFAULT_SCRIPT_WORK_ACK_WAIT_MS } from "./config.ts";
 import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, ScriptRunner, type ScriptRunnerDeps } from "./script-runner.ts";
 import type { CheckedScript } from "./typecheck/checker-protocol.ts";
 import { loadItxDeclarations } from "./typecheck/itx-declarations.ts";
@@ -115,7 +116,7 @@ export class CapabilityHost {
         : await HostLiveness.start({
             nc,
             hostId: options.hostId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-            ttlMs: options.livenessTtlMs ?? 3_000,
+            ttlMs: options.livenessTtlMs ?? DEFAULT_HOST_LIVENESS_TTL_MS,
             replicas,
             logger,
           });
@@ -174,13 +175,13 @@ export class CapabilityHost {
     // Claims beyond the running slots wait in the fair share (heartbeating), so another agent's
     // item is claimed and served while one agent's flood waits behind its own limit.
     const claims = concurrency * 4;
-    const retryMs = Math.min(1_000, Math.max(100, Math.floor((this.options.livenessTtlMs || 3_000) / 3)));
+    const retryMs = Math.min(1_000, Math.max(100, Math.floor((this.options.livenessTtlMs || DEFAULT_HOST_LIVENESS_TTL_MS) / 3)));
     this.consumer = await consumeWork(js, jsm, {
       kind: "script",
       durable: "capability-host",
       logger: this.options.logger,
       concurrency: claims,
-      ackWaitMs: this.options.ackWaitMs ?? 3_000,
+      ackWaitMs: this.options.ackWaitMs ?? DEFAULT_SCRIPT_WORK_ACK_WAIT_MS,
       handler: async (item) => {
         const entering = fairShare.enter(item.streamPath);
         // This agent already has its fill of scripts running and waiting here: later.

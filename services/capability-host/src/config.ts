@@ -6,6 +6,10 @@ import { z } from "zod";
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
 
+/** Defaults of the two recovery settings below (also the in-process fallbacks of `CapabilityHost`). */
+export const DEFAULT_SCRIPT_WORK_ACK_WAIT_MS = 1_500;
+export const DEFAULT_HOST_LIVENESS_TTL_MS = 2_000;
+
 export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Scripts run at once by this process. */
   SCRIPT_CONCURRENCY: int(1, 4),
@@ -13,17 +17,22 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   SCRIPT_CONCURRENCY_PER_AGENT: int(1, 2),
   /**
    * A claimed script's heartbeat window: a host that stops heartbeating (killed, stalled) has its
-   * item redelivered after this; the other replica then checks the host's liveness lease.
+   * item redelivered after this; the other replica then checks the host's liveness lease. Scripts
+   * a killed host had claimed but not started run elsewhere about this long after the kill.
    */
-  SCRIPT_WORK_ACK_WAIT_MS: int(1_000, 3_000),
+  SCRIPT_WORK_ACK_WAIT_MS: int(1_000, DEFAULT_SCRIPT_WORK_ACK_WAIT_MS),
   /** Budget of one typecheck; a checker not finished by then settles the script `typecheck` (not run). */
   SCRIPT_TYPECHECK_BUDGET_MS: int(10, 2_000),
   /** Typecheck worker threads, each with a warm checker (a script holds one for at most the budget). */
   SCRIPT_TYPECHECK_WORKERS: int(1, 2),
   /** Largest script source, UTF-8 bytes; a longer one settles `typecheck` without being checked. */
   SCRIPT_MAX_SOURCE_BYTES: int(1_024, 64 * 1024),
-  /** The host's liveness lease: a replica settles this host's running scripts `orphaned` only after it lapsed. */
-  HOST_LIVENESS_TTL_MS: int(1_000, 3_000),
+  /**
+   * The host's liveness lease: a replica settles this host's running scripts `orphaned` only after
+   * it lapsed (refreshed every third of it from a thread that scripts and checks never block; a
+   * host starved of CPU for longer than this counts as dead, and its late settlement stands down).
+   */
+  HOST_LIVENESS_TTL_MS: int(1_000, DEFAULT_HOST_LIVENESS_TTL_MS),
   /** Upper bound of a run whatever expiresAt allows. */
   SCRIPT_MAX_RUN_MS: int(100, 120_000),
   SCRIPT_MEMORY_LIMIT_MB: int(8, 64),

@@ -6,8 +6,9 @@
 // a saturated machine) keeps its script and settles it with its real result.
 
 import { createHash } from "node:crypto";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { nanos, type NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { RunLiveness } from "./script-runner.ts";
@@ -52,6 +53,18 @@ export class HostLiveness implements RunLiveness {
       // Run records outlive any script (the longest run is minutes); the TTL only sweeps leftovers.
       kvm.create(SCRIPT_RUNS_BUCKET, { ttl: 24 * 3_600_000, history: 1, replicas }),
     ]);
+    // A bucket made by an older version keeps its TTL until told otherwise: death is detected
+    // with this version's lease, like the work consumer follows this version's ack wait.
+    const status = await leases.status();
+    if (status.ttl !== options.ttlMs) {
+      const jsm = await jetstreamManager(options.nc);
+      const name = `KV_${HOST_LIVENESS_BUCKET}`;
+      const { config } = await jsm.streams.info(name);
+      const maxAge = nanos(options.ttlMs);
+      // The server refuses a duplicates window longer than the max age (KV made it ≤ the old TTL).
+      await jsm.streams.update(name, { ...config, max_age: maxAge, duplicate_window: Math.min(config.duplicate_window, maxAge) });
+      options.logger.info({ ttlMs: options.ttlMs, wasMs: status.ttl }, "updated the liveness leases' TTL");
+    }
     const liveness = new HostLiveness(leases, runs, options);
     await liveness.refresh();
     const every = Math.max(100, Math.floor(options.ttlMs / 3));

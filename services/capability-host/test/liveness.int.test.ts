@@ -7,7 +7,8 @@
 import { waitFor } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Kvm } from "@nats-io/kv";
-import { AGENT_KV_BUCKET } from "../src/index.ts";
+import { AGENT_KV_BUCKET, DEFAULT_HOST_LIVENESS_TTL_MS } from "../src/index.ts";
+import { HOST_LIVENESS_BUCKET } from "../src/host-liveness.ts";
 import { startHostProcess, type HostProcess } from "./host-process.ts";
 import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
@@ -92,6 +93,50 @@ describe("capability host: orphaning only on proof of death", () => {
     const afterKillMs = Date.parse(settled.createdAt) - killedAt;
     process.stdout.write(`orphaned ${afterKillMs} ms after the kill (lease TTL ${TTL_MS} ms)\n`);
     expect(afterKillMs).toBeGreaterThanOrEqual(TTL_MS - Math.floor(TTL_MS / 3) - 500);
+    expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(1);
+  }, 120_000);
+
+  it("with the default settings a killed host's scripts recover within seconds: the running one orphaned, the one it held run elsewhere", async () => {
+    // Only the per-agent limit is set (so a second script of the agent waits on the same host),
+    // and a typecheck budget a loaded machine cannot exceed; the ack wait and the lease are the
+    // defaults a user runs with.
+    const defaults = { SCRIPT_CONCURRENCY_PER_AGENT: "1", SCRIPT_TYPECHECK_BUDGET_MS: "20000" };
+    const runner = await startHostProcess(fx.server.url, defaults);
+    hosts.push(runner);
+    await runner.waitReady();
+    await runner.waitLog("typecheck worker warm");
+    const path = uniquePath("defaults");
+    const { executionId } = await requestScript(fx, path, LONG);
+    await waitFor(
+      async () => {
+        // A script that settled instead of running would never send its message: say how it settled.
+        const settled = await eventsOf(fx.store, path, "capability-host/script-run-settled");
+        if (settled.length > 0) throw new Error(`the long script settled instead of running: ${JSON.stringify(settled[0]?.payload)}`);
+        return (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1;
+      },
+      { timeoutMs: 60_000, what: "the script running", failFast: () => true },
+    );
+    const next = await requestScript(fx, path, 'return "next";');
+    const other = await startHostProcess(fx.server.url, defaults);
+    hosts.push(other);
+    await other.waitReady();
+    await other.waitLog("typecheck worker warm");
+    // The earlier tests made the leases bucket with their 8 s TTL: a host follows its own setting.
+    expect((await (await new Kvm(fx.nc).open(HOST_LIVENESS_BUCKET)).status()).ttl).toBe(DEFAULT_HOST_LIVENESS_TTL_MS);
+    // The next script is still the runner's (held behind the agent's limit), not run by the other host.
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-settled")).toHaveLength(0);
+
+    await runner.kill("SIGKILL");
+    const killedAt = Date.now();
+    const orphaned = await waitSettled(fx.store, path, executionId, 30_000);
+    const ran = await waitSettled(fx.store, path, next.executionId, 30_000);
+    expect(orphaned.payload.settlement).toMatchObject({ status: "failed", failureKind: "orphaned" });
+    expect(ran.payload.settlement).toEqual({ status: "succeeded", result: "next" });
+    const orphanedMs = Date.parse(orphaned.createdAt) - killedAt;
+    const nextMs = Date.parse(ran.createdAt) - killedAt;
+    process.stdout.write(`killed host (defaults): running script orphaned after ${orphanedMs} ms, the next script settled after ${nextMs} ms\n`);
+    // Proof of death: not before the default lease (refreshed every third of it) could have lapsed.
+    expect(orphanedMs).toBeGreaterThanOrEqual(DEFAULT_HOST_LIVENESS_TTL_MS - Math.floor(DEFAULT_HOST_LIVENESS_TTL_MS / 3) - 500);
     expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(1);
   }, 120_000);
 });

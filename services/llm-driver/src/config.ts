@@ -11,6 +11,15 @@ import { DEFAULT_CONTEXT_WINDOWS, type ContextWindowTable } from "./usage.ts";
 
 const ms = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
 
+/**
+ * A claim whose driver stops heartbeating is redelivered this long after its last heartbeat,
+ * so a killed driver's turn is re-driven about 1.5 s after the kill. Six heartbeats fit in
+ * the window: a live driver must miss all of them (an event-loop stall of over 1.25 s) before
+ * a twin starts on its request, and even then the keyed settlement lets only one answer land.
+ */
+export const DEFAULT_WORK_ACK_WAIT_MS = 1_500;
+export const DEFAULT_WORK_HEARTBEAT_MS = 250;
+
 export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   LLM_PROVIDERS: z.string().optional(),
   OPENAI_BASE_URL: z.url().optional(),
@@ -19,8 +28,8 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   LLM_CONTEXT_WINDOWS: z.string().optional(),
   LLM_IDLE_TIMEOUT_MS: ms(45_000),
   /** A claim whose driver stops heartbeating is redelivered after this: a killed driver's turn resumes within seconds. */
-  LLM_WORK_ACK_WAIT_MS: ms(2_500),
-  LLM_WORK_HEARTBEAT_MS: ms(500),
+  LLM_WORK_ACK_WAIT_MS: ms(DEFAULT_WORK_ACK_WAIT_MS),
+  LLM_WORK_HEARTBEAT_MS: ms(DEFAULT_WORK_HEARTBEAT_MS),
   /** Keep driven streams in memory, current via the partition feed (off: read every turn). */
   LLM_STREAM_CACHE: z.enum(["on", "off"]).default("on"),
   LLM_STREAM_CACHE_MAX_STREAMS: z.coerce.number().int().min(1).default(2_000),

@@ -7,7 +7,9 @@ import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { consumeWork, type Logger, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
+import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
+import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
 import { listenForInterrupts } from "./interrupts.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelClient } from "./model-client.ts";
@@ -58,8 +60,14 @@ export class LlmDriver {
         : new StreamCache({ store: deps.store, logger: deps.logger, afterSequence: deps.streamCache.afterSequence, maxStreams: deps.streamCache.maxStreams });
     this.cache = cache;
     this.runner = new RequestRunner({
-      ...(cache === undefined ? {} : { readStream: (path: string, offset: number) => cache.eventsThrough(path, offset) }),
+      ...(cache === undefined
+        ? {}
+        : {
+            readStream: (path: string, offset: number) => cache.eventsThrough(path, offset),
+            followStream: (path: string, fromOffset: number, onEvents: (events: readonly AgentEvent[]) => void) => cache.watch(path, fromOffset, onEvents),
+          }),
       store: deps.store,
+      ...(deps.streamCache?.maxStreams === undefined ? {} : { maxFoldedStreams: deps.streamCache.maxStreams }),
       providers: deps.providers,
       logger: deps.logger,
       metrics: deps.metrics,
@@ -86,8 +94,8 @@ export class LlmDriver {
       kind: "llm",
       durable: LLM_DRIVER_DURABLE,
       logger: this.deps.logger,
-      ackWaitMs: this.deps.work?.ackWaitMs ?? 2_500,
-      heartbeatMs: this.deps.work?.heartbeatMs ?? 5_000,
+      ackWaitMs: this.deps.work?.ackWaitMs ?? DEFAULT_WORK_ACK_WAIT_MS,
+      heartbeatMs: this.deps.work?.heartbeatMs ?? DEFAULT_WORK_HEARTBEAT_MS,
       concurrency: this.deps.work?.concurrency ?? 32,
       handler: async (item, context): Promise<WorkOutcome> => {
         const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);

@@ -41,7 +41,8 @@ await runService({
     const head = config.LLM_STREAM_CACHE === "on" ? (await jsm.streams.info(store.streamName)).state.last_seq : undefined;
     const tracing = createTracing("llm-driver");
     const driver = new LlmDriver({
-      tracer: tracing.tracer,
+      // Spans nobody exports are CPU on every turn for nothing (a span, two hashes, a context).
+      ...(tracing.exporting ? { tracer: tracing.tracer } : {}),
       nc,
       js,
       jsm,

@@ -5,18 +5,19 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
-import { type AgentState, renderRequest, requestStatus } from "@agentrt/agent-core";
+import type { AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import { ChunkCoalescer } from "./chunk-coalescer.ts";
 import { ChunkPublisher } from "./chunk-publisher.ts";
-import { armRunTimers, watchForSettlement } from "./run-guards.ts";
+import { armRunTimers, type FollowStream, watchForSettlement } from "./run-guards.ts";
 import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem } from "./compaction.ts";
 import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
 import { routeModel, type ModelRoute, type ProvidersConfig } from "./providers.ts";
+import { RequestFolds } from "./request-folds.ts";
 import { RequestStop, type RunningRequest, RunningRequests } from "./running-requests.ts";
 import { failureBatch, successBatch } from "./settlement.ts";
 import { normaliseUsage, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
@@ -43,6 +44,10 @@ export interface RequestRunnerDeps {
   readonly tracer?: Tracer;
   /** Reads the stream at least through R (default: a full read from the store). */
   readonly readStream?: (streamPath: string, requestOffset: number) => Promise<readonly AgentEvent[]>;
+  /** Follows a stream's new events for the settlement watch (default: a store subscription per turn). */
+  readonly followStream?: FollowStream;
+  /** Streams whose last folded request is kept, so the next one folds and renders only new events (default 2 000). */
+  readonly maxFoldedStreams?: number;
 }
 
 export type RunOutcome =
@@ -64,7 +69,11 @@ interface Attempt {
 }
 
 export class RequestRunner {
-  constructor(private readonly deps: RequestRunnerDeps) {}
+  private readonly folds: RequestFolds;
+
+  constructor(private readonly deps: RequestRunnerDeps) {
+    this.folds = new RequestFolds(deps.maxFoldedStreams ?? 2_000);
+  }
 
   async run(streamPath: string, requestOffset: number, shutdown?: AbortSignal): Promise<RunOutcome> {
     const existing = this.deps.running.get(streamPath, requestOffset);
@@ -77,7 +86,7 @@ export class RequestRunner {
     const readStartedAt = this.deps.nowMs();
     const events = this.deps.readStream ? await this.deps.readStream(streamPath, requestOffset) : await this.deps.store.read(streamPath);
     const readMs = this.deps.nowMs() - readStartedAt;
-    const status = requestStatus(events, requestOffset, { nowMs: this.deps.nowMs(), streamPath });
+    const status = this.folds.status(streamPath, events, requestOffset, this.deps.nowMs());
     if (status.kind === "settled") return "already-settled";
     if (status.kind === "not-open") {
       log.info({ reason: status.reason }, "work item does not name an open request; acking");
@@ -123,13 +132,13 @@ export class RequestRunner {
     const startedAt = nowMs();
     metrics.turnStarted();
     const timers = armRunTimers({ expiresAt: open.expiresAt, idleTimeoutMs: settings.idleTimeoutMs, nowMs, stop, shutdown: ctx.shutdown });
-    const watcher = watchForSettlement(store, streamPath, R, ctx.lastRead + 1, stop, log);
+    const watcher = watchForSettlement(store, streamPath, R, ctx.lastRead + 1, stop, log, this.deps.followStream);
     let outcome: RunOutcome = "failed";
     try {
       let messages: RenderedMessage[];
       let route: ModelRoute | null;
       try {
-        messages = renderRequest(state);
+        messages = this.folds.render(streamPath, state);
         route = Object.keys(this.deps.providers).length === 0 ? null : routeModel(open.model, this.deps.providers);
       } catch (error) {
         outcome = await this.settleFailed(ctx, state, startedAt, error);

@@ -2,6 +2,7 @@
 // window), the request's deadline (`expiresAt`), service shutdown, and a settlement of the
 // request by someone else appearing on the stream (expiry, interrupt, a faster twin).
 
+import type { AgentEvent } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import { RequestStop } from "./running-requests.ts";
@@ -46,6 +47,12 @@ export function armRunTimers(options: {
   };
 }
 
+/**
+ * Follows a stream's new events from `fromOffset` (the driver's stream cache feed); undefined
+ * when it cannot, and the watch then subscribes to the stream itself.
+ */
+export type FollowStream = (streamPath: string, fromOffset: number, onEvents: (events: readonly AgentEvent[]) => void) => (() => void) | undefined;
+
 /** Stops the call when a settlement of R lands on the stream after `fromOffset`. */
 export function watchForSettlement(
   store: EventStore,
@@ -54,11 +61,19 @@ export function watchForSettlement(
   fromOffset: number,
   stop: (stop: RequestStop) => void,
   log: Logger,
+  follow?: FollowStream,
 ): { close(): void } {
+  const settles = (event: AgentEvent): boolean => event.offset >= fromOffset && event.type === "agent/llm-request-settled" && event.payload.requestOffset === R;
+  // One feed already carries every stream this driver serves: no consumer per turn.
+  const unfollow = follow?.(streamPath, fromOffset, (events) => {
+    const settlement = events.find(settles);
+    if (settlement !== undefined) stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${settlement.offset}`));
+  });
+  if (unfollow !== undefined) return { close: unfollow };
   const subscription = store.subscribe(streamPath, { fromOffset });
   void (async () => {
     for await (const event of subscription) {
-      if (event.type === "agent/llm-request-settled" && event.payload.requestOffset === R) {
+      if (settles(event)) {
         stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${event.offset}`));
         return;
       }

@@ -4,6 +4,9 @@
 // offsets; a gap drops the entry and the next turn reads the stream again. Events after R
 // that have not arrived yet are harmless: the run watches for a settlement of R anyway, and
 // a keyed settlement batch commits nothing if someone else settled first.
+//
+// The same feed also tells a running turn about new events on its stream (`watch`), so a
+// turn needs no JetStream consumer of its own to notice that someone else settled it.
 
 import type { AgentEvent } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
@@ -27,8 +30,13 @@ export interface StreamCacheOptions {
   readonly feedWaitMs?: number;
 }
 
+/** Called with each batch of a watched stream's events, in stream order. */
+export type StreamWatcher = (events: readonly AgentEvent[]) => void;
+
 export class StreamCache {
   private readonly entries = new Map<string, Entry>();
+  private readonly watchers = new Map<string, Set<StreamWatcher>>();
+  private feedRunning = false;
   private readonly maxStreams: number;
   private readonly feedWaitMs: number;
   private feed: FeedSubscription | undefined;
@@ -42,17 +50,50 @@ export class StreamCache {
   start(): void {
     this.feed = this.options.store.feed({ afterSequence: this.options.afterSequence });
     const feed = this.feed;
+    this.feedRunning = true;
     this.following = (async () => {
       for await (const batch of feed) this.apply(batch.streamPath, batch.events);
-    })().catch((error: unknown) => {
-      this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
-      this.entries.clear();
-    });
+    })()
+      .catch((error: unknown) => {
+        this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
+        this.entries.clear();
+      })
+      .finally(() => {
+        this.feedRunning = false;
+        // Watchers learn nothing more from here: let them fall back to their own subscriptions.
+        this.watchers.clear();
+      });
   }
 
   async stop(): Promise<void> {
     await this.feed?.close();
     await this.following;
+  }
+
+  /**
+   * Calls `watcher` with the stream's events from `fromOffset` on as the feed brings them
+   * (first with those already cached). Undefined when the feed is not running: the caller
+   * then watches the stream itself. Returns the function that stops watching.
+   */
+  watch(streamPath: string, fromOffset: number, watcher: StreamWatcher): (() => void) | undefined {
+    if (!this.feedRunning) return undefined;
+    let set = this.watchers.get(streamPath);
+    if (set === undefined) {
+      set = new Set();
+      this.watchers.set(streamPath, set);
+    }
+    set.add(watcher);
+    const entry = this.entries.get(streamPath);
+    if (entry !== undefined && entry.pending === null) {
+      const known = entry.events.filter((e) => e.offset >= fromOffset);
+      if (known.length > 0) watcher(known);
+    }
+    return () => {
+      const current = this.watchers.get(streamPath);
+      if (current === undefined) return;
+      current.delete(watcher);
+      if (current.size === 0) this.watchers.delete(streamPath);
+    };
   }
 
   /** The stream's durable events, at least through `offset` when the stream has it. */
@@ -85,6 +126,8 @@ export class StreamCache {
   }
 
   private apply(streamPath: string, events: readonly AgentEvent[]): void {
+    const watchers = this.watchers.get(streamPath);
+    if (watchers !== undefined) for (const watcher of [...watchers]) watcher(events);
     const entry = this.entries.get(streamPath);
     if (entry === undefined) return;
     if (entry.pending !== null) entry.pending.push([...events]);

@@ -6,7 +6,7 @@
 import { expiryBatch } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
 import { waitFor } from "@agentrt/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { LlmDriver } from "../src/driver.ts";
 import { INTERRUPT_SUBJECT, parseInterruptReply, requestInterrupt } from "@agentrt/service-kit";
 import {
@@ -167,12 +167,20 @@ describe("llm-driver: failures", () => {
     env.model.script({ tokens: Array.from({ length: 200 }, (_, i) => `x${i} `), tokensPerSecond: 40 });
     const R = await seedTurn(env, path, "expire me");
     const sawChunk = firstChunk(path, R + 1);
-    await publishLlmWork(env, path, R);
-    await sawChunk;
-    await append(env.store, path, expiryBatch(R));
-    const request = env.model.requests.find((r) => JSON.stringify(r.body).includes("expire me"));
-    await waitFor(() => request?.progress.clientAborted, { what: "the model call to be aborted" });
-    await waitFor(() => driver.runningCount === 0, { what: "the driver to stand down" });
+    const subscribe = vi.spyOn(env.store, "subscribe");
+    try {
+      await publishLlmWork(env, path, R);
+      await sawChunk;
+      await append(env.store, path, expiryBatch(R));
+      const request = env.model.requests.find((r) => JSON.stringify(r.body).includes("expire me"));
+      await waitFor(() => request?.progress.clientAborted, { what: "the model call to be aborted" });
+      await waitFor(() => driver.runningCount === 0, { what: "the driver to stand down" });
+      // The driver learnt of the settlement from its stream cache's feed: no subscription (a
+      // JetStream consumer made and deleted) of its own for the turn.
+      expect(subscribe).not.toHaveBeenCalled();
+    } finally {
+      subscribe.mockRestore();
+    }
     const events = await env.store.read(path);
     expect(settledOf(events, R).map((e) => e.payload)).toEqual([{ requestOffset: R, result: { status: "cancelled", reason: "expired" } }]);
     expect(events.filter((e) => e.offset > R).map((e) => e.type)).toEqual(["agent/llm-request-settled", "stream/error-occurred"]);

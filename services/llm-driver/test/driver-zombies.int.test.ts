@@ -116,7 +116,7 @@ describe("llm-driver zombies (real processes)", { timeout: 180_000 }, () => {
 
     const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", () => true, 30_000);
     expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "Answer from the successor." });
-    // The dead driver's missing heartbeats free its claim after the default ack wait (2.5 s),
+    // The dead driver's missing heartbeats free its claim after the default ack wait (1.5 s),
     // not 30 s: the reply is stored a few seconds after the kill (the margin is for a loaded machine).
     const recoveryMs = Date.parse(settled.createdAt) - killedAt;
     process.stdout.write(`driver killed mid-reply -> reply stored: ${recoveryMs} ms\n`);

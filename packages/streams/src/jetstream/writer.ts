@@ -6,7 +6,8 @@
 // writer got there first: catch up and decide again. `Nats-Msg-Id` (unique per attempt) makes
 // a publish retried after a timeout land at most once. Idempotency keys are checked and
 // reserved in the key index (key-check.ts) before the publish, so a keyed append to a long
-// stream costs a few lookups, never a read of the stream's history.
+// stream costs a few lookups, never a read of the stream's history; new keys (the common case)
+// are reserved without looking them up first.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { nuid } from "@nats-io/nats-core";
@@ -162,7 +163,13 @@ export class BatchWriter {
     }
     for (let attempt = 0; attempt < this.options.maxAttempts; attempt++) {
       let verdicts = new Map<string, KeyVerdict>();
-      if (keys.length > 0) {
+      // First try: take every key as new and reserve it outright (a create fails if the key has
+      // an entry), one round trip instead of a lookup and then a reservation. A key that has an
+      // entry sends the group through the lookups; a reservation made on the way names the
+      // record we meant to publish, which the lookups then read as pending or stale, exactly
+      // like the reservation of a writer that lost its publish.
+      const guessing = attempt === 0 && keys.length > 0;
+      if (keys.length > 0 && !guessing) {
         const check = await checkKeys(this.options, streamPath, subject, view, keys);
         if (check.retry) {
           await catchUp(this.options.reader, subject, view);
@@ -176,7 +183,8 @@ export class BatchWriter {
       const first = view.lastOffset + 1;
       const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
       if (committedKeys.length > 0 && !(await reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first))) {
-        await catchUp(this.options.reader, subject, view);
+        // After a wrong guess the lookups decide (and catch up when a reservation says to).
+        if (!guessing) await catchUp(this.options.reader, subject, view);
         continue;
       }
       const body = encoder.encode(recordJson(streamPath, first, committed.length, createdAt, parts.join(",")));
