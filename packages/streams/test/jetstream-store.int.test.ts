@@ -181,6 +181,23 @@ describe("JetStreamEventStore specifics", () => {
     }
   });
 
+  it("answers a retried keyed append with its originals even when its expected offset has passed (a retried create)", async () => {
+    const names = namesFor(++storageCounter);
+    const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 8 });
+    const path = "/keys/retried-create";
+    try {
+      const batch = [note("born", "birth:1"), note("section", "birth:2")];
+      expect(await store.append(path, batch, { expectedLastOffset: 0 })).toMatchObject({ status: "committed", events: [{ offset: 1 }, { offset: 2 }] });
+      // The retry's guess (its keys taken as new) would refuse it on the offset; the lookups find the originals.
+      expect(await store.append(path, batch, { expectedLastOffset: 0 })).toMatchObject({ status: "duplicate", events: [{ offset: 1 }, { offset: 2 }] });
+      // Without its keys, a stale expected offset is still a conflict.
+      await expect(store.append(path, [note("late")], { expectedLastOffset: 0 })).rejects.toMatchObject({ code: "conflict" });
+      expect((await store.read(path)).map((e) => e.offset)).toEqual([1, 2]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("reads far into a long stream in about the time it reads its start", async () => {
     const names = namesFor(++storageCounter);
     const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 8 });

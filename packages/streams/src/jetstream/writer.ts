@@ -179,6 +179,10 @@ export class BatchWriter {
       }
       const createdAt = this.options.now().toISOString();
       const { outcomes, committed, parts } = decideGroup(view, group, createdAt, verdicts);
+      // A refusal made while guessing may be wrong: an append whose keys are all taken is a
+      // duplicate whatever its expected offset says (a retried create answers its originals, not
+      // a conflict). Only the lookups know, so they decide.
+      if (guessing && outcomes.some((o) => o.kind === "error")) continue;
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
       const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
