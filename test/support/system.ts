@@ -18,7 +18,7 @@ import {
   waitFor,
 } from "@agentrt/testing";
 import type { AgentEvent } from "@agentrt/contract";
-import { ProcessGroup, type ServiceProcess } from "./processes.ts";
+import { ProcessGroup, type ServiceProcess, waitReadySupervised } from "./processes.ts";
 import { waitForAssistant } from "./turns.ts";
 
 export const PARTITIONS = 8;
@@ -28,12 +28,19 @@ export interface SystemOptions {
   readonly drivers?: number;
   readonly hosts?: number;
   readonly gateway?: boolean;
+  /** How many gateway replicas (`gateway: true` alone starts one). */
+  readonly gateways?: number;
   readonly repoProvider?: { readonly openPulls: number } | false;
   readonly model?: FakeModelOptions;
   /** Client URLs of an externally started NATS (e.g. a cluster); default: one harness server. */
   readonly natsServers?: readonly string[];
   readonly env?: Record<string, string>;
   readonly replicas?: number;
+  /**
+   * Start services as a supervisor would: one that fails at start-up is started again (see
+   * `waitReadySupervised`), and the crash is reported here.
+   */
+  readonly onStartupCrash?: (what: string) => void;
 }
 
 export interface System {
@@ -44,6 +51,8 @@ export interface System {
   readonly model: FakeModel;
   readonly processes: ProcessGroup;
   readonly gatewayUrl: string | undefined;
+  /** Every gateway replica's base URL (the first is `gatewayUrl`). */
+  readonly gatewayUrls: readonly string[];
   readonly repoPath: string | undefined;
   stop(): Promise<void>;
 }
@@ -105,20 +114,23 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     repoPath = makeTestRepo(options.repoProvider.openPulls);
     started.push(processes.add("repo-provider", "repo-provider", { ...common, REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }, undefined, /repo-provider ready/));
   }
-  let gatewayUrl: string | undefined;
-  if (options.gateway) {
+  const gatewayUrls: string[] = [];
+  const gateways = options.gateways ?? (options.gateway ? 1 : 0);
+  for (let i = 0; i < gateways; i += 1) {
     const port = await freeLoopbackPort();
-    gatewayUrl = `http://127.0.0.1:${port}`;
+    gatewayUrls.push(`http://127.0.0.1:${port}`);
     started.push(
-      processes.add("gateway", "web-gateway", { ...common, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" }, await freeLoopbackPort()),
+      processes.add(i === 0 ? "gateway" : `gateway-${i + 1}`, "web-gateway", { ...common, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" }, await freeLoopbackPort()),
     );
   }
+  const gatewayUrl = gatewayUrls[0];
   for (const proc of started) proc.start();
   // Nothing is sent until every service answers /readyz: on a loaded machine a cold start
   // takes seconds, and a test must measure the system, not its boot.
-  await Promise.all(started.map((proc) => proc.waitReady(120_000)));
-  if (gatewayUrl) {
-    await waitFor(async () => (await fetch(`${gatewayUrl}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
+  const onCrash = options.onStartupCrash;
+  await Promise.all(started.map((proc) => (onCrash ? waitReadySupervised(proc, onCrash) : proc.waitReady(120_000))));
+  for (const url of gatewayUrls) {
+    await waitFor(async () => (await fetch(`${url}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
   }
   return {
     nats,
@@ -128,6 +140,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     model,
     processes,
     gatewayUrl,
+    gatewayUrls,
     repoPath,
     async stop() {
       await processes.stopAll();
