@@ -33,8 +33,8 @@ export function soakReply(request: FakeModelRequest): FakeReply {
   const match = MESSAGE_ID.exec(messages[last]!.content as string)!;
   const id = match[1]!;
   const flags = match[2] ?? "";
-  // Anything after the user's message is this turn's script and its result: answer for good.
-  if (last < messages.length - 1) return { text: `${scriptAnswerFor(id)}: the count is in`, tokensPerSecond: 200 };
+  // An assistant reply after the user's message is this turn's script (its result follows): answer for good.
+  if (messages.slice(last + 1).some((m) => m.role === "assistant")) return { text: `${scriptAnswerFor(id)}: the count is in`, tokensPerSecond: 200 };
   if (flags.includes("script")) {
     return {
       // The fenced dialect (interpretResponses, the default): one ts fence whose body is an async function.
