@@ -33,6 +33,7 @@ export class FaultInjector {
   /** Victims whose fault is still running its course. */
   private readonly busy = new Set<string>();
   private readonly pending = new Set<Promise<void>>();
+  private stopped = false;
   readonly errors: string[] = [];
 
   constructor(
@@ -43,14 +44,14 @@ export class FaultInjector {
   ) {}
 
   /** Injects one scheduled fault now (or counts it as skipped when nobody can take it). */
-  inject(fault: ScheduledFault): void {
+  inject(fault: ScheduledFault, attempt = 0): void {
     const service = serviceOf[fault.kind];
-    if (service) return this.processFault(fault, service);
+    if (service) return this.processFault(fault, service, attempt);
     if (fault.kind === "model-500") return this.record(fault.kind, "model", () => injectServerErrors(this.system.model, fault.count), true);
     if (fault.kind === "model-stall") return this.record(fault.kind, "model", () => injectStall(this.system.model), true);
     if (fault.kind === "provider-kill") {
       const provider = this.system.processes.byService("repo-provider")[0]!;
-      if (this.busy.has(provider.name)) return this.skip(fault.kind);
+      if (this.busy.has(provider.name)) return this.skip(fault.kind, fault, attempt);
       return this.run(fault.kind, provider.name, async (entry) => {
         await provider.signal("SIGKILL");
         await delay(fault.durationMs);
@@ -59,7 +60,7 @@ export class FaultInjector {
       });
     }
     // nats-node-kill: one node at a time, so the R3 streams keep their quorum.
-    if ([...this.busy].some((b) => b.startsWith("nats:"))) return this.skip(fault.kind);
+    if ([...this.busy].some((b) => b.startsWith("nats:"))) return this.skip(fault.kind, fault, attempt);
     const node = this.cluster.nodes[Math.floor(fault.victim * this.cluster.nodes.length)]!;
     this.run(fault.kind, `nats:${node.serverName}`, async (entry) => {
       await node.kill("SIGKILL");
@@ -70,11 +71,11 @@ export class FaultInjector {
     });
   }
 
-  private processFault(fault: ScheduledFault, service: ServiceName): void {
+  private processFault(fault: ScheduledFault, service: ServiceName, attempt: number): void {
     const replicas = this.system.processes.byService(service);
     const serving = replicas.filter((p) => p.ready && !this.busy.has(p.name));
     // Never the last serving replica: the soak measures recovery, not a cold start of everything.
-    if (serving.length < 2) return this.skip(fault.kind);
+    if (serving.length < 2) return this.skip(fault.kind, fault, attempt);
     const victim = serving[Math.floor(fault.victim * serving.length)]!;
     if (fault.kind.endsWith("freeze")) {
       return this.run(fault.kind, victim.name, async (entry) => {
@@ -112,8 +113,25 @@ export class FaultInjector {
     this.injected.push({ kind, at: Date.now(), victim, ...(instant ? { recoveredAt: Date.now() } : {}) });
   }
 
-  private skip(kind: FaultKind): void {
-    this.skipped[kind] = (this.skipped[kind] ?? 0) + 1;
+  /**
+   * Nobody can take the fault now (every other replica is still down or frozen): try again
+   * shortly, for up to ten seconds, so every kind is injected even when faults pile up.
+   */
+  private skip(kind: FaultKind, fault?: ScheduledFault, attempt = 0): void {
+    if (fault === undefined || attempt >= 20 || this.stopped) {
+      this.skipped[kind] = (this.skipped[kind] ?? 0) + 1;
+      return;
+    }
+    const retry = delay(500).then(() => {
+      this.pending.delete(retry);
+      this.inject(fault, attempt + 1);
+    });
+    this.pending.add(retry);
+  }
+
+  /** No more retries of deferred faults (the fault phase is over). */
+  stop(): void {
+    this.stopped = true;
   }
 
   /** Starts a killed process again, as its supervisor would (see `waitReadySupervised`). */

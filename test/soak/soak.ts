@@ -139,6 +139,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       injector.inject(fault);
     }
+    // Deferred faults still land for a few seconds after the schedule's end, then no more.
+    await new Promise((r) => setTimeout(r, 3_000));
+    injector.stop();
     await injector.settle();
     const lastFaultAt = Math.max(...injector.injected.map((f) => f.recoveredAt ?? f.at));
     talking = false;
