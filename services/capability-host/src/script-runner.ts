@@ -78,6 +78,8 @@ export interface RunLiveness {
 
 export type ScriptRunOutcome =
   | "not-found"
+  /** The stream read ended before the request (a read lagging the work item): try again later, never ack. */
+  | "not-visible"
   /** Started by a host that still lives: not ours to settle; look again later. */
   | "runner-alive"
   | "already-settled"
@@ -125,14 +127,14 @@ export class ScriptRunner {
    * lapsed while a long synchronous stretch blocked the heartbeats) waits for that run: seeing
    * its started event, it would otherwise wrongly settle a live script as orphaned.
    */
-  async handle(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
+  async handle(streamPath: string, executionId: string, requestedOffset?: number): Promise<ScriptRunOutcome> {
     const key = `${streamPath}\u0000${executionId}`;
     const running = this.inFlight.get(key);
     if (running !== undefined) {
       await running.catch(() => undefined);
       return "already-settled";
     }
-    const run = this.handleOnce(streamPath, executionId);
+    const run = this.handleOnce(streamPath, executionId, requestedOffset);
     this.inFlight.set(key, run);
     try {
       return await run;
@@ -141,7 +143,7 @@ export class ScriptRunner {
     }
   }
 
-  private async handleOnce(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
+  private async handleOnce(streamPath: string, executionId: string, requestedOffset: number | undefined): Promise<ScriptRunOutcome> {
     const log = this.deps.logger.child({ streamPath, executionId });
     log.debug("handling script work item");
     const events = await this.deps.store.read(streamPath);
@@ -152,7 +154,16 @@ export class ScriptRunner {
       else if (e.type === "capability-host/script-run-started" && e.payload.executionId === executionId) started = true;
       else if (e.type === "capability-host/script-run-settled" && e.payload.executionId === executionId) return "already-settled";
     }
-    if (requested === undefined) return "not-found";
+    if (requested === undefined) {
+      // An acked item is the script's only hand-off: a read that lags the item (a follower
+      // behind after a NATS failover) must not drop it (the chaos soak saw a script never run).
+      const lastOffset = events.at(-1)?.offset ?? 0;
+      if (requestedOffset !== undefined && lastOffset < requestedOffset) {
+        log.warn({ lastOffset, requestedOffset }, "the stream read ended before the script's request; trying the work item again");
+        return "not-visible";
+      }
+      return "not-found";
+    }
     const trigger = turnTriggerOf(events, executionId);
     if (this.deps.tracer === undefined || trigger === undefined) return this.runRequested(streamPath, executionId, events, requested, started, log);
     return inSpan(this.deps.tracer, "script.run", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.execution_id": executionId }, async (span) => {
