@@ -115,6 +115,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
             const line = `${path} waiting for ${id} at ${Math.round((Date.now() - started) / 1000)} s: ${JSON.stringify(events.slice(-16).map((e) => [e.offset, e.type, e.idempotencyKey ?? "", e.type === "agent/llm-request-settled" ? e.payload.result.status : ""]))}`;
             stuck.push(line);
             log(`STUCK ${line}`);
+            // What the services said about this stream (warnings and errors), for the next fix.
+            const said = sys.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => l.includes(`"${path}"`) && /"level":(40|50|60)/.test(l)).slice(-3).map((l) => `${p.name}: ${l.slice(0, 400)}`));
+            for (const l of said) log(`  ${l}`);
           },
         }),
     );
