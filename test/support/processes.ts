@@ -32,6 +32,9 @@ export class ServiceProcess {
   private startedAt = 0;
   private readyIncarnation = -1;
   private incarnation = 0;
+  private lastExit = "";
+  /** Resolves once the current incarnation's output is fully read (after it exited). */
+  private outputClosed: Promise<void> = Promise.resolve();
 
   constructor(
     readonly name: string,
@@ -60,7 +63,10 @@ export class ServiceProcess {
     const deadline = Date.now() + timeoutMs;
     const incarnation = this.incarnation;
     while (Date.now() < deadline) {
-      if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.logs().slice(-3000)}`);
+      if (!this.running) {
+        await this.outputClosed;
+        throw new Error(`${this.name} exited (${this.lastExit}) before it was ready:\n${this.logs().slice(-3000)}`);
+      }
       const ok =
         this.opsPort !== undefined
           ? await fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false)
@@ -106,8 +112,10 @@ export class ServiceProcess {
     };
     child.stdout?.on("data", capture);
     child.stderr?.on("data", capture);
-    child.on("exit", () => {
+    this.outputClosed = new Promise((resolve) => child.once("close", () => resolve()));
+    child.on("exit", (code, signal) => {
       this.exits += 1;
+      this.lastExit = signal ?? `code ${code}`;
     });
     this.child = child;
     this.startedAt = Date.now();
@@ -163,5 +171,25 @@ export class ProcessGroup {
       await p.signal("SIGCONT");
       await p.signal("SIGKILL");
     }));
+  }
+}
+
+/**
+ * Waits for a started process to be ready as its supervisor (Kubernetes) would: a service that
+ * fails fast at start-up — NATS still electing leaders after a node died, a fresh R3 cluster —
+ * is started again after a one-second back-off. Each such crash is reported to `onCrash`.
+ */
+export async function waitReadySupervised(proc: ServiceProcess, onCrash: (what: string) => void, attempts = 10): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await proc.waitReady(120_000);
+      return;
+    } catch (error) {
+      if (proc.running || attempt >= attempts) throw error;
+      const text = String(error);
+      onCrash(`${proc.name}: ${text.split("\n").find((l) => l.includes('"level":60')) ?? text.slice(0, 300)}`);
+      await new Promise((r) => setTimeout(r, 1_000));
+      proc.start();
+    }
   }
 }

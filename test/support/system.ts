@@ -18,7 +18,7 @@ import {
   waitFor,
 } from "@agentrt/testing";
 import type { AgentEvent } from "@agentrt/contract";
-import { ProcessGroup, type ServiceName, type ServiceProcess } from "./processes.ts";
+import { ProcessGroup, type ServiceName, type ServiceProcess, waitReadySupervised } from "./processes.ts";
 import { waitForAssistant } from "./turns.ts";
 
 export const PARTITIONS = 8;
@@ -28,6 +28,8 @@ export interface SystemOptions {
   readonly drivers?: number;
   readonly hosts?: number;
   readonly gateway?: boolean;
+  /** How many gateway replicas (`gateway: true` alone starts one). */
+  readonly gateways?: number;
   readonly repoProvider?: { readonly openPulls: number } | false;
   readonly model?: FakeModelOptions;
   /** Client URLs of an externally started NATS (e.g. a cluster); default: one harness server. */
@@ -42,6 +44,11 @@ export interface SystemOptions {
   /** The test's own connection's credentials, when the server has users. */
   readonly testUser?: { readonly user: string; readonly password: string };
   readonly replicas?: number;
+  /**
+   * Start services as a supervisor would: one that fails at start-up is started again (see
+   * `waitReadySupervised`), and the crash is reported here.
+   */
+  readonly onStartupCrash?: (what: string) => void;
 }
 
 export interface System {
@@ -52,6 +59,8 @@ export interface System {
   readonly model: FakeModel;
   readonly processes: ProcessGroup;
   readonly gatewayUrl: string | undefined;
+  /** Every gateway replica's base URL (the first is `gatewayUrl`). */
+  readonly gatewayUrls: readonly string[];
   readonly repoPath: string | undefined;
   stop(): Promise<void>;
 }
@@ -110,26 +119,30 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   }
   for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", envOf("llm-driver"), await freeLoopbackPort()));
   for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", envOf("capability-host"), await freeLoopbackPort()));
-  let gatewayUrl: string | undefined;
-  if (options.gateway) {
+  const gatewayUrls: string[] = [];
+  const gateways = options.gateways ?? (options.gateway ? 1 : 0);
+  for (let i = 0; i < gateways; i += 1) {
     const port = await freeLoopbackPort();
-    gatewayUrl = `http://127.0.0.1:${port}`;
+    gatewayUrls.push(`http://127.0.0.1:${port}`);
     const gatewayEnv = { HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1", ...options.gatewayEnv };
-    started.push(processes.add("gateway", "web-gateway", envOf("web-gateway", gatewayEnv), await freeLoopbackPort()));
+    started.push(processes.add(i === 0 ? "gateway" : `gateway-${i + 1}`, "web-gateway", envOf("web-gateway", gatewayEnv), await freeLoopbackPort()));
   }
+  const gatewayUrl = gatewayUrls[0];
   for (const proc of started) proc.start();
   // Nothing is sent until every service answers /readyz: on a loaded machine a cold start
   // takes seconds, and a test must measure the system, not its boot.
-  await Promise.all(started.map((proc) => proc.waitReady(120_000)));
+  const onCrash = options.onStartupCrash;
+  await Promise.all(started.map((proc) => (onCrash ? waitReadySupervised(proc, onCrash) : proc.waitReady(120_000))));
   let repoPath: string | undefined;
   if (options.repoProvider) {
     // After the host is ready, so the provider's first registration finds it.
     repoPath = makeTestRepo(options.repoProvider.openPulls);
     const provider = processes.add("repo-provider", "repo-provider", envOf("repo-provider", { REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }), undefined, /repo-provider ready/);
-    await provider.start().waitReady(60_000);
+    provider.start();
+    await (onCrash ? waitReadySupervised(provider, onCrash) : provider.waitReady(60_000));
   }
-  if (gatewayUrl) {
-    await waitFor(async () => (await fetch(`${gatewayUrl}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
+  for (const url of gatewayUrls) {
+    await waitFor(async () => (await fetch(`${url}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
   }
   return {
     nats,
@@ -139,6 +152,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     model,
     processes,
     gatewayUrl,
+    gatewayUrls,
     repoPath,
     async stop() {
       await processes.stopAll();

@@ -26,7 +26,13 @@ export type RequestStatus =
   | { readonly kind: "expired"; readonly state: AgentState; readonly request: OpenRequest }
   | { readonly kind: "settled" }
   /** No accepted request at that offset (with the reason, for logs and API errors). */
-  | { readonly kind: "not-open"; readonly reason: string };
+  | { readonly kind: "not-open"; readonly reason: string }
+  /**
+   * The events end before the request: a read that lags the work item (a cache, or a follower
+   * behind the leader after a failover) proves nothing about it, so a driver tries the item
+   * again later and never acks it (an acked item is the request's only hand-off until it expires).
+   */
+  | { readonly kind: "not-visible"; readonly lastOffset: number };
 
 /**
  * Decides from the stream (which may run past the request) what a driver does with request
@@ -46,6 +52,8 @@ export function requestStatus(
     const e = events[i] as AgentEvent;
     if (e.type === "agent/llm-request-settled" && e.payload.requestOffset === requestOffset) return { kind: "settled" };
   }
+  const lastOffset = events.at(-1)?.offset ?? 0;
+  if (lastOffset < requestOffset) return { kind: "not-visible", lastOffset };
   const last = events[end - 1];
   if (last?.offset !== requestOffset || last.type !== "agent/llm-request-requested") {
     return { kind: "not-open", reason: `offset ${requestOffset} is not an agent/llm-request-requested on the stream` };

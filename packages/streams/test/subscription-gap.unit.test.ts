@@ -31,6 +31,7 @@ describe("a subscription whose consumer skips a record", () => {
         get: async () => ({
           consume: async () => ({
             stop: () => undefined,
+            async *status() {},
             async *[Symbol.asyncIterator]() {
               for (const r of delivered) yield { seq: r.seq, subject: r.subject, data: r.data, info: { pending: 0 } };
               await new Promise(() => undefined); // live: nothing more arrives

@@ -191,7 +191,7 @@ export class CapabilityHost {
         if (leave === undefined) return { type: "retry", delayMs: 0 };
         let outcome: ScriptRunOutcome;
         try {
-          outcome = await this.runner.handle(item.streamPath, item.executionId);
+          outcome = await this.runner.handle(item.streamPath, item.executionId, item.requestedOffset);
         } finally {
           leave();
         }
@@ -199,6 +199,7 @@ export class CapabilityHost {
         this.options.onOutcome?.(outcome);
         // Started by a host that still lives: come back until it settles or its lease expires.
         if (outcome === "runner-alive") return { type: "retry", delayMs: retryMs };
+        if (outcome === "not-visible") return { type: "retry", delayMs: 500 };
         return { type: "ack" };
       },
     });

@@ -23,6 +23,8 @@ export interface HostLivenessOptions {
   /** A host whose lease was not refreshed for this long is dead. */
   readonly ttlMs: number;
   readonly replicas?: number;
+  /** How long the first lease may wait for the bucket to become writable (default 30 s). */
+  readonly startTimeoutMs?: number;
   readonly logger: Logger;
 }
 
@@ -44,8 +46,27 @@ export class HostLiveness implements RunLiveness {
     private readonly options: HostLivenessOptions,
   ) {}
 
-  /** Opens the buckets and takes this host's lease (before any script is claimed). */
+  /**
+   * Opens the buckets and takes this host's lease (before any script is claimed). A replicated
+   * bucket that was just created, or whose NATS node just died, has no leader for a moment and
+   * answers "no responders": start-up waits for the election instead of failing (the soak found
+   * two hosts starting together on an R3 cluster dying here). Whatever still fails after
+   * `startTimeoutMs` fails the start-up as before.
+   */
   static async start(options: HostLivenessOptions): Promise<HostLiveness> {
+    const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
+      try {
+        return await HostLiveness.open(options);
+      } catch (error) {
+        if (Date.now() + wait > deadline) throw error;
+        options.logger.warn({ err: error }, "the host liveness buckets are not writable yet; retrying");
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  private static async open(options: HostLivenessOptions): Promise<HostLiveness> {
     const kvm = new Kvm(options.nc);
     const replicas = options.replicas ?? 1;
     const [leases, runs] = await Promise.all([

@@ -78,6 +78,8 @@ export interface RunLiveness {
 
 export type ScriptRunOutcome =
   | "not-found"
+  /** The stream read ended before the request (a read lagging the work item): try again later, never ack. */
+  | "not-visible"
   /** Started by a host that still lives: not ours to settle; look again later. */
   | "runner-alive"
   | "already-settled"
@@ -125,14 +127,14 @@ export class ScriptRunner {
    * lapsed while a long synchronous stretch blocked the heartbeats) waits for that run: seeing
    * its started event, it would otherwise wrongly settle a live script as orphaned.
    */
-  async handle(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
+  async handle(streamPath: string, executionId: string, requestedOffset?: number): Promise<ScriptRunOutcome> {
     const key = `${streamPath}\u0000${executionId}`;
     const running = this.inFlight.get(key);
     if (running !== undefined) {
       await running.catch(() => undefined);
       return "already-settled";
     }
-    const run = this.handleOnce(streamPath, executionId);
+    const run = this.handleOnce(streamPath, executionId, requestedOffset);
     this.inFlight.set(key, run);
     try {
       return await run;
@@ -141,13 +143,18 @@ export class ScriptRunner {
     }
   }
 
-  private async handleOnce(streamPath: string, executionId: string): Promise<ScriptRunOutcome> {
+  private async handleOnce(streamPath: string, executionId: string, requestedOffset: number | undefined): Promise<ScriptRunOutcome> {
     const log = this.deps.logger.child({ streamPath, executionId });
     log.debug("handling script work item");
     const events = await this.deps.store.read(streamPath);
-    const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits);
+    const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits, requestedOffset);
     if (decision.kind === "not-found") return "not-found";
     if (decision.kind === "settled") return "already-settled";
+    if (decision.kind === "not-visible") {
+      // The chaos soak saw a script never run: its item was acked on a read that lagged it.
+      log.warn({ lastOffset: decision.lastOffset, requestedOffset }, "the stream read ended before the script's request; trying the work item again");
+      return "not-visible";
+    }
     const trigger = turnTriggerOf(events, executionId);
     if (this.deps.tracer === undefined || trigger === undefined) return this.runDecided(streamPath, executionId, events, decision, log);
     return inSpan(this.deps.tracer, "script.run", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.execution_id": executionId }, async (span) => {
@@ -161,7 +168,7 @@ export class ScriptRunner {
     streamPath: string,
     executionId: string,
     events: readonly AgentEvent[],
-    decision: Exclude<ScriptRunDecision, { kind: "not-found" | "settled" }>,
+    decision: Exclude<ScriptRunDecision, { kind: "not-found" | "settled" | "not-visible" }>,
     log: Logger,
   ): Promise<ScriptRunOutcome> {
     switch (decision.kind) {

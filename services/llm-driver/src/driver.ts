@@ -118,7 +118,12 @@ export class LlmDriver {
   }
 }
 
-/** A run stopped by shutdown goes back to the queue at once so another driver takes it. */
+/**
+ * A run stopped by shutdown goes back to the queue at once so another driver takes it; an item
+ * whose request the read did not reach yet is tried again shortly.
+ */
 function workOutcome(outcome: RunOutcome): WorkOutcome {
-  return outcome === "shutdown" ? { type: "retry", delayMs: 0 } : { type: "ack" };
+  if (outcome === "shutdown") return { type: "retry", delayMs: 0 };
+  if (outcome === "not-visible") return { type: "retry", delayMs: 500 };
+  return { type: "ack" };
 }

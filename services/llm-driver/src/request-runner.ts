@@ -59,6 +59,7 @@ export type RunOutcome =
   | "settled-elsewhere"
   | "already-settled"
   | "not-open"
+  | "not-visible"
   | "expired"
   | "shutdown";
 
@@ -88,6 +89,10 @@ export class RequestRunner {
     const readMs = this.deps.nowMs() - readStartedAt;
     const status = this.folds.status(streamPath, events, requestOffset, this.deps.nowMs());
     if (status.kind === "settled") return "already-settled";
+    if (status.kind === "not-visible") {
+      log.warn({ lastOffset: status.lastOffset }, "the stream read ended before the request; trying the work item again");
+      return "not-visible";
+    }
     if (status.kind === "not-open") {
       log.info({ reason: status.reason }, "work item does not name an open request; acking");
       return "not-open";

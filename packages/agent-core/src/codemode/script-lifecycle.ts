@@ -30,6 +30,12 @@ export interface ScriptRunLimits {
 
 export type ScriptRunDecision =
   | { readonly kind: "not-found" }
+  /**
+   * The events end before the offset the work item names for the request: a read that lags the
+   * item (a follower behind after a NATS failover) proves nothing, so the item is tried again,
+   * never acked (an acked item is the script's only hand-off).
+   */
+  | { readonly kind: "not-visible"; readonly lastOffset: number }
   | { readonly kind: "settled" }
   /** Started by some host and not settled: orphaned unless that host still lives. Never re-run. */
   | { readonly kind: "started"; readonly requested: ScriptRunRequested }
@@ -42,8 +48,8 @@ export type ScriptRunDecision =
 
 const utf8 = new TextEncoder();
 
-/** What to do with the work item for `executionId` at `nowMs`. */
-export function decideScriptRun(events: readonly AgentEvent[], executionId: string, nowMs: number, limits: ScriptRunLimits): ScriptRunDecision {
+/** What to do with the work item for `executionId` at `nowMs` (`requestedOffset`: where the item says the request is, when it says). */
+export function decideScriptRun(events: readonly AgentEvent[], executionId: string, nowMs: number, limits: ScriptRunLimits, requestedOffset?: number): ScriptRunDecision {
   let requested: ScriptRunRequested | undefined;
   let started = false;
   for (const e of events) {
@@ -51,7 +57,10 @@ export function decideScriptRun(events: readonly AgentEvent[], executionId: stri
     else if (e.type === "capability-host/script-run-started" && e.payload.executionId === executionId) started = true;
     else if (e.type === "capability-host/script-run-settled" && e.payload.executionId === executionId) return { kind: "settled" };
   }
-  if (requested === undefined) return { kind: "not-found" };
+  if (requested === undefined) {
+    const lastOffset = events.at(-1)?.offset ?? 0;
+    return requestedOffset !== undefined && lastOffset < requestedOffset ? { kind: "not-visible", lastOffset } : { kind: "not-found" };
+  }
   if (started) return { kind: "started", requested };
   const expiresAtMs = Date.parse(requested.payload.expiresAt);
   if (nowMs >= expiresAtMs) return { kind: "expired", requested };

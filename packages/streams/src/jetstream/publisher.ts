@@ -10,6 +10,8 @@ import { type Msg, type MsgHdrs, type NatsConnection, type Subscription, createI
 export interface PublishExpectations {
   readonly msgID: string;
   readonly lastSubjectSequence: number;
+  /** Reject a "duplicate" answer with PublishDuplicateError instead of resolving its sequence. */
+  readonly duplicateIsError?: boolean;
 }
 
 /** The server refused the publish (e.g. wrong last sequence); `errCode` is JetStream's. */
@@ -28,6 +30,17 @@ export class PublishRejectedError extends Error {
   }
 }
 
+/**
+ * The server answered "duplicate": a message with this `Nats-Msg-Id` is already stored (or
+ * still being stored; then `seq` is 0). Whose message that is, the caller must find out.
+ */
+export class PublishDuplicateError extends Error {
+  constructor(readonly seq: number) {
+    super(`JetStream already holds a message with this Nats-Msg-Id (seq ${seq})`);
+    this.name = "PublishDuplicateError";
+  }
+}
+
 /** No ack arrived in time (or nobody could answer): the publish may or may not have landed. */
 export class PublishUnconfirmedError extends Error {
   constructor(message: string) {
@@ -40,6 +53,7 @@ interface Pending {
   readonly resolve: (seq: number) => void;
   readonly reject: (error: Error) => void;
   readonly deadline: number;
+  readonly duplicateIsError: boolean;
 }
 
 const decoder = new TextDecoder();
@@ -67,7 +81,7 @@ export class JetStreamPublisher {
     h.set("Nats-Msg-Id", expect.msgID);
     h.set("Nats-Expected-Last-Subject-Sequence", String(expect.lastSubjectSequence));
     return new Promise<number>((resolve, reject) => {
-      this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs });
+      this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs, duplicateIsError: expect.duplicateIsError === true });
       try {
         this.nc.publish(subject, data, { reply: `${this.prefix}.${token}`, headers: h });
       } catch (error) {
@@ -86,7 +100,7 @@ export class JetStreamPublisher {
       waiter.reject(new PublishUnconfirmedError("no JetStream responders for the publish (stream unavailable)"));
       return;
     }
-    let ack: { seq?: unknown; error?: { code?: number; err_code?: number; description?: string } };
+    let ack: { seq?: unknown; duplicate?: unknown; error?: { code?: number; err_code?: number; description?: string } };
     try {
       ack = JSON.parse(decoder.decode(msg.data)) as typeof ack;
     } catch {
@@ -95,6 +109,8 @@ export class JetStreamPublisher {
     }
     if (ack.error !== undefined) {
       waiter.reject(new PublishRejectedError(ack.error.code ?? 0, ack.error.err_code ?? 0, ack.error.description ?? "unknown error"));
+    } else if (ack.duplicate === true && waiter.duplicateIsError) {
+      waiter.reject(new PublishDuplicateError(typeof ack.seq === "number" ? ack.seq : 0));
     } else if (typeof ack.seq === "number") {
       waiter.resolve(ack.seq);
     } else {

@@ -28,23 +28,52 @@ interface ConsumerSpec {
   readonly startSeq: number;
 }
 
-/** Runs an ordered consumer until closed, handing each message to `onMessage`. */
+/**
+ * A pull expires after this long; the server heartbeats every half of it while a pull waits,
+ * and two missed heartbeats (10 s of silence from the consumer) count as a silent consumer.
+ */
+const CONSUME_EXPIRES_MS = 10_000;
+
+/**
+ * Runs an ordered consumer until closed, handing each message to `onMessage`. A consumer that
+ * goes silent is replaced by a fresh one from the next sequence: the client library's own
+ * recovery of an ordered consumer was seen to stall for good (no message, no error, no end)
+ * after the node holding it was killed and restarted (the chaos soak, issue 16).
+ */
 async function runConsumer(
   spec: ConsumerSpec,
   isClosed: () => boolean,
   onStarted: (messages: ConsumerMessages, remove: () => Promise<void>) => void,
   onMessage: (msg: { seq: number; subject: string; data: Uint8Array; headers?: { get(k: string): string } | undefined }) => void,
 ): Promise<void> {
-  const consumer = await spec.js.consumers.get(spec.streamName, {
-    filter_subjects: spec.filter,
-    ...(spec.startSeq > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSeq } : { deliver_policy: DeliverPolicy.All }),
-  });
-  const messages = await consumer.consume({ max_messages: 512 });
-  onStarted(messages, () => consumer.delete().then(() => undefined, () => undefined));
-  if (isClosed()) return;
-  for await (const msg of messages) {
-    onMessage(msg);
-    if (isClosed()) break;
+  let startSeq = spec.startSeq;
+  for (;;) {
+    const consumer = await spec.js.consumers.get(spec.streamName, {
+      filter_subjects: spec.filter,
+      ...(startSeq > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq } : { deliver_policy: DeliverPolicy.All }),
+    });
+    const messages = await consumer.consume({ max_messages: 512, expires: CONSUME_EXPIRES_MS });
+    const remove = () => consumer.delete().then(() => undefined, () => undefined);
+    onStarted(messages, remove);
+    if (isClosed()) return;
+    let silent = false;
+    void whenSilent(messages, () => {
+      silent = true;
+      messages.stop();
+    });
+    for await (const msg of messages) {
+      startSeq = msg.seq + 1;
+      onMessage(msg);
+      if (isClosed()) return;
+    }
+    if (!silent || isClosed()) return;
+    void remove();
+  }
+}
+
+async function whenSilent(messages: ConsumerMessages, then: () => void): Promise<void> {
+  for await (const status of messages.status()) {
+    if (status.type === "heartbeats_missed") return then();
   }
 }
 

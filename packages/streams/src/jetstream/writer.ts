@@ -3,22 +3,27 @@
 // together (still one atomic message, each append contiguous inside it, keys and
 // expectedLastOffset decided one by one). A message is published with
 // `expect.lastSubjectSequence` = the view's last sequence; "wrong last sequence" means another
-// writer got there first: catch up and decide again. `Nats-Msg-Id` (unique per attempt) makes
-// a publish retried after a timeout land at most once. Idempotency keys are checked and
+// writer got there first: catch up and decide again. `Nats-Msg-Id` names the offset the record
+// claims, so a publish retried after a timeout lands at most once and two writers racing for
+// one offset on a replicated stream cannot both be stored (see commitGroup). Idempotency keys are checked and
 // reserved in the key index (key-check.ts) before the publish, so a keyed append to a long
 // stream costs a few lookups, never a read of the stream's history; new keys (the common case)
 // are reserved without looking them up first.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
-import { nuid } from "@nats-io/nats-core";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
-import { type JetStreamPublisher, PublishUnconfirmedError } from "./publisher.ts";
+import { type JetStreamPublisher, PublishDuplicateError, PublishUnconfirmedError } from "./publisher.ts";
 import { checkKeys, type KeyVerdict, reserveKeys } from "./key-check.ts";
 import type { KeyIndex } from "./key-index.ts";
 import { type RecordReader, eventsOf } from "./records.ts";
 import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
+
+/** A claim of an offset still being stored by another writer: wait a moment before looking. */
+const DUPLICATE_RETRY_MS = 50;
+const DUPLICATE_LOOKS = 4;
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface PendingAppend {
   readonly batch: PreparedBatch;
@@ -194,13 +199,25 @@ export class BatchWriter {
       const body = encoder.encode(recordJson(streamPath, first, committed.length, createdAt, parts.join(",")));
       const wasEmpty = view.lastSeq === 0;
       try {
-        const ack = await this.publishOnce(subject, body, view.lastSeq, `${nuid.next()}:${first}`);
+        // The message id claims the OFFSET, not just this attempt: on a replicated stream
+        // nats-server 2.9 checks the expected last subject sequence before the write's
+        // consensus, so two writers racing for the same offset could both be acknowledged
+        // (nats-server#4320) and one event was then lost to every reader. The duplicate check
+        // on the message id does see writes still in flight, so only one claim of an offset
+        // is ever stored; a retried publish of our own claim is answered "duplicate" too.
+        const ack = await this.publishOnce(subject, body, view.lastSeq, `${subject}@${first}`);
         view.lastSeq = ack;
         view.lastOffset += committed.length;
       } catch (error) {
-        if (!isWrongLastSequence(error)) throw error;
-        await catchUp(this.options.reader, subject, view);
-        continue;
+        if (error instanceof PublishDuplicateError && (await this.isOurClaim(subject, first, body, error.seq))) {
+          await catchUp(this.options.reader, subject, view);
+        } else if (error instanceof PublishDuplicateError || isWrongLastSequence(error)) {
+          // Another writer holds this offset: catch up and decide again.
+          await catchUp(this.options.reader, subject, view);
+          continue;
+        } else {
+          throw error;
+        }
       }
       // This store wrote the stream's first record, so its whole history is in the index. The
       // batch is committed whatever happens here: without the mark, a later keyed append
@@ -240,11 +257,33 @@ export class BatchWriter {
     writer.indexed = true;
   }
 
+  /**
+   * After a "duplicate" answer: is the stored claim of `offset` ours (a retried publish that
+   * had landed)? A claim still in flight (seq 0) is looked for again a few times.
+   */
+  private async isOurClaim(subject: string, offset: number, body: Uint8Array, seq: number): Promise<boolean> {
+    for (let look = 0; look < DUPLICATE_LOOKS; look++) {
+      if (await this.isOurRecord(subject, offset, body)) return true;
+      if (seq !== 0) return false;
+      await delay(DUPLICATE_RETRY_MS * (look + 1));
+    }
+    return false;
+  }
+
+  /** Whether the record holding `offset` is exactly the one we published. */
+  private async isOurRecord(subject: string, offset: number, body: Uint8Array): Promise<boolean> {
+    const located = await this.options.reader.locate(subject, offset);
+    if (located === undefined) return false;
+    const record =
+      located.first?.seq === located.startSeq ? located.first : located.last.seq === located.startSeq ? located.last : await this.options.reader.nextFrom(subject, located.startSeq);
+    return record !== undefined && record.first === offset && Buffer.from(record.data).equals(Buffer.from(body));
+  }
+
   /** Publishes one message; an unconfirmed publish is retried with the same Nats-Msg-Id, so it lands once. */
   private async publishOnce(subject: string, body: Uint8Array, lastSubjectSequence: number, msgID: string): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.options.publisher.publish(subject, body, { msgID, lastSubjectSequence });
+        return await this.options.publisher.publish(subject, body, { msgID, lastSubjectSequence, duplicateIsError: true });
       } catch (error) {
         if (attempt < 2 && error instanceof PublishUnconfirmedError) continue;
         throw error;

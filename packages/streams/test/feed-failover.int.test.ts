@@ -1,0 +1,88 @@
+// Regression (chaos soak, issue 16): a partition feed whose consumer lived on a NATS node that
+// was killed and restarted went silent — it neither delivered nor ended — so a follower that
+// resubscribes when a feed ends (the reducer, the driver's stream cache) never got the chance.
+// A feed (and a subscription: the same consumer code) now replaces a silent consumer with a
+// fresh one from the next sequence; a follower that resubscribes on an end works either way.
+
+import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
+import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { type NatsConnection, connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { note } from "./event-store-suite.ts";
+
+let cluster: NatsCluster;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  cluster = await startNatsCluster({ nodes: 3 });
+  nc = await connect({ servers: [...cluster.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+}, 60_000);
+afterAll(async () => {
+  await nc?.close();
+  await cluster?.stop();
+});
+
+async function appendWithRetry(store: JetStreamEventStore, path: string, i: number): Promise<AgentEvent> {
+  for (;;) {
+    try {
+      return (await store.append(path, [note(`n${i}`, `k${i}`)])).events[0] as AgentEvent;
+    } catch (error) {
+      if (!(error instanceof AgentRuntimeError && error.retryable)) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+it("a feed goes on when the node holding its consumer dies and comes back", async () => {
+  const store = await JetStreamEventStore.open(nc, { replicas: 3, publishTimeoutMs: 2_000 });
+  const path = "/cluster/feed";
+  const seen: number[] = [];
+  let ends = 0;
+  let following = true;
+  // A follower as the services write one: resubscribe after the last batch when the feed ends.
+  const follower = (async () => {
+    let after = 0;
+    while (following) {
+      const feed = store.feed({ afterSequence: after });
+      try {
+        for await (const batch of feed) {
+          after = batch.sequence;
+          for (const e of batch.events) seen.push(e.offset);
+          if (!following) break;
+        }
+      } catch {
+        // ended retryably: follow again
+      }
+      ends += 1;
+      await feed.close();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  for (let i = 0; i < 5; i++) await appendWithRetry(store, path, i);
+  const deadline = async (what: string, ok: () => boolean, ms: number) => {
+    const end = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > end) throw new Error(`${what} within ${ms} ms (seen ${seen.length}, ends ${ends})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  await deadline("the first events", () => seen.length === 5, 10_000);
+  // Kill the node that holds the feed's (R1, ordered) consumer, then bring it back.
+  const jsm = await jetstreamManager(nc);
+  const consumers = await jsm.consumers.list(store.streamName).next();
+  const host = consumers.map((c) => c.cluster?.leader).find((l) => l !== undefined);
+  const victim = cluster.nodes.find((n) => n.serverName === host);
+  expect(victim, `the consumer's node ${host}`).toBeDefined();
+  await victim!.kill("SIGKILL");
+  for (let i = 5; i < 10; i++) await appendWithRetry(store, path, i);
+  await new Promise((r) => setTimeout(r, 3_000)); // the node stays down for a while
+  await victim!.restart();
+  for (let i = 10; i < 15; i++) await appendWithRetry(store, path, i);
+  await deadline("every event after the failover", () => new Set(seen).size === 15, 45_000);
+  following = false;
+  await appendWithRetry(store, path, 15);
+  await follower;
+  await store.close();
+}, 120_000);
