@@ -26,6 +26,9 @@ export interface RetentionPolicy {
   readonly maintainEveryMs: number;
 }
 
+/** How many pending agents a takeover rebuilds at once. */
+const TAKEOVER_CONCURRENCY = 16;
+
 export const DEFAULT_RETENTION: RetentionPolicy = { snapshotIdleMs: 1_000, snapshotEveryEvents: 2_000, evictIdleMs: 30_000, maintainEveryMs: 1_000 };
 
 export interface PartitionWorkerOptions {
@@ -85,12 +88,20 @@ export class PartitionWorker {
     if (checkpoint) {
       // Agents with a timer, an open request or a running script are woken now (their timers
       // and hand-offs re-armed from state); every other agent waits for its next event.
-      for (const path of checkpoint.pending) {
-        const processor = await this.rebuild(path, "head");
-        processor.scheduleFlush();
-      }
+      // Rebuilt a few at a time: each is a snapshot read and a tail read, mostly waiting.
+      const started = this.options.effects.now();
+      const queue = [...checkpoint.pending];
+      await Promise.all(
+        Array.from({ length: Math.min(TAKEOVER_CONCURRENCY, queue.length) }, async () => {
+          for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
+            const processor = await this.rebuild(path, "head");
+            processor.scheduleFlush();
+          }
+        }),
+      );
       this.sequence = this.checkpointSequence = checkpoint.sequence;
-      logger.info({ partition, sequence: checkpoint.sequence, pending: checkpoint.pending.length }, "resumed the partition from its checkpoint");
+      const tookMs = this.options.effects.now() - started;
+      logger.info({ partition, sequence: checkpoint.sequence, pending: checkpoint.pending.length, tookMs }, "resumed the partition from its checkpoint");
     }
     this.feed = this.options.store.feed({ partitions: [partition], afterSequence: this.sequence });
     this.loop = this.follow(this.feed);
