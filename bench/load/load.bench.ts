@@ -30,6 +30,7 @@ const TURNS = numberArg("turns", 5);
 const CONCURRENCY = numberArg("concurrency", 100);
 const COMPARE_ROUNDS = numberArg("compare-retention", 0);
 const KILL = process.argv.includes("--kill-reducer");
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "error";
 
 const rssMb = (pid: number | undefined) => rssKiB(pid) / 1024;
 const log = (line: string) => process.stderr.write(`[load] ${line}\n`);
@@ -127,7 +128,12 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
       const killedAt = Date.now();
       log(`killed ${victimId} (${partitions.length} partitions) with ${inFlight} turns in flight`);
       const probe = probes.find((path) => partitions.includes(partitionOfPath(path, PARTITIONS)))!;
-      const sent = await turn(probe, `${probe} at the kill`);
+      const sent = await turn(probe, `${probe} at the kill`).catch(async (error: unknown) => {
+        const events = await system.store.read(probe);
+        log(`${probe}: ${JSON.stringify(events.map((e) => [e.offset, e.type]))}`);
+        for (const p of system.processes.byService("agent-reducer")) log(`--- ${p.name}\n${p.logs().split("\n").slice(-40).join("\n")}`);
+        throw error;
+      });
       const request = (await system.store.read(probe)).find((e) => e.type === "agent/llm-request-requested" && e.idempotencyKey === `agent/request/${sent.offset}`);
       return { victimPartitions: partitions.length, inFlight, servingAgainMs: request === undefined ? NaN : Date.parse(request.createdAt) - killedAt, unanswered: 0 };
     })();
@@ -176,7 +182,7 @@ if (COMPARE_ROUNDS > 0) {
   const rates = { before: [] as number[], now: [] as number[] };
   for (let round = 1; round <= COMPARE_ROUNDS; round += 1) {
     for (const variant of round % 2 === 1 ? (["before", "now"] as const) : (["now", "before"] as const)) {
-      const system = await startSystem({ reducers: 1, drivers: 2, model: modelOptions, env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128", ...(variant === "before" ? NO_RETENTION : {}) } });
+      const system = await startSystem({ reducers: 1, drivers: 2, model: modelOptions, env: { LOG_LEVEL: LOG_LEVEL, LLM_CONCURRENCY: "128", ...(variant === "before" ? NO_RETENTION : {}) } });
       try {
         log(`round ${round}: ${variant}`);
         const run = await runLoad(system, `load-${variant}-${round}`, false);
@@ -202,7 +208,7 @@ if (COMPARE_ROUNDS > 0) {
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 } else if (KILL) {
-  const system = await startSystem({ reducers: 2, drivers: 2, model: modelOptions, env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128", REDUCER_LEASE_TTL_MS: String(DEFAULT_LEASE_TTL_MS) } });
+  const system = await startSystem({ reducers: 2, drivers: 2, model: modelOptions, env: { LOG_LEVEL: LOG_LEVEL, LLM_CONCURRENCY: "128", REDUCER_LEASE_TTL_MS: String(DEFAULT_LEASE_TTL_MS) } });
   try {
     const run = await runLoad(system, "load-kill", true);
     const k = run.kill!;
@@ -224,7 +230,7 @@ if (COMPARE_ROUNDS > 0) {
     await system.stop();
   }
 } else {
-  const system = await startSystem({ reducers: 1, drivers: 2, model: modelOptions, env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128" } });
+  const system = await startSystem({ reducers: 1, drivers: 2, model: modelOptions, env: { LOG_LEVEL: LOG_LEVEL, LLM_CONCURRENCY: "128" } });
   try {
     // Baseline: the bare openai client against the same fake model, same concurrency.
     const client = new OpenAI({ baseURL: system.model.url, apiKey: "test" });

@@ -18,7 +18,7 @@
 // reducer makes is idempotency-keyed.
 
 import { Kvm, type KV } from "@nats-io/kv";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, type Subscription, nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 
@@ -71,11 +71,10 @@ export function leaseLivenessSubject(group: string, owner: string): string {
 }
 
 /** Opens the bucket and makes its TTL the configured one (a bucket made with an older default keeps it otherwise). */
-async function openLeaseBucket(nc: NatsConnection, name: string, ttlMs: number, replicas: number, logger: Logger): Promise<KV> {
+async function openLeaseBucket(nc: NatsConnection, jsm: JetStreamManager, name: string, ttlMs: number, replicas: number, logger: Logger): Promise<KV> {
   const kv = await new Kvm(nc).create(name, { ttl: ttlMs, history: 1, replicas });
   const status = await kv.status();
   if (status.ttl !== ttlMs) {
-    const jsm = await jetstreamManager(nc);
     const stream = `KV_${name}`;
     const { config } = await jsm.streams.info(stream);
     const window = Math.min(ttlMs, 120_000);
@@ -91,7 +90,9 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   const renewMs = options.renewMs ?? Math.max(50, Math.floor(ttlMs / 6));
   const acquireEveryMs = options.acquireEveryMs ?? renewMs;
   const probeTimeoutMs = Math.max(100, Math.min(1_000, Math.floor(ttlMs / 3)));
-  const kv = await openLeaseBucket(nc, options.bucket ?? "agentrt_leases", ttlMs, options.replicas ?? 1, logger);
+  const bucket = options.bucket ?? "agentrt_leases";
+  const jsm = await jetstreamManager(nc);
+  const kv = await openLeaseBucket(nc, jsm, bucket, ttlMs, options.replicas ?? 1, logger);
   const held = new Map<number, Held>();
   const leaseKey = (p: number) => `${group}.partition.${p}`;
   const memberKey = (who: string) => `${group}.member.${ownerToken(who)}`;
@@ -176,7 +177,12 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   // --- acquisition rounds ---------------------------------------------------------------------
   const liveMembers = async (probes: Map<string, Promise<boolean>>): Promise<number> => {
     const members: Array<{ key: string; who: string; revision: number }> = [];
-    for await (const key of await kv.keys(`${group}.member.*`)) {
+    // One request, not a key-listing consumer: under load a listing was seen to hang (and with
+    // it every later round) and to list a key rewritten meanwhile twice.
+    const prefix = `$KV.${bucket}.`;
+    const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}${group}.member.*` });
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const key = subject.slice(prefix.length);
       const entry = await kv.get(key);
       if (entry && entry.operation === "PUT") members.push({ key, who: parseOwner(entry.string()) ?? "", revision: entry.revision });
     }
