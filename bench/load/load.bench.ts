@@ -104,14 +104,24 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
         resolve();
       });
     });
+    answered.catch(() => undefined); // awaited below; a timeout before then is not unhandled
     const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
     userCommittedAt.set(content, Date.parse(sent.events[0]!.createdAt));
-    await answered;
+    await answered.catch(async (error: unknown) => {
+      if (!diagnosed) {
+        diagnosed = true;
+        const events = await system.store.read(path);
+        log(`${path}: ${JSON.stringify(events.slice(-12).map((e) => [e.offset, e.type, e.createdAt.slice(11, 23)]))}`);
+        for (const p of system.processes.byService("agent-reducer")) log(`--- ${p.name}\n${p.logs().split("\n").filter((l) => !l.includes('"level":30') || l.includes("lease") || l.includes("resumed")).slice(-40).join("\n")}`);
+      }
+      throw error;
+    });
     replies.delete(content);
     return sent.events[0]!;
   };
 
   const turns = AGENTS * TURNS;
+  let diagnosed = false;
   let answered = 0;
   let snapshots = NaN;
   let killed: Promise<LoadRun["kill"]> | undefined;
@@ -128,12 +138,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
       const killedAt = Date.now();
       log(`killed ${victimId} (${partitions.length} partitions) with ${inFlight} turns in flight`);
       const probe = probes.find((path) => partitions.includes(partitionOfPath(path, PARTITIONS)))!;
-      const sent = await turn(probe, `${probe} at the kill`).catch(async (error: unknown) => {
-        const events = await system.store.read(probe);
-        log(`${probe}: ${JSON.stringify(events.map((e) => [e.offset, e.type]))}`);
-        for (const p of system.processes.byService("agent-reducer")) log(`--- ${p.name}\n${p.logs().split("\n").slice(-40).join("\n")}`);
-        throw error;
-      });
+      const sent = await turn(probe, `${probe} at the kill`);
       const request = (await system.store.read(probe)).find((e) => e.type === "agent/llm-request-requested" && e.idempotencyKey === `agent/request/${sent.offset}`);
       return { victimPartitions: partitions.length, inFlight, servingAgainMs: request === undefined ? NaN : Date.parse(request.createdAt) - killedAt, unanswered: 0 };
     })();
