@@ -140,6 +140,13 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
       const probe = probes.find((path) => partitions.includes(partitionOfPath(path, PARTITIONS)))!;
       const sent = await turn(probe, `${probe} at the kill`);
       const request = (await system.store.read(probe)).find((e) => e.type === "agent/llm-request-requested" && e.idempotencyKey === `agent/request/${sent.offset}`);
+      // Where the time went: the survivor's lease and resume lines (with BENCH_LOG_LEVEL=info), relative to the kill.
+      for (const p of system.processes.byService("agent-reducer").filter((r) => r.running)) {
+        for (const line of p.logs().split("\n")) {
+          const entry = /"time":(\d+)/.exec(line);
+          if (entry && Number(entry[1]) >= killedAt && /lease|resumed/.test(line)) log(`+${Number(entry[1]) - killedAt} ms ${p.name}: ${line.replace(/.*"msg":/, "")} ${/"pending":\d+,"tookMs":\d+/.exec(line)?.[0] ?? ""}`);
+        }
+      }
       return { victimPartitions: partitions.length, inFlight, servingAgainMs: request === undefined ? NaN : Date.parse(request.createdAt) - killedAt, unanswered: 0 };
     })();
   };

@@ -208,23 +208,28 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       await kv.delete(leaseKey(partition), { previousSeq: lease.revision }).catch(() => undefined);
       lose(partition, "rebalanced");
     }
-    for (let p = 0; p < options.partitionCount && held.size < fairShare && !stopped; p += 1) {
-      if (held.has(p)) continue;
-      const entry = await kv.get(leaseKey(p));
-      try {
-        if (entry === null || entry.operation !== "PUT") {
-          take(p, await kv.create(leaseKey(p), encode({ owner })), "free");
-          continue;
-        }
-        const holder = parseOwner(entry.string());
+    // Every partition we lack is looked at at once: a dead replica's share moves in one round trip.
+    const wanted = Array.from({ length: options.partitionCount }, (_, p) => p).filter((p) => !held.has(p));
+    await Promise.all(
+      wanted.map(async (p) => {
+        const entry = await kv.get(leaseKey(p));
+        const holder = entry === null || entry.operation !== "PUT" ? null : parseOwner(entry.string());
         // Our own id on a lease we do not hold: this replica restarted under the same id.
-        if (holder === owner || holder === undefined || !(await isAlive(holder, probes))) {
-          take(p, await kv.update(leaseKey(p), encode({ owner }), entry.revision), holder === owner ? "restarted" : `holder ${holder ?? "?"} gone`);
+        const free = entry === null || entry.operation !== "PUT" || holder === owner || holder === undefined || !(await isAlive(holder as string, probes));
+        if (!free || stopped || held.size >= fairShare) return;
+        try {
+          const revision = entry === null || entry.operation !== "PUT" ? await kv.create(leaseKey(p), encode({ owner })) : await kv.update(leaseKey(p), encode({ owner }), entry.revision);
+          if (held.size >= fairShare || stopped) {
+            // Others won this round's race for our share meanwhile: give this one straight back.
+            await kv.delete(leaseKey(p), { previousSeq: revision }).catch(() => undefined);
+            return;
+          }
+          take(p, revision, entry === null || entry.operation !== "PUT" ? "free" : holder === owner ? "restarted" : `holder ${holder ?? "?"} gone`);
+        } catch {
+          // Someone else got there first.
         }
-      } catch {
-        // Someone else got there first.
-      }
-    }
+      }),
+    );
   };
 
   let rounds: Promise<void> = Promise.resolve();
