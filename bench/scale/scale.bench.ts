@@ -12,6 +12,7 @@
 //   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 30000]
 
 import os from "node:os";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
 import { type System, startSystem } from "../../test/support/system.ts";
 import { lastUserContent } from "../../test/support/turns.ts";
@@ -110,7 +111,11 @@ log(`memory: ${JSON.stringify({ before: evicting.before, after: evicting.after, 
 const system = evicting.system;
 const committedAt = new Map<string, number>();
 const replies = new Map<string, () => void>();
-const feed = system.store.feed({});
+// From the head: replaying the creation phase's history (about 16 events per agent, over a
+// million at 100 000 agents) before the first reply could be seen is what made the wake phase
+// of an earlier 100 000-agent run time out ("hang") at its very first turn.
+const head = (await (await jetstreamManager(system.nc)).streams.info(system.store.streamName)).state.last_seq;
+const feed = system.store.feed({ afterSequence: head });
 void (async () => {
   for await (const batch of feed) {
     for (const e of batch.events as AgentEvent[]) {
@@ -129,7 +134,11 @@ async function turn(path: string, content: string): Promise<number> {
   });
   const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
   committedAt.set(content, Date.parse(sent.events[0]!.createdAt));
-  await answered;
+  await answered.catch(async (error: unknown) => {
+    const events = await system.store.read(path);
+    log(`${path}: ${JSON.stringify(events.slice(-10).map((e) => [e.offset, e.type, e.createdAt.slice(11, 23)]))}`);
+    throw error;
+  });
   replies.delete(content);
   const request = system.model.requests.findLast((r) => lastUserContent(r.body) === content);
   // The project worker configures every agent it births with a 250 ms debounce: the runtime's
