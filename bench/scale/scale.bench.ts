@@ -37,6 +37,17 @@ async function reducerMetric(system: System, pattern: RegExp): Promise<number> {
 const residentAgents = (system: System) => reducerMetric(system, /^agentrt_reducer_resident_agents\{[^}]*\} (\d+)/m);
 const rebuiltAgents = (system: System) => reducerMetric(system, /^agentrt_reducer_retention_total\{what="rebuilt"[^}]*\} (\d+)/m);
 
+/** Each service's V8 heap in use, KiB: what it holds, unlike RSS, which keeps the high-water mark of the creation phase's garbage. */
+async function heapUsed(system: System): Promise<Record<"reducer" | "driver" | "gateway", number>> {
+  const one = async (service: "agent-reducer" | "llm-driver" | "web-gateway") => {
+    const proc = system.processes.byService(service)[0]!;
+    const text = await (await fetch(`http://127.0.0.1:${proc.opsPort}/metrics`)).text();
+    const match = /^agentrt_nodejs_heap_size_used_bytes\{[^}]*\} (\d+)/m.exec(text);
+    return match ? Number(match[1]) / 1024 : NaN;
+  };
+  return { reducer: await one("agent-reducer"), driver: await one("llm-driver"), gateway: await one("web-gateway") };
+}
+
 function rss(system: System): Record<"reducer" | "driver" | "gateway", number> {
   const one = (service: "agent-reducer" | "llm-driver" | "web-gateway") => rssKiB(system.processes.byService(service)[0]?.pid);
   return { reducer: one("agent-reducer"), driver: one("llm-driver"), gateway: one("web-gateway") };
@@ -88,12 +99,14 @@ async function measureMemory(evictMs: number, count: number, prefix: string) {
     await createAgents(system, `${prefix}-warm`, 500);
     await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 120_000);
     const before = rss(system);
+    const heapBefore = await heapUsed(system);
     const started = performance.now();
     await createAgents(system, prefix, count);
     const createSeconds = (performance.now() - started) / 1000;
     const resident = await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 300_000);
     const after = rss(system);
-    return { system, before, after, resident, createSeconds };
+    const heapAfter = await heapUsed(system);
+    return { system, before, after, heapBefore, heapAfter, resident, createSeconds };
   } catch (error) {
     await system.stop();
     throw error;
@@ -105,7 +118,7 @@ log(`creating ${AGENTS} agents with eviction after ${EVICT_MS} ms idle`);
 const evicting = await measureMemory(EVICT_MS, AGENTS, "scale");
 const perAgent = (k: "reducer" | "driver" | "gateway", m: typeof evicting, n: number) => (m.after[k] - m.before[k]) / n;
 // Said as soon as measured: the wake phase that follows is long.
-log(`memory: ${JSON.stringify({ before: evicting.before, after: evicting.after, resident: evicting.resident, createSeconds: evicting.createSeconds })}`);
+log(`memory: ${JSON.stringify({ before: evicting.before, after: evicting.after, heapBefore: evicting.heapBefore, heapAfter: evicting.heapAfter, resident: evicting.resident, createSeconds: evicting.createSeconds })}`);
 
 // --- 2. Waking idle agents vs hot agents, alternating -----------------------------------------
 const system = evicting.system;
@@ -168,7 +181,7 @@ await system.stop();
 // --- 3. Baseline: eviction off, every agent held ------------------------------------------------
 log(`baseline: ${BASELINE_AGENTS} agents, eviction off`);
 const holding = await measureMemory(1e9, BASELINE_AGENTS, "hold");
-log(`baseline memory: ${JSON.stringify({ before: holding.before, after: holding.after, resident: holding.resident, createSeconds: holding.createSeconds })}`);
+log(`baseline memory: ${JSON.stringify({ before: holding.before, after: holding.after, heapBefore: holding.heapBefore, heapAfter: holding.heapAfter, resident: holding.resident, createSeconds: holding.createSeconds })}`);
 await holding.system.stop();
 
 const kib = (v: number) => v.toFixed(2);
@@ -183,6 +196,7 @@ const lines = [
   `| reducer RSS growth per agent, KiB | ${kib(perAgent("reducer", evicting, AGENTS))} | ${kib(perAgent("reducer", holding, BASELINE_AGENTS))} |`,
   `| driver RSS growth per agent, KiB | ${kib(perAgent("driver", evicting, AGENTS))} | ${kib(perAgent("driver", holding, BASELINE_AGENTS))} |`,
   `| gateway RSS growth per agent, KiB | ${kib(perAgent("gateway", evicting, AGENTS))} | ${kib(perAgent("gateway", holding, BASELINE_AGENTS))} |`,
+  `| reducer / driver / gateway V8 heap in use, growth per agent, KiB | ${(["reducer", "driver", "gateway"] as const).map((k) => kib((evicting.heapAfter[k] - evicting.heapBefore[k]) / AGENTS)).join(" / ")} | ${(["reducer", "driver", "gateway"] as const).map((k) => kib((holding.heapAfter[k] - holding.heapBefore[k]) / BASELINE_AGENTS)).join(" / ")} |`,
   `| reducer RSS growth per agent, ratio to eviction off | ${(perAgent("reducer", evicting, AGENTS) / perAgent("reducer", holding, BASELINE_AGENTS)).toFixed(3)}× | 1× |`,
   "",
   "| first turn of an agent | p50 ms | p99 ms |",
