@@ -67,12 +67,17 @@ interface LoadRun {
   readonly overhead: number[];
   readonly rss: { reducer: number; drivers: number };
   readonly snapshots: number;
+  /** Turns whose request failed (the driver's error message each). */
+  readonly failed: readonly string[];
   readonly kill?: { victimPartitions: number; inFlight: number; servingAgainMs: number; unanswered: number };
 }
 
 /** Creates the agents, runs every turn, and reports; `kill` SIGKILLs a reducer at 95 % of the turns. */
 async function runLoad(system: System, prefix: string, kill: boolean): Promise<LoadRun> {
   const replies = new Map<string, () => void>();
+  /** The content of each agent's turn in flight (one at a time per agent). */
+  const inFlight = new Map<string, string>();
+  const failedTurns: string[] = [];
   const userCommittedAt = new Map<string, number>();
   const modelRequestsBefore = system.model.requests.length;
   const feed = system.store.feed({});
@@ -80,6 +85,12 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
     for await (const batch of feed) {
       for (const e of batch.events as AgentEvent[]) {
         if (e.type === "agents/context-added" && e.payload.role === "assistant") replies.get(e.payload.content.replace(/^ok: /, ""))?.();
+        // A request that failed ends its turn without a reply: counted and reported, not waited for.
+        if (e.type === "agent/llm-request-settled" && e.payload.result.status === "failed") {
+          failedTurns.push(e.payload.result.errorMessage);
+          const content = inFlight.get(batch.streamPath);
+          if (content !== undefined) replies.get(content)?.();
+        }
       }
     }
   })();
@@ -105,6 +116,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
       });
     });
     answered.catch(() => undefined); // awaited below; a timeout before then is not unhandled
+    inFlight.set(path, content);
     const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
     userCommittedAt.set(content, Date.parse(sent.events[0]!.createdAt));
     await answered.catch(async (error: unknown) => {
@@ -130,13 +142,13 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
   const killAt = () => {
     killed = (async () => {
       snapshots = await metricSum(system, "agentrt_reducer_retention_total", 'what="snapshot"');
-      const inFlight = replies.size;
+      const turnsInFlight = replies.size;
       const counts = new Map<string, number[]>();
       for (const [p, owner] of await leaseOwners(system)) counts.set(owner, [...(counts.get(owner) ?? []), p]);
       const [victimId, partitions] = [...counts].sort((a, b) => b[1].length - a[1].length)[0]!;
       await system.processes.all.find((p) => p.name === victimId)!.signal("SIGKILL");
       const killedAt = Date.now();
-      log(`killed ${victimId} (${partitions.length} partitions) with ${inFlight} turns in flight`);
+      log(`killed ${victimId} (${partitions.length} partitions) with ${turnsInFlight} turns in flight`);
       const probe = probes.find((path) => partitions.includes(partitionOfPath(path, PARTITIONS)))!;
       const sent = await turn(probe, `${probe} at the kill`);
       const request = (await system.store.read(probe)).find((e) => e.type === "agent/llm-request-requested" && e.idempotencyKey === `agent/request/${sent.offset}`);
@@ -147,7 +159,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
           if (entry && Number(entry[1]) >= killedAt && /lease|resumed/.test(line)) log(`+${Number(entry[1]) - killedAt} ms ${p.name}: ${line.replace(/.*"msg":/, "")} ${/"pending":\d+,"tookMs":\d+/.exec(line)?.[0] ?? ""}`);
         }
       }
-      return { victimPartitions: partitions.length, inFlight, servingAgainMs: request === undefined ? NaN : Date.parse(request.createdAt) - killedAt, unanswered: 0 };
+      return { victimPartitions: partitions.length, inFlight: turnsInFlight, servingAgainMs: request === undefined ? NaN : Date.parse(request.createdAt) - killedAt, unanswered: 0 };
     })();
   };
   let failure: unknown;
@@ -180,6 +192,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
     overhead,
     rss: { reducer: rss.reducer - rssBefore.reducer, drivers: rss.drivers - rssBefore.drivers },
     snapshots,
+    failed: failedTurns,
     ...(killFigures === undefined ? {} : { kill: { ...killFigures, unanswered: turns - answered } }),
   };
 }
@@ -200,7 +213,7 @@ if (COMPARE_ROUNDS > 0) {
         const run = await runLoad(system, `load-${variant}-${round}`, false);
         rates[variant].push(turnsTotal / run.seconds);
         rows.push(
-          `| ${round} | ${variant === "before" ? "retention off (as before #18)" : "default retention"} | ${f1(turnsTotal / run.seconds)} | ${f1(percentile(run.overhead, 50))} / ${f1(percentile(run.overhead, 99))} | ${run.snapshots} | ${f1((run.rss.reducer * 1024) / AGENTS)} |`,
+          `| ${round} | ${variant === "before" ? "retention off (as before #18)" : "default retention"} | ${f1(turnsTotal / run.seconds)} | ${f1(percentile(run.overhead, 50))} / ${f1(percentile(run.overhead, 99))} | ${run.snapshots} | ${f1((run.rss.reducer * 1024) / AGENTS)} | ${run.failed.length} |`,
         );
       } finally {
         await system.stop();
@@ -212,8 +225,8 @@ if (COMPARE_ROUNDS > 0) {
     `Command: \`pnpm exec tsx bench/load/load.bench.ts --agents ${AGENTS} --turns ${TURNS} --concurrency ${CONCURRENCY} --compare-retention ${COMPARE_ROUNDS}\` — ${when()} UTC.`,
     machine("one reducer, two drivers"),
     "",
-    "| round | reducer | turns/s | turn overhead p50 / p99, ms | agent snapshots written during the load | reducer RSS growth per agent, KiB |",
-    "|---:|---|---:|---:|---:|---:|",
+    "| round | reducer | turns/s | turn overhead p50 / p99, ms | agent snapshots written during the load | reducer RSS growth per agent, KiB | turns whose request failed |",
+    "|---:|---|---:|---:|---:|---:|---:|",
     ...rows,
     "",
     `Throughput, default retention ÷ retention off: ${rates.now.map((r, i) => (r / rates.before[i]!).toFixed(2)).join(", ")} per round; ${(sum(rates.now) / sum(rates.before)).toFixed(2)}× over all rounds.`,
@@ -236,6 +249,7 @@ if (COMPARE_ROUNDS > 0) {
       `| turns in flight at the kill | ${k.inFlight} |`,
       `| serving again: an idle agent of a killed partition speaks at the kill → its request committed, ms | ${k.servingAgainMs} |`,
       `| turns never answered | ${k.unanswered} |`,
+      `| turns whose request failed (no reply; first error) | ${run.failed.length}${run.failed[0] === undefined ? "" : ` (${run.failed[0]})`} |`,
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
   } finally {
@@ -273,6 +287,7 @@ if (COMPARE_ROUNDS > 0) {
       `| baseline call latency p50 / p99, ms | ${f1(percentile(baselineLatency, 50))} / ${f1(percentile(baselineLatency, 99))} |`,
       `| turn overhead p50 / p99 (model received − user committed), ms | ${f1(percentile(run.overhead, 50))} / ${f1(percentile(run.overhead, 99))} |`,
       `| agent snapshots written during the load | ${run.snapshots} |`,
+      `| turns whose request failed (no reply; first error) | ${run.failed.length}${run.failed[0] === undefined ? "" : ` (${run.failed[0]})`} |`,
       `| reducer RSS growth per agent, KiB | ${f1((run.rss.reducer * 1024) / AGENTS)} |`,
       `| drivers' RSS growth per agent, KiB | ${f1((run.rss.drivers * 1024) / AGENTS)} |`,
     ];
