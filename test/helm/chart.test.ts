@@ -175,7 +175,7 @@ describe("default values: built-in 3-node NATS", () => {
     const env = (service: string) => envOf(containersOf(findOne(pods, (p) => p.component === service))[0]!);
     const reducer = env("agent-reducer");
     expect(reducer.get("REDUCER_ID")?.valueFrom?.fieldRef?.fieldPath, "lease owner = pod name").toBe("metadata.name");
-    expect(reducer.get("REDUCER_LEASE_TTL_MS")?.value).toBe("3000");
+    expect(reducer.get("REDUCER_LEASE_TTL_MS")?.value).toBe("6000");
     expect(reducer.get("PROJECT_WORKER")?.value).toBe("on");
     const host = env("capability-host");
     expect(["SCRIPT_CONCURRENCY", "SCRIPT_MEMORY_LIMIT_MB", "SCRIPT_MAX_RUN_MS", "SCRIPT_TYPECHECK_BUDGET_MS"].map((n) => host.get(n)?.value)).toEqual(["4", "64", "120000", "2000"]);

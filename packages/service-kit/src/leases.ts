@@ -22,8 +22,12 @@ import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, type Subscription, nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 
-/** Default lease TTL: the backstop for a holder that vanished without closing its connection. */
-export const DEFAULT_LEASE_TTL_MS = 3_000;
+/**
+ * Default lease TTL: only the backstop for a holder that vanished without closing its
+ * connection (a killed one is found by presence). Kept long because under heavy load a KV
+ * round trip was measured at 2 s (load average 40): a 3 s TTL then took live replicas' leases.
+ */
+export const DEFAULT_LEASE_TTL_MS = 6_000;
 
 /** The liveness subjects' prefix: `<prefix>.<group>.<owner>`. */
 export const LEASE_LIVENESS_PREFIX = "agentrt.leases";
@@ -39,7 +43,7 @@ export interface PartitionLeaseOptions {
   readonly ttlMs?: number;
   /** Heartbeat period (default: a sixth of the TTL). */
   readonly renewMs?: number;
-  /** Acquisition rounds: look for free or orphaned partitions this often (default: the heartbeat period). */
+  /** Acquisition rounds: look for free or orphaned partitions this often (default: the heartbeat period, at most 0.5 s). */
   readonly acquireEveryMs?: number;
   readonly replicas?: number;
   readonly logger: Logger;
@@ -88,7 +92,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   const { nc, logger, group, owner } = options;
   const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
   const renewMs = options.renewMs ?? Math.max(50, Math.floor(ttlMs / 6));
-  const acquireEveryMs = options.acquireEveryMs ?? renewMs;
+  const acquireEveryMs = options.acquireEveryMs ?? Math.min(renewMs, 500);
   const probeTimeoutMs = Math.max(100, Math.min(1_000, Math.floor(ttlMs / 3)));
   const bucket = options.bucket ?? "agentrt_leases";
   const jsm = await jetstreamManager(nc);
