@@ -5,9 +5,14 @@
 // Baseline for memory in the same run: the same reducer with eviction off (every agent held,
 // as before per-agent snapshots), over --baseline-agents agents.
 //
-//   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 5000]
+// Hot agents must stay resident between their turns: eight of them take turns in rotation, each
+// back well within the idle time, and the report counts the rebuilds of the wake phase (one
+// per idle agent woken when the hot ones were never evicted).
+//
+//   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 30000]
 
 import os from "node:os";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
 import { type System, startSystem } from "../../test/support/system.ts";
 import { lastUserContent } from "../../test/support/turns.ts";
@@ -16,17 +21,31 @@ import { numberArg, percentile, pool, rssKiB } from "../support/run.ts";
 const AGENTS = numberArg("agents", 100_000);
 const BASELINE_AGENTS = numberArg("baseline-agents", 10_000);
 const WAKE = numberArg("wake", 1000);
-const EVICT_MS = numberArg("evict-ms", 5000);
+const EVICT_MS = numberArg("evict-ms", 30_000);
+const HOT = numberArg("hot", 8);
 const DEBOUNCE_MS = 250;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
 
-async function residentAgents(system: System): Promise<number> {
+async function reducerMetric(system: System, pattern: RegExp): Promise<number> {
   const reducer = system.processes.byService("agent-reducer")[0]!;
   const text = await (await fetch(`http://127.0.0.1:${reducer.opsPort}/metrics`)).text();
-  const match = /^agentrt_reducer_resident_agents\{[^}]*\} (\d+)/m.exec(text);
+  const match = pattern.exec(text);
   return match ? Number(match[1]) : NaN;
+}
+const residentAgents = (system: System) => reducerMetric(system, /^agentrt_reducer_resident_agents\{[^}]*\} (\d+)/m);
+const rebuiltAgents = (system: System) => reducerMetric(system, /^agentrt_reducer_retention_total\{what="rebuilt"[^}]*\} (\d+)/m);
+
+/** Each service's V8 heap in use, KiB: what it holds, unlike RSS, which keeps the high-water mark of the creation phase's garbage. */
+async function heapUsed(system: System): Promise<Record<"reducer" | "driver" | "gateway", number>> {
+  const one = async (service: "agent-reducer" | "llm-driver" | "web-gateway") => {
+    const proc = system.processes.byService(service)[0]!;
+    const text = await (await fetch(`http://127.0.0.1:${proc.opsPort}/metrics`)).text();
+    const match = /^agentrt_nodejs_heap_size_used_bytes\{[^}]*\} (\d+)/m.exec(text);
+    return match ? Number(match[1]) / 1024 : NaN;
+  };
+  return { reducer: await one("agent-reducer"), driver: await one("llm-driver"), gateway: await one("web-gateway") };
 }
 
 function rss(system: System): Record<"reducer" | "driver" | "gateway", number> {
@@ -80,12 +99,14 @@ async function measureMemory(evictMs: number, count: number, prefix: string) {
     await createAgents(system, `${prefix}-warm`, 500);
     await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 120_000);
     const before = rss(system);
+    const heapBefore = await heapUsed(system);
     const started = performance.now();
     await createAgents(system, prefix, count);
     const createSeconds = (performance.now() - started) / 1000;
     const resident = await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 300_000);
     const after = rss(system);
-    return { system, before, after, resident, createSeconds };
+    const heapAfter = await heapUsed(system);
+    return { system, before, after, heapBefore, heapAfter, resident, createSeconds };
   } catch (error) {
     await system.stop();
     throw error;
@@ -96,12 +117,18 @@ async function measureMemory(evictMs: number, count: number, prefix: string) {
 log(`creating ${AGENTS} agents with eviction after ${EVICT_MS} ms idle`);
 const evicting = await measureMemory(EVICT_MS, AGENTS, "scale");
 const perAgent = (k: "reducer" | "driver" | "gateway", m: typeof evicting, n: number) => (m.after[k] - m.before[k]) / n;
+// Said as soon as measured: the wake phase that follows is long.
+log(`memory: ${JSON.stringify({ before: evicting.before, after: evicting.after, heapBefore: evicting.heapBefore, heapAfter: evicting.heapAfter, resident: evicting.resident, createSeconds: evicting.createSeconds })}`);
 
 // --- 2. Waking idle agents vs hot agents, alternating -----------------------------------------
 const system = evicting.system;
 const committedAt = new Map<string, number>();
 const replies = new Map<string, () => void>();
-const feed = system.store.feed({});
+// From the head: replaying the creation phase's history (about 16 events per agent, over a
+// million at 100 000 agents) before the first reply could be seen is what made the wake phase
+// of an earlier 100 000-agent run time out ("hang") at its very first turn.
+const head = (await (await jetstreamManager(system.nc)).streams.info(system.store.streamName)).state.last_seq;
+const feed = system.store.feed({ afterSequence: head });
 void (async () => {
   for await (const batch of feed) {
     for (const e of batch.events as AgentEvent[]) {
@@ -120,7 +147,11 @@ async function turn(path: string, content: string): Promise<number> {
   });
   const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
   committedAt.set(content, Date.parse(sent.events[0]!.createdAt));
-  await answered;
+  await answered.catch(async (error: unknown) => {
+    const events = await system.store.read(path);
+    log(`${path}: ${JSON.stringify(events.slice(-10).map((e) => [e.offset, e.type, e.createdAt.slice(11, 23)]))}`);
+    throw error;
+  });
   replies.delete(content);
   const request = system.model.requests.findLast((r) => lastUserContent(r.body) === content);
   // The project worker configures every agent it births with a 250 ms debounce: the runtime's
@@ -128,8 +159,9 @@ async function turn(path: string, content: string): Promise<number> {
   return request === undefined ? NaN : request.receivedAtMs - committedAt.get(content)! - DEBOUNCE_MS;
 }
 // Each agent's first turn follows the birth reaction; hot agents take one turn first.
-const hot = Array.from({ length: 20 }, (_, i) => `/agents/scale/a${i}`);
+const hot = Array.from({ length: HOT }, (_, i) => `/agents/scale/a${i}`);
 for (const path of hot) await turn(path, `${path} warm-up`);
+const rebuiltBefore = await rebuiltAgents(system);
 const cold = new Set<string>();
 while (cold.size < Math.min(WAKE, AGENTS - hot.length)) cold.add(`/agents/scale/a${hot.length + Math.floor(Math.random() * (AGENTS - hot.length))}`);
 const coldOverhead: number[] = [];
@@ -142,12 +174,14 @@ for (const path of cold) {
   i += 1;
   if (i % 200 === 0) log(`woke ${i} idle agents`);
 }
+const rebuiltDuringWake = (await rebuiltAgents(system)) - rebuiltBefore;
 await feed.close();
 await system.stop();
 
 // --- 3. Baseline: eviction off, every agent held ------------------------------------------------
 log(`baseline: ${BASELINE_AGENTS} agents, eviction off`);
 const holding = await measureMemory(1e9, BASELINE_AGENTS, "hold");
+log(`baseline memory: ${JSON.stringify({ before: holding.before, after: holding.after, heapBefore: holding.heapBefore, heapAfter: holding.heapAfter, resident: holding.resident, createSeconds: holding.createSeconds })}`);
 await holding.system.stop();
 
 const kib = (v: number) => v.toFixed(2);
@@ -162,12 +196,14 @@ const lines = [
   `| reducer RSS growth per agent, KiB | ${kib(perAgent("reducer", evicting, AGENTS))} | ${kib(perAgent("reducer", holding, BASELINE_AGENTS))} |`,
   `| driver RSS growth per agent, KiB | ${kib(perAgent("driver", evicting, AGENTS))} | ${kib(perAgent("driver", holding, BASELINE_AGENTS))} |`,
   `| gateway RSS growth per agent, KiB | ${kib(perAgent("gateway", evicting, AGENTS))} | ${kib(perAgent("gateway", holding, BASELINE_AGENTS))} |`,
+  `| reducer / driver / gateway V8 heap in use, growth per agent, KiB | ${(["reducer", "driver", "gateway"] as const).map((k) => kib((evicting.heapAfter[k] - evicting.heapBefore[k]) / AGENTS)).join(" / ")} | ${(["reducer", "driver", "gateway"] as const).map((k) => kib((holding.heapAfter[k] - holding.heapBefore[k]) / BASELINE_AGENTS)).join(" / ")} |`,
   `| reducer RSS growth per agent, ratio to eviction off | ${(perAgent("reducer", evicting, AGENTS) / perAgent("reducer", holding, BASELINE_AGENTS)).toFixed(3)}× | 1× |`,
   "",
   "| first turn of an agent | p50 ms | p99 ms |",
   "|---|---:|---:|",
   `| hot (in memory), overhead = model received − user committed − the 250 ms debounce | ${percentile(hotOverhead, 50).toFixed(1)} | ${percentile(hotOverhead, 99).toFixed(1)} |`,
   `| idle (evicted; rebuilt from snapshot + tail), same | ${percentile(coldOverhead, 50).toFixed(1)} | ${percentile(coldOverhead, 99).toFixed(1)} |`,
+  `| agents rebuilt during the wake phase (idle agents woken: ${cold.size}; more means hot agents were evicted too) | ${rebuiltDuringWake} | |`,
   `| ratio idle ÷ hot | ${(percentile(coldOverhead, 50) / percentile(hotOverhead, 50)).toFixed(2)}× | ${(percentile(coldOverhead, 99) / percentile(hotOverhead, 99)).toFixed(2)}× |`,
 ];
 process.stdout.write(`${lines.join("\n")}\n`);

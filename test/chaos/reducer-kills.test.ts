@@ -54,7 +54,9 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
     await Promise.all(
       paths.map(async (path) => {
         await createBareAgent(system.store, path, DEBOUNCE_MS);
-        for (let turn = 1; turn <= TURNS; turn += 1) {
+        // At least TURNS turns, and on until three kills have landed: a failover is now fast
+        // enough that five turns can end before the third kill.
+        for (let turn = 1; turn <= TURNS || (kills < 3 && turn <= 10 * TURNS); turn += 1) {
           const message = `${path} message ${turn}`;
           const sent = await say(system.store, path, message);
           triggers.push([path, sent.offset]);
@@ -94,6 +96,7 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
     expect(figures.duplicated).toBe(0);
     expect(audit.lost).toBe(0);
     expect(audit.violations).toBe(0);
-    expect(audit.requests).toBe(AGENTS * TURNS);
+    expect(audit.requests).toBe(triggers.length);
+    expect(triggers.length).toBeGreaterThanOrEqual(AGENTS * TURNS);
   });
 });

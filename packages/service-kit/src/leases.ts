@@ -1,15 +1,36 @@
 // Partition leases in NATS KV: each reducer replica owns a fair share of the partitions, so
 // every agent stream is folded by exactly one replica at a time in normal operation.
 //
-// A lease is a KV key written with compare-and-set and kept alive by rewriting it; the bucket's
-// TTL expires the key of a replica that died, and another replica creates it again within
-// `ttlMs`. Replicas announce themselves with member keys on the same TTL so each can compute
-// its fair share and hand surplus partitions back when a new replica joins. Two replicas
-// briefly overlapping is harmless: every append the reducer makes is idempotency-keyed.
+// A lease is a KV key written with compare-and-set. Two things keep it, each on its own loop so
+// neither waits for the other (nor for a slow takeover):
+// - a heartbeat rewrites every held lease (in parallel) and this replica's member key; the
+//   bucket's TTL expires the keys of a replica that stopped heartbeating (the backstop for a
+//   host or network that fails silently);
+// - presence: each replica answers on its own liveness subject. The NATS server drops a
+//   connection's subscriptions the moment the process dies (its socket closes), so a request
+//   there gets "no responders" at once. A challenger that finds a lease (or a member key) whose
+//   owner has no responder takes it over with compare-and-set on the revision it read, without
+//   waiting for the TTL. A live holder that is merely slow (a long GC, a busy event loop) still
+//   has its subscription: the probe times out, which counts as alive. So a dead holder is
+//   detected within one acquisition round, and a live one loses nothing however busy it is.
+// Replicas count the live members to compute their fair share and hand surplus partitions back
+// when a new replica joins. Two replicas briefly overlapping is harmless: every append the
+// reducer makes is idempotency-keyed.
 
 import { Kvm, type KV } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import { type NatsConnection, type Subscription, nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
+
+/**
+ * Default lease TTL: only the backstop for a holder that vanished without closing its
+ * connection (a killed one is found by presence). Kept long because under heavy load a KV
+ * round trip was measured at 2 s (load average 40): a 3 s TTL then took live replicas' leases.
+ */
+export const DEFAULT_LEASE_TTL_MS = 6_000;
+
+/** The liveness subjects' prefix: `<prefix>.<group>.<owner>`. */
+export const LEASE_LIVENESS_PREFIX = "agentrt.leases";
 
 export interface PartitionLeaseOptions {
   readonly nc: NatsConnection;
@@ -20,16 +41,20 @@ export interface PartitionLeaseOptions {
   readonly owner: string;
   readonly partitionCount: number;
   readonly ttlMs?: number;
+  /** Heartbeat period (default: a sixth of the TTL). */
   readonly renewMs?: number;
+  /** Acquisition rounds: look for free or orphaned partitions this often (default: the heartbeat period, at most 0.5 s). */
+  readonly acquireEveryMs?: number;
   readonly replicas?: number;
   readonly logger: Logger;
+  /** Called once per acquisition, never concurrently with onLost for the same partition; the leases keep being renewed meanwhile. */
   readonly onAcquired: (partition: number) => void | Promise<void>;
   readonly onLost: (partition: number) => void | Promise<void>;
 }
 
 export interface PartitionLeases {
   owned(): ReadonlySet<number>;
-  /** Runs one acquire/renew round now (also runs on a timer). */
+  /** Runs one acquisition round now (also runs on a timer). */
   tick(): Promise<void>;
   stop(options?: { release?: boolean }): Promise<void>;
 }
@@ -38,49 +63,146 @@ interface Held {
   revision: number;
 }
 
+interface LeaseValue {
+  readonly owner: string;
+}
+
+/** A subject token for an owner id (hostnames may hold dots). */
+const ownerToken = (owner: string) => owner.replace(/[^A-Za-z0-9_-]/g, "_");
+
+export function leaseLivenessSubject(group: string, owner: string): string {
+  return `${LEASE_LIVENESS_PREFIX}.${ownerToken(group)}.${ownerToken(owner)}`;
+}
+
+/** Opens the bucket and makes its TTL the configured one (a bucket made with an older default keeps it otherwise). */
+async function openLeaseBucket(nc: NatsConnection, jsm: JetStreamManager, name: string, ttlMs: number, replicas: number, logger: Logger): Promise<KV> {
+  const kv = await new Kvm(nc).create(name, { ttl: ttlMs, history: 1, replicas });
+  const status = await kv.status();
+  if (status.ttl !== ttlMs) {
+    const stream = `KV_${name}`;
+    const { config } = await jsm.streams.info(stream);
+    const window = Math.min(ttlMs, 120_000);
+    await jsm.streams.update(stream, { ...config, max_age: nanos(ttlMs), duplicate_window: nanos(window) });
+    logger.info({ bucket: name, from: status.ttl, to: ttlMs }, "lease bucket TTL changed to the configured one");
+  }
+  return kv;
+}
+
 export async function startPartitionLeases(options: PartitionLeaseOptions): Promise<PartitionLeases> {
-  const ttlMs = options.ttlMs ?? 6_000;
-  const renewMs = options.renewMs ?? Math.floor(ttlMs / 3);
-  const kvm = new Kvm(options.nc);
-  const kv: KV = await kvm.create(options.bucket ?? "agentrt_leases", { ttl: ttlMs, history: 1, replicas: options.replicas ?? 1 });
+  const { nc, logger, group, owner } = options;
+  const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
+  const renewMs = options.renewMs ?? Math.max(50, Math.floor(ttlMs / 6));
+  const acquireEveryMs = options.acquireEveryMs ?? Math.min(renewMs, 500);
+  const probeTimeoutMs = Math.max(100, Math.min(1_000, Math.floor(ttlMs / 3)));
+  const bucket = options.bucket ?? "agentrt_leases";
+  const jsm = await jetstreamManager(nc);
+  const kv = await openLeaseBucket(nc, jsm, bucket, ttlMs, options.replicas ?? 1, logger);
   const held = new Map<number, Held>();
-  const leaseKey = (p: number) => `${options.group}.partition.${p}`;
-  const memberKey = `${options.group}.member.${options.owner}`;
-  const encode = (value: unknown) => JSON.stringify(value);
+  const leaseKey = (p: number) => `${group}.partition.${p}`;
+  const memberKey = (who: string) => `${group}.member.${ownerToken(who)}`;
+  const encode = (value: LeaseValue) => JSON.stringify(value);
   let stopped = false;
   // Surplus is handed back only when the fair share has been the same for two rounds, so a
-  // member key that lapses for a moment under load does not make partitions ping-pong.
+  // member that is counted out for a moment does not make partitions ping-pong.
   let previousFairShare = -1;
-  let running: Promise<void> = Promise.resolve();
 
-  const lose = async (partition: number, why: string) => {
-    if (!held.delete(partition)) return;
-    options.logger.warn({ partition, why }, "lease lost");
-    await options.onLost(partition);
+  // Presence: answer on our liveness subject for as long as this connection lives.
+  const presence: Subscription = nc.subscribe(leaseLivenessSubject(group, owner), {
+    callback: (_error, msg) => {
+      if (!stopped) msg.respond();
+    },
+  });
+  await nc.flush();
+
+  // Acquisitions and losses of one partition run in order, off the heartbeat and round loops.
+  const transitions = new Map<number, Promise<void>>();
+  const inOrder = (partition: number, step: () => void | Promise<void>): Promise<void> => {
+    const next = (transitions.get(partition) ?? Promise.resolve())
+      .then(step)
+      .catch((error: unknown) => logger.error({ err: error, partition }, "lease transition failed"));
+    transitions.set(partition, next);
+    return next;
   };
 
-  const liveMembers = async (): Promise<number> => {
-    let count = 0;
-    const keys = await kv.keys(`${options.group}.member.*`);
-    for await (const key of keys) {
+  const lose = (partition: number, why: string) => {
+    if (!held.delete(partition)) return;
+    logger.warn({ partition, why }, "lease lost");
+    void inOrder(partition, () => options.onLost(partition));
+  };
+
+  const take = (partition: number, revision: number, how: string) => {
+    held.set(partition, { revision });
+    logger.info({ partition, how }, "lease acquired");
+    void inOrder(partition, () => options.onAcquired(partition));
+  };
+
+  /** Is `who` connected? "No responders" means its connection is gone; a timeout means busy, so alive. */
+  const isAlive = async (who: string, cache: Map<string, Promise<boolean>>): Promise<boolean> => {
+    if (who === owner) return true;
+    let answer = cache.get(who);
+    if (answer === undefined) {
+      answer = nc.request(leaseLivenessSubject(group, who), undefined, { timeout: probeTimeoutMs }).then(
+        () => true,
+        (error: unknown) => !isNoResponders(error),
+      );
+      cache.set(who, answer);
+    }
+    return answer;
+  };
+
+  // --- heartbeat ------------------------------------------------------------------------------
+  let beating: Promise<void> | undefined;
+  const heartbeat = async () => {
+    if (stopped) return;
+    const started = Date.now();
+    await Promise.all([
+      kv.put(memberKey(owner), encode({ owner })).catch((error: unknown) => logger.warn({ err: error }, "member heartbeat failed")),
+      ...[...held].map(async ([partition, lease]) => {
+        try {
+          lease.revision = await kv.update(leaseKey(partition), encode({ owner }), lease.revision);
+        } catch (error) {
+          // A rejected compare-and-set means someone else holds it now; anything else (a
+          // timeout, a reconnect) is retried on the next beat.
+          if (isWrongRevision(error) && held.get(partition) === lease) lose(partition, "renewal rejected");
+          else logger.warn({ err: error, partition }, "lease renewal failed; retrying");
+        }
+      }),
+    ]);
+    const took = Date.now() - started;
+    if (took > ttlMs / 2) logger.warn({ tookMs: took, ttlMs }, "lease heartbeat slow");
+  };
+  const beat = () => {
+    beating ??= heartbeat().finally(() => {
+      beating = undefined;
+    });
+    return beating;
+  };
+
+  // --- acquisition rounds ---------------------------------------------------------------------
+  const liveMembers = async (probes: Map<string, Promise<boolean>>): Promise<number> => {
+    const members: Array<{ key: string; who: string; revision: number }> = [];
+    // One request, not a key-listing consumer: under load a listing was seen to hang (and with
+    // it every later round) and to list a key rewritten meanwhile twice.
+    const prefix = `$KV.${bucket}.`;
+    const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}${group}.member.*` });
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const key = subject.slice(prefix.length);
       const entry = await kv.get(key);
-      if (entry && entry.operation === "PUT") count += 1;
+      if (entry && entry.operation === "PUT") members.push({ key, who: parseOwner(entry.string()) ?? "", revision: entry.revision });
+    }
+    let count = 0;
+    for (const member of members) {
+      if (await isAlive(member.who, probes)) count += 1;
+      // A dead member's key would count until its TTL; drop it (only if nobody rewrote it since).
+      else await kv.delete(member.key, { previousSeq: member.revision }).catch(() => undefined);
     }
     return Math.max(1, count);
   };
 
   const round = async () => {
     if (stopped) return;
-    await kv.put(memberKey, encode({ owner: options.owner, at: Date.now() }));
-    // Renew what we hold; a failed compare-and-set means someone else has it now.
-    for (const [partition, lease] of [...held]) {
-      try {
-        lease.revision = await kv.update(leaseKey(partition), encode({ owner: options.owner }), lease.revision);
-      } catch {
-        await lose(partition, "renewal rejected");
-      }
-    }
-    const fairShare = Math.ceil(options.partitionCount / (await liveMembers()));
+    const probes = new Map<string, Promise<boolean>>();
+    const fairShare = Math.ceil(options.partitionCount / (await liveMembers(probes)));
     const stableShare = fairShare === previousFairShare;
     previousFairShare = fairShare;
     // Hand back surplus so a replica that just joined gets its share.
@@ -88,43 +210,83 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       const partition = [...held.keys()].pop() as number;
       const lease = held.get(partition) as Held;
       await kv.delete(leaseKey(partition), { previousSeq: lease.revision }).catch(() => undefined);
-      await lose(partition, "rebalanced");
+      lose(partition, "rebalanced");
     }
-    for (let p = 0; p < options.partitionCount && held.size < fairShare && !stopped; p += 1) {
-      if (held.has(p)) continue;
-      try {
-        const revision = await kv.create(leaseKey(p), encode({ owner: options.owner }));
-        held.set(p, { revision });
-        options.logger.info({ partition: p }, "lease acquired");
-        await options.onAcquired(p);
-      } catch {
-        // Held by a live replica.
-      }
-    }
+    // Every partition we lack is looked at at once: a dead replica's share moves in one round trip.
+    const wanted = Array.from({ length: options.partitionCount }, (_, p) => p).filter((p) => !held.has(p));
+    await Promise.all(
+      wanted.map(async (p) => {
+        const entry = await kv.get(leaseKey(p));
+        const holder = entry === null || entry.operation !== "PUT" ? null : parseOwner(entry.string());
+        // Our own id on a lease we do not hold: this replica restarted under the same id.
+        const free = entry === null || entry.operation !== "PUT" || holder === owner || holder === undefined || !(await isAlive(holder as string, probes));
+        if (!free || stopped || held.size >= fairShare) return;
+        try {
+          const revision = entry === null || entry.operation !== "PUT" ? await kv.create(leaseKey(p), encode({ owner })) : await kv.update(leaseKey(p), encode({ owner }), entry.revision);
+          if (held.size >= fairShare || stopped) {
+            // Others won this round's race for our share meanwhile: give this one straight back.
+            await kv.delete(leaseKey(p), { previousSeq: revision }).catch(() => undefined);
+            return;
+          }
+          take(p, revision, entry === null || entry.operation !== "PUT" ? "free" : holder === owner ? "restarted" : `holder ${holder ?? "?"} gone`);
+        } catch {
+          // Someone else got there first.
+        }
+      }),
+    );
   };
 
+  let rounds: Promise<void> = Promise.resolve();
   const runRound = () => {
-    running = running.then(round).catch((error: unknown) => options.logger.warn({ err: error }, "lease round failed"));
-    return running;
+    rounds = rounds.then(round).catch((error: unknown) => logger.warn({ err: error }, "lease round failed"));
+    return rounds;
   };
 
+  await beat();
   await runRound();
-  const timer = setInterval(() => void runRound(), renewMs);
+  const beatTimer = setInterval(() => void beat(), renewMs);
+  const roundTimer = setInterval(() => void runRound(), acquireEveryMs);
 
   return {
     owned: () => new Set(held.keys()),
     tick: runRound,
     async stop({ release = true } = {}) {
       stopped = true;
-      clearInterval(timer);
-      await running;
+      clearInterval(beatTimer);
+      clearInterval(roundTimer);
+      await rounds;
+      await beating;
       if (release) {
         for (const [partition, lease] of held) {
           await kv.delete(leaseKey(partition), { previousSeq: lease.revision }).catch(() => undefined);
         }
-        await kv.delete(memberKey).catch(() => undefined);
+        await kv.delete(memberKey(owner)).catch(() => undefined);
       }
+      presence.unsubscribe();
       held.clear();
+      await Promise.all(transitions.values());
     },
   };
+}
+
+function parseOwner(text: string): string | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<LeaseValue>;
+    return typeof value.owner === "string" ? value.owner : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isNoResponders(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    const check = (e as unknown as { isNoResponders?: unknown }).isNoResponders;
+    if (e.name === "NoRespondersError" || (typeof check === "function" && check.call(e) === true)) return true;
+  }
+  return false;
+}
+
+/** The server refused a compare-and-set: the key's last revision is not the one we wrote. */
+function isWrongRevision(error: unknown): boolean {
+  return error instanceof Error && /wrong last sequence|10071/i.test(`${error.message} ${(error as { code?: unknown }).code ?? ""}`);
 }

@@ -12,6 +12,7 @@
 // create, delete or purge a stream, and only the services that need one can read it.
 
 import { INTERRUPT_SUBJECT } from "./interrupts.ts";
+import { LEASE_LIVENESS_PREFIX } from "./leases.ts";
 
 export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "capability-host" | "capability-provider";
 
@@ -30,6 +31,8 @@ export const NATS_NAMES = {
   workStream: "AGENT_WORK",
   workSubjectPrefix: "work",
   leasesBucket: "agentrt_leases",
+  /** Reducer replicas answer here while connected; a dead one's leases are taken at once. */
+  leaseLivenessPrefix: LEASE_LIVENESS_PREFIX,
   snapshotsBucket: "agentrt_agent_snapshots",
   /** Idempotency-key reservations of the event store (`<eventStream>_KEYS`). */
   keyIndexBucket: "AGENT_EVENTS_KEYS",
@@ -125,12 +128,14 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...streamUse(N.workStream, { create: true }),
         `${N.workSubjectPrefix}.>`,
         ...kvBucket(N.leasesBucket),
+        `${N.leaseLivenessPrefix}.>`,
         ...kvBucket(N.snapshotsBucket),
         N.interruptSubject,
       ],
     },
-    subscribe: { allow: [REPLIES, `${N.ephemeralPrefix}.>`] },
-    allowResponses: false,
+    subscribe: { allow: [REPLIES, `${N.ephemeralPrefix}.>`, `${N.leaseLivenessPrefix}.>`] },
+    // Answers its peers' liveness probes.
+    allowResponses: true,
   },
   // Claims llm work items, appends settlements and the live lane, answers interrupts.
   "llm-driver": {

@@ -1,8 +1,13 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, type PartitionLeases, startPartitionLeases } from "../src/index.ts";
+import { DEFAULT_LEASE_TTL_MS, createLogger, type PartitionLeases, startPartitionLeases } from "../src/index.ts";
 
 const logger = createLogger("test", "silent");
 let server: NatsServer;
@@ -11,12 +16,14 @@ const connections: NatsConnection[] = [];
 beforeAll(async () => {
   server = await startNatsServer();
 });
+const children: ChildProcess[] = [];
 afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
   for (const nc of connections) await nc.close().catch(() => undefined);
   await server.stop();
 });
 
-async function replica(owner: string, group: string, owned: Set<number>): Promise<{ nc: NatsConnection; leases: PartitionLeases }> {
+async function replica(owner: string, group: string, owned: Set<number>, timing: { ttlMs?: number; renewMs?: number } = { ttlMs: 1500, renewMs: 300 }): Promise<{ nc: NatsConnection; leases: PartitionLeases }> {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
   const leases = await startPartitionLeases({
@@ -24,8 +31,7 @@ async function replica(owner: string, group: string, owned: Set<number>): Promis
     group,
     owner,
     partitionCount: 8,
-    ttlMs: 1500,
-    renewMs: 300,
+    ...timing,
     logger,
     onAcquired: (p) => void owned.add(p),
     onLost: (p) => void owned.delete(p),
@@ -61,5 +67,105 @@ describe("partition leases", () => {
     await waitFor(() => orphaned.every((p) => a.has(p)), { timeoutMs: 10_000 });
     expect(Date.now() - diedAt).toBeLessThan(5_000);
     await ra.leases.stop();
+  });
+});
+
+/** A holder in its own process (default timing), so it can be paused or killed like a real replica. */
+async function holderProcess(group: string, owner: string): Promise<{ child: ChildProcess; owned: Set<number>; lost: number[] }> {
+  const script = join(dirname(fileURLToPath(import.meta.url)), "support", "lease-holder.ts");
+  const child = spawn(process.execPath, ["--import", "tsx", script, server.url, group, owner, "8"], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  const owned = new Set<number>();
+  const lost: number[] = [];
+  let ready = false;
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    const message = JSON.parse(line) as { acquired?: number; lost?: number; ready?: boolean };
+    if (message.acquired !== undefined) owned.add(message.acquired);
+    if (message.lost !== undefined) {
+      owned.delete(message.lost);
+      lost.push(message.lost);
+    }
+    if (message.ready === true) ready = true;
+  });
+  await waitFor(() => ready, { timeoutMs: 30_000 });
+  return { child, owned, lost };
+}
+
+async function leaseRevisions(group: string, partitions: Iterable<number>): Promise<Map<number, { owner: string; revision: number }>> {
+  const kv = await new Kvm(connections[0] ?? (await connect({ servers: server.url }))).open("agentrt_leases");
+  const out = new Map<number, { owner: string; revision: number }>();
+  for (const p of partitions) {
+    const entry = await kv.get(`${group}.partition.${p}`);
+    if (entry && entry.operation === "PUT") out.set(p, { owner: (entry.json() as { owner: string }).owner, revision: entry.revision });
+  }
+  return out;
+}
+
+describe("partition leases with the default timing", () => {
+  it("bring a bucket made with an older TTL to the configured one", async () => {
+    const nc = await connect({ servers: server.url });
+    connections.push(nc);
+    await new Kvm(nc).create("agentrt_leases_old", { ttl: 6_000, history: 1 });
+    const leases = await startPartitionLeases({ nc, bucket: "agentrt_leases_old", group: "old", owner: "a", partitionCount: 2, logger, onAcquired: () => undefined, onLost: () => undefined });
+    expect((await (await new Kvm(nc).open("agentrt_leases_old")).status()).ttl).toBe(DEFAULT_LEASE_TTL_MS);
+    await leases.stop();
+  });
+
+  it("take a killed holder's partitions as soon as its connection is gone, not after the TTL", async () => {
+    const holder = await holderProcess("killed", "h");
+    await waitFor(() => holder.owned.size === 8, { timeoutMs: 10_000 });
+    const a = new Set<number>();
+    const ra = await replica("a", "killed", a, {});
+    await waitFor(() => a.size === 4 && holder.owned.size === 4, { timeoutMs: 20_000 });
+    holder.child.kill("SIGKILL");
+    const killedAt = Date.now();
+    await waitFor(() => a.size === 8, { timeoutMs: 20_000 });
+    const tookMs = Date.now() - killedAt;
+    process.stdout.write(`leases: a killed holder's partitions taken over in ${tookMs} ms (TTL ${DEFAULT_LEASE_TTL_MS} ms)\n`);
+    // The TTL path cannot be faster than the TTL less one heartbeat: this was presence.
+    expect(tookMs).toBeLessThan(DEFAULT_LEASE_TTL_MS - DEFAULT_LEASE_TTL_MS / 6);
+    await ra.leases.stop();
+  });
+
+  it("leave a paused holder (a long GC, a starved process) every lease it holds", async () => {
+    const holder = await holderProcess("paused", "h");
+    await waitFor(() => holder.owned.size === 8, { timeoutMs: 10_000 });
+    const a = new Set<number>();
+    const acquiredByA: number[] = [];
+    const ra = await startPartitionLeases({
+      nc: connections[0] ?? (await connect({ servers: server.url })),
+      group: "paused",
+      owner: "a",
+      partitionCount: 8,
+      logger,
+      onAcquired: (p) => {
+        a.add(p);
+        acquiredByA.push(p);
+      },
+      onLost: (p) => void a.delete(p),
+    });
+    await waitFor(() => a.size === 4 && holder.owned.size === 4, { timeoutMs: 20_000 });
+    const kept = [...holder.owned];
+    const before = await leaseRevisions("paused", kept);
+    const acquiredBefore = acquiredByA.length;
+    const lostBefore = holder.lost.length; // the partitions it handed back when `a` joined
+    // Paused for half the TTL: several acquisition rounds of `a` probe it meanwhile, and time out.
+    holder.child.kill("SIGSTOP");
+    await new Promise((resolve) => setTimeout(resolve, DEFAULT_LEASE_TTL_MS / 2));
+    holder.child.kill("SIGCONT");
+    // Resumed: its heartbeat renews every lease it held (a new revision, still its own).
+    await waitFor(
+      async () => {
+        const now = await leaseRevisions("paused", kept);
+        return kept.every((p) => (now.get(p)?.revision ?? 0) > (before.get(p)?.revision ?? 0));
+      },
+      { timeoutMs: 10_000 },
+    );
+    const after = await leaseRevisions("paused", kept);
+    expect(kept.map((p) => after.get(p)?.owner)).toEqual(kept.map(() => "h"));
+    expect(acquiredByA.length).toBe(acquiredBefore);
+    expect(holder.lost.length).toBe(lostBefore);
+    await ra.stop();
+    holder.child.kill("SIGKILL");
   });
 });

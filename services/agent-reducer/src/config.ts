@@ -1,10 +1,14 @@
 // The reducer's environment, parsed once at start-up.
-import { baseServiceConfigSchema } from "@agentrt/service-kit";
+import { DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema } from "@agentrt/service-kit";
 import { z } from "zod";
 
 export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
   REDUCER_ID: z.string().min(1).optional(),
-  REDUCER_LEASE_TTL_MS: z.coerce.number().int().min(500).default(6000),
+  /**
+   * Backstop for a replica that vanished without its connection closing (a host or network
+   * failure). A killed process is detected faster: its liveness subject stops answering.
+   */
+  REDUCER_LEASE_TTL_MS: z.coerce.number().int().min(500).default(DEFAULT_LEASE_TTL_MS),
   /** Snapshot a changed agent after this many events (at its next quiet moment)… */
   REDUCER_SNAPSHOT_EVERY_EVENTS: z.coerce.number().int().min(1).default(2000),
   /** …or once it has been quiet this long. */

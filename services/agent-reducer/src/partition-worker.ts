@@ -26,6 +26,9 @@ export interface RetentionPolicy {
   readonly maintainEveryMs: number;
 }
 
+/** How many pending agents a takeover rebuilds at once. */
+const TAKEOVER_CONCURRENCY = 16;
+
 export const DEFAULT_RETENTION: RetentionPolicy = { snapshotIdleMs: 1_000, snapshotEveryEvents: 2_000, evictIdleMs: 30_000, maintainEveryMs: 1_000 };
 
 export interface PartitionWorkerOptions {
@@ -47,6 +50,10 @@ export class PartitionWorker {
   private readonly unreacted = new Map<string, number>();
   /** Agents being brought into memory right now (never evicted mid-rebuild). */
   private readonly loading = new Set<string>();
+  private readonly rebuilding = new Map<string, Promise<StreamProcessor>>();
+  /** The checkpoint's pending agents not rebuilt yet: kept pending in the next checkpoint. */
+  private readonly takeoverPending = new Set<string>();
+  private waking: Promise<void> | undefined;
   private lastPending = "";
   private readonly retention: RetentionPolicy;
   private feed: FeedSubscription | undefined;
@@ -86,12 +93,13 @@ export class PartitionWorker {
     if (checkpoint) {
       // Agents with a timer, an open request or a running script are woken now (their timers
       // and hand-offs re-armed from state); every other agent waits for its next event.
-      for (const path of checkpoint.pending) {
-        const processor = await this.rebuild(path, "head");
-        processor.scheduleFlush();
-      }
+      // The feed starts at once; the agents with work pending are rebuilt meanwhile, a few at
+      // a time (each a snapshot read and a tail read, mostly waiting). A batch of an agent
+      // still being rebuilt waits for that agent only.
       this.sequence = this.checkpointSequence = checkpoint.sequence;
-      logger.info({ partition, sequence: checkpoint.sequence, pending: checkpoint.pending.length }, "resumed the partition from its checkpoint");
+      for (const path of checkpoint.pending) this.takeoverPending.add(path);
+      this.waking = this.wakePending([...checkpoint.pending]);
+      logger.info({ partition, sequence: checkpoint.sequence, pending: checkpoint.pending.length }, "following the partition from its checkpoint");
     }
     this.feed = this.options.store.feed({ partitions: [partition], afterSequence: this.sequence });
     this.loop = this.follow(this.feed);
@@ -99,6 +107,29 @@ export class PartitionWorker {
     this.liveLoop = this.followLive(this.live);
     this.maintainTimer = setInterval(() => void this.maintain(), this.retention.maintainEveryMs);
     this.maintainTimer.unref();
+  }
+
+  private async wakePending(queue: string[]): Promise<void> {
+    const started = this.options.effects.now();
+    const count = queue.length;
+    await Promise.all(
+      Array.from({ length: Math.min(TAKEOVER_CONCURRENCY, queue.length) }, async () => {
+        for (let path = queue.shift(); path !== undefined && !this.stopped; path = queue.shift()) {
+          const processor = await this.bringIn(path, "head");
+          if (!this.stopped) processor.scheduleFlush();
+        }
+      }),
+    ).catch((error: unknown) => this.options.logger.error({ err: error, partition: this.partition }, "could not wake an agent with pending work; it wakes on its next event"));
+    this.options.logger.info({ partition: this.partition, pending: count, tookMs: this.options.effects.now() - started }, "resumed the partition from its checkpoint");
+  }
+
+  /** The agent's processor once rebuilt; one rebuild at a time per agent, however many ask. */
+  private bringIn(streamPath: string, through: number | "head"): Promise<StreamProcessor> {
+    const inFlight = this.rebuilding.get(streamPath);
+    if (inFlight !== undefined) return inFlight;
+    const rebuilt = this.rebuild(streamPath, through);
+    this.rebuilding.set(streamPath, rebuilt);
+    return rebuilt;
   }
 
   /** Hands live-lane chunks to their stream's processor (agents not in memory get no previews). */
@@ -128,21 +159,27 @@ export class PartitionWorker {
       this.options.logger.warn({ err: error, streamPath }, "agent snapshot unreadable; rebuilding it from its events");
       return null;
     });
-    const processor = this.newProcessor(streamPath, snapshot?.state);
-    processor.snapshotOffset = snapshot?.offset ?? 0;
-    this.processors.set(streamPath, processor);
-    const fromOffset = (snapshot?.offset ?? 0) + 1;
-    if (through === "head" || fromOffset <= through) {
-      this.loading.add(streamPath);
-      try {
-        const tail = await this.options.store.read(streamPath, through === "head" ? { fromOffset } : { fromOffset, limit: through - fromOffset + 1 });
-        for (const event of tail) processor.apply(event);
-      } finally {
-        this.loading.delete(streamPath);
+    try {
+      const processor = this.newProcessor(streamPath, snapshot?.state);
+      processor.snapshotOffset = snapshot?.offset ?? 0;
+      this.processors.set(streamPath, processor);
+      const fromOffset = (snapshot?.offset ?? 0) + 1;
+      if (through === "head" || fromOffset <= through) {
+        this.loading.add(streamPath);
+        try {
+          const tail = await this.options.store.read(streamPath, through === "head" ? { fromOffset } : { fromOffset, limit: through - fromOffset + 1 });
+          for (const event of tail) processor.apply(event);
+        } finally {
+          this.loading.delete(streamPath);
+        }
       }
+      if (snapshot !== null) this.options.onRetention?.("rebuilt");
+      return processor;
+    } finally {
+      // Cleared before the caller resumes (no extra turn of the event loop for the feed).
+      this.rebuilding.delete(streamPath);
+      this.takeoverPending.delete(streamPath);
     }
-    if (snapshot !== null) this.options.onRetention?.("rebuilt");
-    return processor;
   }
 
   /**
@@ -180,7 +217,9 @@ export class PartitionWorker {
   private async fold(batch: FeedBatch): Promise<void> {
     const first = batch.events[0];
     if (first === undefined) return;
-    const processor = this.processors.get(batch.streamPath) ?? (await this.rebuild(batch.streamPath, first.offset - 1));
+    // An agent being rebuilt is in `processors` before its tail is folded: wait for the rebuild.
+    const rebuilding = this.rebuilding.get(batch.streamPath);
+    const processor = (rebuilding === undefined ? undefined : await rebuilding) ?? this.processors.get(batch.streamPath) ?? (await this.bringIn(batch.streamPath, first.offset - 1));
     for (const event of batch.events) processor.apply(event);
     if (!this.unreacted.has(batch.streamPath)) this.unreacted.set(batch.streamPath, batch.sequence);
   }
@@ -237,7 +276,7 @@ export class PartitionWorker {
       if (processor === undefined || processor.isIdle()) this.unreacted.delete(path);
       else sequence = Math.min(sequence, firstSequence - 1);
     }
-    const pending = [...this.processors.values()].filter((p) => p.hasPendingWork()).map((p) => p.streamPath);
+    const pending = [...new Set([...this.takeoverPending, ...[...this.processors.values()].filter((p) => p.hasPendingWork()).map((p) => p.streamPath)])];
     const pendingKey = pending.join("\n");
     if (sequence <= this.checkpointSequence && pendingKey === this.lastPending) return;
     try {
@@ -255,6 +294,7 @@ export class PartitionWorker {
    * checkpoint (a graceful stop, and tests). Returns the checkpoint's feed sequence.
    */
   async checkpointNow(): Promise<number> {
+    await this.waking;
     await this.maintaining;
     await Promise.all([...this.processors.values()].map((p) => p.settle()));
     await this.runMaintenance(true);
@@ -265,6 +305,7 @@ export class PartitionWorker {
     this.stopped = true;
     if (this.maintainTimer) clearInterval(this.maintainTimer);
     await this.maintaining;
+    await this.waking;
     for (const processor of this.processors.values()) processor.close();
     await this.feed?.close();
     await this.live?.close();

@@ -33,6 +33,10 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   /** Keep driven streams in memory, current via the partition feed (off: read every turn). */
   LLM_STREAM_CACHE: z.enum(["on", "off"]).default("on"),
   LLM_STREAM_CACHE_MAX_STREAMS: z.coerce.number().int().min(1).default(2_000),
+  /** Bound on the cached events (their JSON size), all streams together. */
+  LLM_STREAM_CACHE_MAX_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  /** A stream no turn used for this long is dropped from the cache (read again on its next turn). */
+  LLM_STREAM_CACHE_IDLE_MS: ms(60_000),
   LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
 });
 

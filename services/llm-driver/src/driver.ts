@@ -39,7 +39,7 @@ export interface LlmDriverDeps {
    * Follow the store's partition feed from this position and keep recently driven streams in
    * memory, so a turn need not re-read its stream. Omit to read the stream on every turn.
    */
-  readonly streamCache?: { readonly afterSequence: number; readonly maxStreams?: number };
+  readonly streamCache?: { readonly afterSequence: number; readonly maxStreams?: number; readonly maxBytes?: number; readonly idleMs?: number };
   /** Replaces the model clients (defaults: the OpenAI adapter, or the offline model when no provider is configured). */
   readonly modelFor?: (route: ModelRoute | null) => ModelClient;
 }
@@ -57,7 +57,7 @@ export class LlmDriver {
     const cache =
       deps.streamCache === undefined
         ? undefined
-        : new StreamCache({ store: deps.store, logger: deps.logger, afterSequence: deps.streamCache.afterSequence, maxStreams: deps.streamCache.maxStreams });
+        : new StreamCache({ store: deps.store, logger: deps.logger, ...deps.streamCache });
     this.cache = cache;
     this.runner = new RequestRunner({
       ...(cache === undefined

@@ -51,7 +51,14 @@ await runService({
       logger,
       metrics: createDriverMetrics(metrics),
       settings: { idleTimeoutMs: config.LLM_IDLE_TIMEOUT_MS, contextWindows },
-      ...(head === undefined ? {} : { streamCache: { afterSequence: head, maxStreams: config.LLM_STREAM_CACHE_MAX_STREAMS } }),
+      ...(head === undefined ? {} : {
+            streamCache: {
+              afterSequence: head,
+              maxStreams: config.LLM_STREAM_CACHE_MAX_STREAMS,
+              maxBytes: config.LLM_STREAM_CACHE_MAX_BYTES,
+              idleMs: config.LLM_STREAM_CACHE_IDLE_MS,
+            },
+          }),
       work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
     });
     await driver.start();

@@ -7,6 +7,10 @@
 //
 // The same feed also tells a running turn about new events on its stream (`watch`), so a
 // turn needs no JetStream consumer of its own to notice that someone else settled it.
+//
+// It holds nothing for an idle agent: an entry unused by a turn for `idleMs` is dropped (its
+// next turn reads the stream once again), and all entries together stay under `maxBytes`
+// (their events' JSON size), least recently used dropped first.
 
 import type { AgentEvent } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
@@ -15,6 +19,10 @@ import type { EventStore, FeedSubscription } from "@agentrt/streams";
 interface Entry {
   events: AgentEvent[];
   last: number;
+  /** The events' JSON size. */
+  bytes: number;
+  /** When a turn last asked for this stream (epoch ms). */
+  usedAtMs: number;
   /** Feed batches that arrived while the first read was in flight. */
   pending: AgentEvent[][] | null;
   waiters: Set<() => void>;
@@ -26,25 +34,42 @@ export interface StreamCacheOptions {
   /** Feed position to follow from (the store's current head); older batches are not needed. */
   readonly afterSequence: number;
   readonly maxStreams?: number;
+  /** Bound on the cached events' JSON size, all streams together. */
+  readonly maxBytes?: number;
+  /** A stream no turn asked for in this long is dropped. */
+  readonly idleMs?: number;
   /** How long a turn waits for the feed to deliver its request before reading instead. */
   readonly feedWaitMs?: number;
+  readonly now?: () => number;
 }
 
 /** Called with each batch of a watched stream's events, in stream order. */
 export type StreamWatcher = (events: readonly AgentEvent[]) => void;
+
+export const STREAM_CACHE_DEFAULTS = { maxStreams: 2_000, maxBytes: 64 * 1024 * 1024, idleMs: 60_000 } as const;
+
+const jsonSize = (events: readonly AgentEvent[]) => events.reduce((sum, e) => sum + JSON.stringify(e).length, 0);
 
 export class StreamCache {
   private readonly entries = new Map<string, Entry>();
   private readonly watchers = new Map<string, Set<StreamWatcher>>();
   private feedRunning = false;
   private readonly maxStreams: number;
+  private readonly maxBytes: number;
+  private readonly idleMs: number;
   private readonly feedWaitMs: number;
+  private readonly now: () => number;
+  private totalBytes = 0;
   private feed: FeedSubscription | undefined;
   private following: Promise<void> | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: StreamCacheOptions) {
-    this.maxStreams = options.maxStreams ?? 2_000;
+    this.maxStreams = options.maxStreams ?? STREAM_CACHE_DEFAULTS.maxStreams;
+    this.maxBytes = options.maxBytes ?? STREAM_CACHE_DEFAULTS.maxBytes;
+    this.idleMs = options.idleMs ?? STREAM_CACHE_DEFAULTS.idleMs;
     this.feedWaitMs = options.feedWaitMs ?? 250;
+    this.now = options.now ?? Date.now;
   }
 
   start(): void {
@@ -57,15 +82,19 @@ export class StreamCache {
       .catch((error: unknown) => {
         this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
         this.entries.clear();
+        this.totalBytes = 0;
       })
       .finally(() => {
         this.feedRunning = false;
         // Watchers learn nothing more from here: let them fall back to their own subscriptions.
         this.watchers.clear();
       });
+    this.sweeper = setInterval(() => this.dropIdle(), Math.max(10, Math.floor(this.idleMs / 4)));
+    this.sweeper.unref();
   }
 
   async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
     await this.feed?.close();
     await this.following;
   }
@@ -102,26 +131,37 @@ export class StreamCache {
     if (entry !== undefined && entry.pending === null) {
       this.touch(streamPath, entry);
       if (entry.last >= offset || (await this.waitFor(entry, offset))) return entry.events.slice();
-      this.entries.delete(streamPath);
+      this.drop(streamPath, entry);
     }
     return this.load(streamPath);
   }
 
+  /** Drops streams no turn asked for within the idle time (the map is in order of use). */
+  dropIdle(): void {
+    const cutoff = this.now() - this.idleMs;
+    for (const [path, entry] of this.entries) {
+      if (entry.usedAtMs > cutoff) break;
+      if (entry.pending === null) this.drop(path, entry);
+    }
+  }
+
   private async load(streamPath: string): Promise<readonly AgentEvent[]> {
-    const entry: Entry = { events: [], last: 0, pending: [], waiters: new Set() };
+    const entry: Entry = { events: [], last: 0, bytes: 0, usedAtMs: this.now(), pending: [], waiters: new Set() };
     if (this.feed !== undefined) this.insert(streamPath, entry);
     let events: AgentEvent[];
     try {
       events = await this.options.store.read(streamPath);
     } catch (error) {
-      if (this.entries.get(streamPath) === entry) this.entries.delete(streamPath);
+      this.drop(streamPath, entry);
       throw error;
     }
     const pending = entry.pending ?? [];
     entry.events = events;
     entry.last = events.at(-1)?.offset ?? 0;
     entry.pending = null;
+    if (this.entries.get(streamPath) === entry) this.grow(entry, jsonSize(events));
     for (const batch of pending) this.extend(streamPath, entry, batch);
+    this.trim(streamPath);
     return events.slice();
   }
 
@@ -131,7 +171,10 @@ export class StreamCache {
     const entry = this.entries.get(streamPath);
     if (entry === undefined) return;
     if (entry.pending !== null) entry.pending.push([...events]);
-    else this.extend(streamPath, entry, events);
+    else {
+      this.extend(streamPath, entry, events);
+      this.trim(streamPath);
+    }
   }
 
   private extend(streamPath: string, entry: Entry, events: readonly AgentEvent[]): void {
@@ -139,10 +182,11 @@ export class StreamCache {
     if (fresh.length === 0) return;
     if ((fresh[0] as AgentEvent).offset !== entry.last + 1) {
       // A gap (a batch the feed skipped or we missed): forget the stream rather than guess.
-      if (this.entries.get(streamPath) === entry) this.entries.delete(streamPath);
+      this.drop(streamPath, entry);
       return;
     }
     entry.events.push(...fresh);
+    if (this.entries.get(streamPath) === entry) this.grow(entry, jsonSize(fresh));
     entry.last = (fresh.at(-1) as AgentEvent).offset;
     for (const wake of [...entry.waiters]) wake();
   }
@@ -164,19 +208,46 @@ export class StreamCache {
 
   private insert(streamPath: string, entry: Entry): void {
     this.entries.set(streamPath, entry);
-    if (this.entries.size > this.maxStreams) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
+    this.trim(streamPath);
+  }
+
+  private grow(entry: Entry, bytes: number): void {
+    entry.bytes += bytes;
+    this.totalBytes += bytes;
+  }
+
+  private drop(streamPath: string, entry: Entry): void {
+    if (this.entries.get(streamPath) !== entry) return;
+    this.entries.delete(streamPath);
+    this.totalBytes -= entry.bytes;
+  }
+
+  /** Drops least recently used streams (never `keep`) until under both bounds. */
+  private trim(keep: string): void {
+    for (const [path, entry] of this.entries) {
+      if (this.entries.size <= this.maxStreams && this.totalBytes <= this.maxBytes) return;
+      if (path !== keep) this.drop(path, entry);
+    }
+    // `keep` alone is over the byte bound: it is not cached (its turn has its events already).
+    if (this.totalBytes > this.maxBytes) {
+      const entry = this.entries.get(keep);
+      if (entry !== undefined && entry.pending === null) this.drop(keep, entry);
     }
   }
 
   private touch(streamPath: string, entry: Entry): void {
     // Map order is insertion order: re-inserting makes this the most recently used.
+    entry.usedAtMs = this.now();
     this.entries.delete(streamPath);
     this.entries.set(streamPath, entry);
   }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** The cached events' JSON size, all streams together. */
+  get bytes(): number {
+    return this.totalBytes;
   }
 }

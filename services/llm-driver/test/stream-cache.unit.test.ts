@@ -17,8 +17,8 @@ class CountingStore extends MemoryEventStore {
   }
 }
 
-function open(store: MemoryEventStore, feedWaitMs = 200): StreamCache {
-  cache = new StreamCache({ store, logger: createLogger("test", "silent"), afterSequence: 0, feedWaitMs });
+function open(store: MemoryEventStore, feedWaitMs = 200, bounds: { maxBytes?: number; idleMs?: number; now?: () => number } = {}): StreamCache {
+  cache = new StreamCache({ store, logger: createLogger("test", "silent"), afterSequence: 0, feedWaitMs, ...bounds });
   cache.start();
   return cache;
 }
@@ -94,5 +94,62 @@ describe("stream cache", () => {
     await store.append(path, [note("a")]);
     await waitFor(() => seen.length === 1, { what: "the watcher to see offset 1" });
     expect(c.size).toBe(0);
+  });
+
+  it("drops a stream no turn used within the idle time, and reads it again on its next turn", async () => {
+    const store = new CountingStore();
+    await store.append(path, [note("a")]);
+    let now = 1_000;
+    const c = open(store, 200, { idleMs: 40, now: () => now });
+    await c.eventsThrough(path, 1);
+    expect(c.size).toBe(1);
+    now += 39;
+    c.dropIdle();
+    expect(c.size).toBe(1);
+    now += 1;
+    c.dropIdle();
+    expect([c.size, c.bytes]).toEqual([0, 0]);
+    expect((await c.eventsThrough(path, 1)).map((e) => e.offset)).toEqual([1]);
+    expect(store.reads).toBe(2);
+  });
+
+  it("drops idle streams on its own timer", async () => {
+    const store = new MemoryEventStore();
+    await store.append(path, [note("a")]);
+    const c = open(store, 200, { idleMs: 20 });
+    await c.eventsThrough(path, 1);
+    await waitFor(() => c.size === 0, { timeoutMs: 5_000, intervalMs: 5 });
+    expect(c.bytes).toBe(0);
+  });
+
+  it("holds at most maxBytes of events, dropping the least recently used stream first", async () => {
+    const store = new CountingStore();
+    const paths = ["/agents/test/b1", "/agents/test/b2", "/agents/test/b3"];
+    for (const p of paths) await store.append(p, [note("x".repeat(1000))]);
+    const one = JSON.stringify((await store.read(paths[0]!))[0]).length;
+    const c = open(store, 200, { maxBytes: 2 * one + 10 });
+    await c.eventsThrough(paths[0]!, 1);
+    await c.eventsThrough(paths[1]!, 1);
+    await c.eventsThrough(paths[0]!, 1); // b1 is now the most recently used
+    await c.eventsThrough(paths[2]!, 1);
+    expect(c.size).toBe(2);
+    expect(c.bytes).toBeLessThanOrEqual(2 * one + 10);
+    const reads = store.reads;
+    await c.eventsThrough(paths[0]!, 1);
+    await c.eventsThrough(paths[2]!, 1);
+    expect(store.reads).toBe(reads); // b1 and b3 were kept, b2 dropped
+    // Events the feed adds count too: b3 grows past the bound and the other stream goes.
+    await store.append(paths[2]!, [note("y".repeat(1000))]);
+    await waitFor(() => c.size === 1, { timeoutMs: 5_000, intervalMs: 5 });
+    expect(c.bytes).toBeLessThanOrEqual(2 * one + 10);
+    expect((await c.eventsThrough(paths[2]!, 2)).map((e) => e.offset)).toEqual([1, 2]);
+  });
+
+  it("does not cache a stream larger than the bound on its own, and still returns its events", async () => {
+    const store = new CountingStore();
+    await store.append(path, [note("z".repeat(5000))]);
+    const c = open(store, 200, { maxBytes: 1024 });
+    expect((await c.eventsThrough(path, 1)).map((e) => e.offset)).toEqual([1]);
+    expect([c.size, c.bytes]).toEqual([0, 0]);
   });
 });
