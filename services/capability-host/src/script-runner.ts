@@ -129,10 +129,14 @@ export class ScriptRunner {
    */
   async handle(streamPath: string, executionId: string, requestedOffset?: number): Promise<ScriptRunOutcome> {
     const key = `${streamPath}\u0000${executionId}`;
-    const running = this.inFlight.get(key);
-    if (running !== undefined) {
+    // A second delivery of an item this host is still handling (a redelivery after a NATS
+    // failover lost our heartbeats) waits for that attempt and then decides again from the
+    // stream: that attempt may have failed (its own delivery, no longer the live one, was naked
+    // for nothing), and acking this one unseen would drop the script for good (chaos soak).
+    for (let running = this.inFlight.get(key); running !== undefined; ) {
       await running.catch(() => undefined);
-      return "already-settled";
+      const next = this.inFlight.get(key);
+      running = next === running ? undefined : next;
     }
     const run = this.handleOnce(streamPath, executionId, requestedOffset);
     this.inFlight.set(key, run);

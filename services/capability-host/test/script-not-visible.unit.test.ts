@@ -24,3 +24,25 @@ describe("a script work item read before its request is visible", () => {
     expect(await runner.handle("/agents/a", "agent-output:1", 1)).toBe("not-found");
   });
 });
+
+describe("a second delivery of an item the host is still handling", () => {
+  it("decides again from the stream once the first attempt ends, instead of answering already-settled unseen", async () => {
+    // Regression (chaos soak): the first attempt's read failed (a NATS node down) while a
+    // redelivery of the same item waited behind it; the redelivery was acked as settled, the
+    // failed attempt's nak went to a delivery that was no longer live, and the script never ran.
+    const store = new MemoryEventStore();
+    await store.append("/agents/a", [{ type: "agent/created", payload: {} }]);
+    let reads = 0;
+    let failFirst!: (error: Error) => void;
+    const flaky = Object.create(store) as MemoryEventStore;
+    flaky.read = (path: string) => (++reads === 1 ? new Promise((_, reject) => (failFirst = reject)) : store.read(path));
+    const runner = runnerOver(flaky);
+    const first = runner.handle("/agents/a", "agent-output:5", 5);
+    const second = runner.handle("/agents/a", "agent-output:5", 5);
+    failFirst(new Error("NATS is unavailable (timeout)"));
+    await expect(first).rejects.toThrow("unavailable");
+    // The request is still not on the stream as read: try the item again, never ack it.
+    expect(await second).toBe("not-visible");
+    expect(reads).toBe(2);
+  });
+});

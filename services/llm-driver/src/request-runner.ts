@@ -77,11 +77,12 @@ export class RequestRunner {
   }
 
   async run(streamPath: string, requestOffset: number, shutdown?: AbortSignal): Promise<RunOutcome> {
-    const existing = this.deps.running.get(streamPath, requestOffset);
-    if (existing !== undefined) {
-      // A redelivery of an item this process is still running: wait for that run instead.
+    // A redelivery of an item this process is still running waits for that run and then decides
+    // again from the stream: the run may have ended without settling (its own delivery, no
+    // longer the live one, was naked for nothing), and acking this one unseen would leave the
+    // request undriven until it expires (chaos soak).
+    for (let existing = this.deps.running.get(streamPath, requestOffset); existing !== undefined; existing = this.deps.running.get(streamPath, requestOffset)) {
       await existing.done;
-      return "already-settled";
     }
     const log = this.deps.logger.child({ streamPath, requestOffset });
     const readStartedAt = this.deps.nowMs();
