@@ -28,7 +28,7 @@ export default defineConfig({
           name: "system",
           sequence: { groupOrder: 2 },
           include: ["test/**/*.test.ts"],
-          exclude: ["test/security/**", "**/node_modules/**"],
+          exclude: ["test/security/**", "test/soak/**", "**/node_modules/**"],
           testTimeout: 180_000,
           hookTimeout: 120_000,
           pool: "forks",
@@ -44,6 +44,20 @@ export default defineConfig({
           include: ["test/security/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 180_000,
+          pool: "forks",
+          maxWorkers: 1,
+          fileParallelism: false,
+        },
+      },
+      {
+        // Issue 16: the chaos soak's short form. Not in `pnpm test` yet: most seeds still leave
+        // turns unanswered after the faults (docs/operations.md "Chaos soak", still open), so it
+        // runs on demand: `pnpm soak:short` (SOAK_SEED=<seed> replays a schedule).
+        test: {
+          name: "soak",
+          sequence: { groupOrder: 4 },
+          include: process.env.AGENTRT_SOAK === "1" ? ["test/soak/**/*.test.ts"] : [],
+          testTimeout: 300_000,
           pool: "forks",
           maxWorkers: 1,
           fileParallelism: false,
