@@ -5,12 +5,12 @@
 // publish's `Nats-Expected-Last-Subject-Sequence` against the store before proposing it, not
 // against proposals still in flight, so two racing publishes can both pass.
 
-import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
+import type { AgentEvent } from "@agentrt/contract";
 import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { note } from "./event-store-suite.ts";
+import { appendUntilAcked } from "./cluster-support.ts";
 
 let cluster: NatsCluster;
 const connections: NatsConnection[] = [];
@@ -23,16 +23,6 @@ afterAll(async () => {
   for (const nc of connections) await nc.close();
   await cluster?.stop();
 });
-
-async function appendWithRetry(store: JetStreamEventStore, path: string, key: string): Promise<AgentEvent> {
-  for (;;) {
-    try {
-      return (await store.append(path, [note(key, key)])).events[0] as AgentEvent;
-    } catch (error) {
-      if (!(error instanceof AgentRuntimeError && error.retryable)) throw error;
-    }
-  }
-}
 
 it("never acknowledges two concurrent appends at the same offset", async () => {
   // Nine writers, each on its own connection (three per node), as services would be.
@@ -47,7 +37,7 @@ it("never acknowledges two concurrent appends at the same offset", async () => {
   // Rounds with a barrier: every writer appends at the same instant, so their publishes reach
   // the leader with the same expected last subject sequence while the first is in flight.
   for (let round = 0; round < 40; round++) {
-    await Promise.all(stores.map(async (store, w) => acked.push(await appendWithRetry(store, path, `w${w}-${round}`))));
+    await Promise.all(stores.map(async (store, w) => acked.push(await appendUntilAcked(store, path, `w${w}-${round}`))));
   }
   const stored = await stores[0]!.read(path);
   const lost = acked.filter((a) => stored[a.offset - 1]?.idempotencyKey !== a.idempotencyKey);

@@ -4,13 +4,12 @@
 // A feed (and a subscription: the same consumer code) now replaces a silent consumer with a
 // fresh one from the next sequence; a follower that resubscribes on an end works either way.
 
-import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
 import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { note } from "./event-store-suite.ts";
+import { appendUntilAcked } from "./cluster-support.ts";
 
 let cluster: NatsCluster;
 let nc: NatsConnection;
@@ -23,17 +22,6 @@ afterAll(async () => {
   await nc?.close();
   await cluster?.stop();
 });
-
-async function appendWithRetry(store: JetStreamEventStore, path: string, i: number): Promise<AgentEvent> {
-  for (;;) {
-    try {
-      return (await store.append(path, [note(`n${i}`, `k${i}`)])).events[0] as AgentEvent;
-    } catch (error) {
-      if (!(error instanceof AgentRuntimeError && error.retryable)) throw error;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
 
 it("a feed goes on when the node holding its consumer dies and comes back", async () => {
   const store = await JetStreamEventStore.open(nc, { replicas: 3, publishTimeoutMs: 2_000 });
@@ -60,7 +48,7 @@ it("a feed goes on when the node holding its consumer dies and comes back", asyn
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
-  for (let i = 0; i < 5; i++) await appendWithRetry(store, path, i);
+  for (let i = 0; i < 5; i++) await appendUntilAcked(store, path, `k${i}`, 100);
   const deadline = async (what: string, ok: () => boolean, ms: number) => {
     const end = Date.now() + ms;
     while (!ok()) {
@@ -76,13 +64,13 @@ it("a feed goes on when the node holding its consumer dies and comes back", asyn
   const victim = cluster.nodes.find((n) => n.serverName === host);
   expect(victim, `the consumer's node ${host}`).toBeDefined();
   await victim!.kill("SIGKILL");
-  for (let i = 5; i < 10; i++) await appendWithRetry(store, path, i);
+  for (let i = 5; i < 10; i++) await appendUntilAcked(store, path, `k${i}`, 100);
   await new Promise((r) => setTimeout(r, 3_000)); // the node stays down for a while
   await victim!.restart();
-  for (let i = 10; i < 15; i++) await appendWithRetry(store, path, i);
+  for (let i = 10; i < 15; i++) await appendUntilAcked(store, path, `k${i}`, 100);
   await deadline("every event after the failover", () => new Set(seen).size === 15, 45_000);
   following = false;
-  await appendWithRetry(store, path, 15);
+  await appendUntilAcked(store, path, `k${15}`, 100);
   await follower;
   await store.close();
 }, 120_000);

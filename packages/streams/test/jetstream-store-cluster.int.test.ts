@@ -1,13 +1,13 @@
 // With R3 streams on a 3-node cluster, an acknowledged append is never lost, not even when a
 // node dies mid-load; appends continue on the surviving majority.
 
-import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
+import type { AgentEvent } from "@agentrt/contract";
 import { type NatsCluster, type NatsServer, startNatsCluster } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { note } from "./event-store-suite.ts";
+import { appendUntilAcked } from "./cluster-support.ts";
 
 let cluster: NatsCluster;
 let nc: NatsConnection;
@@ -21,28 +21,17 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function appendWithRetry(store: JetStreamEventStore, path: string, i: number): Promise<AgentEvent> {
-  for (;;) {
-    try {
-      const result = await store.append(path, [note(`n${i}`, `k${i}`)]);
-      return result.events[0] as AgentEvent;
-    } catch (error) {
-      if (!(error instanceof AgentRuntimeError && error.retryable)) throw error;
-    }
-  }
-}
-
 it("loses no acknowledged append when the stream leader of an R3 cluster is killed", async () => {
   const store = await JetStreamEventStore.open(nc, { replicas: 3, publishTimeoutMs: 2_000 });
   const path = "/cluster/agent";
   const acked: AgentEvent[] = [];
-  for (let i = 0; i < 50; i++) acked.push(await appendWithRetry(store, path, i));
+  for (let i = 0; i < 50; i++) acked.push(await appendUntilAcked(store, path, `k${i}`));
   // Kill the node leading the events stream: the harshest single-node failure.
   const leader = (await (await jetstreamManager(nc)).streams.info(store.streamName)).cluster?.leader;
   const victim = cluster.nodes.find((n) => n.serverName === leader) as NatsServer;
   expect(victim).toBeDefined();
   const load = (async () => {
-    for (let i = 50; i < 150; i++) acked.push(await appendWithRetry(store, path, i));
+    for (let i = 50; i < 150; i++) acked.push(await appendUntilAcked(store, path, `k${i}`));
   })();
   await victim.kill("SIGKILL");
   await load;
