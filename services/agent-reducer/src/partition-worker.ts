@@ -26,6 +26,9 @@ export interface RetentionPolicy {
   readonly maintainEveryMs: number;
 }
 
+/** A pending agent whose rebuild failed is tried again after this, doubling up to the max. */
+const WAKE_RETRY_FIRST_MS = 200;
+const WAKE_RETRY_MAX_MS = 5_000;
 /** How many pending agents a takeover rebuilds at once. */
 const TAKEOVER_CONCURRENCY = 16;
 
@@ -114,13 +117,33 @@ export class PartitionWorker {
     const count = queue.length;
     await Promise.all(
       Array.from({ length: Math.min(TAKEOVER_CONCURRENCY, queue.length) }, async () => {
-        for (let path = queue.shift(); path !== undefined && !this.stopped; path = queue.shift()) {
-          const processor = await this.bringIn(path, "head");
-          if (!this.stopped) processor.scheduleFlush();
-        }
+        for (let path = queue.shift(); path !== undefined && !this.stopped; path = queue.shift()) await this.wakeUntilDone(path);
       }),
     ).catch((error: unknown) => this.options.logger.error({ err: error, partition: this.partition }, "could not wake an agent with pending work; it wakes on its next event"));
     this.options.logger.info({ partition: this.partition, pending: count, tookMs: this.options.effects.now() - started }, "resumed the partition from its checkpoint");
+  }
+
+  /**
+   * Rebuilds an agent with work pending and lets it act, trying again until it works or the
+   * worker stops: a takeover often runs while NATS elects leaders, and an agent waiting for its
+   * request must not wait for an event that may never come (the NATS-leader chaos test saw four
+   * agents stay unanswered after one timed-out read).
+   */
+  private async wakeUntilDone(streamPath: string): Promise<void> {
+    for (let attempt = 1; !this.stopped; attempt += 1) {
+      try {
+        // Its own events may have brought it in meanwhile: then it is live already.
+        const live = this.rebuilding.has(streamPath) ? undefined : this.processors.get(streamPath);
+        const processor = live ?? (await this.bringIn(streamPath, "head"));
+        if (!this.stopped) processor.scheduleFlush();
+        return;
+      } catch (error) {
+        const retryInMs = Math.min(WAKE_RETRY_MAX_MS, WAKE_RETRY_FIRST_MS * 2 ** (attempt - 1));
+        this.takeoverPending.add(streamPath);
+        this.options.logger.warn({ err: error, partition: this.partition, streamPath, attempt, retryInMs }, "could not wake an agent with pending work; trying again");
+        await new Promise((resolve) => setTimeout(resolve, retryInMs));
+      }
+    }
   }
 
   /** The agent's processor once rebuilt; one rebuild at a time per agent, however many ask. */
@@ -169,6 +192,10 @@ export class PartitionWorker {
         try {
           const tail = await this.options.store.read(streamPath, through === "head" ? { fromOffset } : { fromOffset, limit: through - fromOffset + 1 });
           for (const event of tail) processor.apply(event);
+        } catch (error) {
+          // Half built (its tail unread): not an agent anyone may act on; the next ask rebuilds it.
+          if (this.processors.get(streamPath) === processor) this.processors.delete(streamPath);
+          throw error;
         } finally {
           this.loading.delete(streamPath);
         }

@@ -1,7 +1,7 @@
 // The reducer shell on the in-memory store: the same PartitionWorker and StreamProcessor the
 // service runs, with effects that append to the memory store and record hand-offs.
 
-import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
+import { type AgentEvent, AgentRuntimeError, type EventInput, type PayloadOf } from "@agentrt/contract";
 import { MemoryEventStore } from "@agentrt/streams";
 import { collectUntil, waitFor } from "@agentrt/testing";
 import { afterEach, describe, expect, it } from "vitest";
@@ -197,6 +197,33 @@ describe("the reducer shell", () => {
     const successor = await startWorker(store, second.effects, snapshots);
     expect(successor.processor(PATH)?.state.lastFoldedOffset).toBe(3);
     await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+  });
+
+  it("a successor whose first read of a pending agent fails (NATS electing leaders) tries again and appends the request", async () => {
+    // Regression (NATS-leader chaos test): a takeover's rebuild of an agent with work pending
+    // timed out once and the agent was left to "wake on its next event", which never came.
+    const store = new MemoryEventStore();
+    const snapshots = memorySnapshotStore();
+    const worker = await startWorker(store, memoryEffects(store).effects, snapshots);
+    await store.append(PATH, born(400));
+    await store.append(PATH, [userSays("still there?")]);
+    await waitFor(() => worker.processor(PATH)?.state.pendingLlmRequestTrigger !== null && worker.processor(PATH) !== undefined, { timeoutMs: 2000 });
+    await worker.checkpointNow();
+    await worker.stop(); // dies mid-debounce, the agent pending in its checkpoint
+    workers.splice(workers.indexOf(worker), 1);
+
+    let failedReads = 0;
+    const electing = Object.create(store) as MemoryEventStore;
+    electing.read = async (path, options) => {
+      if (path === PATH && failedReads < 2) {
+        failedReads += 1;
+        throw new AgentRuntimeError("unavailable", `read ${path}: NATS is unavailable (timeout); retry later.`, { retryable: true });
+      }
+      return store.read(path, options);
+    };
+    await startWorker(electing, memoryEffects(store).effects, snapshots);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    expect(failedReads).toBe(2);
   });
 
   it("hands every requested script to the capability host once", async () => {
