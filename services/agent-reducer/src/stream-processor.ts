@@ -265,21 +265,38 @@ export class StreamProcessor {
     for (const batch of decision.appends) {
       const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
       if (keys.length > 0 && keys.every((k) => this.seenKeys.has(k))) continue;
-      const outcome = await this.effects.appendAtHead(this.streamPath, batch, this.state.lastFoldedOffset);
+      const expectedLastOffset = this.state.lastFoldedOffset;
+      // A request is handed to the drivers WHILE it is appended, not after: an at-head append
+      // that commits puts its first event at exactly expectedLastOffset + 1, so the work item
+      // can name it before the store says so — one round trip less before the model has the
+      // turn. The item is only a hint: a driver drives nothing until it reads the request on
+      // the stream (it waits for the feed to bring it), so nothing is settled against a request
+      // that is not durable. If the append does not commit, that offset holds another event
+      // (a conflict means the stream moved past it) and the driver acks the item as not open.
+      const speculative = handsOffRequest(batch) ? expectedLastOffset + 1 : undefined;
+      const [appended, published] = await Promise.allSettled([
+        this.effects.appendAtHead(this.streamPath, batch, expectedLastOffset),
+        speculative === undefined || speculative === this.publishedRequestOffset ? undefined : this.effects.publishLlmWork(this.streamPath, speculative),
+      ]);
+      if (appended.status === "rejected") throw appended.reason;
+      const outcome = appended.value;
       // The stream moved on (a conflict) or the work was done already: decide again when the
       // newer events arrive, which they do through the feed.
       if (outcome.status !== "committed") return;
-      // Hand a new request to the drivers now rather than when it comes back through the feed:
-      // one hop less on every turn (the work item is deduplicated, so the later check is a no-op).
       const request = outcome.events.find((e) => e.type === "agent/llm-request-requested");
-      if (request !== undefined && request.offset !== this.publishedRequestOffset) {
-        await this.effects.publishLlmWork(this.streamPath, request.offset);
-        this.publishedRequestOffset = request.offset;
-      }
+      if (request === undefined || request.offset === this.publishedRequestOffset) continue;
+      // The work item is deduplicated, so handing the request over again later is a no-op.
+      if (request.offset !== speculative || published.status === "rejected") await this.effects.publishLlmWork(this.streamPath, request.offset);
+      this.publishedRequestOffset = request.offset;
     }
     if (decision.wakeAtMs !== null) {
       const delay = Math.max(0, decision.wakeAtMs - this.effects.now());
       this.wakeTimer = setTimeout(() => this.scheduleFlush(), delay);
     }
   }
+}
+
+/** A decision that is exactly one new request: its offset is known before the append commits. */
+function handsOffRequest(batch: readonly EventInput[]): boolean {
+  return batch.length === 1 && batch[0]?.type === "agent/llm-request-requested";
 }

@@ -87,6 +87,53 @@ describe("the reducer shell", () => {
     await waitFor(() => llmWork.includes(request.offset), { timeoutMs: 2000 });
   });
 
+  it("hands a request to the drivers while its append is in flight, naming the offset it commits at", async () => {
+    const store = new MemoryEventStore();
+    const { effects, llmWork } = memoryEffects(store);
+    const order: string[] = [];
+    const appendAtHead = effects.appendAtHead;
+    effects.appendAtHead = async (path, batch, expected) => {
+      order.push("append started");
+      // The store answers only once the work item is out: the old order (append, then publish) never gets here.
+      await waitFor(() => llmWork.length > 0, { timeoutMs: 2000, what: "the work item before the append's answer" });
+      const outcome = await appendAtHead(path, batch, expected);
+      order.push(`append ${outcome.status}`);
+      return outcome;
+    };
+    await startWorker(store, effects);
+    await store.append(PATH, born(0));
+    await store.append(PATH, [userSays("hi")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    const request = ofType(await store.read(PATH), "agent/llm-request-requested")[0]!;
+    expect(order).toEqual(["append started", "append committed"]);
+    expect(llmWork).toEqual([request.offset]);
+  });
+
+  it("given a request append that loses to another event, its early work item names that event and the request is handed over where it lands", async () => {
+    const store = new MemoryEventStore();
+    const { effects, llmWork } = memoryEffects(store);
+    const appendAtHead = effects.appendAtHead;
+    let raced = false;
+    effects.appendAtHead = async (path, batch, expected) => {
+      if (!raced && batch.some((e) => e.type === "agent/llm-request-requested")) {
+        raced = true;
+        // Another event takes the head first: this append conflicts.
+        await store.append(path, [userSays("and another thing")]);
+      }
+      return appendAtHead(path, batch, expected);
+    };
+    await startWorker(store, effects);
+    await store.append(PATH, born(0));
+    await store.append(PATH, [userSays("hi")]);
+    await waitFor(async () => ofType(await store.read(PATH), "agent/llm-request-requested").length === 1, { timeoutMs: 5000 });
+    const events = await store.read(PATH);
+    const request = ofType(events, "agent/llm-request-requested")[0]!;
+    await waitFor(() => llmWork.includes(request.offset), { timeoutMs: 2000, what: "the request handed over at its own offset" });
+    // The early item named the offset the racing message took: a driver acks it as not a request.
+    expect(llmWork).toEqual([4, request.offset]);
+    expect(events.find((e) => e.offset === 4)?.type).toBe("agents/context-added");
+  });
+
   it("interrupts an open request: the driver's partial text, then the cancelled settlement", async () => {
     const store = new MemoryEventStore();
     const { effects, interrupts } = memoryEffects(store, { partialText: "I was say" });

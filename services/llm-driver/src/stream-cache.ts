@@ -133,7 +133,13 @@ export class StreamCache {
       if (entry.last >= offset || (await this.waitFor(entry, offset))) return entry.events.slice();
       this.drop(streamPath, entry);
     }
-    return this.load(streamPath);
+    const events = await this.load(streamPath);
+    if ((events.at(-1)?.offset ?? 0) >= offset) return events;
+    // The reducer hands a request over while it is still being appended: a read that ended just
+    // before it waits for the feed to bring it, like a cached stream does.
+    const loaded = this.entries.get(streamPath);
+    if (loaded !== undefined && loaded.pending === null && (loaded.last >= offset || (await this.waitFor(loaded, offset)))) return loaded.events.slice();
+    return events;
   }
 
   /** Drops streams no turn asked for within the idle time (the map is in order of use). */

@@ -45,6 +45,18 @@ describe("stream cache", () => {
     expect(store.reads).toBe(1);
   });
 
+  it("waits for the feed when its first read of a stream ends just before the requested offset", async () => {
+    // The reducer hands a request to the drivers while its append is still in flight.
+    const store = new CountingStore();
+    await store.append(path, [note("a")]);
+    const c = open(store);
+    const reading = c.eventsThrough(path, 2);
+    await waitFor(() => store.reads === 1, { what: "the first read" });
+    await store.append(path, [note("b")]);
+    expect((await reading).map((e) => e.offset)).toEqual([1, 2]);
+    expect(store.reads).toBe(1);
+  });
+
   it("falls back to reading when the feed does not bring the offset in time", async () => {
     const store = new CountingStore();
     await store.append(path, [note("a")]);
