@@ -85,6 +85,18 @@ function cpuMs(pid: number | undefined): number | undefined {
     return undefined;
   }
 }
+/** Messages nats-server has received and sent so far (its monitoring endpoint). */
+async function serverMessages(): Promise<{ in: number; out: number }> {
+  const varz = (await (await fetch(`http://127.0.0.1:${nats.monitorPort}/varz`)).json()) as { in_msgs?: number; out_msgs?: number };
+  return { in: varz.in_msgs ?? 0, out: varz.out_msgs ?? 0 };
+}
+/** Messages nats-server has received from each named connection so far. */
+async function messagesByConnection(): Promise<Map<string, number>> {
+  const connz = (await (await fetch(`http://127.0.0.1:${nats.monitorPort}/connz?limit=1000`)).json()) as { connections?: { name?: string; cid: number; in_msgs: number }[] };
+  const counts = new Map<string, number>();
+  for (const c of connz.connections ?? []) counts.set(c.name ?? `cid ${c.cid}`, (counts.get(c.name ?? `cid ${c.cid}`) ?? 0) + c.in_msgs);
+  return counts;
+}
 const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 
 /** The stream's events from `fromOffset` through the first settlement (a live subscription, no polling). */
@@ -147,8 +159,32 @@ try {
   const ackToSettledSeen: number[] = [];
   const processes = { reducer: services[0]?.child.pid, driver: services[1]?.child.pid, "nats-server": nats.pid };
   let cpuBefore: Record<string, number | undefined> = {};
+  let messagesBefore = { in: 0, out: 0 };
+  let connectionsBefore = new Map<string, number>();
+  // BENCH_SUBJECTS=1: tally every message of the measured turns by subject (a wildcard
+  // subscription, so the server's own counts above double while it runs).
+  const bySubject = new Map<string, number>();
+  let tally = false;
+  if (process.env.BENCH_SUBJECTS) {
+    nc.subscribe(">", {
+      callback: (_err, msg) => {
+        if (!tally) return;
+        const name = msg.subject.startsWith("_INBOX.")
+          ? "_INBOX (replies, deliveries)"
+          : msg.subject.startsWith("$JS.API.DIRECT.GET.")
+            ? `$JS.API.DIRECT.GET ${msg.subject.split(".").length > 5 ? "(last by subject)" : "(by request)"}`
+            : msg.subject.split(".").slice(0, msg.subject.startsWith("$") ? 4 : 1).join(".");
+        bySubject.set(name, (bySubject.get(name) ?? 0) + 1);
+      },
+    });
+  }
   for (let turn = 0; turn < TURNS + WARMUP_TURNS; turn += 1) {
-    if (turn === WARMUP_TURNS) cpuBefore = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid)]));
+    if (turn === WARMUP_TURNS) {
+      cpuBefore = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid)]));
+      messagesBefore = await serverMessages();
+      tally = true;
+      connectionsBefore = await messagesByConnection();
+    }
     const path = agents[turn % AGENTS] as string;
     const marker = `turn-${turn}`;
     const seen = model.requests.length;
@@ -177,6 +213,15 @@ try {
     const after = cpuMs(pid);
     return { name, ms: before === undefined || after === undefined ? undefined : (after - before) / TURNS };
   });
+
+  // Messages through nats-server per sequential turn (this client's appends and subscriptions
+  // included): a count of the round trips and deliveries a turn costs, whatever the load.
+  const messagesAfter = await serverMessages();
+  tally = false;
+  const connectionsAfter = await messagesByConnection();
+  for (const [name, count] of connectionsAfter) process.stdout.write(`connection ${name}: ${fmt((count - (connectionsBefore.get(name) ?? 0)) / TURNS, 2)} messages in per turn\n`);
+  for (const [subject, count] of [...bySubject].sort((a, b) => b[1] - a[1])) process.stdout.write(`subject ${subject}: ${fmt(count / TURNS, 2)} per turn\n`);
+  const messagesPerTurn = { in: (messagesAfter.in - messagesBefore.in) / TURNS, out: (messagesAfter.out - messagesBefore.out) / TURNS };
 
   // --- 1b. driver only -------------------------------------------------------------------------
   // This process plays the reducer: it appends the request itself and hands it over, so the
@@ -273,6 +318,7 @@ try {
     `| driver only (${TURNS} turns, this process appends the request and its work item): request append acknowledged → model receives | ${fmt(pct(driverOnly, 50))} | ${fmt(pct(driverOnly, 99))} | ${fmt(Math.max(...driverOnly))} | |`,
     "",
     `CPU per sequential turn (/proc utime + stime, ${TURNS} turns): ${cpuPerTurn.map((c) => `${c.name} ${c.ms === undefined ? "n/a" : `${fmt(c.ms)} ms`}`).join(", ")}.`,
+    `NATS messages per sequential turn (nats-server /varz, this client's included): ${fmt(messagesPerTurn.in, 1)} in, ${fmt(messagesPerTurn.out, 1)} out.`,
     "",
     "Streaming passthrough: one turn per rate. Emitted = tokens / (model's last token − its first token); received = tokens / (subscriber has the last chunk event − model's first token).",
     "",

@@ -213,6 +213,18 @@ export function stampEvents(batch: PreparedBatch, firstOffset: number, createdAt
   });
 }
 
+/** The `knownLastOffset` a caller vouches for on an ephemeral append, checked; undefined when absent. */
+export function knownLastOffsetOf(options: AppendOptions | undefined): number | undefined {
+  const known = options?.knownLastOffset;
+  if (known === undefined) return undefined;
+  if (!Number.isInteger(known) || known < 0) {
+    throw new ContractViolationError("invalid_event", `knownLastOffset must be a non-negative integer, got ${String(known)}.`, [
+      { path: "knownLastOffset", message: "must be a non-negative integer" },
+    ]);
+  }
+  return known;
+}
+
 /** Live-lane events carry the stream's last durable offset (they sit "after" it) and `ephemeral: true`. */
 export function ephemeralEvents(batch: PreparedBatch, lastDurableOffset: number, createdAt: string): AgentEvent[] {
   return batch.inputs.map(

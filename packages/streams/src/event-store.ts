@@ -26,6 +26,13 @@ export interface AppendOptions {
    * (0 for an empty stream). A mismatch throws `conflict`.
    */
   readonly expectedLastOffset?: number;
+  /**
+   * Ephemeral batches only: the stream's last durable offset as the caller has already seen it
+   * (a driver through its request, a reducer through what it folded). The live events carry it
+   * and the store does not look the stream's last record up: one round trip less per live
+   * event. Without it the store reads the last offset itself.
+   */
+  readonly knownLastOffset?: number;
 }
 
 /**

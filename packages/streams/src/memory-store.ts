@@ -4,7 +4,7 @@
 
 import type { AgentEvent } from "@agentrt/contract";
 import { AsyncQueue } from "./async-queue.ts";
-import { PageBudget, decideAppend, ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "./batch.ts";
+import { PageBudget, decideAppend, ephemeralEvents, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "./batch.ts";
 import {
   type AppendOptions,
   type AppendResult,
@@ -81,7 +81,7 @@ export class MemoryEventStore implements EventStore {
     const stream = this.streams.get(batch.streamPath);
     const lastOffset = stream?.events.length ?? 0;
     if (batch.ephemeral) {
-      const live = ephemeralEvents(batch, lastOffset, createdAt);
+      const live = ephemeralEvents(batch, knownLastOffsetOf(options) ?? lastOffset, createdAt);
       for (const event of live) this.deliver(event);
       const partition = this.partitionOf(batch.streamPath);
       for (const listener of this.liveListeners) if (listener.partitions.has(partition)) for (const event of live) listener.queue.push(event);

@@ -277,6 +277,18 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       expect(after).toEqual([]);
     });
 
+    withStorage("an ephemeral append carries the last offset its caller already knows, and refuses a malformed one", async (_storage, store) => {
+      const path = uniquePath("eph-known");
+      await store.append(path, [note("durable 1"), note("durable 2")]);
+      const stamped = await store.append(path, [chunk("hello", 0)], { knownLastOffset: 1 });
+      expect(stamped.events[0]).toMatchObject({ offset: 1, ephemeral: true, type: "agent/llm-response-chunks" });
+      const looked = await store.append(path, [chunk("hello", 1)]);
+      expect(looked.events[0]).toMatchObject({ offset: 2, ephemeral: true });
+      for (const bad of [-1, 1.5, Number.NaN]) {
+        expect((await rejection(store.append(path, [chunk("x", 2)], { knownLastOffset: bad }))).code).toBe("invalid_event");
+      }
+    });
+
     withStorage("ephemeral events reach ephemeral subscribers only and never reads", async (storage, store) => {
       const path = uniquePath("eph");
       await store.append(path, [note("durable 1")]);

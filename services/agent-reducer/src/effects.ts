@@ -30,8 +30,11 @@ export interface ReducerEffects {
   /** Asks the driver running the request to abort; resolves to its partial text, if any. */
   interruptDriver(streamPath: string, requestOffset: number): Promise<string | undefined>;
   publishRuntime(streamPath: string, payload: PayloadOf<"agent/runtime-changed">): Promise<void>;
-  /** Publishes live-lane previews of a streaming reply (`render/*-delta`, ephemeral). */
-  publishPreviews(streamPath: string, deltas: readonly EventInput[]): Promise<void>;
+  /**
+   * Publishes live-lane previews of a streaming reply (`render/*-delta`, ephemeral), placed
+   * after `foldedOffset`, the last durable offset the reducer has folded.
+   */
+  publishPreviews(streamPath: string, deltas: readonly EventInput[], foldedOffset: number): Promise<void>;
 }
 
 export function natsReducerEffects(deps: {
@@ -81,11 +84,13 @@ export function natsReducerEffects(deps: {
         return undefined;
       }
     },
+    // Live events sit after what the reducer folded: it knows that offset, so the store need
+    // not look the stream's last record up for each of them.
     async publishRuntime(streamPath, payload) {
-      await store.append(streamPath, [{ type: "agent/runtime-changed", payload, ephemeral: true }]);
+      await store.append(streamPath, [{ type: "agent/runtime-changed", payload, ephemeral: true }], { knownLastOffset: payload.sinceOffset });
     },
-    async publishPreviews(streamPath, deltas) {
-      await store.append(streamPath, deltas);
+    async publishPreviews(streamPath, deltas, foldedOffset) {
+      await store.append(streamPath, deltas, { knownLastOffset: foldedOffset });
     },
   };
 }

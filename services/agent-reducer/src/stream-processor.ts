@@ -124,8 +124,9 @@ export class StreamProcessor {
     const step = applyChunksEvent(this.liveLane, event);
     this.liveLane = step.state;
     if (step.deltas.length === 0) return;
+    const foldedOffset = this.state.lastFoldedOffset;
     this.previews = this.previews
-      .then(() => this.effects.publishPreviews(this.streamPath, step.deltas))
+      .then(() => this.effects.publishPreviews(this.streamPath, step.deltas, foldedOffset))
       .catch((error: unknown) => this.logger.debug({ err: error }, "could not publish reply previews"));
   }
 

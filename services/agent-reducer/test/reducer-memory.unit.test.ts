@@ -37,7 +37,7 @@ function memoryEffects(store: MemoryEventStore, options: { partialText?: string;
       return options.partialText;
     },
     publishRuntime: async (_path, payload) => void runtimes.push(payload),
-    publishPreviews: async (path, deltas) => void (await store.append(path, deltas)),
+    publishPreviews: async (path, deltas, foldedOffset) => void (await store.append(path, deltas, { knownLastOffset: foldedOffset })),
   };
   return { effects, llmWork, scriptWork, interrupts, runtimes };
 }

@@ -16,6 +16,8 @@ export class ChunkPublisher {
     private readonly requestOffset: number,
     private readonly metrics: DriverMetrics,
     private readonly log: Logger,
+    /** The stream's newest durable offset this turn has seen: the chunks sit after it, and the store need not look it up. */
+    private readonly knownLastOffset: () => number,
   ) {}
 
   publish(flush: ChunkFlush): void {
@@ -25,7 +27,7 @@ export class ChunkPublisher {
     };
     this.chain = this.chain.then(async () => {
       try {
-        await this.store.append(this.streamPath, [event]);
+        await this.store.append(this.streamPath, [event], { knownLastOffset: this.knownLastOffset() });
         this.metrics.chunkEvent(flush.chunks.length, flush.bytes);
       } catch (error) {
         // The live lane may lose events (contract); the settlement still carries the text.

@@ -151,7 +151,7 @@ export class RequestRunner {
         return outcome;
       }
       const coalescer = new ChunkCoalescer({ startedAtMs: startedAt, windowMs: settings.chunkWindowMs, maxBytes: settings.chunkMaxBytes });
-      const publisher = new ChunkPublisher(store, streamPath, R, metrics, log);
+      const publisher = new ChunkPublisher(store, streamPath, R, metrics, log, watcher.lastSeenOffset);
       let flushTimer: NodeJS.Timeout | undefined;
       const armFlush = (): void => {
         const due = coalescer.nextDueAtMs();

@@ -62,22 +62,30 @@ export function watchForSettlement(
   stop: (stop: RequestStop) => void,
   log: Logger,
   follow?: FollowStream,
-): { close(): void } {
+): { close(): void; lastSeenOffset(): number } {
+  // The newest durable offset this turn has seen on its stream: what its live chunks sit after.
+  let lastSeen = fromOffset - 1;
+  const see = (event: AgentEvent): void => {
+    if (event.offset > lastSeen) lastSeen = event.offset;
+  };
+  const lastSeenOffset = () => lastSeen;
   const settles = (event: AgentEvent): boolean => event.offset >= fromOffset && event.type === "agent/llm-request-settled" && event.payload.requestOffset === R;
   // One feed already carries every stream this driver serves: no consumer per turn.
   const unfollow = follow?.(streamPath, fromOffset, (events) => {
+    for (const event of events) see(event);
     const settlement = events.find(settles);
     if (settlement !== undefined) stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${settlement.offset}`));
   });
-  if (unfollow !== undefined) return { close: unfollow };
+  if (unfollow !== undefined) return { close: unfollow, lastSeenOffset };
   const subscription = store.subscribe(streamPath, { fromOffset });
   void (async () => {
     for await (const event of subscription) {
+      see(event);
       if (settles(event)) {
         stop(new RequestStop("settled-elsewhere", `request @${R} was settled at @${event.offset}`));
         return;
       }
     }
   })().catch((error: unknown) => log.warn({ err: error }, "settlement watch ended with an error"));
-  return { close: () => void subscription.close().catch(() => undefined) };
+  return { close: () => void subscription.close().catch(() => undefined), lastSeenOffset };
 }

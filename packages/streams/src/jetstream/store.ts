@@ -9,7 +9,7 @@
 import { type AgentEvent, parseStreamPath } from "@agentrt/contract";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { PageBudget, ephemeralEvents, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
+import { PageBudget, ephemeralEvents, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
 import {
   type AppendOptions,
   type AppendResult,
@@ -156,8 +156,9 @@ export class JetStreamEventStore implements EventStore {
     if (!batch.ephemeral) return await this.writer.append(subject, batch, options);
     // Live lane: never stored. Each event carries the stream's last durable offset at publish time.
     return await classified(`publish live events on ${batch.streamPath}`, async () => {
-      const last = await this.reader.last(subject);
-      const live = ephemeralEvents(batch, last === undefined ? 0 : lastOffsetOf(last), this.now().toISOString());
+      const known = knownLastOffsetOf(options);
+      const last = known === undefined ? await this.reader.last(subject) : undefined;
+      const live = ephemeralEvents(batch, known ?? (last === undefined ? 0 : lastOffsetOf(last)), this.now().toISOString());
       const partition = partitionOfPath(batch.streamPath, this.partitionCount);
       this.nc.publish(ephemeralSubject(this.scheme, partition, batch.streamPath), encoder.encode(JSON.stringify(live)));
       return { status: "committed", events: live };
