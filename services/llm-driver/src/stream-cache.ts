@@ -38,7 +38,12 @@ export interface StreamCacheOptions {
   readonly maxBytes?: number;
   /** A stream no turn asked for in this long is dropped. */
   readonly idleMs?: number;
-  /** How long a turn waits for the feed to deliver its request before reading instead. */
+  /**
+   * How long a turn waits for the feed to deliver its request before reading instead (default
+   * 1 s). The reducer hands a request over while appending it, so the work item usually comes
+   * first and the wait is the append's round trips; a loaded machine can stretch those, and
+   * giving up early costs a whole read and a redelivery.
+   */
   readonly feedWaitMs?: number;
   readonly now?: () => number;
 }
@@ -68,7 +73,7 @@ export class StreamCache {
     this.maxStreams = options.maxStreams ?? STREAM_CACHE_DEFAULTS.maxStreams;
     this.maxBytes = options.maxBytes ?? STREAM_CACHE_DEFAULTS.maxBytes;
     this.idleMs = options.idleMs ?? STREAM_CACHE_DEFAULTS.idleMs;
-    this.feedWaitMs = options.feedWaitMs ?? 250;
+    this.feedWaitMs = options.feedWaitMs ?? 1_000;
     this.now = options.now ?? Date.now;
   }
 
