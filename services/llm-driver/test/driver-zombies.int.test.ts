@@ -160,7 +160,7 @@ describe("llm-driver zombies (real processes)", { timeout: 180_000 }, () => {
     zombie.child.kill("SIGCONT");
     const standDown = await zombie.waitForLog(
       "standing down",
-      (l) => l.requestOffset === R && (l.msg === "another driver settled this request first; our answer committed nothing" || l.msg === "model call stopped; committing nothing"),
+      (l) => l.requestOffset === R && (l.msg === "another driver settled this request first (lost race); our answer committed nothing" || l.msg === "model call stopped; committing nothing"),
     );
     expect(standDown.driver).toBe(zombie.name);
     const successor = drivers.find((d) => d !== zombie)!;
