@@ -9,7 +9,7 @@
 import { waitFor } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Kvm } from "@nats-io/kv";
-import { AGENT_KV_BUCKET, DEFAULT_HOST_LIVENESS_TTL_MS, DEFAULT_SCRIPT_WORK_ACK_WAIT_MS } from "../src/index.ts";
+import { AGENT_KV_BUCKET, DEFAULT_HOST_LIVENESS_TTL_MS } from "../src/index.ts";
 import { HOST_LIVENESS_BUCKET } from "../src/host-liveness.ts";
 import { startHostProcess, type HostProcess } from "./host-process.ts";
 import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
@@ -145,8 +145,10 @@ describe("capability host: orphaning only on proof of death", () => {
     const orphanedMs = Date.parse(orphaned.createdAt) - killedAt;
     const nextMs = Date.parse(ran.createdAt) - killedAt;
     process.stdout.write(`killed host (defaults): running script orphaned after ${orphanedMs} ms, the next script settled after ${nextMs} ms\n`);
-    // Found by presence, not by the item's redelivery: both within the default ack wait (issue #15: ≤ 3 s).
-    expect(orphanedMs).toBeLessThan(DEFAULT_SCRIPT_WORK_ACK_WAIT_MS);
+    // Issue #15's bound with the defaults (≤ 3 s). Presence alone is proven by the test above
+    // (there the ack wait and the lease are far longer than the bound); here it usually wins well
+    // inside the 1.5 s ack wait, but a saturated machine (load 60+) was seen to take 2.8 s.
+    expect(orphanedMs).toBeLessThan(3_000);
     expect(nextMs).toBeLessThan(3_000);
     expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(1);
   }, 120_000);
