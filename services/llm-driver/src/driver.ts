@@ -39,7 +39,7 @@ export interface LlmDriverDeps {
   readonly settings: DriverSettings;
   readonly work?: { readonly ackWaitMs?: number; readonly heartbeatMs?: number; readonly concurrency?: number };
   /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
-  readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string } | false;
+  readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
   readonly nowMs?: () => number;
   /**
    * Follow the store's partition feed from this position and keep recently driven streams in
@@ -105,6 +105,7 @@ export class LlmDriver {
         owner: claims?.owner ?? `llm-driver-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
         logger: this.deps.logger,
         ...(claims?.probeEveryMs === undefined ? {} : { probeEveryMs: claims.probeEveryMs }),
+        ...(claims?.replicas === undefined ? {} : { replicas: claims.replicas }),
       });
     }
     this.consumer = await consumeWork(this.deps.js, this.deps.jsm, {
