@@ -32,7 +32,8 @@ export interface HostLivenessOptions {
   readonly isConnected?: (hostId: string) => Promise<boolean>;
 }
 
-const runRecordSchema = z.object({ hostId: z.string().min(1) });
+/** `presence`: the host answers presence probes (a host of an older version does not: only its lease counts). */
+const runRecordSchema = z.object({ hostId: z.string().min(1), presence: z.boolean().optional() });
 
 /** KV keys allow [-/_=.a-zA-Z0-9]: a stream path and an execution id are hashed into one. */
 function runKey(streamPath: string, executionId: string): string {
@@ -105,7 +106,7 @@ export class HostLiveness implements RunLiveness {
   }
 
   async recordRun(streamPath: string, executionId: string): Promise<void> {
-    await this.runs.put(runKey(streamPath, executionId), JSON.stringify({ hostId: this.options.hostId }));
+    await this.runs.put(runKey(streamPath, executionId), JSON.stringify({ hostId: this.options.hostId, presence: this.options.isConnected !== undefined }));
   }
 
   async runnerAlive(streamPath: string, executionId: string): Promise<boolean> {
@@ -114,7 +115,7 @@ export class HostLiveness implements RunLiveness {
     if (record === null || record.operation !== "PUT") return false;
     const parsed = runRecordSchema.safeParse(safeJson(record.string()));
     if (!parsed.success) return false;
-    if (this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return false;
+    if (parsed.data.presence === true && this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return false;
     const lease = await this.leases.get(hostKey(parsed.data.hostId));
     return lease !== null && lease.operation === "PUT";
   }
