@@ -10,6 +10,7 @@ export * from "./nats.ts";
 export * from "./run-service.ts";
 export * from "./work-queue.ts";
 export * from "./leases.ts";
+export * from "./work-claims.ts";
 export * from "./tracing.ts";
 export * from "./nats-permissions.ts";
 export * from "./interrupts.ts";

@@ -21,6 +21,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, type Subscription, nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
+import { isNoResponders } from "./presence.ts";
 
 /**
  * Default lease TTL: only the backstop for a holder that vanished without closing its
@@ -276,14 +277,6 @@ function parseOwner(text: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isNoResponders(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const check = (e as unknown as { isNoResponders?: unknown }).isNoResponders;
-    if (e.name === "NoRespondersError" || (typeof check === "function" && check.call(e) === true)) return true;
-  }
-  return false;
 }
 
 /** The server refused a compare-and-set: the key's last revision is not the one we wrote. */

@@ -13,6 +13,7 @@
 
 import { INTERRUPT_SUBJECT } from "./interrupts.ts";
 import { LEASE_LIVENESS_PREFIX } from "./leases.ts";
+import { WORK_CLAIM_LIVENESS_PREFIX, WORK_CLAIMS_BUCKET } from "./work-claims.ts";
 
 export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "capability-host" | "capability-provider";
 
@@ -43,6 +44,10 @@ export const NATS_NAMES = {
   scriptRunsBucket: "agentrt_script_runs",
   interruptSubject: INTERRUPT_SUBJECT,
   capabilitiesPrefix: "agentrt.capabilities",
+  /** Claims of in-flight work items (who runs which, and its ack subject). */
+  workClaimsBucket: WORK_CLAIMS_BUCKET,
+  /** Drivers and hosts answer here while connected; a dead one's claimed items are handed back at once. */
+  workClaimLivenessPrefix: WORK_CLAIM_LIVENESS_PREFIX,
   llmDriverDurable: "llm-driver",
   hostDurable: "capability-host",
 } as const;
@@ -139,8 +144,17 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
   },
   // Claims llm work items, appends settlements and the live lane, answers interrupts.
   "llm-driver": {
-    publish: { allow: [...JS_ACCOUNT, ...eventStore({ live: true }), ...streamUse(N.workStream, { create: true, durable: N.llmDriverDurable })] },
-    subscribe: { allow: [REPLIES, N.interruptSubject] },
+    publish: {
+      allow: [
+        ...JS_ACCOUNT,
+        ...eventStore({ live: true }),
+        ...streamUse(N.workStream, { create: true, durable: N.llmDriverDurable }),
+        // Work claims: a driver that finds another's connection gone hands its items back.
+        ...kvBucket(N.workClaimsBucket),
+        `${N.workClaimLivenessPrefix}.llm.>`,
+      ],
+    },
+    subscribe: { allow: [REPLIES, N.interruptSubject, `${N.workClaimLivenessPrefix}.llm.>`] },
     allowResponses: true,
   },
   // Claims script work items, appends run events, keeps agents' KV and files and the provider
@@ -157,10 +171,13 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         // Liveness leases and run records: a host settles another's script orphaned only once its lease expired.
         ...kvBucket(N.hostLivenessBucket),
         ...kvBucket(N.scriptRunsBucket),
+        // Work claims: a host that finds another's connection gone hands its items back.
+        ...kvBucket(N.workClaimsBucket),
+        `${N.workClaimLivenessPrefix}.script.>`,
         `${N.capabilitiesPrefix}.call.>`,
       ],
     },
-    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`] },
+    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`, `${N.workClaimLivenessPrefix}.script.>`] },
     allowResponses: true,
   },
   // An external capability provider (capability-sdk): registers with the hosts, answers calls.

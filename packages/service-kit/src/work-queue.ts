@@ -4,7 +4,9 @@
 //
 // Claims are durable pull consumers with explicit acks. A worker heartbeats `working()` while
 // busy; a worker that dies stops heartbeating, its item is redelivered after `ackWaitMs` and
-// another incarnation takes over.
+// another incarnation takes over. With `claims` (work-claims.ts), a worker that dies is found
+// by presence and its item handed back within a probe round; the ack wait is then only the
+// backstop for a worker that froze or was cut off.
 
 import {
   AckPolicy,
@@ -19,6 +21,7 @@ import { nanos } from "@nats-io/nats-core";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { isRetryable } from "@agentrt/contract";
+import type { WorkClaims } from "./work-claims.ts";
 
 export const WORK_STREAM = "AGENT_WORK";
 
@@ -116,6 +119,8 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
   readonly ackWaitMs?: number;
   readonly heartbeatMs?: number;
   readonly maxDeliver?: number;
+  /** Makes each claim discoverable, so survivors hand a dead worker's items back at once. */
+  readonly claims?: WorkClaims;
 }
 
 export interface WorkConsumer {
@@ -172,6 +177,7 @@ export async function consumeWork<K extends WorkKind>(
       return;
     }
     const heartbeat = setInterval(() => msg.working(), heartbeatMs);
+    const claimed = options.claims?.claim(msg);
     try {
       const outcome = await options.handler(parsed.data as WorkItemOf<K>, {
         deliveryCount: msg.info.deliveryCount,
@@ -192,6 +198,9 @@ export async function consumeWork<K extends WorkKind>(
       }
     } finally {
       clearInterval(heartbeat);
+      // Removed after the ack, nak or term (same connection, so in order): a survivor that still
+      // sees the claim and naks it on a dead owner's behalf naks an item already answered, a no-op.
+      if (claimed !== undefined) void claimed.then(() => options.claims?.release(msg));
     }
   };
 

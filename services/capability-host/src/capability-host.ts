@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import type { EventStore } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, type WorkConsumer } from "@agentrt/service-kit";
+import { consumeWork, ensureWorkStream, startWorkClaims, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -52,6 +52,8 @@ export interface CapabilityHostOptions {
   /** This incarnation's id in the liveness lease (default: hostname, pid and a random suffix). */
   readonly hostId?: string;
   readonly ackWaitMs?: number;
+  /** How often other hosts' work claims are probed (a killed host's scripts move on within about this). */
+  readonly claimProbeMs?: number;
   readonly providerCallTimeoutMs?: number;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
@@ -86,6 +88,7 @@ export class CapabilityHost {
     private readonly docs: DocsIndex,
     private readonly sandbox: ScriptSandbox,
     private readonly liveness: HostLiveness | undefined,
+    private readonly claims: WorkClaims,
     private readonly options: CapabilityHostOptions,
   ) {}
 
@@ -110,15 +113,27 @@ export class CapabilityHost {
     ]);
     const declarations = loadItxDeclarations();
     const checker = await createChecker(options, declarations);
+    const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    // The host's claims and its presence: a killed host's items are handed back, and its running
+    // scripts found orphaned, within a probe round (service-kit work-claims).
+    const claims = await startWorkClaims({
+      nc,
+      kind: "script",
+      owner: hostId,
+      logger,
+      replicas,
+      ...(options.claimProbeMs === undefined ? {} : { probeEveryMs: options.claimProbeMs }),
+    });
     const liveness =
       options.livenessTtlMs === false
         ? undefined
         : await HostLiveness.start({
             nc,
-            hostId: options.hostId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+            hostId,
             ttlMs: options.livenessTtlMs ?? DEFAULT_HOST_LIVENESS_TTL_MS,
             replicas,
             logger,
+            isConnected: (id) => claims.isAlive(id),
           });
     const docs = new DocsIndex(declarations);
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
@@ -159,7 +174,7 @@ export class CapabilityHost {
           { ...caller, authority: providerAuthority(scope.authority) },
         ), scope.authority),
     });
-    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, options);
+    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, claims, options);
     return self.host;
   }
 
@@ -182,6 +197,7 @@ export class CapabilityHost {
       logger: this.options.logger,
       concurrency: claims,
       ackWaitMs: this.options.ackWaitMs ?? DEFAULT_SCRIPT_WORK_ACK_WAIT_MS,
+      claims: this.claims,
       handler: async (item) => {
         const entering = fairShare.enter(item.streamPath);
         // This agent already has its fill of scripts running and waiting here: later.
@@ -226,6 +242,7 @@ export class CapabilityHost {
   async stop(): Promise<void> {
     this.fairShare?.close();
     await this.consumer?.stop();
+    await this.claims.stop();
     this.registry.stop();
     await this.liveness?.stop();
     await this.sandbox.close();

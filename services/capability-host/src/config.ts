@@ -1,7 +1,7 @@
 // The capability host's environment, parsed once at start-up (a bad value fails fast naming
 // the variable and the rule).
 
-import { baseServiceConfigSchema } from "@agentrt/service-kit";
+import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS } from "@agentrt/service-kit";
 import { z } from "zod";
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
@@ -16,11 +16,14 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Scripts of one agent run at once by this process (an agent's flood waits behind its own limit). */
   SCRIPT_CONCURRENCY_PER_AGENT: int(1, 2),
   /**
-   * A claimed script's heartbeat window: a host that stops heartbeating (killed, stalled) has its
-   * item redelivered after this; the other replica then checks the host's liveness lease. Scripts
-   * a killed host had claimed but not started run elsewhere about this long after the kill.
+   * A claimed script's heartbeat window: a host that stops heartbeating (frozen, cut off) has its
+   * item redelivered after this; the other replica then checks the host's liveness lease. A killed
+   * host's items do not wait for it: its connection closes and another host hands them back
+   * within `SCRIPT_CLAIM_PROBE_MS` (work claims).
    */
   SCRIPT_WORK_ACK_WAIT_MS: int(1_000, DEFAULT_SCRIPT_WORK_ACK_WAIT_MS),
+  /** Other hosts' claims are probed this often: a killed host's scripts move on within about this. */
+  SCRIPT_CLAIM_PROBE_MS: int(10, DEFAULT_CLAIM_PROBE_MS),
   /** Budget of one typecheck; a checker not finished by then settles the script `typecheck` (not run). */
   SCRIPT_TYPECHECK_BUDGET_MS: int(10, 2_000),
   /** Typecheck worker threads, each with a warm checker (a script holds one for at most the budget). */
@@ -28,8 +31,9 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Largest script source, UTF-8 bytes; a longer one settles `typecheck` without being checked. */
   SCRIPT_MAX_SOURCE_BYTES: int(1_024, 64 * 1024),
   /**
-   * The host's liveness lease: a replica settles this host's running scripts `orphaned` only after
-   * it lapsed (refreshed every third of it from a thread that scripts and checks never block; a
+   * The host's liveness lease: a replica settles this host's running scripts `orphaned` only once
+   * its connection is gone (its presence subject has no responders: killed) or the lease lapsed
+   * (frozen or cut off; refreshed every third of it from a thread that scripts and checks never block; a
    * host starved of CPU for longer than this counts as dead, and its late settlement stands down).
    */
   HOST_LIVENESS_TTL_MS: int(1_000, DEFAULT_HOST_LIVENESS_TTL_MS),

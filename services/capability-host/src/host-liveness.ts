@@ -2,8 +2,10 @@
 // TTL expires it) refreshed on a timer; its main thread stays free because checks and scripts
 // run in worker threads. Before appending `script-run-started` a host records that it runs the
 // script. A replica that finds a started-but-unsettled script settles it `orphaned` only when
-// the recorded host's lease has expired: a host that is merely slow or stalled (GC, SIGSTOP,
-// a saturated machine) keeps its script and settles it with its real result.
+// the recorded host is gone: its presence subject has no responders (the process died and its
+// connection closed: found at once), or its lease has expired (the backstop). A host that is
+// merely slow or stalled (GC, SIGSTOP, a saturated machine) keeps its subscription and its
+// script, and settles it with its real result.
 
 import { createHash } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -26,9 +28,12 @@ export interface HostLivenessOptions {
   /** How long the first lease may wait for the bucket to become writable (default 30 s). */
   readonly startTimeoutMs?: number;
   readonly logger: Logger;
+  /** Whether a host's connection is up: false only when its presence subject has no responders. */
+  readonly isConnected?: (hostId: string) => Promise<boolean>;
 }
 
-const runRecordSchema = z.object({ hostId: z.string().min(1) });
+/** `presence`: the host answers presence probes (a host of an older version does not: only its lease counts). */
+const runRecordSchema = z.object({ hostId: z.string().min(1), presence: z.boolean().optional() });
 
 /** KV keys allow [-/_=.a-zA-Z0-9]: a stream path and an execution id are hashed into one. */
 function runKey(streamPath: string, executionId: string): string {
@@ -101,7 +106,7 @@ export class HostLiveness implements RunLiveness {
   }
 
   async recordRun(streamPath: string, executionId: string): Promise<void> {
-    await this.runs.put(runKey(streamPath, executionId), JSON.stringify({ hostId: this.options.hostId }));
+    await this.runs.put(runKey(streamPath, executionId), JSON.stringify({ hostId: this.options.hostId, presence: this.options.isConnected !== undefined }));
   }
 
   async runnerAlive(streamPath: string, executionId: string): Promise<boolean> {
@@ -110,6 +115,7 @@ export class HostLiveness implements RunLiveness {
     if (record === null || record.operation !== "PUT") return false;
     const parsed = runRecordSchema.safeParse(safeJson(record.string()));
     if (!parsed.success) return false;
+    if (parsed.data.presence === true && this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return false;
     const lease = await this.leases.get(hostKey(parsed.data.hostId));
     return lease !== null && lease.operation === "PUT";
   }

@@ -43,6 +43,7 @@ await runService({
       typecheckWorkers: config.SCRIPT_TYPECHECK_WORKERS,
       livenessTtlMs: config.HOST_LIVENESS_TTL_MS,
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
+      claimProbeMs: config.SCRIPT_CLAIM_PROBE_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
       onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
       onOutcome: (outcome) => outcomes.inc({ outcome }),

@@ -1,8 +1,10 @@
 // Orphaning only on proof of death (issue #12 item 3), with two host processes: the host
 // running a script is stalled (SIGSTOP) for less than its liveness lease's TTL; its work item
 // is redelivered to the other host, which sees the script started by a host whose lease is
-// current and leaves it alone; after SIGCONT the script settles with its real result. A host
-// that is killed instead loses its lease, and the other host settles its script `orphaned`.
+// current and leaves it alone (the frozen host keeps its presence subscription: not dead); after
+// SIGCONT the script settles with its real result. A host that is killed instead is gone at once
+// (its presence subject has no responders): the other host hands its work item back and settles
+// its script `orphaned` long before the item's ack wait or the lease.
 
 import { waitFor } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -76,12 +78,18 @@ describe("capability host: orphaning only on proof of death", () => {
     expect(other.logs.some((l) => l.msg === "script settled" && l.outcome === "orphaned")).toBe(false);
   }, 120_000);
 
-  it("a host killed mid-script loses its lease, and the other host settles the script orphaned without re-running it", async () => {
-    const runner = await startRunner();
+  it("a host killed mid-script is found gone by presence, and the other host settles the script orphaned without re-running it, before the ack wait or the lease", async () => {
+    // An ack wait longer than the lease: neither the item's redelivery nor the lease's expiry can explain a quick orphaning.
+    const ACK_WAIT_MS = 12_000;
+    const slowBackstops = { ...env, SCRIPT_WORK_ACK_WAIT_MS: String(ACK_WAIT_MS) };
+    const runner = await startHostProcess(fx.server.url, slowBackstops);
+    hosts.push(runner);
+    await runner.waitReady();
+    await runner.waitLog("typecheck worker warm");
     const path = uniquePath("killed");
     const { executionId } = await requestScript(fx, path, LONG);
     await waitFor(async () => (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1, { timeoutMs: 30_000, what: "the script running" });
-    const other = await startHostProcess(fx.server.url, env);
+    const other = await startHostProcess(fx.server.url, slowBackstops);
     hosts.push(other);
     await other.waitReady();
 
@@ -89,10 +97,12 @@ describe("capability host: orphaning only on proof of death", () => {
     const killedAt = Date.now();
     const settled = await waitSettled(fx.store, path, executionId, 30_000);
     expect(settled.payload.settlement).toMatchObject({ status: "failed", failureKind: "orphaned", phase: "recovery", executionMayHaveOccurred: true });
-    // Not before the lease could have lapsed (proof of death), and not long after.
+    // Before the lease could have lapsed (refreshed every third of it) and before the item's ack
+    // wait: the dead host's closed connection was the proof of death.
     const afterKillMs = Date.parse(settled.createdAt) - killedAt;
-    process.stdout.write(`orphaned ${afterKillMs} ms after the kill (lease TTL ${TTL_MS} ms)\n`);
-    expect(afterKillMs).toBeGreaterThanOrEqual(TTL_MS - Math.floor(TTL_MS / 3) - 500);
+    process.stdout.write(`orphaned ${afterKillMs} ms after the kill (lease TTL ${TTL_MS} ms, ack wait ${ACK_WAIT_MS} ms)\n`);
+    expect(afterKillMs).toBeLessThan(TTL_MS - Math.floor(TTL_MS / 3));
+    expect(other.logs.some((l) => l.msg === "the claimant of a work item is gone; handed the item back to the queue")).toBe(true);
     expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(1);
   }, 120_000);
 
@@ -135,8 +145,10 @@ describe("capability host: orphaning only on proof of death", () => {
     const orphanedMs = Date.parse(orphaned.createdAt) - killedAt;
     const nextMs = Date.parse(ran.createdAt) - killedAt;
     process.stdout.write(`killed host (defaults): running script orphaned after ${orphanedMs} ms, the next script settled after ${nextMs} ms\n`);
-    // Proof of death: not before the default lease (refreshed every third of it) could have lapsed.
-    expect(orphanedMs).toBeGreaterThanOrEqual(DEFAULT_HOST_LIVENESS_TTL_MS - Math.floor(DEFAULT_HOST_LIVENESS_TTL_MS / 3) - 500);
+    // Within seconds (0.5–1 s at load 40–64; 2.8 s at load 68: the margin is for a loaded machine).
+    // Presence alone is proven by the test above, where the ack wait and the lease are far longer.
+    expect(orphanedMs).toBeLessThan(8_000);
+    expect(nextMs).toBeLessThan(8_000);
     expect(await eventsOf(fx.store, path, "agents/web-message-sent")).toHaveLength(1);
   }, 120_000);
 });

@@ -3,7 +3,7 @@
 // provider. With neither, the offline model answers.
 
 import { readFileSync } from "node:fs";
-import { baseServiceConfigSchema } from "@agentrt/service-kit";
+import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS } from "@agentrt/service-kit";
 import { z } from "zod";
 import { ProviderConfigError } from "./errors.ts";
 import { resolveProviders, type ProvidersConfig } from "./providers.ts";
@@ -12,10 +12,12 @@ import { DEFAULT_CONTEXT_WINDOWS, type ContextWindowTable } from "./usage.ts";
 const ms = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
 
 /**
- * A claim whose driver stops heartbeating is redelivered this long after its last heartbeat,
- * so a killed driver's turn is re-driven about 1.5 s after the kill. Six heartbeats fit in
- * the window: a live driver must miss all of them (an event-loop stall of over 1.25 s) before
- * a twin starts on its request, and even then the keyed settlement lets only one answer land.
+ * A claim whose driver stops heartbeating is redelivered this long after its last heartbeat.
+ * A killed driver's turn does not wait for it: its connection closes, and another driver finds
+ * it gone within `LLM_CLAIM_PROBE_MS` and hands the item back (work claims). The ack wait is the
+ * backstop for a driver that froze or was cut off: six heartbeats fit in the window, so a live
+ * driver must miss all of them (an event-loop stall of over 1.25 s) before a twin starts on its
+ * request, and even then the keyed settlement lets only one answer land.
  */
 export const DEFAULT_WORK_ACK_WAIT_MS = 1_500;
 export const DEFAULT_WORK_HEARTBEAT_MS = 250;
@@ -30,6 +32,8 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   /** A claim whose driver stops heartbeating is redelivered after this: a killed driver's turn resumes within seconds. */
   LLM_WORK_ACK_WAIT_MS: ms(DEFAULT_WORK_ACK_WAIT_MS),
   LLM_WORK_HEARTBEAT_MS: ms(DEFAULT_WORK_HEARTBEAT_MS),
+  /** Other drivers' claims are probed this often: a killed driver's turn is re-driven within about this. */
+  LLM_CLAIM_PROBE_MS: ms(DEFAULT_CLAIM_PROBE_MS),
   /** Keep driven streams in memory, current via the partition feed (off: read every turn). */
   LLM_STREAM_CACHE: z.enum(["on", "off"]).default("on"),
   LLM_STREAM_CACHE_MAX_STREAMS: z.coerce.number().int().min(1).default(2_000),

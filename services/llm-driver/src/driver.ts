@@ -1,12 +1,16 @@
 // The llm-driver service object: claims `work.llm.*` items from the durable pull consumer
 // `llm-driver` (heartbeating `working()` while a call streams), runs each through the
-// request runner, and answers interrupts. Everything it needs is passed in, so tests run it
+// request runner, and answers interrupts. Each claim is recorded (service-kit work-claims), so
+// when a driver dies mid-reply a surviving one hands its item back to the queue within a probe
+// round, not the ack wait. Everything it needs is passed in, so tests run it
 // in-process against a real nats-server and the composition root only wires.
 
 import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { consumeWork, type Logger, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { consumeWork, type Logger, startWorkClaims, type WorkClaims, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
@@ -34,6 +38,8 @@ export interface LlmDriverDeps {
   readonly metrics: DriverMetrics;
   readonly settings: DriverSettings;
   readonly work?: { readonly ackWaitMs?: number; readonly heartbeatMs?: number; readonly concurrency?: number };
+  /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
+  readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
   readonly nowMs?: () => number;
   /**
    * Follow the store's partition feed from this position and keep recently driven streams in
@@ -48,6 +54,7 @@ export class LlmDriver {
   private readonly running = new RunningRequests();
   private readonly runner: RequestRunner;
   private consumer: WorkConsumer | undefined;
+  private claims: WorkClaims | undefined;
   private interrupts: Subscription | undefined;
   private readonly cache: StreamCache | undefined;
 
@@ -90,6 +97,17 @@ export class LlmDriver {
   async start(): Promise<void> {
     this.cache?.start();
     this.interrupts = listenForInterrupts(this.deps.nc, this.running, this.deps.logger);
+    const claims = this.deps.claims;
+    if (claims !== false) {
+      this.claims = await startWorkClaims({
+        nc: this.deps.nc,
+        kind: "llm",
+        owner: claims?.owner ?? `llm-driver-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+        logger: this.deps.logger,
+        ...(claims?.probeEveryMs === undefined ? {} : { probeEveryMs: claims.probeEveryMs }),
+        ...(claims?.replicas === undefined ? {} : { replicas: claims.replicas }),
+      });
+    }
     this.consumer = await consumeWork(this.deps.js, this.deps.jsm, {
       kind: "llm",
       durable: LLM_DRIVER_DURABLE,
@@ -97,6 +115,7 @@ export class LlmDriver {
       ackWaitMs: this.deps.work?.ackWaitMs ?? DEFAULT_WORK_ACK_WAIT_MS,
       heartbeatMs: this.deps.work?.heartbeatMs ?? DEFAULT_WORK_HEARTBEAT_MS,
       concurrency: this.deps.work?.concurrency ?? 32,
+      ...(this.claims === undefined ? {} : { claims: this.claims }),
       handler: async (item, context): Promise<WorkOutcome> => {
         const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);
         this.deps.metrics.workItem(outcome);
@@ -113,6 +132,7 @@ export class LlmDriver {
   async stop(): Promise<void> {
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();
+    await this.claims?.stop();
     this.interrupts?.unsubscribe();
     await this.cache?.stop();
   }

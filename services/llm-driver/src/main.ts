@@ -60,6 +60,7 @@ await runService({
             },
           }),
       work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
+      claims: { probeEveryMs: config.LLM_CLAIM_PROBE_MS, replicas: config.NATS_STREAM_REPLICAS },
     });
     await driver.start();
     const readiness = trackReadiness(nc, [() => driver.consuming()]);

@@ -1,0 +1,182 @@
+// Claims of in-flight work items, so a dead worker's item moves on within a probe round instead
+// of the work queue's ack wait (the same principle as the partition leases' presence, see
+// leases.ts).
+//
+// A worker that takes an item records a claim in a KV bucket: the key names the work kind and
+// the worker, the value the item's ack subject. Each worker answers on its own liveness subject
+// for as long as its connection lives. Every worker watches the claims of its kind and, every
+// probe period, asks each other owner with claims whether it is there:
+// - "no responders": the NATS server dropped the owner's subscriptions, which it does the moment
+//   the process dies (its socket closes). The first survivor to remove the claim (compare-and-set
+//   on the revision it saw) naks the item on the owner's behalf, so the queue hands it out again
+//   at once and a live worker runs it as any delivery: the item is acked when that run settles.
+// - an answer or a timeout: alive (a frozen or busy process keeps its subscription and merely
+//   does not answer in time). The ack wait stays the backstop for those and for partitions.
+// A wrong verdict costs a duplicate attempt, never a duplicate result: every settlement is
+// idempotency-keyed, so the slower attempt commits nothing.
+
+import type { JsMsg } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import type { Logger } from "pino";
+import { z } from "zod";
+import type { WorkKind } from "./work-queue.ts";
+import { isNoResponders } from "./presence.ts";
+
+export const WORK_CLAIMS_BUCKET = "agentrt_work_claims";
+/** Liveness subjects of workers with claims: `<prefix>.<kind>.<owner>`. */
+export const WORK_CLAIM_LIVENESS_PREFIX = "agentrt.claims";
+/** How often the claims of other workers are checked: a dead worker's item moves on within about this. */
+export const DEFAULT_CLAIM_PROBE_MS = 100;
+/** A probe not answered within this counts as alive (busy, frozen or far away). */
+export const DEFAULT_CLAIM_PROBE_TIMEOUT_MS = 500;
+/** Leftover claims (a worker died and nobody was left to hand its items back) expire after this. */
+const CLAIMS_TTL_MS = 3_600_000;
+
+/** A subject or key token for an owner id (hostnames may hold dots). */
+export const claimOwnerToken = (owner: string): string => owner.replace(/[^A-Za-z0-9_-]/g, "_");
+
+export function claimLivenessSubject(kind: WorkKind, owner: string): string {
+  return `${WORK_CLAIM_LIVENESS_PREFIX}.${kind}.${claimOwnerToken(owner)}`;
+}
+
+const claimValueSchema = z.object({ owner: z.string().min(1), ack: z.string().startsWith("$JS.ACK.") });
+
+export interface WorkClaimsOptions {
+  readonly nc: NatsConnection;
+  readonly kind: WorkKind;
+  /** This worker's id, unique per incarnation. */
+  readonly owner: string;
+  readonly logger: Logger;
+  readonly probeEveryMs?: number;
+  readonly probeTimeoutMs?: number;
+  readonly replicas?: number;
+  /** Told when a dead owner's item was handed back by this worker. */
+  readonly onHandedBack?: (owner: string) => void;
+}
+
+export interface WorkClaims {
+  /** Records that this worker runs the delivered item (not awaited by the caller: errors are logged). */
+  claim(msg: JsMsg): Promise<void>;
+  /** Removes the claim once the item was acked, naked or terminated. */
+  release(msg: JsMsg): Promise<void>;
+  /** Whether `owner` is connected: false only on "no responders" (its connection is gone). */
+  isAlive(owner: string): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+interface SeenClaim {
+  readonly ack: string;
+  readonly revision: number;
+}
+
+export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkClaims> {
+  const { nc, kind, owner, logger } = options;
+  const probeEveryMs = options.probeEveryMs ?? DEFAULT_CLAIM_PROBE_MS;
+  const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_CLAIM_PROBE_TIMEOUT_MS;
+  const kv: KV = await new Kvm(nc).create(WORK_CLAIMS_BUCKET, { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 });
+  const ownToken = claimOwnerToken(owner);
+  const keyOf = (msg: JsMsg) => `${kind}.${ownToken}.${msg.seq}_${msg.info.deliveryCount}`;
+  let stopped = false;
+
+  // Presence first: a claim must never be visible before its owner answers for it.
+  const presence: Subscription = nc.subscribe(claimLivenessSubject(kind, owner), {
+    callback: (_error, msg) => {
+      if (!stopped) msg.respond();
+    },
+  });
+  await nc.flush();
+
+  // Other owners' claims, as the watch reports them: owner token → key → claim.
+  const seen = new Map<string, Map<string, SeenClaim>>();
+  const watch = await kv.watch({ key: `${kind}.>` });
+  const watching = (async () => {
+    for await (const entry of watch) {
+      const [, token] = entry.key.split(".");
+      if (token === undefined || token === ownToken) continue;
+      const claims = seen.get(token) ?? new Map<string, SeenClaim>();
+      if (entry.operation === "PUT") {
+        const parsed = claimValueSchema.safeParse(safeJson(entry.string()));
+        if (!parsed.success) {
+          logger.warn({ key: entry.key }, "ignoring a malformed work claim");
+          continue;
+        }
+        claims.set(entry.key, { ack: parsed.data.ack, revision: entry.revision });
+        seen.set(token, claims);
+      } else {
+        claims.delete(entry.key);
+        if (claims.size === 0) seen.delete(token);
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!stopped) logger.error({ err: error }, "work claims watch ended; dead workers' items wait for the ack wait");
+  });
+
+  const isAliveToken = (token: string): Promise<boolean> =>
+    nc.request(`${WORK_CLAIM_LIVENESS_PREFIX}.${kind}.${token}`, undefined, { timeout: probeTimeoutMs }).then(
+      () => true,
+      (error: unknown) => !isNoResponders(error),
+    );
+
+  /** The first survivor to remove a dead owner's claim hands its item back to the queue. */
+  const handBack = async (token: string, key: string, claim: SeenClaim): Promise<void> => {
+    try {
+      await kv.delete(key, { previousSeq: claim.revision });
+    } catch {
+      return; // another survivor removed it first (or the owner released it meanwhile)
+    }
+    nc.publish(claim.ack, "-NAK");
+    logger.warn({ kind, claimant: token, key }, "the claimant of a work item is gone; handed the item back to the queue");
+    options.onHandedBack?.(token);
+  };
+
+  const probing = new Set<string>();
+  const probeRound = (): void => {
+    for (const token of seen.keys()) {
+      if (probing.has(token)) continue;
+      probing.add(token);
+      void isAliveToken(token)
+        .then(async (alive) => {
+          if (alive || stopped) return;
+          await Promise.all([...(seen.get(token) ?? new Map<string, SeenClaim>())].map(([key, claim]) => handBack(token, key, claim)));
+        })
+        .catch((error: unknown) => logger.warn({ err: error, claimant: token }, "work claim probe failed"))
+        .finally(() => probing.delete(token));
+    }
+  };
+  const timer = setInterval(probeRound, probeEveryMs);
+  timer.unref();
+
+  return {
+    async claim(msg) {
+      const ack = ackSubjectOf(msg);
+      if (ack === undefined) return;
+      await kv.put(keyOf(msg), JSON.stringify({ owner, ack })).catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, "could not record a work claim; the ack wait covers this item"));
+    },
+    async release(msg) {
+      await kv.delete(keyOf(msg)).catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, "could not remove a work claim; it expires with the bucket's TTL"));
+    },
+    isAlive: (who) => (who === owner ? Promise.resolve(true) : isAliveToken(claimOwnerToken(who))),
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      watch.stop();
+      await watching;
+      presence.unsubscribe();
+    },
+  };
+}
+
+/** The subject a delivery is acked on (the message's reply subject; the client's type does not declare it). */
+function ackSubjectOf(msg: JsMsg): string | undefined {
+  const reply: unknown = (msg as unknown as { reply?: unknown }).reply;
+  return typeof reply === "string" && reply.startsWith("$JS.ACK.") ? reply : undefined;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
