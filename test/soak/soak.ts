@@ -4,6 +4,8 @@
 // find nothing on any stream, and every subscriber must hold exactly its stream's offsets.
 // Used by the short test (test/soak/soak.test.ts) and the long form (`pnpm soak`).
 
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type AuditReport, auditAgentStream, foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
 import { type NatsCluster, startNatsCluster, waitFor } from "@agentrt/testing";
@@ -231,6 +233,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     if (system) log(system.processes.logs().split("\n").filter((l) => /"level":(50|60)/.test(l)).slice(-40).join("\n"));
     throw error;
   } finally {
+    // SOAK_LOG_DIR=<dir> keeps every service's output (the tail each process holds) for diagnosis.
+    const logDir = process.env.SOAK_LOG_DIR;
+    if (logDir !== undefined && system !== undefined) {
+      mkdirSync(logDir, { recursive: true });
+      for (const p of system.processes.all) writeFileSync(join(logDir, `${p.name}.log`), p.logs());
+    }
     for (const c of clients) c.close();
     await mirror?.close();
     await system?.stop();
