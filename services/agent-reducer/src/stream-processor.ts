@@ -74,8 +74,13 @@ export class StreamProcessor {
   private closed = false;
   /** Work re-issued since the stream last moved (the core's backoff counts these). */
   private redrivesSinceProgress = 0;
-  /** When a chunk of this agent's streaming reply last arrived on the live lane (epoch ms). */
-  private liveProgressAtMs = 0;
+  /**
+   * When a chunk of this agent's streaming reply last arrived on the live lane (epoch ms); at
+   * first, when this processor was built: a takeover hands the work over with its usual item
+   * (deduplicated if the old one is still queued), and a second, re-issued item at that moment
+   * would only make two drivers call the model for one request.
+   */
+  private observedProgressAtMs: number;
 
   constructor(
     readonly streamPath: string,
@@ -91,6 +96,7 @@ export class StreamProcessor {
     // deduplicated; a script already started is the host's to recover).
     for (const script of this.state.activeScriptExecutions) this.unsettledScripts.set(script.executionId, script.requestedOffset);
     this.lastActivityMs = effects.now();
+    this.observedProgressAtMs = this.lastActivityMs;
   }
 
   /** Folds one delivered event and records what must follow from it. */
@@ -126,7 +132,7 @@ export class StreamProcessor {
   applyLive(event: AgentEvent): void {
     if (this.closed || event.type !== "agent/llm-response-chunks") return;
     // A reply streaming is a driver at work: its request is not re-issued meanwhile.
-    this.liveProgressAtMs = this.effects.now();
+    this.observedProgressAtMs = this.effects.now();
     this.redrivesSinceProgress = 0;
     const dialect = liveDialectOf(this.state, this.policy);
     if (dialect === undefined) return;
@@ -304,7 +310,7 @@ export class StreamProcessor {
   private async redrive(): Promise<number | null> {
     const redrive = workToRedrive(this.state, {
       nowMs: this.effects.now(),
-      progressAtMs: Math.max(this.state.lastFoldedAtMs, this.liveProgressAtMs),
+      progressAtMs: Math.max(this.state.lastFoldedAtMs, this.observedProgressAtMs),
       redrivesSinceProgress: this.redrivesSinceProgress,
       ...(this.redriveAfterMs === undefined ? {} : { afterMs: this.redriveAfterMs }),
     });
