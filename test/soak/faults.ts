@@ -115,10 +115,11 @@ export class FaultInjector {
 
   /**
    * Nobody can take the fault now (every other replica is still down or frozen): try again
-   * shortly, for up to ten seconds, so every kind is injected even when faults pile up.
+   * shortly, for up to thirty seconds, so every kind is injected even when faults pile up (on a
+   * loaded machine a killed service needs 10–30 s to serve again).
    */
   private skip(kind: FaultKind, fault?: ScheduledFault, attempt = 0): void {
-    if (fault === undefined || attempt >= 20 || this.stopped) {
+    if (fault === undefined || attempt >= 60 || this.stopped) {
       this.skipped[kind] = (this.skipped[kind] ?? 0) + 1;
       return;
     }

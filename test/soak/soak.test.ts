@@ -23,5 +23,5 @@ describe("chaos soak (short form)", () => {
     expect(report.subscriberGaps).toBe(0);
     expect(report.subscriberDuplicates).toBe(0);
     expect(report.turns.script + report.turns.interrupted + report.turns["double-texted"]).toBeGreaterThan(0);
-  }, 240_000);
+  }, 480_000);
 });

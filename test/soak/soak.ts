@@ -4,6 +4,8 @@
 // find nothing on any stream, and every subscriber must hold exactly its stream's offsets.
 // Used by the short test (test/soak/soak.test.ts) and the long form (`pnpm soak`).
 
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type AuditReport, auditAgentStream, foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
 import { type NatsCluster, startNatsCluster, waitFor } from "@agentrt/testing";
@@ -96,6 +98,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         LLM_IDLE_TIMEOUT_MS: "4000",
         SCRIPT_WORK_ACK_WAIT_MS: "2000",
         MAX_LIVE_SUBSCRIPTIONS_PER_KEY: String(agentsCount * 2),
+        // SOAK_LOG_LEVEL=info for diagnosis (with SOAK_LOG_DIR); warnings by default.
+        ...(process.env.SOAK_LOG_LEVEL === undefined ? {} : { LOG_LEVEL: process.env.SOAK_LOG_LEVEL }),
       },
     });
     log(`soak: system up in ${Math.round((Date.now() - started) / 1000)} s`);
@@ -118,6 +122,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
             // What the services said about this stream (warnings and errors), for the next fix.
             const said = sys.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => l.includes(`"${path}"`) && /"level":(40|50|60)/.test(l)).slice(-3).map((l) => `${p.name}: ${l.slice(0, 400)}`));
             for (const l of said) log(`  ${l}`);
+            dumpLogs(sys, `stuck-${Math.round((Date.now() - started) / 1000)}s`);
           },
         }),
     );
@@ -231,11 +236,24 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     if (system) log(system.processes.logs().split("\n").filter((l) => /"level":(50|60)/.test(l)).slice(-40).join("\n"));
     throw error;
   } finally {
+    if (system !== undefined) dumpLogs(system, "end");
     for (const c of clients) c.close();
     await mirror?.close();
     await system?.stop();
     await cluster?.stop();
   }
+}
+
+/**
+ * SOAK_LOG_DIR=<dir> keeps every service's output (the tail each process holds) for diagnosis:
+ * at the end, and when a turn is found stuck (before later output pushes it out).
+ */
+function dumpLogs(system: System, when: string): void {
+  const logDir = process.env.SOAK_LOG_DIR;
+  if (logDir === undefined) return;
+  const dir = join(logDir, when);
+  mkdirSync(dir, { recursive: true });
+  for (const p of system.processes.all) writeFileSync(join(dir, `${p.name}.log`), p.logs());
 }
 
 /**

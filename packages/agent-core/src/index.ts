@@ -5,6 +5,7 @@ export { initialAgentState, foldAgentEvent, foldAgentEvents } from "./fold/fold.
 export { triggerSourceOf, isInterruptingItem } from "./fold/triggers.ts";
 export { isAgentExecution } from "./fold/bookkeeping.ts";
 export * from "./decide.ts";
+export * from "./redrive.ts";
 export * from "./react.ts";
 export * from "./runtime.ts";
 export { PROTOCOL_PROMPT } from "./render/protocol-prompt.ts";

@@ -1,5 +1,6 @@
 // The reducer's environment, parsed once at start-up.
 import { DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema } from "@agentrt/service-kit";
+import { DEFAULT_REDRIVE_AFTER_MS } from "@agentrt/agent-core";
 import { z } from "zod";
 
 export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
@@ -18,6 +19,12 @@ export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
   PROJECT_WORKER: z.enum(["on", "off"]).default("on"),
   /** The project's AGENTS.md, injected by the worker's birth reaction (default: the demo text). */
   PROJECT_AGENTS_MD_FILE: z.string().optional(),
+  /**
+   * An agent with an open request or an unsettled script whose stream shows no progress for
+   * this long gets its work items issued again (then after twice as long, and so on): the
+   * safety net for a work item lost in a failover.
+   */
+  REDUCER_REDRIVE_AFTER_MS: z.coerce.number().int().min(100).default(DEFAULT_REDRIVE_AFTER_MS),
   REDUCER_INTERRUPT_TIMEOUT_MS: z.coerce.number().int().min(50).default(1500),
 });
 

@@ -25,8 +25,9 @@ export interface ReducerEffects {
   append(streamPath: string, batch: readonly EventInput[]): Promise<void>;
   /** Appends only if the stream's last offset is still `expectedLastOffset`. */
   appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendResult>;
-  publishLlmWork(streamPath: string, requestOffset: number): Promise<void>;
-  publishScriptWork(streamPath: string, requestedOffset: number, executionId: string): Promise<void>;
+  /** Hands work to the queue; a re-drive is a new item even within the queue's duplicate window. */
+  publishLlmWork(streamPath: string, requestOffset: number, options?: { redrive?: boolean }): Promise<void>;
+  publishScriptWork(streamPath: string, requestedOffset: number, executionId: string, options?: { redrive?: boolean }): Promise<void>;
   /** Asks the driver running the request to abort; resolves to its partial text, if any. */
   interruptDriver(streamPath: string, requestOffset: number): Promise<string | undefined>;
   publishRuntime(streamPath: string, payload: PayloadOf<"agent/runtime-changed">): Promise<void>;
@@ -71,9 +72,9 @@ export function natsReducerEffects(deps: {
         return outcome;
       });
     },
-    publishLlmWork: (streamPath, requestOffset) => publishWork(js, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }),
-    publishScriptWork: (streamPath, requestedOffset, executionId) =>
-      publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }),
+    publishLlmWork: (streamPath, requestOffset, options) => publishWork(js, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options),
+    publishScriptWork: (streamPath, requestedOffset, executionId, options) =>
+      publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }, options),
     async interruptDriver(streamPath, requestOffset) {
       try {
         // Undefined when no driver is running it (or none answered in time).

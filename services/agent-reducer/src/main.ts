@@ -55,6 +55,7 @@ await runService({
       logger,
       metrics,
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
+      redriveAfterMs: config.REDUCER_REDRIVE_AFTER_MS,
       retention: {
         snapshotEveryEvents: config.REDUCER_SNAPSHOT_EVERY_EVENTS,
         snapshotIdleMs: config.REDUCER_SNAPSHOT_IDLE_MS,

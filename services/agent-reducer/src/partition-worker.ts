@@ -43,6 +43,8 @@ export interface PartitionWorkerOptions {
   readonly retention?: Partial<RetentionPolicy>;
   /** The reaction policy (production's by default; main.ts builds it from the worker switch). */
   readonly policy?: ReactionPolicy;
+  /** Quiet time before an agent's outstanding work is issued again (`REDUCER_REDRIVE_AFTER_MS`). */
+  readonly redriveAfterMs?: number;
   readonly onEvents?: (count: number) => void;
   readonly onRetention?: (what: "snapshot" | "evicted" | "rebuilt" | "checkpoint") => void;
 }
@@ -169,7 +171,7 @@ export class PartitionWorker {
   }
 
   private newProcessor(streamPath: string, restored?: ConstructorParameters<typeof StreamProcessor>[3]): StreamProcessor {
-    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored, this.options.policy);
+    return new StreamProcessor(streamPath, this.options.effects, this.options.logger.child({ streamPath }), restored, this.options.policy, this.options.redriveAfterMs);
   }
 
   /**

@@ -25,6 +25,8 @@ export interface ReducerServiceOptions {
   readonly kvReplicas?: number;
   /** The reaction policy (production's by default; main.ts builds it from the worker switch). */
   readonly policy?: ReactionPolicy;
+  /** Quiet time before an agent's outstanding work is issued again. */
+  readonly redriveAfterMs?: number;
 }
 
 export class ReducerService {
@@ -78,6 +80,7 @@ export class ReducerService {
           logger: options.logger.child({ partition }),
           ...(options.retention ? { retention: options.retention } : {}),
           ...(options.policy ? { policy: options.policy } : {}),
+          ...(options.redriveAfterMs === undefined ? {} : { redriveAfterMs: options.redriveAfterMs }),
           onEvents: (count) => this.eventsFolded?.inc(count),
           onRetention: (what) => this.retentionEvents?.inc({ what }),
         });

@@ -30,6 +30,7 @@ import {
   liveDialectOf,
   publishesRuntime,
   reactToEvent,
+  workToRedrive,
 } from "@agentrt/agent-core";
 import type { Logger } from "@agentrt/service-kit";
 import type { ReducerEffects } from "./effects.ts";
@@ -71,6 +72,15 @@ export class StreamProcessor {
   private previews: Promise<void> = Promise.resolve();
   private flushing = false;
   private closed = false;
+  /** Work re-issued since the stream last moved (the core's backoff counts these). */
+  private redrivesSinceProgress = 0;
+  /**
+   * When a chunk of this agent's streaming reply last arrived on the live lane (epoch ms); at
+   * first, when this processor was built: a takeover hands the work over with its usual item
+   * (deduplicated if the old one is still queued), and a second, re-issued item at that moment
+   * would only make two drivers call the model for one request.
+   */
+  private observedProgressAtMs: number;
 
   constructor(
     readonly streamPath: string,
@@ -78,12 +88,15 @@ export class StreamProcessor {
     private readonly logger: Logger,
     restored?: AgentState,
     private readonly policy: ReactionPolicy = PRODUCTION_REACTION_POLICY,
+    /** Quiet time before outstanding work is issued again (the core's default when absent). */
+    private readonly redriveAfterMs?: number,
   ) {
     this.state = restored ?? initialAgentState(streamPath);
     // A restored agent's running scripts are handed to the host again (the work item is
     // deduplicated; a script already started is the host's to recover).
     for (const script of this.state.activeScriptExecutions) this.unsettledScripts.set(script.executionId, script.requestedOffset);
     this.lastActivityMs = effects.now();
+    this.observedProgressAtMs = this.lastActivityMs;
   }
 
   /** Folds one delivered event and records what must follow from it. */
@@ -94,6 +107,7 @@ export class StreamProcessor {
     this.state = after;
     this.eventsSinceSnapshot += 1;
     this.lastActivityMs = this.effects.now();
+    this.redrivesSinceProgress = 0;
     if (event.idempotencyKey !== undefined) this.seenKeys.add(event.idempotencyKey);
     if (event.type === "capability-host/script-run-requested") {
       this.unsettledScripts.set(event.payload.executionId, event.offset);
@@ -117,6 +131,9 @@ export class StreamProcessor {
    */
   applyLive(event: AgentEvent): void {
     if (this.closed || event.type !== "agent/llm-response-chunks") return;
+    // A reply streaming is a driver at work: its request is not re-issued meanwhile.
+    this.observedProgressAtMs = this.effects.now();
+    this.redrivesSinceProgress = 0;
     const dialect = liveDialectOf(this.state, this.policy);
     if (dialect === undefined) return;
     // One request streams at a time; a second lane covers chunks of the previous one arriving late.
@@ -290,10 +307,32 @@ export class StreamProcessor {
       if (request.offset !== speculative || published.status === "rejected") await this.effects.publishLlmWork(this.streamPath, request.offset);
       this.publishedRequestOffset = request.offset;
     }
-    if (decision.wakeAtMs !== null) {
-      const delay = Math.max(0, decision.wakeAtMs - this.effects.now());
+    const checkAtMs = await this.redrive();
+    const wakeAtMs = decision.wakeAtMs === null ? checkAtMs : checkAtMs === null ? decision.wakeAtMs : Math.min(decision.wakeAtMs, checkAtMs);
+    if (wakeAtMs !== null) {
+      const delay = Math.max(0, wakeAtMs - this.effects.now());
       this.wakeTimer = setTimeout(() => this.scheduleFlush(), delay);
     }
+  }
+
+  /**
+   * Issues outstanding work again when the stream has been quiet too long (the core's
+   * `workToRedrive`): a lost work item must not leave a request or a script waiting for its
+   * expiry. Returns when to look again.
+   */
+  private async redrive(): Promise<number | null> {
+    const redrive = workToRedrive(this.state, {
+      nowMs: this.effects.now(),
+      progressAtMs: Math.max(this.state.lastFoldedAtMs, this.observedProgressAtMs),
+      redrivesSinceProgress: this.redrivesSinceProgress,
+      ...(this.redriveAfterMs === undefined ? {} : { afterMs: this.redriveAfterMs }),
+    });
+    if (redrive.requestOffset === null && redrive.scripts.length === 0) return redrive.checkAtMs;
+    this.logger.warn({ streamPath: this.streamPath, requestOffset: redrive.requestOffset, scripts: redrive.scripts.map((s) => s.executionId), redrives: this.redrivesSinceProgress + 1 }, "outstanding work made no progress; issuing it again");
+    if (redrive.requestOffset !== null) await this.effects.publishLlmWork(this.streamPath, redrive.requestOffset, { redrive: true });
+    for (const script of redrive.scripts) await this.effects.publishScriptWork(this.streamPath, script.requestedOffset, script.executionId, { redrive: true });
+    this.redrivesSinceProgress += 1;
+    return redrive.checkAtMs;
   }
 }
 
