@@ -8,7 +8,7 @@ import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { connectNats } from "@agentrt/service-kit";
-import { liveUrl, natsServerBinary, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
+import { liveUrl, natsServerBinary, startNatsServer, testLogger, userMessage, waitFor } from "@agentrt/testing";
 import { Authenticator, createHttpGateway, gatewayCore } from "@agentrt/web-gateway";
 import { describeMachine } from "../store/machine.ts";
 import { percentile } from "../store/measure.ts";
@@ -22,7 +22,6 @@ const PACED_EVENTS = Number(values.events);
 const BURST_EVENTS = Number(values.burst);
 const PACE_MS = 10;
 
-const userMessage = (i: number) => ({ type: "agents/context-added", payload: { role: "user", content: `message ${i}`, actor: { type: "user", origin: "web" } } });
 
 interface Row {
   transport: string;
@@ -64,7 +63,7 @@ async function runTransport(transport: "sse" | "ws"): Promise<Row> {
   const sentAt = new Map<number, number>();
   for (let i = 0; i < PACED_EVENTS; i++) {
     const t0 = performance.now();
-    const res = await store.append(path, [userMessage(i)]);
+    const res = await store.append(path, [userMessage(`message ${i}`)]);
     sentAt.set(res.events[0]!.offset, t0);
     const wait = PACE_MS - (performance.now() - t0);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -78,7 +77,7 @@ async function runTransport(transport: "sse" | "ws"): Promise<Row> {
 
   // Burst: BURST_EVENTS in batches of 10 appended back to back; time until each subscriber has all.
   const burstStart = performance.now();
-  for (let i = 0; i < BURST_EVENTS; i += 10) await store.append(path, Array.from({ length: 10 }, (_, j) => userMessage(i + j)));
+  for (let i = 0; i < BURST_EVENTS; i += 10) await store.append(path, Array.from({ length: 10 }, (_, j) => userMessage(`message ${i + j}`)));
   const lastBurst = lastPaced + BURST_EVENTS;
   await waitFor(() => everyone.every((s) => s.arrivals.has(lastBurst)), { timeoutMs: 300_000, intervalMs: 20, what: "burst events everywhere" });
   const doneAt = (s: Recorder) => s.arrivals.get(lastBurst)! - burstStart;

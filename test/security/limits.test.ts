@@ -6,7 +6,7 @@
 
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { followLive, waitFor } from "@agentrt/testing";
+import { followLive, userMessage, waitFor } from "@agentrt/testing";
 import { grpcExchange, grpcFrame, grpcOpenStream, grpcSession, pbString, pbVarintField } from "./support/grpc-raw.ts";
 import { enc, httpJson, waitForText } from "./support/live-session.ts";
 import { rawExchange, wsFrame } from "./support/raw-clients.ts";
@@ -50,9 +50,6 @@ const grpcHeaders = (key: MintedKey) => ({ "content-type": "application/grpc", t
 const subscribeMessage = grpcFrame(Buffer.concat([pbString(1, AGENT), pbVarintField(2, 1)]));
 const RESOURCE_EXHAUSTED = 8;
 
-function userEvent(content: unknown) {
-  return { type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } };
-}
 
 describe("per-key cap on live subscriptions", () => {
   it(`the ${CAP + 1}th live subscription of one key is 429 on SSE, WebSocket and gRPC; closing one frees a slot`, async () => {
@@ -150,7 +147,7 @@ describe("header and body timeouts", () => {
       await new Promise((resolve) => setTimeout(resolve, REQUEST_TIMEOUT_MS + 1_500));
       const sent = await httpJson(sys.gatewayUrl, "POST", `/v1/streams/${enc(AGENT)}/events`, {
         headers: { authorization: `Bearer ${writer.apiKey}` },
-        body: { events: [userEvent("still listening?")] },
+        body: { events: [userMessage("still listening?")] },
       });
       expect(sent.status, sent.text).toBe(200);
       await waitForText(sse.text, "still listening?", 5_000);
@@ -242,7 +239,7 @@ describe("resets mid-stream and mid-upload", () => {
 
   it("50 SSE streams reset on their first byte and 50 uploads cut off mid-body leave the gateway serving, with every slot freed", async () => {
     const sse = Buffer.from(`GET /v1/streams/${enc(AGENT)}/subscribe?apiKey=${enc(reader.apiKey)}&fromOffset=1 HTTP/1.1\r\nHost: x\r\n\r\n`);
-    const body = JSON.stringify({ events: [userEvent("x".repeat(20_000))] });
+    const body = JSON.stringify({ events: [userMessage("x".repeat(20_000))] });
     const upload = Buffer.from(
       `POST /v1/streams/${enc(AGENT)}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );

@@ -1,29 +1,28 @@
 // The agent view shows the agent's script authority (read-only): its own subtree and the
 // prefixes granted on create, updated live when a configure changes the grant.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openTestStore, type TestStore } from "./support/store.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
-import { ensureUiBuilt, launchChromium } from "./support/browser.ts";
+import type { TestStore } from "./support/store.ts";
+import type { TestGateway } from "./support/gateway-harness.ts";
+import { type BrowserPage, openBrowserPage, startUiStack, type UiStack } from "./support/browser.ts";
 import { http } from "./support/http.ts";
 
 const PATH = "/agents/web/granted";
 let ts: TestStore;
 let gw: TestGateway;
-let browser: Browser;
+let stack: UiStack;
+let browser: BrowserPage;
 let page: Page;
 
 beforeAll(async () => {
-  const uiDistDir = ensureUiBuilt();
-  ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, devMode: true, uiDistDir });
-  browser = await launchChromium();
-  page = await browser.newPage();
+  stack = await startUiStack();
+  ({ ts, gw } = stack);
+  browser = await openBrowserPage();
+  page = browser.page;
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
-  await gw?.close();
-  await ts?.close();
+  await stack?.close();
 });
 
 it("shows the grant of the agent and follows a configure", { timeout: 60_000 }, async () => {
