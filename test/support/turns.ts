@@ -83,5 +83,3 @@ export function sumAudits(audits: readonly StreamAudit[]): StreamAudit {
     { requests: 0, settlements: 0, lost: 0, duplicated: 0, violations: 0 },
   );
 }
-
-export { prng } from "@agentrt/testing";

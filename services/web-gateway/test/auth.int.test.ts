@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
-import { collectLive } from "@agentrt/testing";
+import { enc, http } from "./support/http.ts";
+import { collectLive, userMessage } from "@agentrt/testing";
 
 const PATH = "/agents/team-a/alpha";
 const reader = testKey([{ prefix: "/agents/team-a", verbs: ["read"] }]);

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Authenticator } from "../src/auth/authenticator.ts";
 import { gatewayCore } from "../src/core.ts";
 import { createHttpGateway, type HttpGateway } from "../src/gateway.ts";
-import { enc, http, userMessage } from "./support/http.ts";
+import { enc, http } from "./support/http.ts";
 import { openTestStore, type TestStore } from "./support/store.ts";
-import { testLogger } from "@agentrt/testing";
+import { testLogger, userMessage } from "@agentrt/testing";
 
 const LIMITS = { maxEventBytes: 50_000, maxPageBytes: 100_000, maxListFoldBytes: 100_000 };
 const BIG = 30_000;
