@@ -8,26 +8,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "@agentrt/testing";
 import type { TestStore } from "./support/store.ts";
 import type { TestGateway } from "./support/gateway-harness.ts";
-import { type BrowserPage, openBrowserPage, screenshotPath, startUiStack, type UiStack } from "./support/browser.ts";
+import { screenshotPath, startUiStack, type UiStack } from "./support/browser.ts";
 
 const PATH = "/agents/web/browser-demo";
 const SCREENSHOT = screenshotPath("screenshot-chat.png");
 let ts: TestStore;
 let gw: TestGateway;
-let stack: UiStack;
-let browser: BrowserPage;
+let ui: UiStack;
 let page: Page;
 
 beforeAll(async () => {
-  stack = await startUiStack();
-  ({ ts, gw } = stack);
-  browser = await openBrowserPage({ width: 1100, height: 900 });
-  page = browser.page;
+  ui = await startUiStack({ width: 1100, height: 900 });
+  ({ ts, gw, page } = ui);
 }, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-});
+afterAll(async () => ui?.close());
 
 const texts = (selector: string) => page.locator(selector).allInnerTexts();
 const offsetsOf = (selector: string) =>

@@ -4,26 +4,20 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { TestStore } from "./support/store.ts";
 import type { TestGateway } from "./support/gateway-harness.ts";
-import { type BrowserPage, openBrowserPage, startUiStack, type UiStack } from "./support/browser.ts";
+import { startUiStack, type UiStack } from "./support/browser.ts";
 import { http } from "./support/http.ts";
 
 const PATH = "/agents/web/granted";
 let ts: TestStore;
 let gw: TestGateway;
-let stack: UiStack;
-let browser: BrowserPage;
+let ui: UiStack;
 let page: Page;
 
 beforeAll(async () => {
-  stack = await startUiStack();
-  ({ ts, gw } = stack);
-  browser = await openBrowserPage();
-  page = browser.page;
+  ui = await startUiStack();
+  ({ ts, gw, page } = ui);
 }, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-});
+afterAll(async () => ui?.close());
 
 it("shows the grant of the agent and follows a configure", { timeout: 60_000 }, async () => {
   const created = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: PATH, grant: [{ prefix: "/shared/board", verbs: ["read"] }] } });

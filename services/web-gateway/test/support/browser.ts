@@ -49,21 +49,25 @@ export async function openBrowserPage(viewport?: { width: number; height: number
   return { page, close: () => browser.close() };
 }
 
-/** The UI (built if stale) served by a dev-mode gateway over a fresh JetStream test store. */
+/** The UI (built if stale) served by a dev-mode gateway over a fresh JetStream test store, open in Chromium. */
 export interface UiStack {
   readonly ts: TestStore;
   readonly gw: TestGateway;
+  readonly page: Page;
   close(): Promise<void>;
 }
 
-export async function startUiStack(): Promise<UiStack> {
+export async function startUiStack(viewport?: { width: number; height: number }): Promise<UiStack> {
   const uiDistDir = ensureUiBuilt();
   const ts = await openTestStore();
   const gw = await startTestGateway({ store: ts.store, devMode: true, uiDistDir });
+  const browser = await openBrowserPage(viewport);
   return {
     ts,
     gw,
+    page: browser.page,
     async close() {
+      await browser.close();
       await gw.close();
       await ts.close();
     },
