@@ -17,6 +17,11 @@ export function syntheticStream(targetEvents: number): { events: AgentEvent[]; r
     events.push({ streamPath: PATH, offset, createdAt: new Date(now).toISOString(), type, payload } as AgentEvent);
     return offset;
   };
+  const requestModel = (): number => {
+    const offset = add("agent/llm-request-requested", { model: "openai/gpt-5.6-terra", expiresAt: new Date(now + 600_000).toISOString(), contractVersion: "7.0.0" });
+    requestOffsets.push(offset);
+    return offset;
+  };
   add("agent/created", {});
   add("agent/configured", { config: { interpretResponses: false, llmRequestDebounceMs: 250 } });
   for (let i = 0; i < 12; i += 1) {
@@ -32,12 +37,7 @@ export function syntheticStream(targetEvents: number): { events: AgentEvent[]; r
       actor: { type: "user", origin: "web" },
     });
     now += 250;
-    const request = add("agent/llm-request-requested", {
-      model: "openai/gpt-5.6-terra",
-      expiresAt: new Date(now + 600_000).toISOString(),
-      contractVersion: "7.0.0",
-    });
-    requestOffsets.push(request);
+    const request = requestModel();
     now += 2_000;
     const reply = `Answer ${turn}. ${"Here is some reasoning. ".repeat(15)}\n<codemode status="Working">\nreturn await itx.repo.listPulls({ state: "open" });\n</codemode>`;
     const assistant = add("agents/context-added", { role: "assistant", content: reply, llmRequestOffset: request });
@@ -67,12 +67,7 @@ export function syntheticStream(targetEvents: number): { events: AgentEvent[]; r
         llmRequestPolicy: { behaviour: "after-current-request" },
       });
       now += 250;
-      const followUp = add("agent/llm-request-requested", {
-        model: "openai/gpt-5.6-terra",
-        expiresAt: new Date(now + 600_000).toISOString(),
-        contractVersion: "7.0.0",
-      });
-      requestOffsets.push(followUp);
+      const followUp = requestModel();
       now += 1_500;
       add("agents/context-added", { role: "assistant", content: `Done with ${turn}.`, llmRequestOffset: followUp });
       add("agent/llm-request-settled", { requestOffset: followUp, result: { status: "succeeded", text: `Done with ${turn}.` } });

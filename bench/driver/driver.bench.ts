@@ -25,7 +25,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
 import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer } from "@agentrt/testing";
+import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const PARTITIONS = 8;
@@ -188,7 +188,7 @@ try {
     const path = agents[turn % AGENTS] as string;
     const marker = `turn-${turn}`;
     const seen = model.requests.length;
-    const result = await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: marker, actor: { type: "user", origin: "web" } } }]);
+    const result = await store.append(path, [userMessage(marker)]);
     const ackAt = nowMs();
     const userOffset = (result.events[0] as AgentEvent).offset;
     const request = (await model.waitForRequests(seen + 1, 30_000)).at(-1) as FakeModelRequest;
@@ -239,7 +239,7 @@ try {
     const path = soloAgents[turn % AGENTS] as string;
     const marker = `solo-${turn}`;
     const seen = model.requests.length;
-    await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: marker, actor: { type: "user", origin: "web" } } }]);
+    await store.append(path, [userMessage(marker)]);
     const expiresAt = new Date(Date.now() + 600_000).toISOString();
     const appended = await store.append(path, [{ type: "agent/llm-request-requested", payload: { model: "openai/gpt-5.6-terra", expiresAt } }]);
     const ackAt = nowMs();
@@ -283,7 +283,7 @@ try {
       }
     })();
     const seen = model.requests.length;
-    await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: `stream ${rate.label}`, actor: { type: "user", origin: "web" } } }]);
+    await store.append(path, [userMessage(`stream ${rate.label}`)]);
     await done;
     await live.close();
     const emittedBy = model.requests[seen] as FakeModelRequest;

@@ -1,9 +1,9 @@
-// Fan-out bench subscribers: N SSE or WebSocket clients of the gateway, plus the direct
-// baselines (an in-process store subscription and a raw core-NATS subscription to the
-// agent's subject). Each records the arrival time of every durable offset it receives.
+// Fan-out bench subscribers: N SSE or WebSocket clients of the gateway (the shared live
+// follower of @agentrt/testing), plus the direct baseline (an in-process store subscription).
+// Each records the arrival time of every durable offset it receives.
 
-import WebSocket from "ws";
 import type { EventStore } from "@agentrt/streams";
+import { followLive, type LiveTransport } from "@agentrt/testing";
 
 export interface Recorder {
   readonly name: string;
@@ -11,45 +11,21 @@ export interface Recorder {
   close(): void;
 }
 
-export async function sseClient(url: string): Promise<Recorder> {
+/** A gateway subscriber, resolved once the subscription is accepted. */
+export async function gatewayClient(transport: LiveTransport, url: string): Promise<Recorder> {
   const arrivals = new Map<number, number>();
-  const controller = new AbortController();
-  const res = await fetch(url, { signal: controller.signal, headers: { accept: "text/event-stream" } });
-  if (!res.ok || res.body === null) throw new Error(`SSE subscribe failed: ${res.status}`);
-  void (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    try {
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        const now = performance.now();
-        buffer += decoder.decode(chunk, { stream: true });
-        let cut: number;
-        while ((cut = buffer.indexOf("\n\n")) >= 0) {
-          const frame = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const id = /^id: (\d+)$/m.exec(frame)?.[1];
-          if (id !== undefined) arrivals.set(Number(id), now);
-        }
-      }
-    } catch {
-      // aborted at close
-    }
-  })();
-  return { name: "sse", arrivals, close: () => controller.abort() };
-}
-
-export function wsClient(url: string): Promise<Recorder> {
-  return new Promise((resolve, reject) => {
-    const arrivals = new Map<number, number>();
-    const ws = new WebSocket(url);
-    ws.on("open", () => resolve({ name: "ws", arrivals, close: () => ws.terminate() }));
-    ws.on("message", (data) => {
-      const now = performance.now();
-      const event = JSON.parse(String(data)) as { offset: number; ephemeral?: boolean };
-      if (event.ephemeral !== true) arrivals.set(event.offset, now);
-    });
-    ws.on("error", reject);
+  const follower = followLive(transport, url, {
+    ...(transport === "sse" ? { headers: { accept: "text/event-stream" } } : {}),
+    onMessage: (message) => {
+      if (message.offset !== undefined) arrivals.set(message.offset, message.at);
+    },
   });
+  const status = await follower.opened;
+  if (status !== (transport === "sse" ? 200 : 101)) {
+    follower.close();
+    throw new Error(`${transport} subscribe failed: ${status}`);
+  }
+  return { name: transport, arrivals, close: () => follower.close() };
 }
 
 export function storeClient(store: EventStore, path: string): Recorder {

@@ -7,12 +7,12 @@
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { connectNats, createLogger } from "@agentrt/service-kit";
-import { natsServerBinary, startNatsServer, waitFor } from "@agentrt/testing";
+import { connectNats } from "@agentrt/service-kit";
+import { liveUrl, natsServerBinary, startNatsServer, testLogger, userMessage, waitFor } from "@agentrt/testing";
 import { Authenticator, createHttpGateway, gatewayCore } from "@agentrt/web-gateway";
 import { describeMachine } from "../store/machine.ts";
 import { percentile } from "../store/measure.ts";
-import { sseClient, storeClient, wsClient, type Recorder } from "./clients.ts";
+import { gatewayClient, storeClient, type Recorder } from "./clients.ts";
 
 const { values } = parseArgs({
   options: { subscribers: { type: "string", default: "100" }, events: { type: "string", default: "300" }, burst: { type: "string", default: "2000" } },
@@ -22,7 +22,6 @@ const PACED_EVENTS = Number(values.events);
 const BURST_EVENTS = Number(values.burst);
 const PACE_MS = 10;
 
-const userMessage = (i: number) => ({ type: "agents/context-added", payload: { role: "user", content: `message ${i}`, actor: { type: "user", origin: "web" } } });
 
 interface Row {
   transport: string;
@@ -45,7 +44,7 @@ const gateway = createHttpGateway({
   store,
   core: gatewayCore(),
   auth: new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1e9, burst: 1e9 }, nowMs: Date.now }),
-  log: createLogger("fanout-bench", "silent"),
+  log: testLogger("fanout-bench"),
   // Every bench subscriber shares one loopback address, which dev mode's cap counts together.
   maxLiveSubscriptionsPerKey: SUBSCRIBERS + 1,
 });
@@ -54,15 +53,8 @@ const port = await gateway.listen(0, "127.0.0.1");
 async function runTransport(transport: "sse" | "ws"): Promise<Row> {
   const path = `/agents/bench/fanout-${transport}-${Date.now().toString(36)}`;
   await store.append(path, [{ type: "agent/created", payload: {} }]);
-  const enc = encodeURIComponent(path);
   const subs: Recorder[] = [];
-  for (let i = 0; i < SUBSCRIBERS; i++) {
-    subs.push(
-      transport === "sse"
-        ? await sseClient(`http://127.0.0.1:${port}/v1/streams/${enc}/subscribe?fromOffset=1`)
-        : await wsClient(`ws://127.0.0.1:${port}/v1/streams/${enc}/ws?fromOffset=1`),
-    );
-  }
+  for (let i = 0; i < SUBSCRIBERS; i++) subs.push(await gatewayClient(transport, liveUrl(`http://127.0.0.1:${port}`, transport, path, { fromOffset: 1 })));
   const direct = storeClient(directStore, path);
   const everyone = [...subs, direct];
   await waitFor(() => everyone.every((s) => s.arrivals.has(1)), { timeoutMs: 60_000, what: "every subscriber to see offset 1" });
@@ -71,7 +63,7 @@ async function runTransport(transport: "sse" | "ws"): Promise<Row> {
   const sentAt = new Map<number, number>();
   for (let i = 0; i < PACED_EVENTS; i++) {
     const t0 = performance.now();
-    const res = await store.append(path, [userMessage(i)]);
+    const res = await store.append(path, [userMessage(`message ${i}`)]);
     sentAt.set(res.events[0]!.offset, t0);
     const wait = PACE_MS - (performance.now() - t0);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -85,7 +77,7 @@ async function runTransport(transport: "sse" | "ws"): Promise<Row> {
 
   // Burst: BURST_EVENTS in batches of 10 appended back to back; time until each subscriber has all.
   const burstStart = performance.now();
-  for (let i = 0; i < BURST_EVENTS; i += 10) await store.append(path, Array.from({ length: 10 }, (_, j) => userMessage(i + j)));
+  for (let i = 0; i < BURST_EVENTS; i += 10) await store.append(path, Array.from({ length: 10 }, (_, j) => userMessage(`message ${i + j}`)));
   const lastBurst = lastPaced + BURST_EVENTS;
   await waitFor(() => everyone.every((s) => s.arrivals.has(lastBurst)), { timeoutMs: 300_000, intervalMs: 20, what: "burst events everywhere" });
   const doneAt = (s: Recorder) => s.arrivals.get(lastBurst)! - burstStart;

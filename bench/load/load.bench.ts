@@ -24,6 +24,7 @@ import { partitionOfPath } from "@agentrt/streams";
 import { PARTITIONS, type System, startSystem } from "../../test/support/system.ts";
 import { numberArg, percentile, pool, rssKiB } from "../support/run.ts";
 import { lastUserContent } from "../../test/support/turns.ts";
+import { userMessage } from "@agentrt/testing";
 
 const AGENTS = numberArg("agents", 1000);
 const TURNS = numberArg("turns", 5);
@@ -117,7 +118,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
     });
     answered.catch(() => undefined); // awaited below; a timeout before then is not unhandled
     inFlight.set(path, content);
-    const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
+    const sent = await system.store.append(path, [userMessage(content)]);
     userCommittedAt.set(content, Date.parse(sent.events[0]!.createdAt));
     await answered.catch(async (error: unknown) => {
       if (!diagnosed) {

@@ -17,6 +17,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { type System, startSystem } from "../../test/support/system.ts";
 import { lastUserContent } from "../../test/support/turns.ts";
 import { numberArg, percentile, pool, rssKiB } from "../support/run.ts";
+import { userMessage } from "@agentrt/testing";
 
 const AGENTS = numberArg("agents", 100_000);
 const BASELINE_AGENTS = numberArg("baseline-agents", 10_000);
@@ -145,7 +146,7 @@ async function turn(path: string, content: string): Promise<number> {
       resolve();
     });
   });
-  const sent = await system.store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }]);
+  const sent = await system.store.append(path, [userMessage(content)]);
   committedAt.set(content, Date.parse(sent.events[0]!.createdAt));
   await answered.catch(async (error: unknown) => {
     const events = await system.store.read(path);

@@ -6,7 +6,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem } from "../support/system.ts";
-import { auditStream, createBareAgent, lastUserContent, prng, say, sumAudits, waitForAssistant } from "../support/turns.ts";
+import { prng } from "@agentrt/testing";
+import { auditStream, createBareAgent, lastUserContent, say, sumAudits, waitForAssistant } from "../support/turns.ts";
 
 const AGENTS = 10;
 const TURNS = 5;

@@ -3,9 +3,8 @@
 // subscriber must resume from its last offset with no gap and no duplicate.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "@agentrt/testing";
+import { type LiveFollower, checkSequence, resumingFollower, waitFor } from "@agentrt/testing";
 import { type System, startSystem } from "../support/system.ts";
-import { type LiveClient, checkSequence, sseClient, wsClient } from "../support/live-clients.ts";
 
 const SUBSCRIBERS = 100;
 let system: System;
@@ -21,9 +20,7 @@ describe("chaos: the gateway restarts under live subscribers", () => {
     const path = "/agents/chaos/gateway";
     await system.store.append(path, [{ type: "agent/created", payload: {} }]);
     const gateway = system.processes.byService("web-gateway")[0]!;
-    const clients: LiveClient[] = Array.from({ length: SUBSCRIBERS }, (_, i) =>
-      i % 2 === 0 ? sseClient(system.gatewayUrl!, path) : wsClient(system.gatewayUrl!, path),
-    );
+    const clients: LiveFollower[] = Array.from({ length: SUBSCRIBERS }, (_, i) => resumingFollower(system.gatewayUrl!, i % 2 === 0 ? "sse" : "ws", path));
     let writing = true;
     let appended = 1;
     const writer = (async () => {

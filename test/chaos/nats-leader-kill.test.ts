@@ -5,7 +5,7 @@
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
-import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
+import type { NatsCluster } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem, waitForAnswer } from "../support/system.ts";
 import { auditStream, createBareAgent, lastUserContent, say, sumAudits } from "../support/turns.ts";
@@ -16,21 +16,16 @@ let cluster: NatsCluster;
 let system: System;
 
 beforeAll(async () => {
-  cluster = await startNatsCluster({ nodes: 3 });
-  await cluster.waitForMetaLeader();
   system = await startSystem({
-    natsServers: cluster.servers,
-    replicas: 3,
+    cluster: true,
     reducers: 2,
     drivers: 2,
     model: { defaultReply: (request) => ({ text: `answer to ${lastUserContent(request.body)}`, tokensPerSecond: 50 }) },
   });
+  cluster = system.cluster!;
 });
 
-afterAll(async () => {
-  await system?.stop();
-  await cluster?.stop();
-});
+afterAll(async () => system?.stop());
 
 /** A read right after a failover may time out (retryable): try again for a while. */
 async function readSurely(path: string): Promise<AgentEvent[]> {

@@ -4,30 +4,22 @@
 // are JetStream streams (KV_*, OBJ_*), so listing the streams lists them all.
 
 import { jetstreamManager } from "@nats-io/jetstream";
-import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem, waitForAnswer } from "../support/system.ts";
 import { createBareAgent, lastUserContent, say } from "../support/turns.ts";
 
-let cluster: NatsCluster;
 let system: System;
 
 beforeAll(async () => {
-  cluster = await startNatsCluster({ nodes: 3 });
-  await cluster.waitForMetaLeader();
   system = await startSystem({
-    natsServers: cluster.servers,
-    replicas: 3,
+    cluster: true,
     hosts: 1,
     gateway: true,
     model: { defaultReply: (request) => ({ text: `answer to ${lastUserContent(request.body)}` }) },
   });
 });
 
-afterAll(async () => {
-  await system?.stop();
-  await cluster?.stop();
-});
+afterAll(async () => system?.stop());
 
 describe("replicas everywhere", () => {
   it("creates every stream, KV bucket and object store with the configured replicas (R3)", async () => {

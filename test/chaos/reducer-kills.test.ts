@@ -4,7 +4,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem, waitForAnswer } from "../support/system.ts";
-import { auditStream, createBareAgent, lastUserContent, prng, say, sumAudits } from "../support/turns.ts";
+import { prng } from "@agentrt/testing";
+import { auditStream, createBareAgent, lastUserContent, say, sumAudits } from "../support/turns.ts";
 
 const AGENTS = 10;
 const TURNS = 5;

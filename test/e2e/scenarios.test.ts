@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import type { AgentEvent } from "@agentrt/contract";
 import { PROTOCOL_PROMPT, formatDuration } from "@agentrt/agent-core";
-import { waitFor } from "@agentrt/testing";
+import { userMessage, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../support/processes.ts";
 import { type System, startSystem } from "../support/system.ts";
@@ -57,8 +57,7 @@ async function api<T>(method: string, path: string, body?: unknown): Promise<T> 
 }
 const enc = encodeURIComponent(PATH);
 const events = async () => (await api<{ events: AgentEvent[] }>("GET", `/v1/streams/${enc}/events?fromOffset=1&limit=1000`)).events;
-const userSays = (content: string) =>
-  api("POST", `/v1/streams/${enc}/events`, { events: [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }] });
+const userSays = (content: string) => api("POST", `/v1/streams/${enc}/events`, { events: [userMessage(content)] });
 
 /** The fixture's messages with the protocol prompt, stamps, offsets and durations of the live run. */
 function expected(messages: Array<{ role: string; content: string }>, substitutions: Array<[string, string]>) {

@@ -6,9 +6,10 @@
 // no key or secret it ever saw appears in any service's log.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { followLive } from "@agentrt/testing";
 import { caseGenerator, type FuzzCase } from "./support/fuzz-cases.ts";
 import { grpcExchange, grpcFrame, grpcSession } from "./support/grpc-raw.ts";
-import { enc, followSse, followWs, httpJson, waitForText } from "./support/live-session.ts";
+import { enc, httpJson, waitForText } from "./support/live-session.ts";
 import { findLeaks } from "./support/log-scan.ts";
 import { rawExchange } from "./support/raw-clients.ts";
 import { mintKeys, startSecureSystem, tempKeysFile, type MintedKey, type SecureSystem } from "./support/secure-system.ts";
@@ -42,10 +43,10 @@ afterAll(async () => sys?.stop());
 const bearer = (key: MintedKey) => ({ authorization: `Bearer ${key.apiKey}` });
 
 async function turn(text: string): Promise<void> {
-  const sse = followSse(`${sys.gatewayUrl}/v1/streams/${enc(AGENT)}/subscribe?apiKey=${enc(reader.apiKey)}&fromOffset=1`);
-  const ws = followWs(`${sys.gatewayUrl.replace("http", "ws")}/v1/streams/${enc(AGENT)}/ws?apiKey=${enc(reader.apiKey)}&fromOffset=1`);
+  const sse = followLive("sse", `${sys.gatewayUrl}/v1/streams/${enc(AGENT)}/subscribe?apiKey=${enc(reader.apiKey)}&fromOffset=1`);
+  const ws = followLive("ws", `${sys.gatewayUrl.replace("http", "ws")}/v1/streams/${enc(AGENT)}/ws?apiKey=${enc(reader.apiKey)}&fromOffset=1`);
   try {
-    expect(await sse.status).toBe(200);
+    expect(await sse.opened).toBe(200);
     expect(await ws.opened).toBe(101);
     const sent = await httpJson(sys.gatewayUrl, "POST", `/v1/streams/${enc(AGENT)}/events`, {
       headers: { "x-api-key": writer.apiKey },
@@ -53,7 +54,7 @@ async function turn(text: string): Promise<void> {
     });
     expect(sent.status, sent.text).toBe(200);
     await waitForText(sse.text, `answer to ${text}`, 60_000);
-    await waitForText(() => ws.frames.join("\n"), `answer to ${text}`, 10_000);
+    await waitForText(ws.text, `answer to ${text}`, 10_000);
   } finally {
     sse.close();
     ws.close();

@@ -6,9 +6,9 @@
 
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "@agentrt/testing";
+import { followLive, userMessage, waitFor } from "@agentrt/testing";
 import { grpcExchange, grpcFrame, grpcOpenStream, grpcSession, pbString, pbVarintField } from "./support/grpc-raw.ts";
-import { enc, followSse, followWs, httpJson, waitForText } from "./support/live-session.ts";
+import { enc, httpJson, waitForText } from "./support/live-session.ts";
 import { rawExchange, wsFrame } from "./support/raw-clients.ts";
 import { mintKeys, startSecureSystem, tempKeysFile, type MintedKey, type SecureSystem } from "./support/secure-system.ts";
 
@@ -50,40 +50,37 @@ const grpcHeaders = (key: MintedKey) => ({ "content-type": "application/grpc", t
 const subscribeMessage = grpcFrame(Buffer.concat([pbString(1, AGENT), pbVarintField(2, 1)]));
 const RESOURCE_EXHAUSTED = 8;
 
-function userEvent(content: unknown) {
-  return { type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } };
-}
 
 describe("per-key cap on live subscriptions", () => {
   it(`the ${CAP + 1}th live subscription of one key is 429 on SSE, WebSocket and gRPC; closing one frees a slot`, async () => {
     const session = grpcSession(sys.grpcPort);
-    const sse = followSse(sseUrl(reader));
-    const ws = followWs(wsUrl(reader));
+    const sse = followLive("sse", sseUrl(reader));
+    const ws = followLive("ws", wsUrl(reader));
     const grpc = grpcOpenStream(session, "/agentrt.v1.AgentRuntime/Subscribe", grpcHeaders(reader), subscribeMessage);
     try {
-      expect(await sse.status).toBe(200);
+      expect(await sse.opened).toBe(200);
       expect(await ws.opened).toBe(101);
       expect(await grpc.first).toBe("data");
 
       const refused = await httpJson(sys.gatewayUrl, "GET", `/v1/streams/${enc(AGENT)}/subscribe?apiKey=${enc(reader.apiKey)}`);
       expect(refused.status).toBe(429);
       expect(refused.body.error?.message).toMatch(new RegExp(`limit is ${CAP}.*MAX_LIVE_SUBSCRIPTIONS_PER_KEY`));
-      const wsRefused = followWs(wsUrl(reader));
+      const wsRefused = followLive("ws", wsUrl(reader));
       expect(await wsRefused.opened).toBe(429);
       const grpcRefused = await grpcExchange(session, "/agentrt.v1.AgentRuntime/Subscribe", grpcHeaders(reader), subscribeMessage);
       expect(grpcRefused.status).toBe(RESOURCE_EXHAUSTED);
 
       // The cap is per key: another key still follows the same stream.
-      const otherKey = followSse(sseUrl(writer));
-      expect(await otherKey.status).toBe(200);
+      const otherKey = followLive("sse", sseUrl(writer));
+      expect(await otherKey.opened).toBe(200);
       otherKey.close();
 
       // Closing one (the WebSocket) gives its slot back once the gateway sees the close.
       ws.close();
       await waitFor(
         async () => {
-          const again = followSse(sseUrl(reader));
-          const status = await again.status;
+          const again = followLive("sse", sseUrl(reader));
+          const status = await again.opened;
           again.close();
           return status === 200;
         },
@@ -144,13 +141,13 @@ describe("header and body timeouts", () => {
   });
 
   it("a live stream outlives the request timeout and still gets new events", async () => {
-    const sse = followSse(sseUrl(writer));
+    const sse = followLive("sse", sseUrl(writer));
     try {
-      expect(await sse.status).toBe(200);
+      expect(await sse.opened).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, REQUEST_TIMEOUT_MS + 1_500));
       const sent = await httpJson(sys.gatewayUrl, "POST", `/v1/streams/${enc(AGENT)}/events`, {
         headers: { authorization: `Bearer ${writer.apiKey}` },
-        body: { events: [userEvent("still listening?")] },
+        body: { events: [userMessage("still listening?")] },
       });
       expect(sent.status, sent.text).toBe(200);
       await waitForText(sse.text, "still listening?", 5_000);
@@ -193,9 +190,9 @@ describe("?apiKey= only where a browser cannot send a header", () => {
   });
 
   it("SSE and WebSocket accept it", async () => {
-    const sse = followSse(sseUrl(reader));
-    const ws = followWs(wsUrl(reader));
-    expect(await sse.status).toBe(200);
+    const sse = followLive("sse", sseUrl(reader));
+    const ws = followLive("ws", wsUrl(reader));
+    expect(await sse.opened).toBe(200);
     expect(await ws.opened).toBe(101);
     sse.close();
     ws.close();
@@ -242,7 +239,7 @@ describe("resets mid-stream and mid-upload", () => {
 
   it("50 SSE streams reset on their first byte and 50 uploads cut off mid-body leave the gateway serving, with every slot freed", async () => {
     const sse = Buffer.from(`GET /v1/streams/${enc(AGENT)}/subscribe?apiKey=${enc(reader.apiKey)}&fromOffset=1 HTTP/1.1\r\nHost: x\r\n\r\n`);
-    const body = JSON.stringify({ events: [userEvent("x".repeat(20_000))] });
+    const body = JSON.stringify({ events: [userMessage("x".repeat(20_000))] });
     const upload = Buffer.from(
       `POST /v1/streams/${enc(AGENT)}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writer.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );
@@ -255,8 +252,8 @@ describe("resets mid-stream and mid-upload", () => {
     // All of the reader's slots came back: it can hold CAP live streams again.
     await waitFor(
       async () => {
-        const streams = Array.from({ length: CAP }, () => followSse(sseUrl(reader)));
-        const statuses = await Promise.all(streams.map((s) => s.status));
+        const streams = Array.from({ length: CAP }, () => followLive("sse", sseUrl(reader)));
+        const statuses = await Promise.all(streams.map((s) => s.opened));
         streams.forEach((s) => s.close());
         if (statuses.some((st) => st !== 200)) await new Promise((resolve) => setTimeout(resolve, 200));
         return statuses.every((st) => st === 200);

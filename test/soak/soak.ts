@@ -8,8 +8,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AuditReport, auditAgentStream, foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
-import { type NatsCluster, startNatsCluster, waitFor } from "@agentrt/testing";
-import { type LiveClient, checkSequence, sseClient, wsClient } from "../support/live-clients.ts";
+import { type LiveFollower, type NatsCluster, checkSequence, resumingFollower, startNatsCluster, waitFor } from "@agentrt/testing";
 import { type System, startSystem } from "../support/system.ts";
 import { SoakAgent, type TurnKind, type TurnRecord } from "./agents.ts";
 import { FaultInjector, type InjectedFault } from "./faults.ts";
@@ -77,7 +76,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let cluster: NatsCluster | undefined;
   let system: System | undefined;
   let mirror: StreamMirror | undefined;
-  const clients: LiveClient[] = [];
+  const clients: LiveFollower[] = [];
   const crashes: string[] = [];
   try {
     cluster = await startNatsCluster({ nodes: 3 });
@@ -130,7 +129,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     // One live subscriber per agent, half SSE and half WebSocket, spread over both gateways.
     agents.forEach((a, i) => {
       const url = sys.gatewayUrls[i % sys.gatewayUrls.length]!;
-      clients.push(i % 4 < 2 ? sseClient(url, a.path) : wsClient(url, a.path));
+      clients.push(resumingFollower(url, i % 4 < 2 ? "sse" : "ws", a.path));
     });
 
     const injector = new FaultInjector(sys, cluster, crashes);

@@ -12,8 +12,10 @@ import {
   type FakeModel,
   type FakeModelOptions,
   freeLoopbackPort,
+  type NatsCluster,
   type NatsServer,
   startFakeModel,
+  startNatsCluster,
   startNatsServer,
   waitFor,
 } from "@agentrt/testing";
@@ -32,8 +34,10 @@ export interface SystemOptions {
   readonly gateways?: number;
   readonly repoProvider?: { readonly openPulls: number } | false;
   readonly model?: FakeModelOptions;
-  /** Client URLs of an externally started NATS (e.g. a cluster); default: one harness server. */
+  /** Client URLs of an externally started NATS; default: one harness server. */
   readonly natsServers?: readonly string[];
+  /** Run on a 3-node JetStream cluster of the harness (replicas default to 3); stop() ends it too. */
+  readonly cluster?: boolean;
   readonly env?: Record<string, string>;
   /** Overrides of the gateway's env (auth on, a keys file, limits). */
   readonly gatewayEnv?: Record<string, string>;
@@ -53,6 +57,8 @@ export interface SystemOptions {
 
 export interface System {
   readonly nats: NatsServer | undefined;
+  /** The harness cluster when started with `cluster: true` (its nodes can be killed and restarted). */
+  readonly cluster: NatsCluster | undefined;
   readonly natsUrl: string;
   readonly nc: NatsConnection;
   readonly store: JetStreamEventStore;
@@ -94,11 +100,13 @@ export async function waitForAnswer(system: System, path: string, contains: stri
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
-  const nats = options.natsServers ? undefined : await startNatsServer(options.natsExtraConfig === undefined ? {} : { extraConfig: options.natsExtraConfig });
-  const natsUrl = options.natsServers ? options.natsServers.join(",") : nats!.url;
+  const cluster = options.cluster === true ? await startNatsCluster({ nodes: 3 }) : undefined;
+  const external = options.natsServers ?? cluster?.servers;
+  const nats = external ? undefined : await startNatsServer(options.natsExtraConfig === undefined ? {} : { extraConfig: options.natsExtraConfig });
+  const natsUrl = external ? external.join(",") : nats!.url;
   const credentials = options.testUser === undefined ? {} : { user: options.testUser.user, pass: options.testUser.password };
   const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250, ...credentials });
-  const replicas = options.replicas ?? 1;
+  const replicas = options.replicas ?? (cluster === undefined ? 1 : 3);
   const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas });
   const model = await startFakeModel(options.model ?? {});
   const processes = new ProcessGroup();
@@ -146,6 +154,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   }
   return {
     nats,
+    cluster,
     natsUrl,
     nc,
     store,
@@ -160,6 +169,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await nc.close().catch(() => undefined);
       await model.close();
       await nats?.stop();
+      await cluster?.stop();
     },
   };
 }

@@ -4,7 +4,7 @@
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { type AuditRule, auditAgentStream } from "@agentrt/agent-core";
-import { waitFor } from "@agentrt/testing";
+import { userMessage, waitFor } from "@agentrt/testing";
 
 export function lastUserContent(body: unknown): string {
   const messages = (body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
@@ -23,9 +23,7 @@ export async function createBareAgent(store: EventStore, path: string, debounceM
 }
 
 export async function say(store: EventStore, path: string, content: string): Promise<AgentEvent> {
-  const result = await store.append(path, [
-    { type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } },
-  ]);
+  const result = await store.append(path, [userMessage(content)]);
   return result.events[0]!;
 }
 
@@ -85,5 +83,3 @@ export function sumAudits(audits: readonly StreamAudit[]): StreamAudit {
     { requests: 0, settlements: 0, lost: 0, duplicated: 0, violations: 0 },
   );
 }
-
-export { prng } from "@agentrt/testing";

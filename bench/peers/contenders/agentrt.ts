@@ -7,6 +7,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { startSystem } from "../../../test/support/system.ts";
 import { repliedMarker } from "../model-call.ts";
 import { type Contender, nowMs, runContender } from "../runner.ts";
+import { userMessage } from "@agentrt/testing";
 
 await runContender(async (config) => {
   // startSystem also starts its own in-process fake model; the services are pointed at the
@@ -32,7 +33,7 @@ await runContender(async (config) => {
   const waitStored = (marker: string) => new Promise<number>((resolve) => stored.set(marker, (at) => { stored.delete(marker); resolve(at); }));
   const path = (agent: string) => `/agents/peers/${agent}`;
   const say = (agent: string, marker: string) =>
-    system.store.append(path(agent), [{ type: "agents/context-added", payload: { role: "user", content: marker, actor: { type: "user", origin: "web" } } }]);
+    system.store.append(path(agent), [userMessage(marker)]);
   const driver = system.processes.byService("llm-driver")[0]!;
   const contender: Contender = {
     async pids() {

@@ -5,26 +5,26 @@
 import { describe, expect, it } from "vitest";
 import type { EventInput } from "@agentrt/contract";
 import { firstUnbornUserInput, noAgentMessage } from "../src/index.ts";
+import { userMessage } from "@agentrt/testing";
 
-const user = (content: string): EventInput => ({ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } });
 const born: EventInput = { type: "agent/created", payload: {} };
 
 describe("user input needs a birth", () => {
   it("given an unborn stream, when a user message is sent, then it is refused at its index", () => {
-    expect(firstUnbornUserInput([user("hi")], false)).toBe(0);
-    expect(firstUnbornUserInput([{ type: "agent/configured", payload: { config: {} } }, user("hi")], false)).toBe(1);
+    expect(firstUnbornUserInput([userMessage("hi")], false)).toBe(0);
+    expect(firstUnbornUserInput([{ type: "agent/configured", payload: { config: {} } }, userMessage("hi")], false)).toBe(1);
   });
 
   it("given an unborn stream, when the batch brings its birth first, then it is accepted", () => {
-    expect(firstUnbornUserInput([born, user("a"), user("b")], false)).toBeNull();
+    expect(firstUnbornUserInput([born, userMessage("a"), userMessage("b")], false)).toBeNull();
   });
 
   it("given an unborn stream, when the birth comes after the message, then the message is refused", () => {
-    expect(firstUnbornUserInput([user("early"), born], false)).toBe(0);
+    expect(firstUnbornUserInput([userMessage("early"), born], false)).toBe(0);
   });
 
   it("given a born stream, any user input is accepted", () => {
-    expect(firstUnbornUserInput([user("hi")], true)).toBeNull();
+    expect(firstUnbornUserInput([userMessage("hi")], true)).toBeNull();
   });
 
   it("events that are not user input are never held (other roles and other writers)", () => {

@@ -3,12 +3,12 @@
 // never leaves the sender.
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
+import { type NatsServer, startNatsServer, testLogger } from "@agentrt/testing";
 import { ContractViolationError } from "@agentrt/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INTERRUPT_SUBJECT, type InterruptRequest, createLogger, parseInterruptReply, requestInterrupt, serveInterrupts } from "../src/index.ts";
+import { INTERRUPT_SUBJECT, type InterruptRequest, parseInterruptReply, requestInterrupt, serveInterrupts } from "../src/index.ts";
 
-const logger = createLogger("test", "silent");
+const logger = testLogger("test");
 let server: NatsServer;
 let driver: NatsConnection;
 let reducer: NatsConnection;

@@ -5,11 +5,11 @@ import { fileURLToPath } from "node:url";
 import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_LEASE_TTL_MS, createLogger, type PartitionLeases, startPartitionLeases } from "../src/index.ts";
+import { DEFAULT_LEASE_TTL_MS, type PartitionLeases, startPartitionLeases } from "../src/index.ts";
 
-const logger = createLogger("test", "silent");
+const logger = testLogger("test");
 let server: NatsServer;
 const connections: NatsConnection[] = [];
 

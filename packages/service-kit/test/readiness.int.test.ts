@@ -3,11 +3,11 @@
 // /healthz stays 200 throughout; a failing service check and shutdown also answer 503.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, consumeWork, createLogger, createMetrics, ensureWorkStream, startOpsServer, trackReadiness, type NatsConnection, type OpsServer } from "../src/index.ts";
+import { connectNats, consumeWork, createMetrics, ensureWorkStream, startOpsServer, trackReadiness, type NatsConnection, type OpsServer } from "../src/index.ts";
 
-const logger = createLogger("test", "silent");
+const logger = testLogger("test");
 let server: NatsServer;
 let nc: NatsConnection;
 const ops: OpsServer[] = [];

@@ -1,12 +1,12 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeError, ContractViolationError } from "@agentrt/contract";
-import { WORK_STREAM, consumeWork, createLogger, ensureWorkStream, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
+import { WORK_STREAM, consumeWork, ensureWorkStream, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
 
-const logger = createLogger("test", "silent");
+const logger = testLogger("test");
 let server: NatsServer;
 const connections: NatsConnection[] = [];
 

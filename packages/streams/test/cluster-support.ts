@@ -1,9 +1,12 @@
-// What the cluster tests share: an append retried while the cluster elects leaders (a
-// retryable refusal is the store saying "not now", never "no"), so each acknowledged append is
-// counted once, under the key that makes it idempotent.
+// What the cluster tests share: a 3-node cluster with an R3 store on a client of every node,
+// and an append retried while the cluster elects leaders (a retryable refusal is the store
+// saying "not now", never "no"), so each acknowledged append is counted once, under the key
+// that makes it idempotent.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
-import type { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
+import { type NatsConnection, connect } from "@nats-io/transport-node";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { note } from "./event-store-suite.ts";
 
 /** Appends one keyed note until the store acknowledges it; a terminal error is thrown. */
@@ -16,4 +19,27 @@ export async function appendUntilAcked(store: JetStreamEventStore, path: string,
       if (retryDelayMs > 0) await new Promise((r) => setTimeout(r, retryDelayMs));
     }
   }
+}
+
+export interface ClusterStore {
+  readonly cluster: NatsCluster;
+  readonly nc: NatsConnection;
+  /** R3, with a short publish timeout so an append during an election fails (retryably) fast. */
+  readonly store: JetStreamEventStore;
+  stop(): Promise<void>;
+}
+
+export async function startClusterStore(): Promise<ClusterStore> {
+  const cluster = await startNatsCluster({ nodes: 3 });
+  const nc = await connect({ servers: [...cluster.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const store = await JetStreamEventStore.open(nc, { replicas: 3, publishTimeoutMs: 2_000 });
+  return {
+    cluster,
+    nc,
+    store,
+    async stop() {
+      await nc.close();
+      await cluster.stop();
+    },
+  };
 }

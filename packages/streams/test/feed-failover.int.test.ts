@@ -4,27 +4,19 @@
 // A feed (and a subscription: the same consumer code) now replaces a silent consumer with a
 // fresh one from the next sequence; a follower that resubscribes on an end works either way.
 
-import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { appendUntilAcked } from "./cluster-support.ts";
+import { type ClusterStore, appendUntilAcked, startClusterStore } from "./cluster-support.ts";
 
-let cluster: NatsCluster;
-let nc: NatsConnection;
+let fx: ClusterStore;
 
 beforeAll(async () => {
-  cluster = await startNatsCluster({ nodes: 3 });
-  nc = await connect({ servers: [...cluster.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  fx = await startClusterStore();
 }, 60_000);
-afterAll(async () => {
-  await nc?.close();
-  await cluster?.stop();
-});
+afterAll(async () => fx?.stop());
 
 it("a feed goes on when the node holding its consumer dies and comes back", async () => {
-  const store = await JetStreamEventStore.open(nc, { replicas: 3, publishTimeoutMs: 2_000 });
+  const { cluster, nc, store } = fx;
   const path = "/cluster/feed";
   const seen: number[] = [];
   let ends = 0;

@@ -2,27 +2,20 @@
 // node dies mid-load; appends continue on the surviving majority.
 
 import type { AgentEvent } from "@agentrt/contract";
-import { type NatsCluster, type NatsServer, startNatsCluster } from "@agentrt/testing";
+import type { NatsServer } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { appendUntilAcked } from "./cluster-support.ts";
+import { type ClusterStore, appendUntilAcked, startClusterStore } from "./cluster-support.ts";
 
-let cluster: NatsCluster;
-let nc: NatsConnection;
+let fx: ClusterStore;
 
 beforeAll(async () => {
-  cluster = await startNatsCluster({ nodes: 3 });
-  nc = await connect({ servers: [...cluster.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  fx = await startClusterStore();
 }, 60_000);
-afterAll(async () => {
-  await nc?.close();
-  await cluster?.stop();
-});
+afterAll(async () => fx?.stop());
 
 it("loses no acknowledged append when the stream leader of an R3 cluster is killed", async () => {
-  const store = await JetStreamEventStore.open(nc, { replicas: 3, publishTimeoutMs: 2_000 });
+  const { cluster, nc, store } = fx;
   const path = "/cluster/agent";
   const acked: AgentEvent[] = [];
   for (let i = 0; i < 50; i++) acked.push(await appendUntilAcked(store, path, `k${i}`));

@@ -3,14 +3,13 @@
 
 import { type AgentEvent, AgentRuntimeError, type EventInput, type PayloadOf } from "@agentrt/contract";
 import { MemoryEventStore } from "@agentrt/streams";
-import { collectUntil, waitFor } from "@agentrt/testing";
+import { collectUntil, testLogger, waitFor } from "@agentrt/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "@agentrt/service-kit";
 import type { HeadAppendResult, ReducerEffects } from "../src/effects.ts";
 import { PartitionWorker } from "../src/partition-worker.ts";
 import { memorySnapshotStore } from "../src/snapshots.ts";
 
-const logger = createLogger("test", "silent");
+const logger = testLogger("test");
 const PATH = "/agents/test/reducer";
 
 function memoryEffects(store: MemoryEventStore, options: { partialText?: string; now?: () => number } = {}) {

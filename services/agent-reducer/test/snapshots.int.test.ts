@@ -10,14 +10,13 @@ import type { EventInput } from "@agentrt/contract";
 import { foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import { type FeedOptions, type ReadOptions } from "@agentrt/streams";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { createLogger } from "@agentrt/service-kit";
-import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReducerEffects } from "../src/effects.ts";
 import { PartitionWorker, type RetentionPolicy } from "../src/partition-worker.ts";
 import { openSnapshotStore, SNAPSHOT_BUCKET, type SnapshotStore } from "../src/snapshots.ts";
 
-const logger = createLogger("test", "silent");
+const logger = testLogger("test");
 let server: NatsServer;
 let nc: NatsConnection;
 let store: JetStreamEventStore;

@@ -6,14 +6,13 @@ import type { AgentEvent } from "@agentrt/contract";
 import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
 import { type EventStore } from "@agentrt/streams";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
+import { startNatsServer, testLogger, waitFor, type NatsServer } from "@agentrt/testing";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
-import pino from "pino";
 import { CapabilityHost, type CapabilityHostOptions, WorkerChecker } from "../src/index.ts";
 
-export const silentLogger = process.env.TEST_LOG_FILE === undefined ? pino({ level: "silent" }) : pino({ level: "debug" }, pino.destination({ dest: process.env.TEST_LOG_FILE, sync: true }));
+export const silentLogger = testLogger("capability-host-test");
 
 export interface HostFixture {
   readonly server: NatsServer;

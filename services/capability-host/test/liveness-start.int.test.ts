@@ -7,8 +7,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Kvm } from "@nats-io/kv";
-import { type NatsCluster, startNatsCluster } from "@agentrt/testing";
-import { pino } from "pino";
+import { type NatsCluster, startNatsCluster, testLogger } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOST_LIVENESS_BUCKET, HostLiveness } from "../src/host-liveness.ts";
 
@@ -26,7 +25,7 @@ afterAll(async () => {
 
 describe("capability host: the liveness lease at start-up", () => {
   it("waits for a replicated bucket without a leader instead of failing the start", async () => {
-    const logger = pino({ level: "silent" });
+    const logger = testLogger();
     const first = await HostLiveness.start({ nc, hostId: "host-a", ttlMs: 3_000, replicas: 3, logger });
     await first.stop();
     // No quorum: the buckets and the meta layer have no leader while these two are down.

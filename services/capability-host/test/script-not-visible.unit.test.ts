@@ -4,13 +4,13 @@
 // host tries the item again.
 
 import { MemoryEventStore } from "@agentrt/streams";
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ScriptRunner, type ScriptRunnerDeps } from "../src/script-runner.ts";
+import { testLogger } from "@agentrt/testing";
 
 function runnerOver(store: MemoryEventStore): ScriptRunner {
   // Only the store and the logger are reached before a script's request is found.
-  return new ScriptRunner({ store, logger: pino({ level: "silent" }) } as unknown as ScriptRunnerDeps);
+  return new ScriptRunner({ store, logger: testLogger() } as unknown as ScriptRunnerDeps);
 }
 
 describe("a script work item read before its request is visible", () => {

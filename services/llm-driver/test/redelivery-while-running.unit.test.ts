@@ -5,11 +5,11 @@
 // expired. The redelivery now decides again from the stream.
 
 import { MemoryEventStore } from "@agentrt/streams";
-import { createLogger } from "@agentrt/service-kit";
 import { describe, expect, it } from "vitest";
 import type { DriverMetrics } from "../src/metrics.ts";
 import { RequestRunner, type RequestRunnerDeps } from "../src/request-runner.ts";
 import { RunningRequests } from "../src/running-requests.ts";
+import { testLogger } from "@agentrt/testing";
 
 describe("a redelivered work item whose request this driver is still running", () => {
   it("waits for that run, then decides again from the stream instead of answering already-settled", async () => {
@@ -20,7 +20,7 @@ describe("a redelivered work item whose request this driver is still running", (
     const earlier = { partialText: () => "", stop: () => undefined, done: new Promise<void>((r) => (finish = r)) };
     running.add("/agents/a", 5, earlier);
     // Only the store, the logger and the running table are reached before the request is found.
-    const runner = new RequestRunner({ store, running, logger: createLogger("test", "silent"), nowMs: Date.now, metrics: {} as DriverMetrics, providers: {} } as unknown as RequestRunnerDeps);
+    const runner = new RequestRunner({ store, running, logger: testLogger("test"), nowMs: Date.now, metrics: {} as DriverMetrics, providers: {} } as unknown as RequestRunnerDeps);
     const redelivered = runner.run("/agents/a", 5);
     // The earlier run ends without a settlement on the stream.
     running.delete("/agents/a", 5, earlier);

@@ -1,6 +1,5 @@
-import { createLogger } from "@agentrt/service-kit";
 import { MemoryEventStore } from "@agentrt/streams";
-import { waitFor } from "@agentrt/testing";
+import { testLogger, waitFor } from "@agentrt/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { StreamCache } from "../src/stream-cache.ts";
 
@@ -18,7 +17,7 @@ class CountingStore extends MemoryEventStore {
 }
 
 function open(store: MemoryEventStore, feedWaitMs = 200, bounds: { maxBytes?: number; idleMs?: number; now?: () => number } = {}): StreamCache {
-  cache = new StreamCache({ store, logger: createLogger("test", "silent"), afterSequence: 0, feedWaitMs, ...bounds });
+  cache = new StreamCache({ store, logger: testLogger("test"), afterSequence: 0, feedWaitMs, ...bounds });
   cache.start();
   return cache;
 }
@@ -98,7 +97,7 @@ describe("stream cache", () => {
 
   it("watches streams it has not cached, and declines to watch without a running feed", async () => {
     const store = new MemoryEventStore();
-    const idle = new StreamCache({ store, logger: createLogger("test", "silent"), afterSequence: 0 });
+    const idle = new StreamCache({ store, logger: testLogger("test"), afterSequence: 0 });
     expect(idle.watch(path, 1, () => undefined)).toBeUndefined();
     const c = open(store);
     const seen: number[] = [];

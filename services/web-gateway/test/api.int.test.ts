@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
-import { collectSse, collectWs } from "./support/live.ts";
+import { enc, http } from "./support/http.ts";
+import { collectLive, userMessage } from "@agentrt/testing";
 
 let ts: TestStore;
 let gw: TestGateway;
@@ -165,14 +165,14 @@ describe("live subscriptions", () => {
     const path = fresh();
     await seed(path, 3);
     const url = `${gw.url}/v1/streams/${enc(path)}/subscribe?fromOffset=2`;
-    const first = collectSse(url, (f) => f.length >= 4);
+    const first = collectLive("sse", url, (f) => f.length >= 4);
     // Live events appended while subscribed arrive after the history.
     await waitForSubscriberThenAppend(path, [userMessage("live-1"), userMessage("live-2")]);
-    const { frames } = await first;
+    const { messages: frames } = await first;
     expect(frames.map((f) => f.id)).toEqual(["2", "3", "4", "5"]);
     expect(frames.map((f) => f.data.offset)).toEqual([2, 3, 4, 5]);
-    const resumed = await collectSse(url, (f) => f.length >= 1, { headers: { "last-event-id": "4" } });
-    expect(resumed.frames.map((f) => f.data.offset)).toEqual([5]);
+    const resumed = await collectLive("sse", url, (f) => f.length >= 1, { headers: { "last-event-id": "4" } });
+    expect(resumed.messages.map((f) => f.data.offset)).toEqual([5]);
   });
 
   it("SSE with ephemeral=1 also delivers live-lane chunks, without an id", async () => {
@@ -181,8 +181,8 @@ describe("live subscriptions", () => {
     const chunks = { type: "agent/llm-response-chunks", payload: { chunks: [{ choices: [{ delta: { content: "hi" } }] }], llmRequestOffset: 1, sequence: 0 } };
     // The live lane is not replayed: publish once the subscriber has seen the history.
     let published: Promise<void> | undefined;
-    const { frames } = await collectSse(`${gw.url}/v1/streams/${enc(path)}/subscribe?ephemeral=1`, (f) => f.some((x) => x.data.ephemeral === true), {
-      onFrame: (f) => {
+    const { messages: frames } = await collectLive("sse", `${gw.url}/v1/streams/${enc(path)}/subscribe?ephemeral=1`, (f) => f.some((x) => x.data.ephemeral === true), {
+      onMessage: (_, f) => {
         // The live lane is the driver's to write (the API refuses it), so it goes through the store.
         if (f.length === 1) published = ts.store.append(path, [chunks]).then(() => undefined);
       },
@@ -198,12 +198,12 @@ describe("live subscriptions", () => {
     const path = fresh();
     await seed(path, 4);
     const wsUrl = gw.url.replace("http", "ws");
-    const all = await collectWs(`${wsUrl}/v1/streams/${enc(path)}/ws`, (e) => e.length >= 4);
-    expect(all.events.map((e) => e.offset)).toEqual([1, 2, 3, 4]);
-    const resumed = collectWs(`${wsUrl}/v1/streams/${enc(path)}/ws?fromOffset=4`, (e) => e.length >= 2);
+    const all = await collectLive("ws", `${wsUrl}/v1/streams/${enc(path)}/ws`, (e) => e.length >= 4);
+    expect(all.messages.map((e) => e.data.offset)).toEqual([1, 2, 3, 4]);
+    const resumed = collectLive("ws", `${wsUrl}/v1/streams/${enc(path)}/ws?fromOffset=4`, (e) => e.length >= 2);
     await waitForSubscriberThenAppend(path, [userMessage("after")]);
-    expect((await resumed).events.map((e) => e.offset)).toEqual([4, 5]);
-    const bad = await collectWs(`${wsUrl}/v1/streams/${enc(path)}/ws?fromOffset=99`, () => true);
+    expect((await resumed).messages.map((e) => e.data.offset)).toEqual([4, 5]);
+    const bad = await collectLive("ws", `${wsUrl}/v1/streams/${enc(path)}/ws?fromOffset=99`, () => true);
     expect(bad.status).toBe(416);
   });
 });

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
-import { collectWs } from "./support/live.ts";
+import { enc, http } from "./support/http.ts";
+import { collectLive, userMessage } from "@agentrt/testing";
 
 const PATH = "/agents/team-a/alpha";
 const reader = testKey([{ prefix: "/agents/team-a", verbs: ["read"] }]);
@@ -70,10 +70,10 @@ describe("every route checks the key", () => {
 
   it("the WebSocket route: 401 without a key, 403 out of scope, accepted with a reader key", async () => {
     const ws = `${gw.url.replace("http", "ws")}/v1/streams/${enc(PATH)}/ws`;
-    expect((await collectWs(ws, () => true)).status).toBe(401);
-    expect((await collectWs(ws, () => true, { headers: { authorization: `Bearer ${elsewhere.apiKey}` } })).status).toBe(403);
-    const ok = await collectWs(ws, (e) => e.length >= 2, { headers: { authorization: `Bearer ${reader.apiKey}` } });
-    expect(ok.events.map((e) => e.offset)).toEqual([1, 2]);
+    expect((await collectLive("ws", ws, () => true)).status).toBe(401);
+    expect((await collectLive("ws", ws, () => true, { headers: { authorization: `Bearer ${elsewhere.apiKey}` } })).status).toBe(403);
+    const ok = await collectLive("ws", ws, (e) => e.length >= 2, { headers: { authorization: `Bearer ${reader.apiKey}` } });
+    expect(ok.messages.map((e) => e.data.offset)).toEqual([1, 2]);
   });
 
   it("a scoped key sees only its streams in the list", async () => {

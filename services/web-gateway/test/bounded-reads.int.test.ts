@@ -5,13 +5,14 @@
 
 import { request } from "node:http";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { connectNats, createLogger, type NatsConnection } from "@agentrt/service-kit";
+import { connectNats, type NatsConnection } from "@agentrt/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Authenticator } from "../src/auth/authenticator.ts";
 import { gatewayCore } from "../src/core.ts";
 import { createHttpGateway, type HttpGateway } from "../src/gateway.ts";
-import { enc, http, userMessage } from "./support/http.ts";
+import { enc, http } from "./support/http.ts";
 import { openTestStore, type TestStore } from "./support/store.ts";
+import { testLogger, userMessage } from "@agentrt/testing";
 
 const LIMITS = { maxEventBytes: 50_000, maxPageBytes: 100_000, maxListFoldBytes: 100_000 };
 const BIG = 30_000;
@@ -27,7 +28,7 @@ beforeAll(async () => {
   readNc = await connectNats({ url: ts.nats.url, name: "gateway-reads-test" });
   readStore = await JetStreamEventStore.open(readNc);
   const auth = new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
-  gateway = createHttpGateway({ store: ts.store, readStore, limits: LIMITS, core: gatewayCore(), auth, log: createLogger("bounded-reads-test", "silent") });
+  gateway = createHttpGateway({ store: ts.store, readStore, limits: LIMITS, core: gatewayCore(), auth, log: testLogger("bounded-reads-test") });
   url = `http://127.0.0.1:${await gateway.listen(0, "127.0.0.1")}`;
 });
 afterAll(async () => {
@@ -146,7 +147,7 @@ describe("client disconnect", () => {
       limits: { ...LIMITS, maxPageBytes: 1_000_000_000 },
       core: gatewayCore(),
       auth: new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now }),
-      log: createLogger("bounded-reads-test", "silent"),
+      log: testLogger("bounded-reads-test"),
     });
     const port = await unbounded.listen(0, "127.0.0.1");
     try {

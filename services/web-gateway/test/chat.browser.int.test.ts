@@ -3,32 +3,25 @@
 // (and publishing the reply's chunks on the live lane), so every UI claim is checked against
 // known offsets: streamed text before the settlement, the script with status, result and
 // duration, "what the model saw", and recovery from a dropped connection with no duplicate.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "@agentrt/testing";
-import { openTestStore, type TestStore } from "./support/store.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
-import { ensureUiBuilt, launchChromium, screenshotPath } from "./support/browser.ts";
+import type { TestStore } from "./support/store.ts";
+import type { TestGateway } from "./support/gateway-harness.ts";
+import { screenshotPath, startUiStack, type UiStack } from "./support/browser.ts";
 
 const PATH = "/agents/web/browser-demo";
 const SCREENSHOT = screenshotPath("screenshot-chat.png");
 let ts: TestStore;
 let gw: TestGateway;
-let browser: Browser;
+let ui: UiStack;
 let page: Page;
 
 beforeAll(async () => {
-  const uiDistDir = ensureUiBuilt();
-  ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, devMode: true, uiDistDir });
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  ui = await startUiStack({ width: 1100, height: 900 });
+  ({ ts, gw, page } = ui);
 }, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await gw?.close();
-  await ts?.close();
-});
+afterAll(async () => ui?.close());
 
 const texts = (selector: string) => page.locator(selector).allInnerTexts();
 const offsetsOf = (selector: string) =>

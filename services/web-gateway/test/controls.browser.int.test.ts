@@ -3,26 +3,26 @@
 // a new agent shows what to do and its example prompt sends; Stop interrupts the streaming
 // reply (the driver aborts the model call), pauses the agent and starts no new turn; Pause and
 // Resume show in the chat as events; a long script line wraps inside its card.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "@agentrt/testing";
 import { startSystem, type System } from "../../../test/support/system.ts";
-import { ensureUiBuilt, launchChromium, screenshotPath } from "./support/browser.ts";
+import { type BrowserPage, ensureUiBuilt, openBrowserPage, screenshotPath } from "./support/browser.ts";
 
 const PATH = `/agents/web/controls-${Date.now().toString(36)}`;
 // Long enough that the reply is still streaming when Stop is pressed, however loaded the machine.
 const SLOW_REPLY = Array.from({ length: 400 }, (_, i) => `word${i}`).join(" ");
 let system: System;
 let url: string;
-let browser: Browser;
+let browser: BrowserPage;
 let page: Page;
 
 beforeAll(async () => {
   ensureUiBuilt();
   system = await startSystem({ gateway: true, model: { defaultReply: { text: SLOW_REPLY, tokensPerSecond: 10 } } });
   url = system.gatewayUrl!;
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+  browser = await openBrowserPage({ width: 1000, height: 900 });
+  page = browser.page;
 }, 180_000);
 afterAll(async () => {
   await browser?.close();

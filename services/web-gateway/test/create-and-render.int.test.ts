@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { PROTOCOL_PROMPT, renderRequestAt } from "@agentrt/agent-core";
 import { useDevGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
+import { userMessage } from "@agentrt/testing";
+import { enc, http } from "./support/http.ts";
 
 const fx = useDevGateway();
 

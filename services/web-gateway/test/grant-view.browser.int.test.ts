@@ -1,30 +1,23 @@
 // The agent view shows the agent's script authority (read-only): its own subtree and the
 // prefixes granted on create, updated live when a configure changes the grant.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openTestStore, type TestStore } from "./support/store.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
-import { ensureUiBuilt, launchChromium } from "./support/browser.ts";
+import type { TestStore } from "./support/store.ts";
+import type { TestGateway } from "./support/gateway-harness.ts";
+import { startUiStack, type UiStack } from "./support/browser.ts";
 import { http } from "./support/http.ts";
 
 const PATH = "/agents/web/granted";
 let ts: TestStore;
 let gw: TestGateway;
-let browser: Browser;
+let ui: UiStack;
 let page: Page;
 
 beforeAll(async () => {
-  const uiDistDir = ensureUiBuilt();
-  ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, devMode: true, uiDistDir });
-  browser = await launchChromium();
-  page = await browser.newPage();
+  ui = await startUiStack();
+  ({ ts, gw, page } = ui);
 }, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await gw?.close();
-  await ts?.close();
-});
+afterAll(async () => ui?.close());
 
 it("shows the grant of the agent and follows a configure", { timeout: 60_000 }, async () => {
   const created = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: PATH, grant: [{ prefix: "/shared/board", verbs: ["read"] }] } });

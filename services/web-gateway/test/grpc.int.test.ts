@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeClient, type AppendEventsResponse, type Event, type GetStateResponse, type ListAgentsResponse, type ReadEventsResponse } from "@agentrt/gateway-proto";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
+import { userMessage } from "@agentrt/testing";
 
 const writer = testKey([{ prefix: "/agents/grpc", verbs: ["read", "append"] }]);
 const outsider = testKey([{ prefix: "/agents/other", verbs: ["admin"] }]);
@@ -40,7 +41,7 @@ afterAll(async () => {
 
 const userInput = (content: string) => ({
   type: "agents/context-added",
-  payloadJson: JSON.stringify({ role: "user", content, actor: { type: "user", origin: "web" } }),
+  payloadJson: JSON.stringify(userMessage(content).payload),
 });
 
 describe("gRPC", () => {

@@ -3,18 +3,18 @@
 // creates an agent and sends a message; the offline model's reply, its script (status, result,
 // duration), the script's chat message and "what the model saw" all show; then the gateway
 // process is killed and restarted and the UI recovers with no duplicated message.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freeLoopbackPort, startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
 import { ProcessGroup, type ServiceProcess } from "../../../test/support/processes.ts";
-import { ensureUiBuilt, launchChromium, screenshotPath } from "./support/browser.ts";
+import { type BrowserPage, ensureUiBuilt, openBrowserPage, screenshotPath } from "./support/browser.ts";
 
 const PATH = `/agents/web/offline-${Date.now().toString(36)}`;
 let nats: NatsServer;
 let group: ProcessGroup;
 let gatewayProc: ServiceProcess;
 let url: string;
-let browser: Browser;
+let browser: BrowserPage;
 let page: Page;
 
 beforeAll(async () => {
@@ -32,8 +32,8 @@ beforeAll(async () => {
   group.add("host", "capability-host", env).start();
   gatewayProc = group.add("gateway", "web-gateway", { ...env, HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1", UI_BUILD_ON_START: "0" }).start();
   await waitFor(async () => (await fetch(`${url}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 90_000, intervalMs: 200, what: "the gateway" });
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1100, height: 1000 } });
+  browser = await openBrowserPage({ width: 1100, height: 1000 });
+  page = browser.page;
 }, 180_000);
 
 afterAll(async () => {

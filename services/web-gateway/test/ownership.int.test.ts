@@ -8,7 +8,8 @@ import { API_APPENDABLE, EVENT_OWNERSHIP, EVENT_TYPES, RESERVED_KEY_NAMESPACES, 
 import { AgentRuntimeClient, type AppendEventsResponse } from "@agentrt/gateway-proto";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
+import { userMessage } from "@agentrt/testing";
+import { enc, http } from "./support/http.ts";
 
 const PREFIX = "/agents/own";
 const appender = testKey([{ prefix: PREFIX, verbs: ["read", "append"] }]);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
+import { userMessage } from "@agentrt/testing";
 
 const root = join(import.meta.dirname, "../../..");
 const tsx = join(root, "node_modules/.bin/tsx");
@@ -20,7 +21,6 @@ const dir = mkdtempSync(join(tmpdir(), "agentrt-decide-"));
 
 const T0 = Date.parse("2026-08-24T16:41:00.000Z");
 const at = (ms: number) => new Date(T0 + ms).toISOString();
-const user = (content: string) => ({ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } });
 const scriptResult = (executionId: string) => ({
   type: "agents/context-added",
   payload: { role: "developer", content: "Your script returned (in 5ms):\n```json\n1\n```", actor: { type: "script", executionId }, llmRequestPolicy: { behaviour: "after-current-request" } },
@@ -37,7 +37,7 @@ function scenario(name: string, events: Array<{ type: string; payload: unknown; 
 const turns = scenario("turns", [
   { type: "agent/created", payload: { project: { name: "Demo", slug: "demo" } }, atMs: 0 }, // 1
   { type: "agent/configured", payload: { config: { interpretResponses: true, llmRequestDebounceMs: 60_000 } }, atMs: 0 }, // 2
-  { ...user("hi"), atMs: 0 }, // 3
+  { ...userMessage("hi"), atMs: 0 }, // 3
   { type: "agent/configured", payload: { config: { interpretResponses: false, llmRequestDebounceMs: 250 } }, atMs: 2_000 }, // 4
   { ...requested(602_000), atMs: 2_000 }, // 5
   { type: "agent/llm-request-settled", payload: { requestOffset: 5, result: { status: "failed", errorMessage: "boom" } }, atMs: 5_000 }, // 6
@@ -47,7 +47,7 @@ const turns = scenario("turns", [
 const looping = scenario("looping", [
   { type: "agent/created", payload: {}, atMs: 0 }, // 1
   { type: "agent/configured", payload: { config: { maxAutonomousTurns: 1 } }, atMs: 0 }, // 2
-  { ...user("go"), atMs: 0 }, // 3
+  { ...userMessage("go"), atMs: 0 }, // 3
   { ...requested(600_000), atMs: 1_000 }, // 4
   { type: "agent/llm-request-settled", payload: { requestOffset: 4, result: { status: "succeeded", text: "ok" } }, atMs: 2_000 }, // 5
   { ...scriptResult("agent-output:6"), atMs: 3_000 }, // 6

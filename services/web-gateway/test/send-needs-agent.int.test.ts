@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
+import { userMessage } from "@agentrt/testing";
+import { enc, http } from "./support/http.ts";
 
 let ts: TestStore;
 let gw: TestGateway;

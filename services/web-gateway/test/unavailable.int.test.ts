@@ -1,9 +1,9 @@
 // When NATS is gone the gateway answers 503 `unavailable` (retryable), not 500, and recovers
 // by itself once NATS is back.
 import { describe, expect, it } from "vitest";
-import { waitFor } from "@agentrt/testing";
+import { userMessage, waitFor } from "@agentrt/testing";
 import { useDevGateway } from "./support/gateway-harness.ts";
-import { enc, http, userMessage } from "./support/http.ts";
+import { enc, http } from "./support/http.ts";
 
 const fx = useDevGateway();
 

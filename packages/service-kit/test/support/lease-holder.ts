@@ -3,7 +3,8 @@
 //   node --import tsx lease-holder.ts <natsUrl> <group> <owner> <partitions>
 
 import { connect } from "@nats-io/transport-node";
-import { createLogger, startPartitionLeases } from "../../src/index.ts";
+import { startPartitionLeases } from "../../src/index.ts";
+import { testLogger } from "@agentrt/testing";
 
 const [url, group, owner, partitions] = process.argv.slice(2) as [string, string, string, string];
 const nc = await connect({ servers: url });
@@ -13,7 +14,7 @@ await startPartitionLeases({
   group,
   owner,
   partitionCount: Number(partitions),
-  logger: createLogger("lease-holder", "silent"),
+  logger: testLogger("lease-holder"),
   onAcquired: (partition) => say({ acquired: partition }),
   onLost: (partition) => say({ lost: partition }),
 });

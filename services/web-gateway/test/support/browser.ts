@@ -5,10 +5,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { uiNeedsBuild } from "../../src/ui-build.ts";
+import { startTestGateway, type TestGateway } from "./gateway-harness.ts";
+import { openTestStore, type TestStore } from "./store.ts";
 
-export const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM = "/usr/bin/chromium";
 export const UI_DIST = join(import.meta.dirname, "../../ui/dist");
 
 /**
@@ -27,10 +29,47 @@ export function ensureUiBuilt(): string {
   return UI_DIST;
 }
 
-export function launchChromium(): Promise<Browser> {
+function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"],
   });
+}
+
+/** Chromium with one page open; close() ends the browser. */
+export interface BrowserPage {
+  readonly page: Page;
+  close(): Promise<void>;
+}
+
+export async function openBrowserPage(viewport?: { width: number; height: number }): Promise<BrowserPage> {
+  const browser = await launchChromium();
+  const page = await browser.newPage(viewport === undefined ? {} : { viewport });
+  return { page, close: () => browser.close() };
+}
+
+/** The UI (built if stale) served by a dev-mode gateway over a fresh JetStream test store, open in Chromium. */
+export interface UiStack {
+  readonly ts: TestStore;
+  readonly gw: TestGateway;
+  readonly page: Page;
+  close(): Promise<void>;
+}
+
+export async function startUiStack(viewport?: { width: number; height: number }): Promise<UiStack> {
+  const uiDistDir = ensureUiBuilt();
+  const ts = await openTestStore();
+  const gw = await startTestGateway({ store: ts.store, devMode: true, uiDistDir });
+  const browser = await openBrowserPage(viewport);
+  return {
+    ts,
+    gw,
+    page: browser.page,
+    async close() {
+      await browser.close();
+      await gw.close();
+      await ts.close();
+    },
+  };
 }

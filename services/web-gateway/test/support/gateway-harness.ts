@@ -3,7 +3,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { openTestStore, type TestStore } from "./store.ts";
 import type { EventStore } from "@agentrt/streams";
-import { createLogger } from "@agentrt/service-kit";
+import { testLogger } from "@agentrt/testing";
 import { Authenticator } from "../../src/auth/authenticator.ts";
 import { mintApiKey, type Scope, type StoredKey } from "../../src/auth/keys.ts";
 import { createHttpGateway, type HttpGateway } from "../../src/gateway.ts";
@@ -36,7 +36,7 @@ export async function startTestGateway(options: {
   maxBodyBytes?: number;
   grpc?: boolean;
 }): Promise<TestGateway> {
-  const log = createLogger("web-gateway-test", process.env.LOG_LEVEL ?? "silent");
+  const log = testLogger("web-gateway-test");
   const auth = new Authenticator({
     keys: (options.keys ?? []).map((k) => k.stored),
     devMode: options.devMode ?? false,

@@ -28,5 +28,3 @@ export async function http(
 }
 
 export const enc = (path: string) => encodeURIComponent(path);
-
-export { userMessage } from "@agentrt/testing";
