@@ -38,3 +38,9 @@ export function createMetrics(service: string, options: { collectDefaults?: bool
       new Histogram({ name, help, labelNames: [...labelNames], buckets, registers: [registry] }),
   };
 }
+
+/** The store client's refusals (an event type the service does not emit), counted per type. */
+export function countRefusedAppends(metrics: Metrics, service: string): (type: string) => void {
+  const refused = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
+  return (type) => refused.inc({ service, type });
+}

@@ -47,3 +47,17 @@ export async function runService(options: {
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
 }
+
+/**
+ * The one shutdown order of every service: report not ready first (so nothing new is routed
+ * here), then each step in turn — the service's own work before the servers, stores and
+ * connections it used.
+ */
+export function stopInOrder(readiness: { markStopping(): void }, ...steps: ReadonlyArray<() => Promise<unknown>>): RunningService {
+  return {
+    async stop() {
+      readiness.markStopping();
+      for (const step of steps) await step();
+    },
+  };
+}

@@ -6,21 +6,9 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { ownedStore } from "@agentrt/streams";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import {
-  connectNats,
-  createLogger,
-  createTracing,
-  createMetrics,
-  ensureWorkStream,
-  loadConfig,
-  runService,
-  natsConnectionOptions,
-  startOpsServer,
-  trackReadiness,
-} from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
@@ -39,11 +27,11 @@ await runService({
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
-    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
-    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
-    const store = ownedStore(await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS }), {
+    const store = await openServiceStore(nc, {
       service: "agent-reducer",
-      onRefused: (type) => refusedAppends.inc({ service: "agent-reducer", type }),
+      partitionCount: config.PARTITION_COUNT,
+      replicas: config.NATS_STREAM_REPLICAS,
+      onRefused: countRefusedAppends(metrics, "agent-reducer"),
     });
     const snapshots = await openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS });
     const reducer = new ReducerService({
@@ -70,15 +58,6 @@ await runService({
     await reducer.start();
     const readiness = trackReadiness(nc, [() => reducer.running()]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
-    return {
-      async stop() {
-        readiness.markStopping();
-        await reducer.stop();
-        await ops.close();
-        await store.close();
-        await nc.drain();
-        await tracing.shutdown();
-      },
-    };
+    return stopInOrder(readiness, () => reducer.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
   },
 });

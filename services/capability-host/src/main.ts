@@ -2,9 +2,8 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
-import { ownedStore } from "@agentrt/streams";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { openServiceStore } from "@agentrt/streams/jetstream";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
 import { hostConfigSchema } from "./config.ts";
@@ -23,11 +22,11 @@ await runService({
     const replacedCheckers = metrics.counter("capability_host_typecheck_workers_replaced_total", "Typecheck worker threads replaced, by reason", ["reason"]);
     const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "capability-host", logger });
-    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
-    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
-    const store = ownedStore(await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS }), {
+    const store = await openServiceStore(nc, {
       service: "capability-host",
-      onRefused: (type) => refusedAppends.inc({ service: "capability-host", type }),
+      partitionCount: config.PARTITION_COUNT,
+      replicas: config.NATS_STREAM_REPLICAS,
+      onRefused: countRefusedAppends(metrics, "capability-host"),
     });
     const tracing = createTracing("capability-host");
     const host = await CapabilityHost.start({
@@ -63,15 +62,6 @@ await runService({
     const readiness = trackReadiness(nc, [() => host.consuming()]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
     logger.info({ opsPort: ops.port }, "capability-host ready");
-    return {
-      async stop() {
-        readiness.markStopping();
-        await host.stop();
-        await ops.close();
-        await store.close();
-        await nc.drain();
-        await tracing.shutdown();
-      },
-    };
+    return stopInOrder(readiness, () => host.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
   },
 });

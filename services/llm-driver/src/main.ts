@@ -3,9 +3,8 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
-import { ownedStore } from "@agentrt/streams";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { openServiceStore } from "@agentrt/streams/jetstream";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
 import { createDriverMetrics } from "./metrics.ts";
@@ -31,11 +30,11 @@ await runService({
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
-    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
-    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
-    const store = ownedStore(await JetStreamEventStore.open(nc, { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS }), {
+    const store = await openServiceStore(nc, {
       service: "llm-driver",
-      onRefused: (type) => refusedAppends.inc({ service: "llm-driver", type }),
+      partitionCount: config.PARTITION_COUNT,
+      replicas: config.NATS_STREAM_REPLICAS,
+      onRefused: countRefusedAppends(metrics, "llm-driver"),
     });
     // The cache follows the feed from the store's current head: older batches are read on demand.
     const head = config.LLM_STREAM_CACHE === "on" ? (await jsm.streams.info(store.streamName)).state.last_seq : undefined;
@@ -66,15 +65,6 @@ await runService({
     const readiness = trackReadiness(nc, [() => driver.consuming()]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
     logger.info({ opsPort: ops.port, offline: driver.offline }, "llm-driver ready");
-    return {
-      async stop() {
-        readiness.markStopping();
-        await driver.stop();
-        await ops.close();
-        await store.close();
-        await nc.drain();
-        await tracing.shutdown();
-      },
-    };
+    return stopInOrder(readiness, () => driver.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
   },
 });

@@ -4,20 +4,8 @@
 // propagation), then closes the listeners (live SSE/WebSocket clients reconnect elsewhere and
 // resume from their last offset), then drains NATS.
 
-import { ownedStore } from "@agentrt/streams";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import {
-  connectNats,
-  createLogger,
-  createMetrics,
-  createTracing,
-  DEFAULT_STOP_TIMEOUT_MS,
-  loadConfig,
-  natsConnectionOptions,
-  runService,
-  startOpsServer,
-  trackReadiness,
-} from "@agentrt/service-kit";
+import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
@@ -53,12 +41,7 @@ await runService({
     const metrics = createMetrics("web-gateway");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
     const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
-    // The store refuses (and counts) appends of types this service does not emit (contract SERVICE_EMITS).
-    const refusedAppends = metrics.counter("agentrt_store_refused_appends_total", "Appends refused by the store client: type not emitted by this service", ["service", "type"]);
-    const store = ownedStore(await JetStreamEventStore.open(nc, storeOptions), {
-      service: "web-gateway",
-      onRefused: (type) => refusedAppends.inc({ service: "web-gateway", type }),
-    });
+    const store = await openServiceStore(nc, { ...storeOptions, service: "web-gateway", onRefused: countRefusedAppends(metrics, "web-gateway") });
     // Reads get their own connection: a flood of big pages cannot back up appends and live
     // subscriptions on one socket, nor get them dropped with it as a slow consumer.
     const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });
