@@ -25,6 +25,8 @@ const WAKE = numberArg("wake", 1000);
 const EVICT_MS = numberArg("evict-ms", 30_000);
 const HOT = numberArg("hot", 8);
 const DEBOUNCE_MS = 250;
+/** Agents created before the "before" measurement, so the services' per-agent structures exist. */
+const WARM = 500;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
@@ -66,7 +68,7 @@ async function createAgents(system: System, prefix: string, count: number): Prom
 }
 
 /** Waits until the reducer holds at most `atMost` agents, and memory has had a moment to settle. */
-async function settleIdle(system: System, atMost: number, timeoutMs: number): Promise<number> {
+async function settleEvicted(system: System, atMost: number, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   let resident = await residentAgents(system);
   while (resident > atMost && Date.now() < deadline) {
@@ -75,6 +77,24 @@ async function settleIdle(system: System, atMost: number, timeoutMs: number): Pr
   }
   await sleep(3000);
   return resident;
+}
+
+/**
+ * The baseline holds every agent: waits until the reducer has folded all `atLeast` of them
+ * (creation returns before the reducer has caught up; at load it lags by minutes). A baseline
+ * that does not hold them is no baseline, so it fails instead of reporting (an earlier run
+ * reported its memory with 0 agents resident).
+ */
+async function settleHeld(system: System, atLeast: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let resident = await residentAgents(system);
+  while (!(resident >= atLeast) && Date.now() < deadline) {
+    await sleep(1000);
+    resident = await residentAgents(system);
+  }
+  if (!(resident >= atLeast)) throw new Error(`eviction off: the reducer holds ${resident} agents of the ${atLeast} created within ${timeoutMs} ms; not a baseline`);
+  await sleep(3000);
+  return residentAgents(system);
 }
 
 function modelEnv(evictMs: number): Record<string, string> {
@@ -97,14 +117,16 @@ async function measureMemory(evictMs: number, count: number, prefix: string) {
     env: modelEnv(evictMs),
   });
   try {
-    await createAgents(system, `${prefix}-warm`, 500);
-    await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 120_000);
+    const holding = evictMs > 1e8;
+    const settle = (created: number, timeoutMs: number) => (holding ? settleHeld(system, created, timeoutMs) : settleEvicted(system, 50, timeoutMs));
+    await createAgents(system, `${prefix}-warm`, WARM);
+    await settle(WARM, 120_000);
     const before = rss(system);
     const heapBefore = await heapUsed(system);
     const started = performance.now();
     await createAgents(system, prefix, count);
     const createSeconds = (performance.now() - started) / 1000;
-    const resident = await settleIdle(system, evictMs > 1e8 ? Infinity : 50, 300_000);
+    const resident = await settle(WARM + count, 600_000);
     const after = rss(system);
     const heapAfter = await heapUsed(system);
     return { system, before, after, heapBefore, heapAfter, resident, createSeconds };
