@@ -130,8 +130,10 @@ describe("per-agent snapshots and partition checkpoints", () => {
       writing = false;
       await writer;
     }
+    // No checkpointNow: as if it died. Read after the stop: a maintenance round already running
+    // when the traffic stopped may still write a later checkpoint, which is the one to resume from.
+    await first.stop();
     const checkpoint = (await snapshots.loadCheckpoint(partition))!;
-    await first.stop(); // no checkpointNow: as if it died
 
     const { watched, feeds } = watchedStore();
     const successor = worker(partition, await openSnapshotStore(nc), {}, watched);
