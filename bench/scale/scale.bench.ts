@@ -59,10 +59,20 @@ function rss(system: System): Record<"reducer" | "driver" | "gateway", number> {
 async function createAgents(system: System, prefix: string, count: number): Promise<string[]> {
   const paths = Array.from({ length: count }, (_, i) => `/agents/${prefix}/a${i}`);
   const started = performance.now();
+  let retried = 0;
   await pool(paths, 64, async (streamPath, i) => {
-    const response = await fetch(`${system.gatewayUrl}/v1/agents`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ streamPath }) });
-    if (response.status !== 201) throw new Error(`create ${streamPath}: ${response.status} ${await response.text()}`);
-    if ((i + 1) % 10_000 === 0) log(`${prefix}: created ${i + 1} agents (${((i + 1) / ((performance.now() - started) / 1000)).toFixed(0)}/s)`);
+    // A 503 says "retry later" (NATS timed out under load; an earlier 100 000-agent run died on
+    // one at 47 000): retried as a client should. A retried create whose first attempt did commit
+    // answers 200 with its originals (or 409 once the project worker's reactions followed it).
+    for (let attempt = 1; ; attempt += 1) {
+      const response = await fetch(`${system.gatewayUrl}/v1/agents`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ streamPath }) });
+      if (response.status === 201 || (attempt > 1 && (response.status === 200 || response.status === 409))) break;
+      if (response.status !== 503 || attempt === 5) throw new Error(`create ${streamPath}: ${response.status} ${await response.text()}`);
+      retried += 1;
+      await response.arrayBuffer();
+      await sleep(500 * attempt);
+    }
+    if ((i + 1) % 10_000 === 0) log(`${prefix}: created ${i + 1} agents (${((i + 1) / ((performance.now() - started) / 1000)).toFixed(0)}/s; creates retried after a 503: ${retried})`);
   });
   return paths;
 }
