@@ -13,6 +13,9 @@
 //   waiting for the TTL. A live holder that is merely slow (a long GC, a busy event loop) still
 //   has its subscription: the probe times out, which counts as alive. So a dead holder is
 //   detected within one acquisition round, and a live one loses nothing however busy it is.
+//   Between rounds the holders of the partitions this replica lacks are probed more often (a
+//   core request each, no KV): one found gone starts a round at once, so a takeover does not
+//   wait for the next round's timer (a round reads the bucket, which under load takes long).
 // Replicas count the live members to compute their fair share and hand surplus partitions back
 // when a new replica joins. Two replicas briefly overlapping is harmless: every append the
 // reducer makes is idempotency-keyed.
@@ -46,6 +49,8 @@ export interface PartitionLeaseOptions {
   readonly renewMs?: number;
   /** Acquisition rounds: look for free or orphaned partitions this often (default: the heartbeat period, at most 0.5 s). */
   readonly acquireEveryMs?: number;
+  /** Probe the other holders' presence this often between rounds (default 100 ms). */
+  readonly watchEveryMs?: number;
   readonly replicas?: number;
   readonly logger: Logger;
   /** Called once per acquisition, never concurrently with onLost for the same partition; the leases keep being renewed meanwhile. */
@@ -94,6 +99,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
   const renewMs = options.renewMs ?? Math.max(50, Math.floor(ttlMs / 6));
   const acquireEveryMs = options.acquireEveryMs ?? Math.min(renewMs, 500);
+  const watchEveryMs = options.watchEveryMs ?? 100;
   const probeTimeoutMs = Math.max(100, Math.min(1_000, Math.floor(ttlMs / 3)));
   const bucket = options.bucket ?? "agentrt_leases";
   const jsm = await jetstreamManager(nc);
@@ -106,6 +112,8 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   // Surplus is handed back only when the fair share has been the same for two rounds, so a
   // member that is counted out for a moment does not make partitions ping-pong.
   let previousFairShare = -1;
+  /** Who held the partitions this replica lacked at the last round: watched between rounds. */
+  let otherHolders = new Set<string>();
 
   // Presence: answer on our liveness subject for as long as this connection lives.
   const presence: Subscription = nc.subscribe(leaseLivenessSubject(group, owner), {
@@ -215,10 +223,12 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
     }
     // Every partition we lack is looked at at once: a dead replica's share moves in one round trip.
     const wanted = Array.from({ length: options.partitionCount }, (_, p) => p).filter((p) => !held.has(p));
+    const holders = new Set<string>();
     await Promise.all(
       wanted.map(async (p) => {
         const entry = await kv.get(leaseKey(p));
         const holder = entry === null || entry.operation !== "PUT" ? null : parseOwner(entry.string());
+        if (holder !== null && holder !== undefined && holder !== owner) holders.add(holder);
         // Our own id on a lease we do not hold: this replica restarted under the same id.
         const free = entry === null || entry.operation !== "PUT" || holder === owner || holder === undefined || !(await isAlive(holder as string, probes));
         if (!free || stopped || held.size >= fairShare) return;
@@ -235,6 +245,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
         }
       }),
     );
+    otherHolders = holders;
   };
 
   let rounds: Promise<void> = Promise.resolve();
@@ -243,10 +254,29 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
     return rounds;
   };
 
+  // --- presence watch between rounds -----------------------------------------------------------
+  let watching = false;
+  const watch = async () => {
+    if (watching || stopped || otherHolders.size === 0) return;
+    watching = true;
+    try {
+      const probes = new Map<string, Promise<boolean>>();
+      const alive = await Promise.all([...otherHolders].map((who) => isAlive(who, probes)));
+      if (alive.includes(false) && !stopped) {
+        otherHolders = new Set();
+        logger.info({}, "a lease holder is gone; taking over without waiting for the next round");
+        await runRound();
+      }
+    } finally {
+      watching = false;
+    }
+  };
+
   await beat();
   await runRound();
   const beatTimer = setInterval(() => void beat(), renewMs);
   const roundTimer = setInterval(() => void runRound(), acquireEveryMs);
+  const watchTimer = setInterval(() => void watch(), watchEveryMs);
 
   return {
     owned: () => new Set(held.keys()),
@@ -255,6 +285,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       stopped = true;
       clearInterval(beatTimer);
       clearInterval(roundTimer);
+      clearInterval(watchTimer);
       await rounds;
       await beating;
       if (release) {

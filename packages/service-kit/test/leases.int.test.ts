@@ -127,6 +127,23 @@ describe("partition leases with the default timing", () => {
     await ra.leases.stop();
   });
 
+  it("take a killed holder's partitions between acquisition rounds: its presence is watched, not only probed by the next round", async () => {
+    const holder = await holderProcess("watched", "h");
+    await waitFor(() => holder.owned.size === 8, { timeoutMs: 10_000 });
+    const a = new Set<number>();
+    const nc = await connect({ servers: server.url });
+    connections.push(nc);
+    // Rounds a minute apart: only the start's round runs within this test, and it finds every
+    // partition held by a live holder (or freed by it for a round that never comes).
+    const leases = await startPartitionLeases({ nc, group: "watched", owner: "a", partitionCount: 8, acquireEveryMs: 60_000, logger, onAcquired: (p) => void a.add(p), onLost: (p) => void a.delete(p) });
+    expect(a.size).toBe(0);
+    holder.child.kill("SIGKILL");
+    const killedAt = Date.now();
+    await waitFor(() => a.size === 8, { timeoutMs: 5_000 });
+    process.stdout.write(`leases: a killed holder's partitions taken over between rounds in ${Date.now() - killedAt} ms\n`);
+    await leases.stop();
+  });
+
   it("leave a paused holder (a long GC, a starved process) every lease it holds", async () => {
     const holder = await holderProcess("paused", "h");
     await waitFor(() => holder.owned.size === 8, { timeoutMs: 10_000 });
