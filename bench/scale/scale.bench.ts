@@ -65,14 +65,23 @@ async function createAgents(system: System, prefix: string, count: number): Prom
     // one at 47 000): retried as a client should. A retried create whose first attempt did commit
     // answers 200 with its originals (or 409 once the project worker's reactions followed it).
     for (let attempt = 1; ; attempt += 1) {
-      const response = await fetch(`${system.gatewayUrl}/v1/agents`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ streamPath }) });
+      // A connection reset (a kept-alive socket the gateway closed as it was reused) is retried too.
+      const response = await fetch(`${system.gatewayUrl}/v1/agents`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ streamPath }) }).catch((error: unknown) => {
+        if (attempt === 5) throw error;
+        return undefined;
+      });
+      if (response === undefined) {
+        retried += 1;
+        await sleep(500 * attempt);
+        continue;
+      }
       if (response.status === 201 || (attempt > 1 && (response.status === 200 || response.status === 409))) break;
       if (response.status !== 503 || attempt === 5) throw new Error(`create ${streamPath}: ${response.status} ${await response.text()}`);
       retried += 1;
       await response.arrayBuffer();
       await sleep(500 * attempt);
     }
-    if ((i + 1) % 10_000 === 0) log(`${prefix}: created ${i + 1} agents (${((i + 1) / ((performance.now() - started) / 1000)).toFixed(0)}/s; creates retried after a 503: ${retried})`);
+    if ((i + 1) % 10_000 === 0) log(`${prefix}: created ${i + 1} agents (${((i + 1) / ((performance.now() - started) / 1000)).toFixed(0)}/s; creates retried after a 503 or a reset connection: ${retried})`);
   });
   return paths;
 }
