@@ -31,6 +31,13 @@ const ALL = ["agentrt", "langgraph", "restate", "dbos", "openai"] as const;
 type Name = (typeof ALL)[number];
 const ONLY = stringArg("only", ALL.join(",")).split(",") as Name[];
 
+// agentrt runs from its service bundles (as the quickstart and the image do): build them from the
+// current sources first.
+if (ONLY.includes("agentrt")) {
+  const built = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "build-services.ts")], { cwd: repoRoot, stdio: "inherit" });
+  if (built.status !== 0) throw new Error("building the service bundles failed (scripts/build-services.ts)");
+}
+
 const labels: Record<Name, string> = {
   agentrt: "agentrt",
   langgraph: "LangGraph (Postgres)",

@@ -3,8 +3,10 @@
 // thawed and started again by name.
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { BUILD_STAMP, bundleOf } from "../../scripts/build-services.ts";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -23,6 +25,18 @@ export interface ServiceProcessOptions {
   readonly keepAllOutput?: boolean;
   /** LOG_LEVEL unless the env sets one (default warn). */
   readonly logLevel?: string;
+  /**
+   * Start from the precompiled bundle (`scripts/build-services.ts`), as the quickstart and the
+   * image do, instead of through tsx: a restart then takes what production's takes.
+   */
+  readonly fromBundle?: boolean;
+}
+
+/** The entry's bundle, refused when missing or older than the build's sources (run scripts/setup.sh). */
+function bundleFor(entry: string): string {
+  const bundle = bundleOf(entry);
+  if (!existsSync(bundle) || !existsSync(BUILD_STAMP)) throw new Error(`${bundle} is not built: run scripts/setup.sh (or tsx scripts/build-services.ts)`);
+  return bundle;
 }
 
 export class ServiceProcess {
@@ -101,7 +115,9 @@ export class ServiceProcess {
     if (this.running) throw new Error(`${this.name} is already running`);
     // One process per service (`node --import tsx`), so a signal reaches the service itself
     // and not a wrapper whose child would outlive a SIGKILL.
-    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entryPoints[this.service])], {
+    const entry = join(repoRoot, entryPoints[this.service]);
+    const args = this.options.fromBundle === true ? [bundleFor(entry)] : ["--import", "tsx", entry];
+    const child = spawn(process.execPath, args, {
       cwd: repoRoot,
       env: { ...process.env, LOG_LEVEL: this.options.logLevel ?? "warn", ...this.env, ...(this.opsPort === undefined ? {} : { OPS_PORT: String(this.opsPort) }) },
       stdio: ["ignore", "pipe", "pipe"],

@@ -53,6 +53,8 @@ export interface SystemOptions {
    * `waitReadySupervised`), and the crash is reported here.
    */
   readonly onStartupCrash?: (what: string) => void;
+  /** Run the services from their precompiled bundles (as the quickstart and the image do), not tsx. */
+  readonly fromBundles?: boolean;
 }
 
 export interface System {
@@ -121,19 +123,20 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     ...options.env,
   };
   const envOf = (service: ServiceName, own: Record<string, string> = {}) => ({ ...common, ...options.envFor?.(service), ...own });
+  const how = options.fromBundles === true ? { fromBundle: true } : {};
   const started: ServiceProcess[] = [];
   for (let i = 0; i < (options.reducers ?? 1); i += 1) {
-    started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", envOf("agent-reducer", { REDUCER_ID: `reducer-${i + 1}` }), await freeLoopbackPort()));
+    started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", envOf("agent-reducer", { REDUCER_ID: `reducer-${i + 1}` }), await freeLoopbackPort(), undefined, how));
   }
-  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", envOf("llm-driver"), await freeLoopbackPort()));
-  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", envOf("capability-host"), await freeLoopbackPort()));
+  for (let i = 0; i < (options.drivers ?? 1); i += 1) started.push(processes.add(`driver-${i + 1}`, "llm-driver", envOf("llm-driver"), await freeLoopbackPort(), undefined, how));
+  for (let i = 0; i < (options.hosts ?? 0); i += 1) started.push(processes.add(`host-${i + 1}`, "capability-host", envOf("capability-host"), await freeLoopbackPort(), undefined, how));
   const gatewayUrls: string[] = [];
   const gateways = options.gateways ?? (options.gateway ? 1 : 0);
   for (let i = 0; i < gateways; i += 1) {
     const port = await freeLoopbackPort();
     gatewayUrls.push(`http://127.0.0.1:${port}`);
     const gatewayEnv = { HTTP_PORT: String(port), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1", ...options.gatewayEnv };
-    started.push(processes.add(i === 0 ? "gateway" : `gateway-${i + 1}`, "web-gateway", envOf("web-gateway", gatewayEnv), await freeLoopbackPort()));
+    started.push(processes.add(i === 0 ? "gateway" : `gateway-${i + 1}`, "web-gateway", envOf("web-gateway", gatewayEnv), await freeLoopbackPort(), undefined, how));
   }
   const gatewayUrl = gatewayUrls[0];
   for (const proc of started) proc.start();

@@ -1,5 +1,5 @@
-// agentrt as the stack runs it: nats-server, one reducer and one driver as processes (the
-// test/support system), 0 ms debounce. A turn is one appended user message; it is durably
+// agentrt as the stack runs it: nats-server, one reducer and one driver as processes started
+// from their precompiled bundles (the test/support system), 0 ms debounce. A turn is one appended user message; it is durably
 // accepted when the append is acknowledged and its reply is stored when the assistant item
 // is committed to the agent's stream (seen on the store's feed).
 
@@ -15,6 +15,8 @@ await runContender(async (config) => {
   const system = await startSystem({
     reducers: 1,
     drivers: 1,
+    // As the quickstart and the image run them: a restarted driver starts in what production's does.
+    fromBundles: true,
     env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128", OPENAI_BASE_URL: config.modelUrl },
   });
   const stored = new Map<string, (at: number) => void>();
