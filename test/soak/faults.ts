@@ -119,7 +119,9 @@ export class FaultInjector {
    * loaded machine a killed service needs 10–30 s to serve again).
    */
   private skip(kind: FaultKind, fault?: ScheduledFault, attempt = 0): void {
-    if (fault === undefined || attempt >= 60 || this.stopped) {
+    // After the fault phase, only a kind not injected at all is still tried (every kind must land once).
+    const done = this.stopped && this.injected.some((f) => f.kind === kind);
+    if (fault === undefined || attempt >= 60 || done) {
       this.skipped[kind] = (this.skipped[kind] ?? 0) + 1;
       return;
     }
@@ -130,7 +132,7 @@ export class FaultInjector {
     this.pending.add(retry);
   }
 
-  /** No more retries of deferred faults (the fault phase is over). */
+  /** No more retries of deferred faults (the fault phase is over), but of a kind not injected yet. */
   stop(): void {
     this.stopped = true;
   }
