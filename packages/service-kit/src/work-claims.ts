@@ -163,6 +163,9 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
       watch.stop();
       await watching;
       presence.unsubscribe();
+      // Once stop() resolves the server has dropped the presence subscription (the flush's PONG
+      // follows the UNSUB), so a probe from any connection gets "no responders", not a timeout.
+      if (!nc.isClosed() && !nc.isDraining()) await nc.flush().catch(() => undefined);
     },
   };
 }
