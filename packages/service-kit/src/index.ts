@@ -14,3 +14,4 @@ export * from "./work-claims.ts";
 export * from "./tracing.ts";
 export * from "./nats-permissions.ts";
 export * from "./interrupts.ts";
+export * from "./json.ts";

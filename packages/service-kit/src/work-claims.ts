@@ -22,6 +22,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { WorkKind } from "./work-queue.ts";
 import { isNoResponders } from "./presence.ts";
+import { parseJsonOrUndefined } from "./json.ts";
 
 export const WORK_CLAIMS_BUCKET = "agentrt_work_claims";
 /** Liveness subjects of workers with claims: `<prefix>.<kind>.<owner>`. */
@@ -96,7 +97,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
       if (token === undefined || token === ownToken) continue;
       const claims = seen.get(token) ?? new Map<string, SeenClaim>();
       if (entry.operation === "PUT") {
-        const parsed = claimValueSchema.safeParse(safeJson(entry.string()));
+        const parsed = claimValueSchema.safeParse(parseJsonOrUndefined(entry.string()));
         if (!parsed.success) {
           logger.warn({ key: entry.key }, "ignoring a malformed work claim");
           continue;
@@ -174,12 +175,4 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
 function ackSubjectOf(msg: JsMsg): string | undefined {
   const reply: unknown = (msg as unknown as { reply?: unknown }).reply;
   return typeof reply === "string" && reply.startsWith("$JS.ACK.") ? reply : undefined;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

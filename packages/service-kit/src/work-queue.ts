@@ -22,6 +22,7 @@ import { z } from "zod";
 import type { Logger } from "pino";
 import { isRetryable } from "@agentrt/contract";
 import type { WorkClaims } from "./work-claims.ts";
+import { parseJsonOrUndefined } from "./json.ts";
 
 export const WORK_STREAM = "AGENT_WORK";
 
@@ -170,7 +171,7 @@ export async function consumeWork<K extends WorkKind>(
   let lastFetchOk = true;
 
   const handle = async (msg: JsMsg): Promise<void> => {
-    const parsed = schema.safeParse(safeJson(msg.string()));
+    const parsed = schema.safeParse(parseJsonOrUndefined(msg.string()));
     if (!parsed.success) {
       options.logger.error({ subject: msg.subject }, "dropping malformed work item");
       msg.term();
@@ -244,12 +245,4 @@ export async function consumeWork<K extends WorkKind>(
 function isConsumerNotFound(error: unknown): boolean {
   const e = error as { code?: unknown; api_error?: { err_code?: number }; message?: string };
   return e.api_error?.err_code === 10014 || e.code === "404" || /consumer not found/i.test(e.message ?? "");
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -14,6 +14,7 @@ import { nanos, type NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { RunLiveness } from "./script-runner.ts";
+import { parseJsonOrUndefined } from "@agentrt/service-kit";
 
 export const HOST_LIVENESS_BUCKET = "agentrt_host_liveness";
 export const SCRIPT_RUNS_BUCKET = "agentrt_script_runs";
@@ -113,7 +114,7 @@ export class HostLiveness implements RunLiveness {
     const record = await this.runs.get(runKey(streamPath, executionId));
     // No record: started by a host from before run records, or the record is gone: no proof of life.
     if (record === null || record.operation !== "PUT") return false;
-    const parsed = runRecordSchema.safeParse(safeJson(record.string()));
+    const parsed = runRecordSchema.safeParse(parseJsonOrUndefined(record.string()));
     if (!parsed.success) return false;
     if (parsed.data.presence === true && this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return false;
     const lease = await this.leases.get(hostKey(parsed.data.hostId));
@@ -128,13 +129,5 @@ export class HostLiveness implements RunLiveness {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.leases.delete(hostKey(this.options.hostId)).catch(() => undefined);
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -21,6 +21,7 @@ import type { KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { parseJsonOrUndefined } from "@agentrt/service-kit";
 
 export const PROVIDERS_BUCKET = "CAPABILITY_PROVIDERS";
 
@@ -67,7 +68,7 @@ export class ProviderRegistry {
           this.entries.delete(entry.key);
           continue;
         }
-        const parsed = entrySchema.safeParse(safeJson(entry.string()));
+        const parsed = entrySchema.safeParse(parseJsonOrUndefined(entry.string()));
         if (parsed.success) this.entries.set(entry.key, parsed.data);
       }
     })();
@@ -163,12 +164,4 @@ async function declarationSyntaxError(namespace: string, declarations: string): 
   const out = ts.transpileModule(declarations, { fileName: `${namespace}-declarations.ts`, reportDiagnostics: true });
   const first = out.diagnostics?.find((d) => d.category === ts.DiagnosticCategory.Error);
   return first === undefined ? null : ts.flattenDiagnosticMessageText(first.messageText, "\n");
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
