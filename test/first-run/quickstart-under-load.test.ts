@@ -1,12 +1,17 @@
-// Issue #13, "no flakes": ten times in a row, a fresh clone of this repository (cold UI build,
-// install from the local package store) is started with the README's command, `./scripts/up.sh`,
-// pointed at its own nats-server and free ports, while two loops of the project's typecheck and
-// busy loops hold the 2-core machine at a load average of about 8. Every start must reach ready,
-// answer a turn on the offline model over the HTTP API (create an agent, send a message, read
-// the reply), listen on loopback only, and stop cleanly on SIGTERM with nothing left listening.
+// Issue #13, "no flakes": ten fresh clones of this repository (cold UI build, install from the
+// local package store) are started with the README's command, `./scripts/up.sh`, each pointed at
+// its own nats-server and free ports, while two loops of the project's typecheck and busy loops
+// hold the 2-core machine at a load average of about 8. Every start must reach ready, answer a
+// turn on the offline model over the HTTP API (create an agent, send a message, read the reply),
+// listen on loopback only, and stop cleanly on SIGTERM with nothing left listening; the last test
+// checks that the starts really ran under that load.
+//
+// Starts run two at a time (each start is the other's competition for the CPU, in place of one of
+// the busy loops), which halves the file's wall time; the load each start sees stays about 8.
 //
 // The clone takes committed files only. AGENTRT_FIRST_RUN_STARTS changes the number of starts
-// (default 10); AGENTRT_FIRST_RUN_BUSY_LOOPS the busy loops (default 4).
+// (default 10), AGENTRT_FIRST_RUN_PARALLEL how many run at once (default 2) and
+// AGENTRT_FIRST_RUN_BUSY_LOOPS the busy loops (default 4, one fewer per extra start at once).
 
 import { parseStoredEvent, type AgentEvent } from "@agentrt/contract";
 import { startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
@@ -18,7 +23,10 @@ import { type LoadGenerator, startLoad } from "./support/load.ts";
 import { api, type RunningQuickstart, startQuickstart } from "./support/quickstart.ts";
 
 const STARTS = Number(process.env.AGENTRT_FIRST_RUN_STARTS ?? 10);
-const BUSY_LOOPS = Number(process.env.AGENTRT_FIRST_RUN_BUSY_LOOPS ?? 4);
+const PARALLEL = Math.max(1, Number(process.env.AGENTRT_FIRST_RUN_PARALLEL ?? 2));
+const BUSY_LOOPS = Number(process.env.AGENTRT_FIRST_RUN_BUSY_LOOPS ?? Math.max(0, 4 - (PARALLEL - 1)));
+/** The issue's "load average of about 8"; the median start must have run at no less than this. */
+const MIN_MEDIAN_LOAD1 = 6;
 /** Per start: clone + install + UI build + start + one turn + stop, under load. */
 const RUN_TIMEOUT_MS = 150_000;
 
@@ -93,44 +101,60 @@ async function oneTurn(stack: RunningQuickstart, run: number): Promise<void> {
   });
 }
 
-describe(`the quickstart, ${STARTS} starts in a row from fresh clones under load`, () => {
-  for (let run = 1; run <= STARTS; run++) {
+/** One start from a fresh clone: ready, one turn, a clean stop; its timings. */
+async function oneStart(run: number): Promise<RunRecord> {
+  let clone: FreshClone | undefined;
+  let nats: NatsServer | undefined;
+  let stack: RunningQuickstart | undefined;
+  try {
+    const t0 = Date.now();
+    [clone, nats] = await Promise.all([freshClone(), startNatsServer()]);
+    stack = await startQuickstart(clone.dir, nats.url);
+    await stack.ready(RUN_TIMEOUT_MS - 40_000);
+    const t1 = Date.now();
+    const load1AtReady = load.load1();
+    const stackReadyS = Number(/\[stack\]\S* ready in ([\d.]+) s/.exec(stack.output())?.[1]);
+    // Dev mode binds loopback only: HTTP, gRPC and four ops ports at least, none elsewhere.
+    const listeners = listenersOfGroup(stack.pgid);
+    expect(listeners.length).toBeGreaterThanOrEqual(6);
+    expect(listeners.filter((l) => !l.loopback)).toEqual([]);
+    await oneTurn(stack, run);
+    const t2 = Date.now();
+    const code = await stack.stop(20_000);
+    const t3 = Date.now();
+    expect(code).toBe(0);
+    expect(stack.output()).toMatch(/\[stack\]\S* stopped/);
+    for (const port of [...stack.opsPorts, Number(new URL(stack.httpUrl).port)]) expect(await portOpen(port)).toBe(false);
+    expect(stack.output()).not.toMatch(/exited unexpectedly/);
+    const record = { run, setupAndReadyS: (t1 - t0) / 1000, stackReadyS, turnS: (t2 - t1) / 1000, stopS: (t3 - t2) / 1000, load1: load1AtReady };
+    process.stderr.write(`first run ${run}/${STARTS}: ${JSON.stringify(record)}\n`);
+    return record;
+  } finally {
+    stack?.kill();
+    await nats?.stop();
+    clone?.remove();
+  }
+}
+
+describe(`the quickstart, ${STARTS} starts from fresh clones under load, ${PARALLEL} at a time`, () => {
+  for (let first = 1; first <= STARTS; first += PARALLEL) {
+    const runs = Array.from({ length: Math.min(PARALLEL, STARTS - first + 1) }, (_, i) => first + i);
     it(
-      `start ${run}: reaches ready, answers a turn on the offline model, stops cleanly`,
+      `start${runs.length > 1 ? "s" : ""} ${runs.join(" and ")}: reach${runs.length > 1 ? "" : "es"} ready, answer${runs.length > 1 ? "" : "s"} a turn on the offline model, stop${runs.length > 1 ? "" : "s"} cleanly`,
       async () => {
         expect(load.running()).toBe(2 + BUSY_LOOPS);
-        let clone: FreshClone | undefined;
-        let nats: NatsServer | undefined;
-        let stack: RunningQuickstart | undefined;
-        try {
-          const t0 = Date.now();
-          [clone, nats] = await Promise.all([freshClone(), startNatsServer()]);
-          stack = await startQuickstart(clone.dir, nats.url);
-          await stack.ready(RUN_TIMEOUT_MS - 40_000);
-          const t1 = Date.now();
-          const stackReadyS = Number(/\[stack\]\S* ready in ([\d.]+) s/.exec(stack.output())?.[1]);
-          // Dev mode binds loopback only: HTTP, gRPC and four ops ports at least, none elsewhere.
-          const listeners = listenersOfGroup(stack.pgid);
-          expect(listeners.length).toBeGreaterThanOrEqual(6);
-          expect(listeners.filter((l) => !l.loopback)).toEqual([]);
-          await oneTurn(stack, run);
-          const t2 = Date.now();
-          const code = await stack.stop(20_000);
-          const t3 = Date.now();
-          expect(code).toBe(0);
-          expect(stack.output()).toMatch(/\[stack\]\S* stopped/);
-          for (const port of [...stack.opsPorts, Number(new URL(stack.httpUrl).port)]) expect(await portOpen(port)).toBe(false);
-          expect(stack.output()).not.toMatch(/exited unexpectedly/);
-          const record = { run, setupAndReadyS: (t1 - t0) / 1000, stackReadyS, turnS: (t2 - t1) / 1000, stopS: (t3 - t2) / 1000, load1: load.load1() };
-          records.push(record);
-          process.stderr.write(`first run ${run}/${STARTS}: ${JSON.stringify(record)}\n`);
-        } finally {
-          stack?.kill();
-          await nats?.stop();
-          clone?.remove();
-        }
+        const outcomes = await Promise.allSettled(runs.map((run) => oneStart(run)));
+        for (const outcome of outcomes) if (outcome.status === "fulfilled") records.push(outcome.value);
+        const failed = outcomes.flatMap((o, i) => (o.status === "rejected" ? [`start ${runs[i]}: ${String(o.reason)}`] : []));
+        expect(failed).toEqual([]);
       },
       RUN_TIMEOUT_MS,
     );
   }
+
+  it(`ran every start under a load average of about 8 (median 1-minute load at ready ≥ ${MIN_MEDIAN_LOAD1})`, () => {
+    expect(records).toHaveLength(STARTS);
+    const loads = records.map((r) => r.load1).sort((a, b) => a - b);
+    expect(loads[Math.floor(loads.length / 2)]).toBeGreaterThanOrEqual(MIN_MEDIAN_LOAD1);
+  });
 });

@@ -1,6 +1,6 @@
 // Background CPU load for the first-run test, as in issue #13: two loops of the project's own
 // typecheck plus busy loops. Each loop is its own process group, so stopping kills exactly the
-// processes it started (and their children).
+// processes it started (and their children); each also ends by itself when the test process dies.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { loadavg } from "node:os";
@@ -18,14 +18,16 @@ export function startLoad(options: { repoRoot: string; typecheckLoops: number; b
   const loops: ChildProcess[] = [];
   for (let i = 0; i < options.typecheckLoops; i++) {
     loops.push(
-      spawn("bash", ["-c", `while true; do "${tsc}" -p tsconfig.json --noEmit >/dev/null 2>&1; done`], {
+      spawn("bash", ["-c", `while kill -0 ${process.pid} 2>/dev/null; do "${tsc}" -p tsconfig.json --noEmit >/dev/null 2>&1; done`], {
         cwd: options.repoRoot,
         detached: true,
         stdio: "ignore",
       }),
     );
   }
-  for (let i = 0; i < options.busyLoops; i++) loops.push(spawn(process.execPath, ["-e", "for (;;) {}"], { detached: true, stdio: "ignore" }));
+  // A loop ends by itself once the test process is gone (killed runs must not leave the machine busy).
+  const busy = `const owner = ${process.pid}; for (let i = 0; ; i++) if ((i & 0x3ffffff) === 0) try { process.kill(owner, 0); } catch { process.exit(0); }`;
+  for (let i = 0; i < options.busyLoops; i++) loops.push(spawn(process.execPath, ["-e", busy], { detached: true, stdio: "ignore" }));
   return {
     load1: () => loadavg()[0]!,
     running: () => loops.filter((p) => p.exitCode === null && p.signalCode === null).length,
