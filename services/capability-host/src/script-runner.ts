@@ -70,8 +70,11 @@ export interface ScriptRunnerDeps {
 export interface RunLiveness {
   /** Records that this host runs the script; called before `started` is appended. */
   recordRun(streamPath: string, executionId: string): Promise<void>;
-  /** True while the host that started the script holds a current liveness lease. */
-  runnerAlive(streamPath: string, executionId: string): Promise<boolean>;
+  /**
+   * Who runs a started script: `self` when the run record names this host, `alive` when it
+   * names another host holding a current liveness lease, `gone` otherwise (no proof of life).
+   */
+  runnerOf(streamPath: string, executionId: string): Promise<"self" | "alive" | "gone">;
   /** Drops the record once the script is settled. */
   forgetRun(streamPath: string, executionId: string): Promise<void>;
 }
@@ -129,6 +132,8 @@ export class ScriptRunner {
 
   /** Scripts this process is running now, by stream and execution id. */
   private readonly inFlight = new Map<string, Promise<ScriptRunOutcome>>();
+  /** Handlings in progress per script: more than one only when two redeliveries woke together. */
+  private readonly handling = new Map<string, number>();
 
   /**
    * Handles one work item. A redelivery of a script THIS process is still running (its claim
@@ -146,12 +151,16 @@ export class ScriptRunner {
       const next = this.inFlight.get(key);
       running = next === running ? undefined : next;
     }
+    this.handling.set(key, (this.handling.get(key) ?? 0) + 1);
     const run = this.handleOnce(streamPath, executionId, requestedOffset, shutdown);
     this.inFlight.set(key, run);
     try {
       return await run;
     } finally {
-      this.inFlight.delete(key);
+      if (this.inFlight.get(key) === run) this.inFlight.delete(key);
+      const left = (this.handling.get(key) ?? 1) - 1;
+      if (left === 0) this.handling.delete(key);
+      else this.handling.set(key, left);
     }
   }
 
@@ -184,13 +193,25 @@ export class ScriptRunner {
   ): Promise<ScriptRunOutcome> {
     const { streamPath, executionId, log } = run;
     switch (decision.kind) {
-      case "started":
-        if (this.deps.liveness !== undefined && (await this.deps.liveness.runnerAlive(streamPath, executionId))) {
+      case "started": {
+        const runner = (await this.deps.liveness?.runnerOf(streamPath, executionId)) ?? "gone";
+        if (runner === "alive") {
           log.info("script is running on a host whose liveness lease is current; leaving it to that host");
           return "runner-alive";
         }
+        if (runner === "self") {
+          // `handle` waits for any earlier handling of this script here, so one still going
+          // is a twin woken with this one: it may be running the body.
+          if ((this.handling.get(`${streamPath}\u0000${executionId}`) ?? 0) > 1) return "runner-alive";
+          // Not running here: its started append reported failure but landed (an unknown outcome
+          // during a NATS failover), or its settlement failed past every retry. Taken for a live
+          // run, it was put back every second for as long as this host lived.
+          log.warn("script was started by this host but is not running here; settling orphaned without re-running it");
+          return this.settle(run, orphanedFailed(), "orphaned");
+        }
         log.warn("script was started by a host that died; settling orphaned without re-running it");
         return this.settle(run, orphanedFailed(), "orphaned");
+      }
       case "expired":
         return this.settle(run, expiredFailed(decision.requested.payload.expiresAt), "expired");
       case "deadline":
