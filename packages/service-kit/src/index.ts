@@ -9,6 +9,7 @@ export * from "./readiness.ts";
 export * from "./nats.ts";
 export * from "./run-service.ts";
 export * from "./work-queue.ts";
+export * from "./transient-retry.ts";
 export * from "./leases.ts";
 export * from "./work-claims.ts";
 export * from "./tracing.ts";

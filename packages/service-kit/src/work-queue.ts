@@ -23,6 +23,7 @@ import type { Logger } from "pino";
 import { isRetryable } from "@agentrt/contract";
 import type { WorkClaims } from "./work-claims.ts";
 import { parseJsonOrUndefined } from "./json.ts";
+import { isTransientFailure } from "./transient-retry.ts";
 
 export const WORK_STREAM = "AGENT_WORK";
 
@@ -96,12 +97,24 @@ export function retryBackoffMs(deliveryCount: number): number {
 }
 
 /**
+ * The backoff after NATS itself failed (`isTransientFailure`): as above but capped at 5 s. Such
+ * an outage ends with a node's restart or a leader election, seconds; the delivery count also
+ * counts every polite "later" an item got before (a script waiting for a live host's run), so
+ * the 30 s cap could keep a turn waiting half a minute after the cluster answered again
+ * (chaos soak, issue 16).
+ */
+export function transientRetryBackoffMs(deliveryCount: number): number {
+  return Math.min(5_000, retryBackoffMs(deliveryCount));
+}
+
+/**
  * What the queue does with a handler that threw: the one place errors become broker actions.
  * A terminal error (an `AgentRuntimeError` that says retrying cannot help) is terminated so it
  * is never redelivered; anything else is naked with a backoff that grows per delivery.
  */
 export function workOutcomeOfError(error: unknown, deliveryCount: number): Exclude<WorkOutcome, { type: "ack" }> {
-  return isRetryable(error) ? { type: "retry", delayMs: retryBackoffMs(deliveryCount) } : { type: "drop" };
+  if (!isRetryable(error)) return { type: "drop" };
+  return { type: "retry", delayMs: isTransientFailure(error) ? transientRetryBackoffMs(deliveryCount) : retryBackoffMs(deliveryCount) };
 }
 
 export interface WorkContext {

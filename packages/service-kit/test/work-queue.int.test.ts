@@ -195,5 +195,8 @@ describe("the broker action of a failed handler", () => {
     expect(workOutcomeOfError(new AgentRuntimeError("unavailable", "down", { retryable: true }), 1)).toEqual({ type: "retry", delayMs: 1_000 });
     expect(workOutcomeOfError(new Error("unclassified"), 2)).toEqual({ type: "retry", delayMs: 2_000 });
     expect(workOutcomeOfError(new Error("unclassified"), 50)).toEqual({ type: "retry", delayMs: 30_000 });
+    // NATS itself failing ends within seconds (a restart, an election): never 30 s after it is back.
+    expect(workOutcomeOfError(new AgentRuntimeError("unavailable", "down", { retryable: true }), 50)).toEqual({ type: "retry", delayMs: 5_000 });
+    expect(workOutcomeOfError(new AgentRuntimeError("conflict", "too many writers", { retryable: true }), 50)).toEqual({ type: "retry", delayMs: 30_000 });
   });
 });

@@ -198,7 +198,7 @@ export class CapabilityHost {
       concurrency: claims,
       ackWaitMs: this.options.ackWaitMs ?? DEFAULT_SCRIPT_WORK_ACK_WAIT_MS,
       claims: this.claims,
-      handler: async (item) => {
+      handler: async (item, context) => {
         const entering = fairShare.enter(item.streamPath);
         // This agent already has its fill of scripts running and waiting here: later.
         if (entering === undefined) return { type: "retry", delayMs: retryMs };
@@ -207,7 +207,7 @@ export class CapabilityHost {
         if (leave === undefined) return { type: "retry", delayMs: 0 };
         let outcome: ScriptRunOutcome;
         try {
-          outcome = await this.runner.handle(item.streamPath, item.executionId, item.requestedOffset);
+          outcome = await this.runner.handle(item.streamPath, item.executionId, item.requestedOffset, context.signal);
         } finally {
           leave();
         }

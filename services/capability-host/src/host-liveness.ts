@@ -110,15 +110,17 @@ export class HostLiveness implements RunLiveness {
     await this.runs.put(runKey(streamPath, executionId), JSON.stringify({ hostId: this.options.hostId, presence: this.options.isConnected !== undefined }));
   }
 
-  async runnerAlive(streamPath: string, executionId: string): Promise<boolean> {
+  async runnerOf(streamPath: string, executionId: string): Promise<"self" | "alive" | "gone"> {
     const record = await this.runs.get(runKey(streamPath, executionId));
     // No record: started by a host from before run records, or the record is gone: no proof of life.
-    if (record === null || record.operation !== "PUT") return false;
+    if (record === null || record.operation !== "PUT") return "gone";
     const parsed = runRecordSchema.safeParse(parseJsonOrUndefined(record.string()));
-    if (!parsed.success) return false;
-    if (parsed.data.presence === true && this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return false;
+    if (!parsed.success) return "gone";
+    // Host ids are unique per incarnation: only this process can have written it.
+    if (parsed.data.hostId === this.options.hostId) return "self";
+    if (parsed.data.presence === true && this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return "gone";
     const lease = await this.leases.get(hostKey(parsed.data.hostId));
-    return lease !== null && lease.operation === "PUT";
+    return lease !== null && lease.operation === "PUT" ? "alive" : "gone";
   }
 
   async forgetRun(streamPath: string, executionId: string): Promise<void> {

@@ -8,7 +8,7 @@
 
 import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
 import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
-import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
 import type { Logger } from "pino";
@@ -70,8 +70,11 @@ export interface ScriptRunnerDeps {
 export interface RunLiveness {
   /** Records that this host runs the script; called before `started` is appended. */
   recordRun(streamPath: string, executionId: string): Promise<void>;
-  /** True while the host that started the script holds a current liveness lease. */
-  runnerAlive(streamPath: string, executionId: string): Promise<boolean>;
+  /**
+   * Who runs a started script: `self` when the run record names this host, `alive` when it
+   * names another host holding a current liveness lease, `gone` otherwise (no proof of life).
+   */
+  runnerOf(streamPath: string, executionId: string): Promise<"self" | "alive" | "gone">;
   /** Drops the record once the script is settled. */
   forgetRun(streamPath: string, executionId: string): Promise<void>;
 }
@@ -112,6 +115,14 @@ function turnTriggerOf(events: readonly AgentEvent[], executionId: string): numb
   return triggerOffsetOfRequestKey(events.find((e) => e.offset === requestOffset)?.idempotencyKey);
 }
 
+/** One handling of a work item: what every step needs to name it, log and stop it. */
+interface Run {
+  readonly streamPath: string;
+  readonly executionId: string;
+  readonly log: Logger;
+  readonly shutdown: AbortSignal | undefined;
+}
+
 export class ScriptRunner {
   private readonly now: () => number;
 
@@ -121,13 +132,15 @@ export class ScriptRunner {
 
   /** Scripts this process is running now, by stream and execution id. */
   private readonly inFlight = new Map<string, Promise<ScriptRunOutcome>>();
+  /** Handlings in progress per script: more than one only when two redeliveries woke together. */
+  private readonly handling = new Map<string, number>();
 
   /**
    * Handles one work item. A redelivery of a script THIS process is still running (its claim
    * lapsed while a long synchronous stretch blocked the heartbeats) waits for that run: seeing
    * its started event, it would otherwise wrongly settle a live script as orphaned.
    */
-  async handle(streamPath: string, executionId: string, requestedOffset?: number): Promise<ScriptRunOutcome> {
+  async handle(streamPath: string, executionId: string, requestedOffset?: number, shutdown?: AbortSignal): Promise<ScriptRunOutcome> {
     const key = `${streamPath}\u0000${executionId}`;
     // A second delivery of an item this host is still handling (a redelivery after a NATS
     // failover lost our heartbeats) waits for that attempt and then decides again from the
@@ -138,17 +151,22 @@ export class ScriptRunner {
       const next = this.inFlight.get(key);
       running = next === running ? undefined : next;
     }
-    const run = this.handleOnce(streamPath, executionId, requestedOffset);
+    this.handling.set(key, (this.handling.get(key) ?? 0) + 1);
+    const run = this.handleOnce(streamPath, executionId, requestedOffset, shutdown);
     this.inFlight.set(key, run);
     try {
       return await run;
     } finally {
-      this.inFlight.delete(key);
+      if (this.inFlight.get(key) === run) this.inFlight.delete(key);
+      const left = (this.handling.get(key) ?? 1) - 1;
+      if (left === 0) this.handling.delete(key);
+      else this.handling.set(key, left);
     }
   }
 
-  private async handleOnce(streamPath: string, executionId: string, requestedOffset: number | undefined): Promise<ScriptRunOutcome> {
+  private async handleOnce(streamPath: string, executionId: string, requestedOffset: number | undefined, shutdown: AbortSignal | undefined): Promise<ScriptRunOutcome> {
     const log = this.deps.logger.child({ streamPath, executionId });
+    const run: Run = { streamPath, executionId, log, shutdown };
     log.debug("handling script work item");
     const events = await this.deps.store.read(streamPath);
     const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits, requestedOffset);
@@ -160,37 +178,48 @@ export class ScriptRunner {
       return "not-visible";
     }
     const trigger = turnTriggerOf(events, executionId);
-    if (this.deps.tracer === undefined || trigger === undefined) return this.runDecided(streamPath, executionId, events, decision, log);
+    if (this.deps.tracer === undefined || trigger === undefined) return this.runDecided(run, events, decision);
     return inSpan(this.deps.tracer, "script.run", turnContext(streamPath, trigger), { "agentrt.stream_path": streamPath, "agentrt.execution_id": executionId }, async (span) => {
-      const outcome = await this.runDecided(streamPath, executionId, events, decision, log);
+      const outcome = await this.runDecided(run, events, decision);
       span.setAttribute("agentrt.outcome", outcome);
       return outcome;
     });
   }
 
   private async runDecided(
-    streamPath: string,
-    executionId: string,
+    run: Run,
     events: readonly AgentEvent[],
     decision: Exclude<ScriptRunDecision, { kind: "not-found" | "settled" | "not-visible" }>,
-    log: Logger,
   ): Promise<ScriptRunOutcome> {
+    const { streamPath, executionId, log } = run;
     switch (decision.kind) {
-      case "started":
-        if (this.deps.liveness !== undefined && (await this.deps.liveness.runnerAlive(streamPath, executionId))) {
+      case "started": {
+        const runner = (await this.deps.liveness?.runnerOf(streamPath, executionId)) ?? "gone";
+        if (runner === "alive") {
           log.info("script is running on a host whose liveness lease is current; leaving it to that host");
           return "runner-alive";
         }
+        if (runner === "self") {
+          // `handle` waits for any earlier handling of this script here, so one still going
+          // is a twin woken with this one: it may be running the body.
+          if ((this.handling.get(`${streamPath}\u0000${executionId}`) ?? 0) > 1) return "runner-alive";
+          // Not running here: its started append reported failure but landed (an unknown outcome
+          // during a NATS failover), or its settlement failed past every retry. Taken for a live
+          // run, it was put back every second for as long as this host lived.
+          log.warn("script was started by this host but is not running here; settling orphaned without re-running it");
+          return this.settle(run, orphanedFailed(), "orphaned");
+        }
         log.warn("script was started by a host that died; settling orphaned without re-running it");
-        return this.settle(streamPath, executionId, orphanedFailed(), "orphaned", log);
+        return this.settle(run, orphanedFailed(), "orphaned");
+      }
       case "expired":
-        return this.settle(streamPath, executionId, expiredFailed(decision.requested.payload.expiresAt), "expired", log);
+        return this.settle(run, expiredFailed(decision.requested.payload.expiresAt), "expired");
       case "deadline":
-        return this.settle(streamPath, executionId, deadlineFailed("before-execution", 0), "deadline", log);
+        return this.settle(run, deadlineFailed("before-execution", 0), "deadline");
       case "source-too-large":
-        return this.settle(streamPath, executionId, sourceTooLargeFailed(decision.bytes, decision.limitBytes), "typecheck", log);
+        return this.settle(run, sourceTooLargeFailed(decision.bytes, decision.limitBytes), "typecheck");
       case "check-and-run":
-        return this.checkAndRun(streamPath, executionId, events, decision.requested, decision.checkDeadlineAtMs, log);
+        return this.checkAndRun(run, events, decision.requested, decision.checkDeadlineAtMs);
       default: {
         const never: never = decision;
         throw new Error(`unhandled script-run decision ${JSON.stringify(never)}`);
@@ -198,14 +227,8 @@ export class ScriptRunner {
     }
   }
 
-  private async checkAndRun(
-    streamPath: string,
-    executionId: string,
-    events: readonly AgentEvent[],
-    requested: ScriptRunRequested,
-    checkDeadlineAtMs: number,
-    log: Logger,
-  ): Promise<ScriptRunOutcome> {
+  private async checkAndRun(run: Run, events: readonly AgentEvent[], requested: ScriptRunRequested, checkDeadlineAtMs: number): Promise<ScriptRunOutcome> {
+    const { streamPath, executionId, log } = run;
     const scope = scopeAt(events, requested.offset);
     const code = requested.payload.code.trim();
     const parts: ScriptSourceParts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code, wrapped: this.deps.wrap(code) };
@@ -217,14 +240,14 @@ export class ScriptRunner {
     const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
     this.deps.onTiming?.("typecheck", checked.durationMs);
     const timing = runDeadline(checkDeadlineAtMs, this.now(), this.deps.limits.maxRunMs);
-    if (timing.kind === "deadline") return this.settle(streamPath, executionId, deadlineFailed("typecheck", 0), "deadline", log);
+    if (timing.kind === "deadline") return this.settle(run, deadlineFailed("typecheck", 0), "deadline");
     const { deadlineAtMs } = timing;
-    if (checked.kind === "timed-out") return this.settle(streamPath, executionId, typecheckTimedOut(checked.budgetMs), "typecheck", log);
-    if (checked.kind === "checker-lost") return this.settle(streamPath, executionId, checkerLostFailed(checked.reason), "typecheck", log);
-    if (checked.kind === "blocked") return this.settle(streamPath, executionId, typecheckFailed(checked.problems), "typecheck", log);
+    if (checked.kind === "timed-out") return this.settle(run, typecheckTimedOut(checked.budgetMs), "typecheck");
+    if (checked.kind === "checker-lost") return this.settle(run, checkerLostFailed(checked.reason), "typecheck");
+    if (checked.kind === "blocked") return this.settle(run, typecheckFailed(checked.problems), "typecheck");
     if (checked.kind === "unchecked") log.info({ reason: checked.reason }, "running unchecked");
     if (checked.compiled === undefined) throw new CheckerProtocolError("the checker returned no compiled script for a script it let run");
-    if (!checked.compiled.ok) return this.settle(streamPath, executionId, typecheckFailed([checked.compiled.error]), "typecheck", log);
+    if (!checked.compiled.ok) return this.settle(run, typecheckFailed([checked.compiled.error]), "typecheck");
     const javascript = checked.compiled.javascript;
 
     await recorded;
@@ -245,11 +268,11 @@ export class ScriptRunner {
     });
     this.deps.onTiming?.("sandbox-start", outcome.startMs);
     this.deps.onTiming?.("run", outcome.runMs);
-    if (outcome.kind === "slice") return this.settle(streamPath, executionId, sliceFailed(outcome.limitMs), "deadline", log);
-    if (outcome.kind === "deadline") return this.settle(streamPath, executionId, deadlineFailed("execution", Math.round(limitMs)), "deadline", log);
-    if (outcome.kind === "threw") return this.settle(streamPath, executionId, runtimeFailed(outcome.error), "runtime", log);
+    if (outcome.kind === "slice") return this.settle(run, sliceFailed(outcome.limitMs), "deadline");
+    if (outcome.kind === "deadline") return this.settle(run, deadlineFailed("execution", Math.round(limitMs)), "deadline");
+    if (outcome.kind === "threw") return this.settle(run, runtimeFailed(outcome.error), "runtime");
     const settlement = await this.success(streamPath, executionId, outcome.value, this.deps.limits.maxSettlementResultChars, log);
-    return this.settle(streamPath, executionId, settlement, "succeeded", log);
+    return this.settle(run, settlement, "succeeded");
   }
 
   /**
@@ -272,10 +295,18 @@ export class ScriptRunner {
     };
   }
 
-  private async settle(streamPath: string, executionId: string, settlement: Settlement, outcome: ScriptRunOutcome, log: Logger): Promise<ScriptRunOutcome> {
-    const result = await this.deps.store.append(streamPath, [
-      { type: "capability-host/script-run-settled", payload: { executionId, settlement }, idempotencyKey: settledKey(executionId) },
-    ]);
+  private async settle(run: Run, settlement: Settlement, outcome: ScriptRunOutcome): Promise<ScriptRunOutcome> {
+    const { streamPath, executionId, log } = run;
+    // Retried here across a NATS blip: thrown back to the queue, a settlement (the result of a
+    // script that ran, or an orphan's) waited for a redelivery up to 30 s after NATS was back
+    // (chaos soak). The key makes a retry of an append that did land answer `duplicate`.
+    const result = await retryTransient(
+      () =>
+        this.deps.store.append(streamPath, [
+          { type: "capability-host/script-run-settled", payload: { executionId, settlement }, idempotencyKey: settledKey(executionId) },
+        ]),
+      { signal: run.shutdown, onRetry: (error, attempt, delayMs) => log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying") },
+    );
     if (result.status === "duplicate") {
       log.info("another incarnation settled first (lost race); standing down");
       return "lost-race";

@@ -4,7 +4,7 @@
 // interrupt takes the request; settles failed on errors, the idle watchdog or the deadline.
 
 import type { Tracer } from "@opentelemetry/api";
-import { inSpan, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
@@ -62,6 +62,14 @@ export type RunOutcome =
   | "not-visible"
   | "expired"
   | "shutdown";
+
+/** What a settlement needs of its run: where, for whom, and the shutdown that ends its retries. */
+interface SettleContext {
+  readonly streamPath: string;
+  readonly requestOffset: number;
+  readonly log: Logger;
+  readonly shutdown: AbortSignal | undefined;
+}
 
 interface Attempt {
   text: string;
@@ -216,7 +224,7 @@ export class RequestRunner {
 
   /** An error or a stop: decide whether to commit a failure or stand down silently. */
   private async afterError(
-    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    ctx: SettleContext,
     state: AgentState,
     startedAt: number,
     reason: unknown,
@@ -241,7 +249,7 @@ export class RequestRunner {
   }
 
   private async settleFailed(
-    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    ctx: SettleContext,
     state: AgentState,
     startedAt: number,
     error: unknown,
@@ -255,7 +263,7 @@ export class RequestRunner {
       attempt: state.consecutiveLlmFailures + 1,
       maxAttempts: policy.maxAttempts,
     });
-    const result = await this.deps.store.append(ctx.streamPath, batch);
+    const result = await this.appendSettlement(ctx, batch);
     if (result.status === "duplicate") {
       ctx.log.info("another driver settled this request first (lost race); our failure committed nothing");
       return "lost-race";
@@ -265,7 +273,7 @@ export class RequestRunner {
   }
 
   private async settleSucceeded(
-    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    ctx: SettleContext,
     state: AgentState,
     route: ModelRoute | null,
     startedAt: number,
@@ -282,7 +290,7 @@ export class RequestRunner {
       rawUsage: attempt.rawUsage,
       contextWindows: this.deps.settings.contextWindows,
     });
-    const result = await this.deps.store.append(ctx.streamPath, batch);
+    const result = await this.appendSettlement(ctx, batch);
     if (result.status === "duplicate") {
       ctx.log.info("another driver settled this request first (lost race); our answer committed nothing");
       return "lost-race";
@@ -297,8 +305,20 @@ export class RequestRunner {
     return "succeeded";
   }
 
+  /**
+   * Retried here across a NATS blip: thrown back to the queue, a settlement (an answer the model
+   * already gave) waited for a redelivery up to 30 s after NATS was back and then asked the
+   * model again (chaos soak). The keys make a retry of a batch that did land answer `duplicate`.
+   */
+  private appendSettlement(ctx: SettleContext, batch: EventInput[]): ReturnType<EventStore["append"]> {
+    return retryTransient(() => this.deps.store.append(ctx.streamPath, batch), {
+      signal: ctx.shutdown,
+      onRetry: (error, attempt, delayMs) => ctx.log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying"),
+    });
+  }
+
   private async maybeCompact(
-    ctx: { streamPath: string; requestOffset: number; log: Logger },
+    ctx: SettleContext,
     state: AgentState,
     route: ModelRoute | null,
     report: Extract<AgentEvent, { type: "agent/token-usage-reported" }>,

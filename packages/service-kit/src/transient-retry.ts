@@ -1,0 +1,68 @@
+// Retrying an operation in-process across a NATS blip. A settlement append that fails while a
+// NATS node is down or a stream leader is being elected would otherwise throw the work item
+// back to the queue, whose backoff and the reducer's re-issue can keep a finished turn waiting
+// for tens of seconds after NATS is back (the chaos soak's stuck turn, issue 16). Retrying
+// here, a few hundred milliseconds apart, lands it as soon as the cluster answers again.
+//
+// Only what the stores classify as `unavailable` is retried: a timeout, no responders, a lost
+// or reconnecting connection, a JetStream 503 (packages/streams jetstream/errors.ts). Anything
+// else is the caller's to handle, as before. The operation must be safe to repeat: a keyed
+// append is, since a retry of an append that did land answers `duplicate` instead of writing.
+
+import { isAgentRuntimeError } from "@agentrt/contract";
+
+/** NATS did not answer (the outcome of a write may be unknown): worth trying again shortly. */
+export function isTransientFailure(error: unknown): boolean {
+  return isAgentRuntimeError(error) && error.code === "unavailable" && error.retryable;
+}
+
+export interface TransientRetryOptions {
+  /** Stops retrying (the last error is thrown) once aborted: the process is shutting down. */
+  readonly signal?: AbortSignal | undefined;
+  /** No new attempt starts later than this after the first one began (default 12 s). */
+  readonly budgetMs?: number;
+  /** The first pause; each later one doubles, up to `maxDelayMs` (defaults 100 ms and 2 s). */
+  readonly firstDelayMs?: number;
+  readonly maxDelayMs?: number;
+  /** Called before each pause (logging). */
+  readonly onRetry?: (error: unknown, attempt: number, delayMs: number) => void;
+  readonly now?: () => number;
+}
+
+/**
+ * Runs `operation`, repeating it while it fails transiently and the budget lasts. The budget
+ * (12 s by default) covers a node restart and the election after it; an outage longer than
+ * that is left to the caller's own retry (the work queue's redelivery).
+ */
+export async function retryTransient<T>(operation: () => Promise<T>, options: TransientRetryOptions = {}): Promise<T> {
+  const now = options.now ?? Date.now;
+  const deadline = now() + (options.budgetMs ?? 12_000);
+  const maxDelayMs = options.maxDelayMs ?? 2_000;
+  let delayMs = options.firstDelayMs ?? 100;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (!isTransientFailure(error) || options.signal?.aborted === true) throw error;
+      const pause = Math.min(delayMs, deadline - now());
+      if (pause <= 0) throw error;
+      options.onRetry?.(error, attempt, pause);
+      if (!(await sleep(pause, options.signal))) throw error;
+      delayMs = Math.min(delayMs * 2, maxDelayMs);
+    }
+  }
+}
+
+/** False when the signal aborted the pause. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (slept: boolean): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(slept);
+    };
+    const onAbort = (): void => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

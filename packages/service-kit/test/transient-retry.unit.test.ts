@@ -1,0 +1,103 @@
+// The in-process retry of a settlement across a NATS blip (issue 16): which failures it
+// repeats, that it is bounded, and that shutdown stops it.
+
+import { AgentRuntimeError } from "@agentrt/contract";
+import { describe, expect, it } from "vitest";
+import { isTransientFailure, retryTransient } from "../src/index.ts";
+
+const unavailable = () => new AgentRuntimeError("unavailable", "append: NATS is unavailable (TIMEOUT); retry later.", { retryable: true });
+
+/** An operation failing with `errors` in turn, then answering "landed". */
+function failing(...errors: unknown[]): { op: () => Promise<string>; calls: () => number } {
+  let calls = 0;
+  return {
+    op: async () => {
+      const error = errors[calls++];
+      if (error !== undefined) throw error;
+      return "landed";
+    },
+    calls: () => calls,
+  };
+}
+
+describe("which failures are transient", () => {
+  it("is NATS not answering (the stores' retryable `unavailable`), nothing else", () => {
+    expect(isTransientFailure(unavailable())).toBe(true);
+    expect(isTransientFailure(new AgentRuntimeError("unavailable", "told not to retry"))).toBe(false);
+    expect(isTransientFailure(new AgentRuntimeError("conflict", "too many writers", { retryable: true }))).toBe(false);
+    expect(isTransientFailure(new AgentRuntimeError("invalid_event", "bad"))).toBe(false);
+    expect(isTransientFailure(new Error("TIMEOUT"))).toBe(false);
+  });
+});
+
+describe("retryTransient", () => {
+  it("repeats an operation failing transiently until it lands, pausing 100 ms then doubling", async () => {
+    const { op, calls } = failing(unavailable(), unavailable(), unavailable());
+    const pauses: number[] = [];
+    expect(await retryTransient(op, { onRetry: (_error, _attempt, ms) => pauses.push(ms) })).toBe("landed");
+    expect(calls()).toBe(4);
+    expect(pauses).toEqual([100, 200, 400]);
+  });
+
+  it("throws any other failure at once, as before", async () => {
+    const refused = new AgentRuntimeError("invalid_event", "bad");
+    const { op, calls } = failing(refused);
+    await expect(retryTransient(op)).rejects.toBe(refused);
+    expect(calls()).toBe(1);
+    const conflict = new AgentRuntimeError("conflict", "too many writers", { retryable: true });
+    const second = failing(unavailable(), conflict);
+    await expect(retryTransient(second.op, { firstDelayMs: 1 })).rejects.toBe(conflict);
+    expect(second.calls()).toBe(2);
+  });
+
+  it("gives up with the last error once its budget is spent, never starting an attempt after it", async () => {
+    let clock = 0;
+    let calls = 0;
+    const op = async (): Promise<string> => {
+      calls++;
+      clock += 1_000; // every attempt waits for its publish timeout
+      throw unavailable();
+    };
+    const pauses: number[] = [];
+    const started = Date.now();
+    const error = await retryTransient(op, {
+      budgetMs: 10_000,
+      firstDelayMs: 1,
+      maxDelayMs: 4,
+      now: () => clock,
+      onRetry: (_e, _a, ms) => {
+        pauses.push(ms);
+        clock += ms * 1_000; // the test's clock runs 1 000× faster than the pauses
+      },
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AgentRuntimeError);
+    // Attempts at 0, 2, 5, 10 s of the test's clock: none after the 10 s budget.
+    expect(calls).toBe(4);
+    expect(pauses).toEqual([1, 2, 4]);
+    expect(clock).toBeLessThanOrEqual(11_000);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("caps each pause at maxDelayMs", async () => {
+    const { op } = failing(...Array.from({ length: 6 }, unavailable));
+    const pauses: number[] = [];
+    await retryTransient(op, { firstDelayMs: 1, maxDelayMs: 8, onRetry: (_e, _a, ms) => pauses.push(ms) });
+    expect(pauses).toEqual([1, 2, 4, 8, 8, 8]);
+  });
+
+  it("stops on shutdown: an abort ends the pause at once and the last error is thrown", async () => {
+    const shutdown = new AbortController();
+    const first = unavailable();
+    const { op, calls } = failing(first, unavailable());
+    const started = Date.now();
+    const outcome = retryTransient(op, { signal: shutdown.signal, firstDelayMs: 5_000 });
+    setTimeout(() => shutdown.abort(), 20);
+    await expect(outcome).rejects.toBe(first);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(calls()).toBe(1);
+    // Already aborted: a failing attempt is not repeated.
+    const again = failing(unavailable());
+    await expect(retryTransient(again.op, { signal: shutdown.signal })).rejects.toBeInstanceOf(AgentRuntimeError);
+    expect(again.calls()).toBe(1);
+  });
+});
