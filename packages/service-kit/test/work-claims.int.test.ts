@@ -129,6 +129,27 @@ describe("work claims", { timeout: 120_000 }, () => {
     expect(alive.received).toHaveLength(1);
   });
 
+  it("hand back every item a killed claimant held, from its one key", async () => {
+    const durable = "claims-kill-many";
+    const ACK_WAIT_MS = 20_000;
+    const ITEMS = 3;
+    const victim = await claimantProcess(durable, "victim-many", ACK_WAIT_MS, 5_000);
+    for (let i = 0; i < ITEMS; i++) await publishWork(jetstream(nc), "llm", i + 1, { streamPath: `/a/claims-kill-many-${i}`, requestOffset: 3 });
+    await waitFor(() => victim.claimed.length === ITEMS, { timeoutMs: 10_000, what: "the victim to claim every item" });
+    const kv = await new Kvm(nc).open(WORK_CLAIMS_BUCKET);
+    await waitFor(async () => (await kv.get("llm.victim-many.held"))?.json<{ acks: string[] }>().acks.length === ITEMS, { timeoutMs: 10_000, what: "the victim's claims" });
+    const alive = await survivor(durable, "survivor-many", ACK_WAIT_MS);
+    victim.child.kill("SIGKILL");
+    const killedAt = Date.now();
+
+    await waitFor(() => alive.received.length === ITEMS, { timeoutMs: 10_000, what: "the survivor to receive every item" });
+    // Presence, not redelivery: the ack wait is 20 s.
+    expect(Math.max(...alive.received) - killedAt).toBeLessThan(3_000);
+    expect(alive.handedBack).toEqual(Array.from({ length: ITEMS }, () => "victim-many"));
+    await waitFor(() => consumerDrained(durable), { timeoutMs: 5_000, what: "the items to be acked" });
+    await waitFor(async () => (await claimKeys("llm.victim-many")).length === 0 && (await claimKeys("llm.survivor-many")).length === 0, { timeoutMs: 5_000, what: "the claims to be removed" });
+  });
+
   it("leave a frozen claimant's item alone (its subscription stays): only the ack wait moves it", async () => {
     const durable = "claims-freeze";
     const ACK_WAIT_MS = 3_000;
