@@ -44,7 +44,7 @@ export const NATS_NAMES = {
   scriptRunsBucket: "agentrt_script_runs",
   interruptSubject: INTERRUPT_SUBJECT,
   capabilitiesPrefix: "agentrt.capabilities",
-  /** Claims of in-flight work items (who runs which, and its ack subject). */
+  /** Claims of in-flight work items: one key per worker, the ack subjects of the items it runs. */
   workClaimsBucket: WORK_CLAIMS_BUCKET,
   /** Drivers and hosts answer here while connected; a dead one's claimed items are handed back at once. */
   workClaimLivenessPrefix: WORK_CLAIM_LIVENESS_PREFIX,

@@ -2,18 +2,29 @@
 // of the work queue's ack wait (the same principle as the partition leases' presence, see
 // leases.ts).
 //
-// A worker that takes an item records a claim in a KV bucket: the key names the work kind and
-// the worker, the value the item's ack subject. Each worker answers on its own liveness subject
-// for as long as its connection lives. Every worker watches the claims of its kind and, every
-// probe period, asks each other owner with claims whether it is there:
+// A worker records the items it runs in a KV bucket under one key of its own
+// (`<kind>.<owner>.held`), whose value is the set of their ack subjects. Each worker answers on
+// its own liveness subject for as long as its connection lives. Every worker watches the claims
+// of its kind and, every probe period, asks each other owner with claims whether it is there:
 // - "no responders": the NATS server dropped the owner's subscriptions, which it does the moment
-//   the process dies (its socket closes). The first survivor to remove the claim (compare-and-set
-//   on the revision it saw) naks the item on the owner's behalf, so the queue hands it out again
-//   at once and a live worker runs it as any delivery: the item is acked when that run settles.
+//   the process dies (its socket closes). The first survivor to remove the owner's key
+//   (compare-and-set on the revision it saw) naks every item in it on the owner's behalf, so the
+//   queue hands them out again at once and live workers run them as any delivery: an item is
+//   acked when that run settles.
 // - an answer or a timeout: alive (a frozen or busy process keeps its subscription and merely
 //   does not answer in time). The ack wait stays the backstop for those and for partitions.
 // A wrong verdict costs a duplicate attempt, never a duplicate result: every settlement is
 // idempotency-keyed, so the slower attempt commits nothing.
+//
+// The set is written so that the turn's path pays as little as possible: the claims taken in one
+// event-loop turn share one put, issued at the end of that turn and not waiting for an earlier
+// put (puts on one connection are stored in the order sent, so the last one holds the latest
+// set) — an item is thus unrecorded for no longer than when each item had its own put. A release
+// that leaves items held writes nothing by itself: the set shrinks with the next claim's put, or
+// a probe period later. Until then a survivor may nak an item already answered, which is a no-op
+// (see work-queue.ts); if that delivery was meanwhile naked and handed to another worker, the
+// cost is a duplicate attempt, as with any wrong verdict. The release that empties the set
+// deletes the key at the end of the event-loop turn.
 
 import type { JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -41,7 +52,10 @@ export function claimLivenessSubject(kind: WorkKind, owner: string): string {
   return `${WORK_CLAIM_LIVENESS_PREFIX}.${kind}.${claimOwnerToken(owner)}`;
 }
 
-const claimValueSchema = z.object({ owner: z.string().min(1), ack: z.string().startsWith("$JS.ACK.") });
+const ackSubject = z.string().startsWith("$JS.ACK.");
+// `ack`: one item per key, as written before the per-owner set; read so that a worker started
+// during an upgrade still hands back the items of an older one that died.
+const claimValueSchema = z.union([z.object({ owner: z.string().min(1), acks: z.array(ackSubject) }), z.object({ owner: z.string().min(1), ack: ackSubject })]);
 
 export interface WorkClaimsOptions {
   readonly nc: NatsConnection;
@@ -57,9 +71,9 @@ export interface WorkClaimsOptions {
 }
 
 export interface WorkClaims {
-  /** Records that this worker runs the delivered item (not awaited by the caller: errors are logged). */
+  /** Records that this worker runs the delivered item; resolves once that is stored (not awaited by the caller: errors are logged). */
   claim(msg: JsMsg): Promise<void>;
-  /** Removes the claim once the item was acked, naked or terminated. */
+  /** Forgets the item once it was acked, naked or terminated (stored with the next write). */
   release(msg: JsMsg): Promise<void>;
   /** Whether `owner` is connected: false only on "no responders" (its connection is gone). */
   isAlive(owner: string): Promise<boolean>;
@@ -67,7 +81,7 @@ export interface WorkClaims {
 }
 
 interface SeenClaim {
-  readonly ack: string;
+  readonly acks: readonly string[];
   readonly revision: number;
 }
 
@@ -77,7 +91,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_CLAIM_PROBE_TIMEOUT_MS;
   const kv: KV = await new Kvm(nc).create(WORK_CLAIMS_BUCKET, { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 });
   const ownToken = claimOwnerToken(owner);
-  const keyOf = (msg: JsMsg) => `${kind}.${ownToken}.${msg.seq}_${msg.info.deliveryCount}`;
+  const ownKey = `${kind}.${ownToken}.held`;
   let stopped = false;
 
   // Presence first: a claim must never be visible before its owner answers for it.
@@ -102,7 +116,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
           logger.warn({ key: entry.key }, "ignoring a malformed work claim");
           continue;
         }
-        claims.set(entry.key, { ack: parsed.data.ack, revision: entry.revision });
+        claims.set(entry.key, { acks: "acks" in parsed.data ? parsed.data.acks : [parsed.data.ack], revision: entry.revision });
         seen.set(token, claims);
       } else {
         claims.delete(entry.key);
@@ -119,16 +133,18 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
       (error: unknown) => !isNoResponders(error),
     );
 
-  /** The first survivor to remove a dead owner's claim hands its item back to the queue. */
+  /** The first survivor to remove a dead owner's claims hands its items back to the queue. */
   const handBack = async (token: string, key: string, claim: SeenClaim): Promise<void> => {
     try {
       await kv.delete(key, { previousSeq: claim.revision });
     } catch {
-      return; // another survivor removed it first (or the owner released it meanwhile)
+      return; // another survivor removed it first, or the watch has a later set to act on
     }
-    nc.publish(claim.ack, "-NAK");
-    logger.warn({ kind, claimant: token, key }, "the claimant of a work item is gone; handed the item back to the queue");
-    options.onHandedBack?.(token);
+    for (const ack of claim.acks) {
+      nc.publish(ack, "-NAK");
+      logger.warn({ kind, claimant: token, key, ack }, "the claimant of a work item is gone; handed the item back to the queue");
+      options.onHandedBack?.(token);
+    }
   };
 
   const probing = new Set<string>();
@@ -148,14 +164,63 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   const timer = setInterval(probeRound, probeEveryMs);
   timer.unref();
 
+  // This worker's items (delivery → ack subject) and the writes of their set.
+  const held = new Map<string, string>();
+  const heldKey = (msg: JsMsg) => `${msg.seq}_${msg.info.deliveryCount}`;
+  let stored = false; // whether the last write left the key in the bucket
+  let changed = false; // whether the set differs from the last write
+  let nextWrite: Promise<void> | undefined; // the put at the end of this event-loop turn
+  let lazyWrite: NodeJS.Timeout | undefined;
+
+  const write = (): Promise<void> => {
+    clearTimeout(lazyWrite);
+    lazyWrite = undefined;
+    if (!changed) return Promise.resolve();
+    changed = false;
+    if (held.size === 0) {
+      if (!stored) return Promise.resolve();
+      stored = false;
+      return kv.delete(ownKey).then(
+        () => undefined,
+        (error: unknown) => logger.warn({ err: error }, "could not remove this worker's work claims; they expire with the bucket's TTL"),
+      );
+    }
+    stored = true;
+    const items = held.size;
+    return kv.put(ownKey, JSON.stringify({ owner, acks: [...held.values()] })).then(
+      () => undefined,
+      (error: unknown) => logger.warn({ err: error, items }, "could not record work claims; the ack wait covers these items"),
+    );
+  };
+
+  const writeAtTurnEnd = (): Promise<void> =>
+    (nextWrite ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        nextWrite = undefined;
+        void write().then(resolve);
+      }),
+    ));
+
   return {
-    async claim(msg) {
+    claim(msg) {
       const ack = ackSubjectOf(msg);
-      if (ack === undefined) return;
-      await kv.put(keyOf(msg), JSON.stringify({ owner, ack })).catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, "could not record a work claim; the ack wait covers this item"));
+      if (ack === undefined || stopped) return Promise.resolve();
+      held.set(heldKey(msg), ack);
+      changed = true;
+      return writeAtTurnEnd();
     },
-    async release(msg) {
-      await kv.delete(keyOf(msg)).catch((error: unknown) => logger.warn({ err: error, seq: msg.seq }, "could not remove a work claim; it expires with the bucket's TTL"));
+    release(msg) {
+      if (!held.delete(heldKey(msg))) return Promise.resolve();
+      changed = true;
+      if (stopped) return Promise.resolve();
+      // Idle: the key goes at once, so a worker killed between turns leaves nothing for the
+      // survivors to hand back; that write costs nothing while the worker is busy.
+      if (held.size === 0) void writeAtTurnEnd();
+      else if (nextWrite === undefined && lazyWrite === undefined) {
+        lazyWrite = setTimeout(() => void write(), probeEveryMs);
+        lazyWrite.unref();
+      }
+      return Promise.resolve();
     },
     isAlive: (who) => (who === owner ? Promise.resolve(true) : isAliveToken(claimOwnerToken(who))),
     async stop() {
@@ -163,6 +228,10 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
       clearInterval(timer);
       watch.stop();
       await watching;
+      // The last write: the key goes once nothing is held; items still held stay recorded, so
+      // survivors hand them back once the presence below is gone.
+      await nextWrite;
+      if (!nc.isClosed() && !nc.isDraining()) await write();
       presence.unsubscribe();
       // Once stop() resolves the server has dropped the presence subscription (the flush's PONG
       // follows the UNSUB), so a probe from any connection gets "no responders", not a timeout.

@@ -129,6 +129,27 @@ describe("work claims", { timeout: 120_000 }, () => {
     expect(alive.received).toHaveLength(1);
   });
 
+  it("hand back every item a killed claimant held, from its one key", async () => {
+    const durable = "claims-kill-many";
+    const ACK_WAIT_MS = 20_000;
+    const ITEMS = 3;
+    const victim = await claimantProcess(durable, "victim-many", ACK_WAIT_MS, 5_000);
+    for (let i = 0; i < ITEMS; i++) await publishWork(jetstream(nc), "llm", i + 1, { streamPath: `/a/claims-kill-many-${i}`, requestOffset: 3 });
+    await waitFor(() => victim.claimed.length === ITEMS, { timeoutMs: 10_000, what: "the victim to claim every item" });
+    const kv = await new Kvm(nc).open(WORK_CLAIMS_BUCKET);
+    await waitFor(async () => (await kv.get("llm.victim-many.held"))?.json<{ acks: string[] }>().acks.length === ITEMS, { timeoutMs: 10_000, what: "the victim's claims" });
+    const alive = await survivor(durable, "survivor-many", ACK_WAIT_MS);
+    victim.child.kill("SIGKILL");
+    const killedAt = Date.now();
+
+    await waitFor(() => alive.received.length === ITEMS, { timeoutMs: 10_000, what: "the survivor to receive every item" });
+    // Presence, not redelivery: the ack wait is 20 s.
+    expect(Math.max(...alive.received) - killedAt).toBeLessThan(3_000);
+    expect(alive.handedBack).toEqual(Array.from({ length: ITEMS }, () => "victim-many"));
+    await waitFor(() => consumerDrained(durable), { timeoutMs: 5_000, what: "the items to be acked" });
+    await waitFor(async () => (await claimKeys("llm.victim-many")).length === 0 && (await claimKeys("llm.survivor-many")).length === 0, { timeoutMs: 5_000, what: "the claims to be removed" });
+  });
+
   it("leave a frozen claimant's item alone (its subscription stays): only the ack wait moves it", async () => {
     const durable = "claims-freeze";
     const ACK_WAIT_MS = 3_000;
@@ -147,6 +168,60 @@ describe("work claims", { timeout: 120_000 }, () => {
     // Its last heartbeat was at most one period before the stop: the item moved by the ack wait, not by presence.
     expect((alive.received[0] as number) - stoppedAt).toBeGreaterThanOrEqual(ACK_WAIT_MS - HEARTBEAT_MS - 100);
     expect(alive.handedBack).toEqual([]);
+  });
+
+  it("record 50 items taken at once with a few writes, not a put and a delete per item", async () => {
+    const durable = "claims-writes";
+    const ITEMS = 50;
+    const c = await connect({ servers: server.url });
+    const claims = await startWorkClaims({ nc: c, kind: "llm", owner: "busy", logger });
+    const claimsStream = `KV_${WORK_CLAIMS_BUCKET}`;
+    const lastSeq = async () => (await (await jetstreamManager(nc)).streams.info(claimsStream)).state.last_seq;
+    const before = await lastSeq();
+    for (let i = 0; i < ITEMS; i++) await publishWork(jetstream(nc), "llm", i + 1, { streamPath: `/a/claims-writes-${i}`, requestOffset: 3 });
+    let received = 0;
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const consumer = await consumeWork(jetstream(c), await jetstreamManager(c), {
+      kind: "llm",
+      durable,
+      logger,
+      claims,
+      concurrency: ITEMS,
+      handler: async () => {
+        received++;
+        await finished;
+        return { type: "ack" };
+      },
+    });
+    stops.push(async () => {
+      finish();
+      await consumer.stop();
+      await claims.stop();
+      await (await jetstreamManager(c)).consumers.delete(WORK_STREAM, durable);
+      await c.close();
+    });
+
+    await waitFor(() => received === ITEMS, { timeoutMs: 10_000, what: "every item to be taken" });
+    // Every item is recorded: a survivor would hand all of them back.
+    const kv = await new Kvm(nc).open(WORK_CLAIMS_BUCKET);
+    const recorded = async () => {
+      const acks = new Set<string>();
+      for (const key of await claimKeys("llm.busy")) {
+        const value = (await kv.get(key))?.json<{ ack?: string; acks?: string[] }>();
+        for (const ack of [...(value?.acks ?? []), ...(value?.ack === undefined ? [] : [value.ack])]) acks.add(ack);
+      }
+      return acks.size;
+    };
+    await waitFor(async () => (await recorded()) === ITEMS, { timeoutMs: 5_000, what: "all items in the claims" });
+    finish();
+    await waitFor(() => consumerDrained(durable), { timeoutMs: 5_000, what: "the items to be acked" });
+    await waitFor(async () => (await claimKeys("llm.busy")).length === 0, { timeoutMs: 5_000, what: "the claims to be removed once idle" });
+
+    const writes = (await lastSeq()) - before;
+    process.stdout.write(`work claims: ${ITEMS} concurrent items -> ${writes} KV writes\n`);
+    // A put and a delete per item would be 100.
+    expect(writes).toBeLessThanOrEqual(10);
   });
 
   it("answer probes only while the worker runs", async () => {
