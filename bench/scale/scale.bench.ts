@@ -268,6 +268,8 @@ for (const path of cold) {
   if (i % 200 === 0) log(`woke ${i} idle agents`);
 }
 const rebuiltDuringWake = (await rebuiltAgents(system)) - rebuiltBefore;
+// Said as soon as measured, like memory: the baseline that follows can still fail.
+log(`wake: ${JSON.stringify({ hotP50: percentile(hotOverhead, 50), hotP99: percentile(hotOverhead, 99), idleP50: percentile(coldOverhead, 50), idleP99: percentile(coldOverhead, 99), woken: cold.size, rebuiltDuringWake })}`);
 await feed.close();
 await system.stop();
 
