@@ -62,6 +62,19 @@ async function leaseOwners(system: System): Promise<Map<number, string>> {
   return owners;
 }
 
+/**
+ * The bench's own message a model request answers: its last user-role message that the bench
+ * sent (an error transcribed after it is a user-role message too, and is not a turn).
+ */
+function lastBenchMessage(body: unknown, sent: ReadonlyMap<string, number>): string {
+  const messages = (body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const { role, content } = messages[i]!;
+    if (role === "user" && typeof content === "string" && sent.has(content)) return content;
+  }
+  return "";
+}
+
 interface LoadRun {
   readonly seconds: number;
   readonly turnLatency: number[];
@@ -75,22 +88,32 @@ interface LoadRun {
 
 /** Creates the agents, runs every turn, and reports; `kill` SIGKILLs a reducer at 95 % of the turns. */
 async function runLoad(system: System, prefix: string, kill: boolean): Promise<LoadRun> {
-  const replies = new Map<string, () => void>();
-  /** The content of each agent's turn in flight (one at a time per agent). */
-  const inFlight = new Map<string, string>();
+  // A turn is answered by the first reply (or failed request) on its agent's stream after its
+  // user message, matched by stream and offset, not by the reply's text: the fake model echoes
+  // the request's last user-role message, and that is not always the bench's (after a failed
+  // request the reducer transcribes the error as an integration's message, rendered as a user
+  // message, and it can land after the next turn's message: its reply then echoes the error).
+  /** Per agent, the turn in flight (one at a time): its user message's offset once committed. */
+  const waiting = new Map<string, { userOffset?: number; answer: () => void }>();
+  /** Per agent, the offset of the last reply or failed request seen, for a turn whose answer came before its own append returned. */
+  const lastAnswer = new Map<string, number>();
   const failedTurns: string[] = [];
   const userCommittedAt = new Map<string, number>();
   const modelRequestsBefore = system.model.requests.length;
   const feed = system.store.feed({});
+  const onAnswer = (path: string, offset: number) => {
+    lastAnswer.set(path, offset);
+    const turn = waiting.get(path);
+    if (turn?.userOffset !== undefined && offset > turn.userOffset) turn.answer();
+  };
   void (async () => {
     for await (const batch of feed) {
       for (const e of batch.events as AgentEvent[]) {
-        if (e.type === "agents/context-added" && e.payload.role === "assistant") replies.get(e.payload.content.replace(/^ok: /, ""))?.();
+        if (e.type === "agents/context-added" && e.payload.role === "assistant") onAnswer(batch.streamPath, e.offset);
         // A request that failed ends its turn without a reply: counted and reported, not waited for.
         if (e.type === "agent/llm-request-settled" && e.payload.result.status === "failed") {
           failedTurns.push(e.payload.result.errorMessage);
-          const content = inFlight.get(batch.streamPath);
-          if (content !== undefined) replies.get(content)?.();
+          onAnswer(batch.streamPath, e.offset);
         }
       }
     }
@@ -109,18 +132,23 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
 
   /** Sends one message and waits for its reply (a turn that never answers fails the bench). */
   const turn = async (path: string, content: string): Promise<AgentEvent> => {
-    const answered = new Promise<void>((resolve, reject) => {
+    let answer = () => {};
+    const reply = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no reply to "${content}" within 120 s`)), 120_000);
-      replies.set(content, () => {
+      answer = () => {
         clearTimeout(timer);
         resolve();
-      });
+      };
     });
-    answered.catch(() => undefined); // awaited below; a timeout before then is not unhandled
-    inFlight.set(path, content);
+    reply.catch(() => undefined); // awaited below; a timeout before then is not unhandled
+    const inFlight: { userOffset?: number; answer: () => void } = { answer };
+    waiting.set(path, inFlight);
     const sent = await system.store.append(path, [userMessage(content)]);
+    const userOffset = sent.events[0]!.offset;
     userCommittedAt.set(content, Date.parse(sent.events[0]!.createdAt));
-    await answered.catch(async (error: unknown) => {
+    inFlight.userOffset = userOffset;
+    if ((lastAnswer.get(path) ?? 0) > userOffset) answer();
+    await reply.catch(async (error: unknown) => {
       if (!diagnosed) {
         diagnosed = true;
         const events = await system.store.read(path);
@@ -129,7 +157,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
       }
       throw error;
     });
-    replies.delete(content);
+    waiting.delete(path);
     return sent.events[0]!;
   };
 
@@ -143,7 +171,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
   const killAt = () => {
     killed = (async () => {
       snapshots = await metricSum(system, "agentrt_reducer_retention_total", 'what="snapshot"');
-      const turnsInFlight = replies.size;
+      const turnsInFlight = waiting.size;
       const counts = new Map<string, number[]>();
       for (const [p, owner] of await leaseOwners(system)) counts.set(owner, [...(counts.get(owner) ?? []), p]);
       const [victimId, partitions] = [...counts].sort((a, b) => b[1].length - a[1].length)[0]!;
@@ -184,7 +212,7 @@ async function runLoad(system: System, prefix: string, kill: boolean): Promise<L
   if (failure !== undefined) throw failure;
   const rss = { reducer: reducers.reduce((n, r) => n + (r.running ? rssMb(r.pid) : 0), 0), drivers: drivers.reduce((n, d) => n + rssMb(d.pid), 0) };
   const overhead = system.model.requests.slice(modelRequestsBefore).flatMap((r) => {
-    const committed = userCommittedAt.get(lastUserContent(r.body));
+    const committed = userCommittedAt.get(lastBenchMessage(r.body, userCommittedAt));
     return committed === undefined ? [] : [r.receivedAtMs - committed];
   });
   return {

@@ -135,6 +135,13 @@ export interface EventStore {
   /** The last durable offset of a stream (0 when empty). */
   lastOffset(streamPath: string): Promise<number>;
 
+  /**
+   * Drops what this client caches about a stream for its next append (a writer's view of its
+   * end), when the caller will not append to it for a while: a service holding nothing per
+   * idle stream. Only a cache: the next append looks the stream up again.
+   */
+  forget(streamPath: string): void;
+
   /** History from `fromOffset` then live events, each offset exactly once and in order. */
   subscribe(streamPath: string, options?: SubscribeOptions): Subscription;
 

@@ -123,6 +123,9 @@ export class MemoryEventStore implements EventStore {
     return this.streams.get(parseStreamPath(streamPath))?.events.length ?? 0;
   }
 
+  /** The memory store holds the streams themselves: there is no cache to drop. */
+  forget(_streamPath: string): void {}
+
   subscribe(streamPath: string, options?: SubscribeOptions): Subscription {
     this.assertOpen();
     const path = parseStreamPath(streamPath);

@@ -275,6 +275,9 @@ export class PartitionWorker {
       if (this.loading.has(path) || !processor.canEvict(now, evictIdleMs)) continue;
       processor.close();
       this.processors.delete(path);
+      // Nothing of an evicted agent stays behind: the store's view of its stream's end (for
+      // the next append) is looked up again when the agent is rebuilt.
+      this.options.store.forget(path);
       this.options.onRetention?.("evicted");
     }
     await this.saveCheckpoint();
@@ -335,7 +338,11 @@ export class PartitionWorker {
     if (this.maintainTimer) clearInterval(this.maintainTimer);
     await this.maintaining;
     await this.waking;
-    for (const processor of this.processors.values()) processor.close();
+    // The partition is another replica's now: this client keeps nothing of its agents.
+    for (const [path, processor] of this.processors) {
+      processor.close();
+      this.options.store.forget(path);
+    }
     await this.feed?.close();
     await this.live?.close();
     await this.loop?.catch(() => undefined);

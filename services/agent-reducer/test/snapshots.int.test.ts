@@ -164,6 +164,37 @@ describe("per-agent snapshots and partition checkpoints", () => {
     await w.stop();
   });
 
+  it("leaves nothing of an evicted agent behind: no processor, and no view of its stream in the store client it appends through", async () => {
+    // A store client of its own, so its cache holds only what this worker put there.
+    const own = await JetStreamEventStore.open(nc, { partitionCount: 4 });
+    const ownEffects: ReducerEffects = { ...effects, append: async (path, batch) => void (await own.append(path, batch)), appendAtHead: async (path, batch, expectedLastOffset) => own.append(path, batch, { expectedLastOffset }) };
+    const partition = store.partitionOf("/agents/snap/leaves-0");
+    const paths = Array.from({ length: 40 }, (_, i) => `/agents/snap/leaves-${i}`).filter((path) => store.partitionOf(path) === partition);
+    expect(paths.length).toBeGreaterThan(3);
+    // An error on each stream, which the reducer transcribes: an append through its own client.
+    const error = (i: number): EventInput => ({ type: "stream/error-occurred", payload: { message: `failure ${i}` } });
+    for (const path of paths) await store.append(path, [{ type: "agent/created", payload: {} }, error(0)]);
+    const w = new PartitionWorker({ partition, store: own, snapshots: await openSnapshotStore(nc), effects: ownEffects, logger, retention: { snapshotIdleMs: 50, evictIdleMs: 200, maintainEveryMs: 50 } });
+    try {
+      await w.start();
+      const transcribed = async (path: string, count: number) => (await store.read(path)).filter((e) => e.type === "agents/context-added").length === count;
+      for (const path of paths) await waitFor(() => transcribed(path, 1), { timeoutMs: 10_000 });
+      expect(own.cachedStreams).toBe(paths.length);
+      await waitFor(() => w.residentAgents === 0, { timeoutMs: 10_000 });
+      expect(own.cachedStreams).toBe(0);
+      // Woken again, the agent appends at its stream's end as before: nothing it needed was dropped.
+      const [woken] = paths;
+      await store.append(woken!, [error(1)]);
+      await waitFor(() => transcribed(woken!, 2), { timeoutMs: 10_000 });
+      expect((await store.read(woken!)).map((e) => e.offset)).toEqual([1, 2, 3, 4, 5]);
+      expect(w.processor(woken!)!.state).toEqual(await foldedFromEvents(woken!));
+      await waitFor(() => w.residentAgents === 0 && own.cachedStreams === 0, { timeoutMs: 10_000 });
+    } finally {
+      await w.stop();
+      await own.close();
+    }
+  });
+
   it("ignores a snapshot and a checkpoint of another format and rebuilds from the events", async () => {
     const path = "/agents/snap/old-format";
     const partition = store.partitionOf(path);

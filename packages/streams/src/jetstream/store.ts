@@ -207,6 +207,15 @@ export class JetStreamEventStore implements EventStore {
     }, signal);
   }
 
+  forget(streamPath: string): void {
+    this.writer.forget(streamPath);
+  }
+
+  /** How many streams' writer views this client holds (tests of what an evicted agent leaves behind). */
+  get cachedStreams(): number {
+    return this.writer.cachedStreams;
+  }
+
   async lastOffset(streamPath: string): Promise<number> {
     const subject = this.subjectOf(parseStreamPath(streamPath));
     return await classified(`last offset of ${streamPath}`, async () => {

@@ -116,6 +116,21 @@ export class BatchWriter {
     view.lastOffset = (events.at(-1) as AgentEvent).offset;
   }
 
+  /**
+   * Drops an idle stream's view (a reducer evicting an agent it will not append to until the
+   * agent's next event): the next append looks the stream's end up again. A writer with an
+   * append in flight or queued stays.
+   */
+  forget(streamPath: string): void {
+    const writer = this.writers.get(streamPath);
+    if (writer !== undefined && !writer.running && writer.pending.length === 0) this.writers.delete(streamPath);
+  }
+
+  /** How many streams' views are held (tests). */
+  get cachedStreams(): number {
+    return this.writers.size;
+  }
+
   private writerFor(streamPath: string, subject: string): StreamWriter {
     let writer = this.writers.get(streamPath);
     if (writer !== undefined) {
