@@ -144,6 +144,7 @@ export class Supervisor {
     const proc = child.process;
     if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    const since = Date.now();
     proc.kill("SIGTERM");
     const timer = setTimeout(() => {
       log(`${child.spec.name} did not stop within ${this.graceMs / 1000} s; killing it`);
@@ -151,6 +152,8 @@ export class Supervisor {
     }, this.graceMs);
     await exited;
     clearTimeout(timer);
+    // A slow stop is worth seeing (Ctrl-C should be quick); a quick one is not.
+    if (Date.now() - since >= 2_000) log(`${child.spec.name} took ${((Date.now() - since) / 1000).toFixed(1)} s to stop`);
   }
 
   /** Children grouped so that every child is stopped before anything it depends on. */

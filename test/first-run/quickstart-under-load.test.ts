@@ -24,7 +24,7 @@ import { api, type RunningQuickstart, startQuickstart } from "./support/quicksta
 
 const STARTS = Number(process.env.AGENTRT_FIRST_RUN_STARTS ?? 10);
 const PARALLEL = Math.max(1, Number(process.env.AGENTRT_FIRST_RUN_PARALLEL ?? 2));
-const BUSY_LOOPS = Number(process.env.AGENTRT_FIRST_RUN_BUSY_LOOPS ?? Math.max(0, 4 - (PARALLEL - 1)));
+const BUSY_LOOPS = Number(process.env.AGENTRT_FIRST_RUN_BUSY_LOOPS ?? Math.max(0, 4 - 4 * (PARALLEL - 1)));
 /** The issue's "load average of about 8"; the median start must have run at no less than this. */
 const MIN_MEDIAN_LOAD1 = 6;
 /** Per start: clone + install + UI build + start + one turn + stop, under load. */
@@ -127,7 +127,8 @@ async function oneStart(run: number): Promise<RunRecord> {
     for (const port of [...stack.opsPorts, Number(new URL(stack.httpUrl).port)]) expect(await portOpen(port)).toBe(false);
     expect(stack.output()).not.toMatch(/exited unexpectedly/);
     const record = { run, setupAndReadyS: (t1 - t0) / 1000, stackReadyS, turnS: (t2 - t1) / 1000, stopS: (t3 - t2) / 1000, load1: load1AtReady };
-    process.stderr.write(`first run ${run}/${STARTS}: ${JSON.stringify(record)}\n`);
+    const slowStops = stack.output().match(/\S+ took [\d.]+ s to stop/g) ?? [];
+    process.stderr.write(`first run ${run}/${STARTS}: ${JSON.stringify(record)}${slowStops.length > 0 ? ` (${slowStops.join(", ")})` : ""}\n`);
     return record;
   } finally {
     stack?.kill();
