@@ -7,7 +7,7 @@
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
 import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
-import { AgentRuntimeError, type AgentEvent } from "@agentrt/contract";
+import { AgentRuntimeError, isAgentRuntimeError, type AgentEvent } from "@agentrt/contract";
 import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
@@ -47,6 +47,9 @@ export interface ScriptLimits {
 }
 
 export const DEFAULT_SCRIPT_LIMITS: ScriptLimits = { typecheckBudgetMs: 2_000, maxSourceBytes: 64 * 1024, maxRunMs: 120_000, deadlineMarginMs: 15_000, maxSettlementResultChars: 256_000 };
+
+/** Conditional `started` appends tried before the item goes back to the queue (see appendStarted). */
+const START_ATTEMPTS = 5;
 
 export interface ScriptRunnerDeps {
   /** Traces each script the agent's own reply requested as a span of that turn. */
@@ -251,13 +254,8 @@ export class ScriptRunner {
     const javascript = checked.compiled.javascript;
 
     await recorded;
-    const start = await this.deps.store.append(streamPath, [
-      { type: "capability-host/script-run-started", payload: { executionId }, idempotencyKey: startedKey(executionId) },
-    ]);
-    if (start.status === "duplicate") {
-      log.info("another incarnation started this script first (lost race); standing down");
-      return "lost-race";
-    }
+    const started = await this.appendStarted(run, events);
+    if (started !== "started") return started;
 
     const limitMs = deadlineAtMs - this.now();
     const outcome = await this.deps.sandbox.run({
@@ -273,6 +271,46 @@ export class ScriptRunner {
     if (outcome.kind === "threw") return this.settle(run, runtimeFailed(outcome.error), "runtime");
     const settlement = await this.success(streamPath, executionId, outcome.value, this.deps.limits.maxSettlementResultChars, log);
     return this.settle(run, settlement, "succeeded");
+  }
+
+  /**
+   * Appends `started` only onto the stream as last decided on. The check can take seconds, and
+   * meanwhile another host may have settled the script (its own check ran out of time): the
+   * started key alone does not see that, and the script ran after its settlement (the chaos
+   * soak's audit: script-lifecycle-order). So the append is conditional on the last offset read,
+   * and whatever arrived since is decided on again by the core before trying once more.
+   */
+  private async appendStarted(run: Run, seen: readonly AgentEvent[]): Promise<"started" | ScriptRunOutcome> {
+    const { streamPath, executionId, log } = run;
+    let events = seen;
+    for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+      const lastOffset = events.at(-1)?.offset ?? 0;
+      try {
+        const start = await this.deps.store.append(
+          streamPath,
+          [{ type: "capability-host/script-run-started", payload: { executionId }, idempotencyKey: startedKey(executionId) }],
+          { expectedLastOffset: lastOffset },
+        );
+        if (start.status === "committed") return "started";
+        log.info("another incarnation started this script first (lost race); standing down");
+        return "lost-race";
+      } catch (error) {
+        if (!(isAgentRuntimeError(error) && error.code === "conflict")) throw error;
+      }
+      events = [...events, ...(await this.deps.store.read(streamPath, { fromOffset: lastOffset + 1 }))];
+      const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits);
+      if (decision.kind === "settled") {
+        log.info("settled elsewhere while this host checked it; not running it");
+        return "already-settled";
+      }
+      if (decision.kind === "started") {
+        log.info("another incarnation started this script first (lost race); standing down");
+        return "lost-race";
+      }
+      if (decision.kind === "not-found" || decision.kind === "not-visible") throw new Error(`script ${executionId} vanished from ${streamPath} after it was read`);
+      if (decision.kind !== "check-and-run") return this.runDecided(run, events, decision);
+    }
+    throw new AgentRuntimeError("conflict", `the stream ${streamPath} kept moving while script ${executionId} was about to start; retry`, { retryable: true });
   }
 
   /**
