@@ -57,24 +57,49 @@ async function runConsumer(
     onStarted(messages, remove);
     if (isClosed()) return;
     let silent = false;
-    void whenSilent(messages, () => {
+    let lastSign = Date.now();
+    const goneSilent = (): void => {
+      if (silent) return;
       silent = true;
+      clearInterval(watchdog);
       messages.stop();
+    };
+    void watchStatus(messages, (type) => {
+      lastSign = Date.now();
+      if (type === "heartbeats_missed") goneSilent();
     });
-    for await (const msg of messages) {
-      startSeq = msg.seq + 1;
-      onMessage(msg);
-      if (isClosed()) return;
+    // The library reports missed heartbeats only while its monitor runs, and it cancels the
+    // monitor while it recreates an ordered consumer: a recreation that keeps failing (the
+    // node holding the stream's leader killed) left a partition's feed silent for good, with no
+    // message, status or end (the NATS-leader chaos test: an agent's message never folded).
+    // So silence is also judged here, from anything the consumer says.
+    const watchdog = setInterval(() => {
+      if (Date.now() - lastSign > SILENCE_MS) goneSilent();
+    }, 1_000);
+    watchdog.unref();
+    try {
+      for await (const msg of messages) {
+        lastSign = Date.now();
+        startSeq = msg.seq + 1;
+        onMessage(msg);
+        if (isClosed()) return;
+      }
+    } finally {
+      clearInterval(watchdog);
     }
     if (!silent || isClosed()) return;
     void remove();
   }
 }
 
-async function whenSilent(messages: ConsumerMessages, then: () => void): Promise<void> {
-  for await (const status of messages.status()) {
-    if (status.type === "heartbeats_missed") return then();
-  }
+/**
+ * With a pull always waiting, the server heartbeats every half of CONSUME_EXPIRES_MS; this much
+ * time without a message, a heartbeat or any other status means the consumer is gone silent.
+ */
+const SILENCE_MS = 4 * (CONSUME_EXPIRES_MS / 2);
+
+async function watchStatus(messages: ConsumerMessages, onStatus: (type: string) => void): Promise<void> {
+  for await (const status of messages.status()) onStatus(status.type);
 }
 
 abstract class ConsumerSubscription<T> implements Closable, AsyncIterable<T> {
