@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { registerChild } from "@agentrt/testing";
 import { BUILD_STAMP, bundleOf } from "../../scripts/build-services.ts";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -129,6 +130,8 @@ export class ServiceProcess {
     child.stdout?.on("data", capture);
     child.stderr?.on("data", capture);
     this.outputClosed = new Promise((resolve) => child.once("close", () => resolve()));
+    // Killed with the test process however it ends (a timeout's SIGKILL included).
+    registerChild(child);
     child.on("exit", (code, signal) => {
       this.exits += 1;
       this.lastExit = signal ?? `code ${code}`;
@@ -161,12 +164,8 @@ export class ServiceProcess {
 export class ProcessGroup {
   readonly all: ServiceProcess[] = [];
 
-  constructor() {
-    // A test file that dies (a timeout, a crash) must not leave services running as orphans.
-    process.once("exit", () => {
-      for (const p of this.all) if (p.pid !== undefined && p.running) process.kill(p.pid, "SIGKILL");
-    });
-  }
+  // No exit hook of its own: every process is registered with @agentrt/testing's process
+  // registry at start, which kills it with the test process however that ends.
 
   add(name: string, service: ServiceName, env: Record<string, string>, opsPort?: number, readyPattern?: RegExp, options?: ServiceProcessOptions): ServiceProcess {
     const proc = new ServiceProcess(name, service, env, opsPort, readyPattern, options);

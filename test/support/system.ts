@@ -102,16 +102,34 @@ export async function waitForAnswer(system: System, path: string, contains: stri
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  // What has started so far, stopped in reverse when a later step fails: a start-up that fails
+  // leaves nothing running behind it (not even until the test process ends).
+  const undo: (() => Promise<unknown>)[] = [];
+  try {
+    return await startSystemSteps(options, undo);
+  } catch (error) {
+    for (const step of undo.reverse()) await step().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unknown>)[]): Promise<System> {
   const cluster = options.cluster === true ? await startNatsCluster({ nodes: 3 }) : undefined;
+  if (cluster !== undefined) undo.push(() => cluster.stop());
   const external = options.natsServers ?? cluster?.servers;
   const nats = external ? undefined : await startNatsServer(options.natsExtraConfig === undefined ? {} : { extraConfig: options.natsExtraConfig });
+  if (nats !== undefined) undo.push(() => nats.stop());
   const natsUrl = external ? external.join(",") : nats!.url;
   const credentials = options.testUser === undefined ? {} : { user: options.testUser.user, pass: options.testUser.password };
   const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250, ...credentials });
+  undo.push(() => nc.close());
   const replicas = options.replicas ?? (cluster === undefined ? 1 : 3);
   const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas });
+  undo.push(() => store.close());
   const model = await startFakeModel(options.model ?? {});
+  undo.push(() => model.close());
   const processes = new ProcessGroup();
+  undo.push(() => processes.stopAll());
   const common: Record<string, string> = {
     NATS_URL: natsUrl,
     OPS_PORT: "0",

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsNodeProcess, natsServerBinary } from "./node-process.ts";
 import { freeLoopbackPorts } from "./ports.ts";
-import { registerDir, unregisterDir } from "./process-registry.ts";
+import { registerDir, unregisterDir } from "../process-registry.ts";
 import { type NatsServer, handleFor } from "./server.ts";
 import { waitFor } from "./wait.ts";
 

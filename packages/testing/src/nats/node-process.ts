@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { registerChild, unregisterChild } from "./process-registry.ts";
+import { registerChild, unregisterChild } from "../process-registry.ts";
 import { waitFor } from "./wait.ts";
 
 export interface NodeConfig {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { startNatsContainer } from "./container.ts";
 import { NatsNodeProcess, ProcessExitedError, natsServerBinary } from "./node-process.ts";
 import { freeLoopbackPorts } from "./ports.ts";
-import { registerDir, unregisterDir } from "./process-registry.ts";
+import { registerDir, unregisterDir } from "../process-registry.ts";
 
 export interface NatsServerOptions {
   /** Name in `server_name` (default `agentrt-test`). */
