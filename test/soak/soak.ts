@@ -88,6 +88,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       drivers: 2,
       hosts: 2,
       gateways: 2,
+      // From their bundles, as the quickstart and the image run them: a restarted service is
+      // serving again in what production's restart takes, not after tsx compiled it afresh.
+      fromBundles: true,
       repoProvider: { openPulls: 3 },
       onStartupCrash: (what) => crashes.push(what),
       model: { defaultReply: soakReply },

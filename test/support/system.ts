@@ -166,7 +166,7 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
   if (options.repoProvider) {
     // After the host is ready, so the provider's first registration finds it.
     repoPath = makeTestRepo(options.repoProvider.openPulls);
-    const provider = processes.add("repo-provider", "repo-provider", envOf("repo-provider", { REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }), undefined, /repo-provider ready/);
+    const provider = processes.add("repo-provider", "repo-provider", envOf("repo-provider", { REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }), undefined, /repo-provider ready/, how);
     provider.start();
     await (onCrash ? waitReadySupervised(provider, onCrash) : provider.waitReady(60_000));
   }

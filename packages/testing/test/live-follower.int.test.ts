@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
-import { checkSequence, collectLive, followLive, liveUrl, waitFor } from "../src/index.ts";
+import { checkSequence, collectLive, followLive, freeLoopbackPort, liveUrl, waitFor } from "../src/index.ts";
 
 const PATH = "/agents/live/follower";
 const seen: { lastEventId: string | undefined; fromOffset: string | null }[] = [];
@@ -79,6 +79,19 @@ describe("followLive", () => {
       await expect(follower.until((m) => m.length > 100, { timeoutMs: 300, what: "a hundred messages" })).rejects.toThrow(/a hundred messages with 4 messages/);
     } finally {
       follower.close();
+    }
+  });
+  it("backs off while a gateway is down instead of retrying every 100 ms", async () => {
+    // Given nothing listening where the follower connects (a gateway being restarted)
+    const port = await freeLoopbackPort();
+    for (const transport of ["sse", "ws"] as const) {
+      const follower = followLive(transport, liveUrl(`http://127.0.0.1:${port}`, transport, PATH, { fromOffset: 1 }), { reconnectAfterMs: 100, maxReconnectAfterMs: 800 });
+      // When it keeps failing for 2 s
+      await new Promise((r) => setTimeout(r, 2_000));
+      follower.close();
+      // Then it tried a handful of times (waits of 0.1, 0.2, 0.4, 0.8, 0.8 s…), not twenty
+      expect(follower.reconnects, transport).toBeGreaterThanOrEqual(3);
+      expect(follower.reconnects, transport).toBeLessThanOrEqual(6);
     }
   });
 });

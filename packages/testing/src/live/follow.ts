@@ -24,8 +24,14 @@ export interface LiveMessage {
 export interface FollowLiveOptions {
   /** Request headers (e.g. authorization); WebSocket upgrade headers too. */
   readonly headers?: Record<string, string>;
-  /** Reconnect after a drop, this long later, resuming after the last durable offset held. */
+  /**
+   * Reconnect after a drop, this long later, resuming after the last durable offset held; the
+   * wait doubles (up to `maxReconnectAfterMs`) while attempts keep failing, and starts over
+   * once a connection opens, as a well-behaved client's would.
+   */
   readonly reconnectAfterMs?: number;
+  /** The longest wait between two failed attempts (default 2 s). */
+  readonly maxReconnectAfterMs?: number;
   /** Called on every message as it arrives (before waiters are checked). */
   readonly onMessage?: (message: LiveMessage, messages: readonly LiveMessage[]) => void;
 }
@@ -60,6 +66,8 @@ export function followLive(transport: LiveTransport, url: string, options: Follo
   const resumes: number[] = [];
   const waiters = new Set<() => void>();
   let reconnects = 0;
+  // Attempts since a connection last opened: the reconnect wait doubles with each.
+  let failures = 0;
   let closed = false;
   let settleOpened: (status: number) => void = () => {};
   const opened = new Promise<number>((resolve) => (settleOpened = resolve));
@@ -74,7 +82,9 @@ export function followLive(transport: LiveTransport, url: string, options: Follo
   const dropped = () => {
     if (closed || options.reconnectAfterMs === undefined) return;
     reconnects += 1;
-    setTimeout(connect, options.reconnectAfterMs);
+    const wait = Math.min(options.maxReconnectAfterMs ?? 2_000, options.reconnectAfterMs * 2 ** Math.min(failures, 10));
+    failures += 1;
+    setTimeout(connect, wait);
   };
 
   const connectSse = async () => {
@@ -86,6 +96,7 @@ export function followLive(transport: LiveTransport, url: string, options: Follo
       const response = await fetch(url, { headers, signal: controller.signal });
       settleOpened(response.status);
       if (response.status !== 200 || response.body === null) throw new Error(`subscribe answered ${response.status}`);
+      failures = 0;
       resumes.push(last ?? 0);
       for await (const frame of readSseFrames(response.body as AsyncIterable<Uint8Array>)) {
         if (frame.data === "") continue;
@@ -106,6 +117,7 @@ export function followLive(transport: LiveTransport, url: string, options: Follo
     stopCurrent = () => socket.terminate();
     socket.once("open", () => {
       settleOpened(101);
+      failures = 0;
       resumes.push(last ?? 0);
     });
     socket.once("unexpected-response", (_request, response) => {
