@@ -50,13 +50,13 @@ export default defineConfig({
         },
       },
       {
-        // Issue 16: the chaos soak's short form. Not in `pnpm test` yet: most seeds still leave
-        // turns unanswered after the faults (docs/operations.md "Chaos soak", still open), so it
-        // runs on demand: `pnpm soak:short` (SOAK_SEED=<seed> replays a schedule).
+        // Issue 16: the chaos soak's short form, last and alone: every fault at once under fifty
+        // agents on a 3-node cluster (about 100 s). `pnpm soak:short` runs it by itself;
+        // SOAK_SEED=<seed> replays a printed schedule; AGENTRT_SOAK=0 leaves it out.
         test: {
           name: "soak",
           sequence: { groupOrder: 4 },
-          include: process.env.AGENTRT_SOAK === "1" ? ["test/soak/**/*.test.ts"] : [],
+          include: process.env.AGENTRT_SOAK === "0" ? [] : ["test/soak/**/*.test.ts"],
           testTimeout: 300_000,
           pool: "forks",
           maxWorkers: 1,
