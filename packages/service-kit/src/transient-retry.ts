@@ -66,3 +66,51 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/**
+ * NATS is up but not answering JetStream requests yet: a request timed out, nobody answered
+ * (a stream or the meta group without a leader), "JetStream not enabled" while the server is
+ * still recovering its store, a 503. What a service meets when it starts while a node is down or
+ * leaders are being elected — not a configuration error, so worth waiting for.
+ */
+export function isNatsNotAnswering(error: unknown): boolean {
+  if (isTransientFailure(error)) return true;
+  if (!(error instanceof Error)) return false;
+  if (NOT_ANSWERING.has(error.name)) return true;
+  if (error.name === "JetStreamApiError" && (error as { status?: unknown }).status === 503) return true;
+  return error.cause !== undefined && error.cause !== error && isNatsNotAnswering(error.cause);
+}
+
+const NOT_ANSWERING = new Set(["TimeoutError", "NoRespondersError", "JetStreamNotEnabled", "ConnectionError", "ClosedConnectionError"]);
+
+/** How long a service waits at start-up for NATS to answer before it gives up and exits. */
+export const DEFAULT_STARTUP_NATS_WAIT_MS = 120_000;
+
+/**
+ * Runs one start-up step (opening a stream, a bucket, the JetStream manager), repeating it while
+ * NATS does not answer, for up to `budgetMs` (default 2 min): a service started during a node's
+ * restart or a leader election waits for the cluster in-process instead of exiting and being
+ * restarted by its supervisor, whose back-off (Kubernetes: 10 s, 20 s, 40 s … up to 5 min) would
+ * keep it down long after NATS answered again. A step must be safe to repeat (they are all
+ * create-or-bind). Anything else (a refused configuration) throws at once.
+ */
+export async function untilNatsAnswers<T>(
+  what: string,
+  step: () => Promise<T>,
+  options: { readonly logger?: { warn(obj: object, msg: string): void }; readonly budgetMs?: number; readonly now?: () => number } = {},
+): Promise<T> {
+  const now = options.now ?? Date.now;
+  const deadline = now() + (options.budgetMs ?? DEFAULT_STARTUP_NATS_WAIT_MS);
+  let delayMs = 250;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      const pause = Math.min(delayMs, deadline - now());
+      if (!isNatsNotAnswering(error) || pause <= 0) throw error;
+      options.logger?.warn({ err: error, attempt, retryInMs: pause }, `${what}: NATS is not answering yet; waiting for it`);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      delayMs = Math.min(delayMs * 2, 4_000);
+    }
+  }
+}

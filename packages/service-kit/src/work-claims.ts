@@ -34,6 +34,7 @@ import { z } from "zod";
 import type { WorkKind } from "./work-queue.ts";
 import { isNoResponders } from "./presence.ts";
 import { parseJsonOrUndefined } from "./json.ts";
+import { untilNatsAnswers } from "./transient-retry.ts";
 
 export const WORK_CLAIMS_BUCKET = "agentrt_work_claims";
 /** Liveness subjects of workers with claims: `<prefix>.<kind>.<owner>`. */
@@ -89,7 +90,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   const { nc, kind, owner, logger } = options;
   const probeEveryMs = options.probeEveryMs ?? DEFAULT_CLAIM_PROBE_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_CLAIM_PROBE_TIMEOUT_MS;
-  const kv: KV = await new Kvm(nc).create(WORK_CLAIMS_BUCKET, { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 });
+  const kv: KV = await untilNatsAnswers("work claims bucket", () => new Kvm(nc).create(WORK_CLAIMS_BUCKET, { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 }), { logger });
   const ownToken = claimOwnerToken(owner);
   const ownKey = `${kind}.${ownToken}.held`;
   let stopped = false;

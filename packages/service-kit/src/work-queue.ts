@@ -11,6 +11,7 @@
 import {
   AckPolicy,
   DeliverPolicy,
+  type ConsumerConfig,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
@@ -23,7 +24,7 @@ import type { Logger } from "pino";
 import { isRetryable } from "@agentrt/contract";
 import type { WorkClaims } from "./work-claims.ts";
 import { parseJsonOrUndefined } from "./json.ts";
-import { isTransientFailure } from "./transient-retry.ts";
+import { isTransientFailure, untilNatsAnswers } from "./transient-retry.ts";
 
 export const WORK_STREAM = "AGENT_WORK";
 
@@ -161,23 +162,9 @@ export async function consumeWork<K extends WorkKind>(
     max_ack_pending: 10_000,
     filter_subject: `work.${options.kind}.>`,
   };
-  try {
-    const existing = await jsm.consumers.info(WORK_STREAM, options.durable);
-    // A durable made by an older version keeps its ack wait until told otherwise: a claim's
-    // failure detection must follow this version's setting.
-    if (existing.config.ack_wait !== consumerConfig.ack_wait) {
-      await jsm.consumers.update(WORK_STREAM, options.durable, { ack_wait: consumerConfig.ack_wait });
-      options.logger.info({ durable: options.durable, ackWaitMs }, "updated the work consumer's ack wait");
-    }
-  } catch (error) {
-    if (!isConsumerNotFound(error)) throw error;
-    await jsm.consumers.add(WORK_STREAM, consumerConfig).catch(async (error: unknown) => {
-      await jsm.consumers.info(WORK_STREAM, options.durable).catch(() => {
-        throw error;
-      });
-    });
-  }
-  const consumer = await js.consumers.get(WORK_STREAM, options.durable);
+  // Started while NATS elects leaders (a node restarting), the consumer waits for an answer.
+  await untilNatsAnswers(`work consumer ${options.durable}`, () => ensureWorkConsumer(jsm, consumerConfig, options.logger), { logger: options.logger });
+  const consumer = await untilNatsAnswers(`work consumer ${options.durable}`, () => js.consumers.get(WORK_STREAM, options.durable), { logger: options.logger });
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   const schema = itemSchemas[options.kind];
@@ -258,4 +245,25 @@ export async function consumeWork<K extends WorkKind>(
 function isConsumerNotFound(error: unknown): boolean {
   const e = error as { code?: unknown; api_error?: { err_code?: number }; message?: string };
   return e.api_error?.err_code === 10014 || e.code === "404" || /consumer not found/i.test(e.message ?? "");
+}
+
+/** Creates the durable work consumer, or brings an existing one's ack wait up to this version's. */
+async function ensureWorkConsumer(jsm: JetStreamManager, config: Partial<ConsumerConfig> & { durable_name: string; ack_wait: number }, logger: Logger): Promise<void> {
+  const ackWaitMs = config.ack_wait / 1_000_000;
+  try {
+    const existing = await jsm.consumers.info(WORK_STREAM, config.durable_name);
+    // A durable made by an older version keeps its ack wait until told otherwise: a claim's
+    // failure detection must follow this version's setting.
+    if (existing.config.ack_wait !== config.ack_wait) {
+      await jsm.consumers.update(WORK_STREAM, config.durable_name, { ack_wait: config.ack_wait });
+      logger.info({ durable: config.durable_name, ackWaitMs }, "updated the work consumer's ack wait");
+    }
+  } catch (error) {
+    if (!isConsumerNotFound(error)) throw error;
+    await jsm.consumers.add(WORK_STREAM, config).catch(async (error: unknown) => {
+      await jsm.consumers.info(WORK_STREAM, config.durable_name).catch(() => {
+        throw error;
+      });
+    });
+  }
 }

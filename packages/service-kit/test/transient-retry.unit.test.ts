@@ -3,7 +3,8 @@
 
 import { AgentRuntimeError } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
-import { isTransientFailure, retryTransient } from "../src/index.ts";
+import { errors } from "@nats-io/nats-core";
+import { isNatsNotAnswering, isTransientFailure, retryTransient, untilNatsAnswers } from "../src/index.ts";
 
 const unavailable = () => new AgentRuntimeError("unavailable", "append: NATS is unavailable (TIMEOUT); retry later.", { retryable: true });
 
@@ -99,5 +100,45 @@ describe("retryTransient", () => {
     const again = failing(unavailable());
     await expect(retryTransient(again.op, { signal: shutdown.signal })).rejects.toBeInstanceOf(AgentRuntimeError);
     expect(again.calls()).toBe(1);
+  });
+});
+
+describe("a start-up step waits for NATS to answer", () => {
+  const named = (name: string, message = name) => Object.assign(new Error(message), { name });
+
+  it("counts the client's timeouts, no responders and an unenabled JetStream as not answering, nothing else", () => {
+    expect(isNatsNotAnswering(unavailable())).toBe(true);
+    expect(isNatsNotAnswering(new errors.TimeoutError())).toBe(true);
+    expect(isNatsNotAnswering(named("JetStreamNotEnabled", "jetstream is not enabled"))).toBe(true);
+    expect(isNatsNotAnswering(Object.assign(named("JetStreamApiError", "JetStream system temporarily unavailable"), { status: 503 }))).toBe(true);
+    expect(isNatsNotAnswering(new Error("wrapped", { cause: new errors.TimeoutError() }))).toBe(true);
+    // A refusal is not a wait: bad config, permissions, a stream that conflicts.
+    expect(isNatsNotAnswering(Object.assign(named("JetStreamApiError", "stream name already in use"), { status: 400 }))).toBe(false);
+    expect(isNatsNotAnswering(named("PermissionViolationError", "Permissions Violation for Publish"))).toBe(false);
+    expect(isNatsNotAnswering(new AgentRuntimeError("invalid_event", "bad"))).toBe(false);
+  });
+
+  it("repeats the step until NATS answers, logging each wait", async () => {
+    // Given a step that times out twice (leaders being elected), then answers
+    const { op, calls } = failing(new errors.TimeoutError(), named("JetStreamNotEnabled"));
+    const warnings: string[] = [];
+    // When it runs as a start-up step
+    const result = await untilNatsAnswers("event store", op, { logger: { warn: (_o, msg) => warnings.push(msg) } });
+    // Then it answers on the third attempt, having said why it waited
+    expect(result).toBe("landed");
+    expect(calls()).toBe(3);
+    expect(warnings).toEqual(["event store: NATS is not answering yet; waiting for it", "event store: NATS is not answering yet; waiting for it"]);
+  });
+
+  it("throws a refusal at once, and gives up on silence after its budget", async () => {
+    const refusal = named("PermissionViolationError");
+    const refused = failing(refusal);
+    await expect(untilNatsAnswers("work stream", refused.op)).rejects.toBe(refusal);
+    expect(refused.calls()).toBe(1);
+    // A clock that jumps 1 s per reading: the 2 s budget is spent after a couple of attempts.
+    let clock = 0;
+    const silent = failing(...Array.from({ length: 20 }, () => new errors.TimeoutError()));
+    await expect(untilNatsAnswers("work stream", silent.op, { budgetMs: 2_000, now: () => (clock += 1_000) })).rejects.toBeInstanceOf(errors.TimeoutError);
+    expect(silent.calls()).toBeLessThanOrEqual(2);
   });
 });

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
@@ -25,15 +25,17 @@ await runService({
     const tracing = createTracing("agent-reducer");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger });
     const js = jetstream(nc);
-    const jsm = await jetstreamManager(nc);
-    await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
-    const store = await openServiceStore(nc, {
+    // Started while NATS elects leaders (a node restarting), each step waits for an answer.
+    const waiting = { logger };
+    const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
+    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {
       service: "agent-reducer",
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused: countRefusedAppends(metrics, "agent-reducer"),
-    });
-    const snapshots = await openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS });
+    }), waiting);
+    const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
     const reducer = new ReducerService({
       id: config.REDUCER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
       nc,

@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import type { EventStore } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, startWorkClaims, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
+import { consumeWork, ensureWorkStream, startWorkClaims, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -106,10 +106,11 @@ export class CapabilityHost {
       },
     });
     const replicas = options.replicas ?? 1;
+    // Started while NATS elects leaders (a node restarting), each bucket waits for an answer.
     const [agentKv, providersKv, files] = await Promise.all([
-      kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }),
-      kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }),
-      new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }),
+      untilNatsAnswers("agent KV bucket", () => kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }), { logger }),
+      untilNatsAnswers("providers bucket", () => kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }), { logger }),
+      untilNatsAnswers("agent files bucket", () => new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }), { logger }),
     ]);
     const declarations = loadItxDeclarations();
     const checker = await createChecker(options, declarations);
@@ -181,8 +182,9 @@ export class CapabilityHost {
   /** Starts claiming `work.script.*` items (durable consumer `capability-host`). */
   async consume(): Promise<void> {
     const js = jetstream(this.options.nc);
-    const jsm = await jetstreamManager(this.options.nc);
-    await ensureWorkStream(jsm, { replicas: this.options.replicas ?? 1 });
+    const waiting = { logger: this.options.logger };
+    const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(this.options.nc), waiting);
+    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: this.options.replicas ?? 1 }), waiting);
     const concurrency = this.options.concurrency ?? 4;
     const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
     const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent });

@@ -2,7 +2,7 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
@@ -22,12 +22,13 @@ await runService({
     const replacedCheckers = metrics.counter("capability_host_typecheck_workers_replaced_total", "Typecheck worker threads replaced, by reason", ["reason"]);
     const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "capability-host", logger });
-    const store = await openServiceStore(nc, {
+    // Started while NATS elects leaders (a node restarting), the store waits for an answer.
+    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {
       service: "capability-host",
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused: countRefusedAppends(metrics, "capability-host"),
-    });
+    }), { logger });
     const tracing = createTracing("capability-host");
     const host = await CapabilityHost.start({
       tracer: tracing.tracer,

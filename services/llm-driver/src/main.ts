@@ -3,7 +3,7 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { LlmDriver } from "./driver.ts";
@@ -28,16 +28,18 @@ await runService({
     const metrics = createMetrics("llm-driver");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "llm-driver", logger });
     const js = jetstream(nc);
-    const jsm = await jetstreamManager(nc);
-    await ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS });
-    const store = await openServiceStore(nc, {
+    // Started while NATS elects leaders (a node restarting), each step waits for an answer.
+    const waiting = { logger };
+    const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
+    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {
       service: "llm-driver",
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused: countRefusedAppends(metrics, "llm-driver"),
-    });
+    }), waiting);
     // The cache follows the feed from the store's current head: older batches are read on demand.
-    const head = config.LLM_STREAM_CACHE === "on" ? (await jsm.streams.info(store.streamName)).state.last_seq : undefined;
+    const head = config.LLM_STREAM_CACHE === "on" ? (await untilNatsAnswers("event store head", () => jsm.streams.info(store.streamName), waiting)).state.last_seq : undefined;
     const tracing = createTracing("llm-driver");
     const driver = new LlmDriver({
       // Spans nobody exports are CPU on every turn for nothing (a span, two hashes, a context).

@@ -5,7 +5,7 @@
 // resume from their last offset), then drains NATS.
 
 import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
@@ -41,11 +41,12 @@ await runService({
     const metrics = createMetrics("web-gateway");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
     const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
-    const store = await openServiceStore(nc, { ...storeOptions, service: "web-gateway", onRefused: countRefusedAppends(metrics, "web-gateway") });
+    // Started while NATS elects leaders (a node restarting), each store waits for an answer.
+    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, { ...storeOptions, service: "web-gateway", onRefused: countRefusedAppends(metrics, "web-gateway") }), { logger });
     // Reads get their own connection: a flood of big pages cannot back up appends and live
     // subscriptions on one socket, nor get them dropped with it as a slow consumer.
     const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });
-    const readStore = await JetStreamEventStore.open(readNc, storeOptions);
+    const readStore = await untilNatsAnswers("read store", () => JetStreamEventStore.open(readNc, storeOptions), { logger });
     const auth = new Authenticator({
       keys,
       devMode,

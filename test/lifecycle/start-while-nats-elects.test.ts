@@ -1,0 +1,64 @@
+// A service started while its NATS cluster cannot answer JetStream (two of three nodes down: no
+// meta leader, no stream leaders) waits for it in-process and is serving once the nodes are
+// back — it does not exit and leave the restart to its supervisor, whose back-off (Kubernetes:
+// 10 s, 20 s, 40 s … 5 min) would keep it down long after NATS answered again. The chaos soak
+// saw 42 such start-up exits in one 10-minute run.
+
+import { ensureWorkStream } from "@agentrt/service-kit";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { type NatsCluster, freeLoopbackPort, startNatsCluster, waitFor } from "@agentrt/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ProcessGroup, type ServiceName } from "../support/processes.ts";
+
+let cluster: NatsCluster;
+const processes = new ProcessGroup();
+
+beforeAll(async () => {
+  cluster = await startNatsCluster({ nodes: 3 });
+  await cluster.waitForMetaLeader();
+  // The streams exist already, as in a running deployment whose nodes restart.
+  const nc = await connect({ servers: [...cluster.servers] });
+  const store = await JetStreamEventStore.open(nc, { partitionCount: 4, replicas: 3 });
+  await ensureWorkStream(await jetstreamManager(nc), { replicas: 3 });
+  await store.close();
+  await nc.close();
+}, 120_000);
+
+afterAll(async () => {
+  await processes.stopAll();
+  await cluster?.stop();
+});
+
+describe("a service started while NATS cannot answer", () => {
+  it("waits for the cluster and serves once it is back, without exiting", async () => {
+    // Given two of the three nodes down: the survivor accepts connections but JetStream has no quorum
+    const [survivor, ...down] = cluster.nodes;
+    for (const node of down) await node!.kill("SIGKILL");
+    // When a driver and a reducer start against the survivor
+    const started = (["llm-driver", "agent-reducer"] as ServiceName[]).map(async (service) =>
+      processes
+        .add(service, service, {
+          NATS_URL: survivor!.url,
+          OPS_PORT: "0",
+          PARTITION_COUNT: "4",
+          NATS_STREAM_REPLICAS: "3",
+          OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+          OPENAI_API_KEY: "test-key",
+          LOG_LEVEL: "warn",
+        }, await freeLoopbackPort(), undefined, { fromBundle: true })
+        .start(),
+    );
+    const services = await Promise.all(started);
+    // ...and the cluster stays without quorum until each has found that out (a NATS request
+    // waits 5 s) and a few seconds more
+    await waitFor(() => services.every((p) => /NATS is not answering yet; waiting for it/.test(p.logs()) || !p.running), { timeoutMs: 60_000, intervalMs: 250, what: "each service to say it waits for NATS" });
+    await new Promise((r) => setTimeout(r, 3_000));
+    for (const p of services) expect(p.running, `${p.name} still running while NATS cannot answer:\n${p.logs().slice(-2000)}`).toBe(true);
+    for (const node of down) await node!.restart();
+    // Then each becomes ready in the same process
+    for (const p of services) await p.waitReady(90_000);
+    for (const p of services) expect(p.exitCount, `${p.name} exited on the way`).toBe(0);
+  }, 180_000);
+});
