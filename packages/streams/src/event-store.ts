@@ -117,6 +117,12 @@ export interface FeedSubscription extends AsyncIterable<FeedBatch> {
 export interface LiveFeedOptions {
   /** Partitions to follow; default every partition. */
   readonly partitions?: readonly number[];
+  /**
+   * Only these event types (default: every type). Others are dropped before they are validated:
+   * a follower that reacts to one type (the reducer to reply chunks) does not parse the rest
+   * of the lane, its own runtime changes and previews among them.
+   */
+  readonly types?: readonly string[];
 }
 
 /** Live-lane events as they are published: iterate it; `close()` ends the iteration. */
