@@ -12,6 +12,7 @@
 // Run: pnpm exec tsx bench/driver/driver.bench.ts [--turns 200]
 // BENCH_PROFILE_DIR=/tmp/prof: the reducer and the driver run with `--cpu-prof` into a directory
 // each under it and are stopped with SIGTERM so they write their profiles.
+// BENCH_SEQUENTIAL_ONLY=1: only the sequential turns (part 1), so a profile holds nothing else.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
@@ -223,6 +224,7 @@ try {
   for (const [subject, count] of [...bySubject].sort((a, b) => b[1] - a[1])) process.stdout.write(`subject ${subject}: ${fmt(count / TURNS, 2)} per turn\n`);
   const messagesPerTurn = { in: (messagesAfter.in - messagesBefore.in) / TURNS, out: (messagesAfter.out - messagesBefore.out) / TURNS };
 
+  const sequentialOnly = process.env.BENCH_SEQUENTIAL_ONLY !== undefined;
   // --- 1b. driver only -------------------------------------------------------------------------
   // This process plays the reducer: it appends the request itself and hands it over, so the
   // overhead is the driver's alone (request append acknowledged → model receives). The
@@ -235,7 +237,7 @@ try {
       { type: "agents/context-added", payload: { role: "system", key: "identity", content: "You are a benchmark agent." } },
     ]);
   }
-  for (let turn = 0; turn < TURNS + WARMUP_TURNS; turn += 1) {
+  for (let turn = 0; turn < (sequentialOnly ? 0 : TURNS + WARMUP_TURNS); turn += 1) {
     const path = soloAgents[turn % AGENTS] as string;
     const marker = `solo-${turn}`;
     const seen = model.requests.length;
@@ -258,7 +260,7 @@ try {
     { label: "as fast as it can", tokens: 20_000, tokensPerSecond: Infinity },
   ];
   const passthrough: { label: string; emitted: number; received: number; events: number }[] = [];
-  for (const [i, rate] of rates.entries()) {
+  for (const [i, rate] of (sequentialOnly ? [] : rates).entries()) {
     const path = `/agents/bench/stream-${i}`;
     await store.append(path, [
       { type: "agent/created", payload: {} },
@@ -315,7 +317,9 @@ try {
     `| reducer: user event → request event (createdAt, ms resolution) | ${fmt(pct(ackToRequested, 50))} | ${fmt(pct(ackToRequested, 99))} | ${fmt(Math.max(...ackToRequested))} | |`,
     `| driver: request event createdAt → model receives | ${fmt(pct(requestedToModel, 50))} | ${fmt(pct(requestedToModel, 99))} | ${fmt(Math.max(...requestedToModel))} | |`,
     `| turn (ack → this client sees the settlement: reply stored and delivered) | ${fmt(pct(ackToSettledSeen, 50))} | ${fmt(pct(ackToSettledSeen, 99))} | ${fmt(Math.max(...ackToSettledSeen))} | |`,
-    `| driver only (${TURNS} turns, this process appends the request and its work item): request append acknowledged → model receives | ${fmt(pct(driverOnly, 50))} | ${fmt(pct(driverOnly, 99))} | ${fmt(Math.max(...driverOnly))} | |`,
+    ...(driverOnly.length === 0
+      ? []
+      : [`| driver only (${TURNS} turns, this process appends the request and its work item): request append acknowledged → model receives | ${fmt(pct(driverOnly, 50))} | ${fmt(pct(driverOnly, 99))} | ${fmt(Math.max(...driverOnly))} | |`]),
     "",
     `CPU per sequential turn (/proc utime + stime, ${TURNS} turns): ${cpuPerTurn.map((c) => `${c.name} ${c.ms === undefined ? "n/a" : `${fmt(c.ms)} ms`}`).join(", ")}.`,
     `NATS messages per sequential turn (nats-server /varz, this client's included): ${fmt(messagesPerTurn.in, 1)} in, ${fmt(messagesPerTurn.out, 1)} out.`,

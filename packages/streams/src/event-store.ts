@@ -33,6 +33,18 @@ export interface AppendOptions {
    * event. Without it the store reads the last offset itself.
    */
   readonly knownLastOffset?: number;
+  /**
+   * With `expectedLastOffset` only: the caller vouches that none of the batch's idempotency keys
+   * is on the stream through `expectedLastOffset` — it decided the batch from its own fold of
+   * exactly those events and never decides a key that fold holds — and that these keys are only
+   * ever appended that way, by anyone (the reducer's head decisions). A store with a key index
+   * then sends the keys' reservations together with the publish instead of before it (one round
+   * trip less); the publish's expected-last-sequence check still lets it commit only onto the
+   * stream the caller folded. A reservation left by an earlier attempt that lost is pointed at
+   * the committed record before the append resolves; until then a writer trusting the index
+   * could take the key for free, hence the second condition.
+   */
+  readonly keysNewAtHead?: boolean;
 }
 
 /**
@@ -105,6 +117,12 @@ export interface FeedSubscription extends AsyncIterable<FeedBatch> {
 export interface LiveFeedOptions {
   /** Partitions to follow; default every partition. */
   readonly partitions?: readonly number[];
+  /**
+   * Only these event types (default: every type). Others are dropped before they are validated:
+   * a follower that reacts to one type (the reducer to reply chunks) does not parse the rest
+   * of the lane, its own runtime changes and previews among them.
+   */
+  readonly types?: readonly string[];
 }
 
 /** Live-lane events as they are published: iterate it; `close()` ends the iteration. */

@@ -42,6 +42,8 @@ interface FeedListener {
 
 interface LiveListener {
   readonly partitions: ReadonlySet<number>;
+  /** Only these types; undefined: every type. */
+  readonly types: ReadonlySet<string> | undefined;
   readonly queue: AsyncQueue<AgentEvent>;
 }
 
@@ -84,7 +86,10 @@ export class MemoryEventStore implements EventStore {
       const live = ephemeralEvents(batch, knownLastOffsetOf(options) ?? lastOffset, createdAt);
       for (const event of live) this.deliver(event);
       const partition = this.partitionOf(batch.streamPath);
-      for (const listener of this.liveListeners) if (listener.partitions.has(partition)) for (const event of live) listener.queue.push(event);
+      for (const listener of this.liveListeners) {
+        if (!listener.partitions.has(partition)) continue;
+        for (const event of live) if (listener.types?.has(event.type) ?? true) listener.queue.push(event);
+      }
       return { status: "committed", events: live };
     }
     const decision = decideAppend({ lastOffset, findKey: (k) => stream?.keys.get(k) }, batch, options, createdAt);
@@ -155,7 +160,8 @@ export class MemoryEventStore implements EventStore {
   liveFeed(options?: LiveFeedOptions): LiveFeed {
     this.assertOpen();
     const partitions = new Set(parsePartitions(options?.partitions, this.partitionCount));
-    const listener: LiveListener = { partitions, queue: new AsyncQueue<AgentEvent>(() => this.liveListeners.delete(listener)) };
+    const types = options?.types === undefined ? undefined : new Set(options.types);
+    const listener: LiveListener = { partitions, types, queue: new AsyncQueue<AgentEvent>(() => this.liveListeners.delete(listener)) };
     this.liveListeners.add(listener);
     return subscriptionOf(listener.queue, () => this.liveListeners.delete(listener));
   }

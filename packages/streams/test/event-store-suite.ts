@@ -327,10 +327,12 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       const reader = await storage.open();
       const mine = reader.liveFeed({ partitions: [store.partitionOf(pathA)] });
       const every = reader.liveFeed();
+      const chunksOnly = reader.liveFeed({ types: ["agent/llm-response-chunks"] });
       // Best effort like the lane itself: publish until both feeds are demonstrably attached.
       const attached = Promise.all([
         collectUntil(mine, (items) => items.some((e) => e.streamPath === pathA)),
         collectUntil(every, (items) => items.some((e) => e.streamPath === pathA)),
+        collectUntil(chunksOnly, (items) => items.some((e) => e.streamPath === pathA)),
       ]);
       let ready = false;
       void attached.then(() => (ready = true));
@@ -341,11 +343,17 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       await attached;
       await store.append(pathA, [note("durable")]);
       await store.append(pathB, [chunk("elsewhere", 0)]);
+      await store.append(pathA, [{ type: "render/message-delta", payload: { llmRequestOffset: 1, text: "a preview" } }]);
       await store.append(pathA, [chunk("marker", 999)]);
       const isMarker = (e: AgentEvent) => e.streamPath === pathA && e.type === "agent/llm-response-chunks" && e.payload.sequence === 999;
       const fromMine = await collectUntil(mine, (items) => items.some(isMarker));
       const fromEvery = await collectUntil(every, (items) => items.some(isMarker) && items.some((e) => e.streamPath === pathB));
-      expect(fromMine.every((e) => e.ephemeral === true && e.streamPath === pathA && e.type === "agent/llm-response-chunks")).toBe(true);
+      // A feed of chosen types gets nothing else (the preview published before the marker).
+      const fromChunksOnly = await collectUntil(chunksOnly, (items) => items.some(isMarker));
+      expect(fromEvery.some((e) => e.type === "render/message-delta")).toBe(true);
+      expect(fromChunksOnly.every((e) => e.type === "agent/llm-response-chunks")).toBe(true);
+      await chunksOnly.close();
+      expect(fromMine.every((e) => e.ephemeral === true && e.streamPath === pathA)).toBe(true);
       expect(fromMine.find(isMarker)).toMatchObject({ offset: 1, ephemeral: true });
       expect(fromEvery.find((e) => e.streamPath === pathB)).toMatchObject({ type: "agent/llm-response-chunks", offset: 0, ephemeral: true });
       expect(fromEvery.some((e) => e.ephemeral !== true)).toBe(false);

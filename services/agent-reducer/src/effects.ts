@@ -4,7 +4,7 @@
 // unit tests.
 
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
-import { isAgentRuntimeError } from "@agentrt/contract";
+import { RESERVED_KEY_NAMESPACES, isAgentRuntimeError } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { inSpan, publishWork, requestInterrupt, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
@@ -56,7 +56,7 @@ export function natsReducerEffects(deps: {
     async appendAtHead(streamPath, batch, expectedLastOffset) {
       const attempt = async (): Promise<HeadAppendResult> => {
         try {
-          const result = await store.append(streamPath, batch, { expectedLastOffset });
+          const result = await store.append(streamPath, batch, { expectedLastOffset, keysNewAtHead: keysOnlyDecidedAtHead(batch) });
           return result.status === "committed" ? result : { status: result.status, events: [] };
         } catch (error) {
           if (isAgentRuntimeError(error) && error.code === "conflict") return { status: "conflict", events: [] };
@@ -94,4 +94,21 @@ export function natsReducerEffects(deps: {
       await store.append(streamPath, deltas, { knownLastOffset: foldedOffset });
     },
   };
+}
+
+/** Key namespaces built by the core's head decision alone (decideAtHead), never appended any other way. */
+const HEAD_ONLY_KEYS = [RESERVED_KEY_NAMESPACES.request, RESERVED_KEY_NAMESPACES.pause, RESERVED_KEY_NAMESPACES.resume];
+
+/**
+ * Whether a batch decided at the head may have its keys reserved alongside its publish
+ * (`keysNewAtHead`). It was decided from this reducer's fold of exactly the stream through
+ * the expected offset, and the core never decides a key that fold holds (a request's, a
+ * pause's and a resume's key names a trigger still pending, which the event clears): so its
+ * keys are new. And only reducers at the head ever append these keys, a loser deciding again
+ * from its fold, so no writer trusts the key index for them in the moment between a publish
+ * and its reservation. An expiry is not one: its settlement key is the driver's as well, and
+ * the driver appends without a head.
+ */
+function keysOnlyDecidedAtHead(batch: readonly EventInput[]): boolean {
+  return batch.every((e) => e.idempotencyKey !== undefined && HEAD_ONLY_KEYS.some((ns) => (e.idempotencyKey as string).startsWith(ns.prefix)));
 }

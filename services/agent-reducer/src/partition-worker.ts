@@ -108,7 +108,9 @@ export class PartitionWorker {
     }
     this.feed = this.options.store.feed({ partitions: [partition], afterSequence: this.sequence });
     this.loop = this.follow(this.feed);
-    this.live = this.options.store.liveFeed({ partitions: [partition] });
+    // Reply chunks are all it previews: the rest of the lane (its own runtime changes and
+    // previews among them) is not even parsed.
+    this.live = this.options.store.liveFeed({ partitions: [partition], types: ["agent/llm-response-chunks"] });
     this.liveLoop = this.followLive(this.live);
     this.maintainTimer = setInterval(() => void this.maintain(), this.retention.maintainEveryMs);
     this.maintainTimer.unref();

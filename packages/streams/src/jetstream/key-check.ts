@@ -7,7 +7,7 @@
 //     key, so a writer whose next record starts there may carry it too (the publish's
 //     expected-last-sequence check lets only one of them win, and the loser then finds it).
 
-import type { AgentEvent } from "@agentrt/contract";
+import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import type { KeyIndex } from "./key-index.ts";
 import { type RecordReader, eventsOf } from "./records.ts";
 import { type StreamViewState, catchUp } from "./stream-view.ts";
@@ -86,4 +86,30 @@ export async function reserveKeys(index: KeyIndex, streamPath: string, keys: rea
     }),
   );
   return results.every(Boolean);
+}
+
+/** A reservation that would not settle on the committed record after this many tries. */
+const REPOINT_ATTEMPTS = 8;
+
+/**
+ * Makes each key's reservation name the record committed at `first` (which carries the key):
+ * after an append whose reservations were sent together with its publish (`keysNewAtHead`)
+ * and did not all take, because an earlier attempt that lost had left an entry. Only such an
+ * entry can be there (the appender vouched that no record before `first` carries the key), so
+ * it is replaced, compare-and-set; an entry that already names `first` is left as it is.
+ */
+export async function pointKeysAt(index: KeyIndex, streamPath: string, keys: readonly string[], first: number): Promise<void> {
+  await Promise.all(
+    keys.map(async (key) => {
+      for (let attempt = 0; attempt < REPOINT_ATTEMPTS; attempt++) {
+        const reservation = await index.lookup(streamPath, key);
+        if (reservation?.first === first) return;
+        if (await index.reserve(streamPath, key, first, reservation?.revision)) return;
+      }
+      throw new AgentRuntimeError("unavailable", `The reservation of key ${JSON.stringify(key)} on ${streamPath} kept changing; it does not name offset ${first}, which committed; retry.`, {
+        retryable: true,
+        details: { streamPath, key, first, outcome: "committed" },
+      });
+    }),
+  );
 }

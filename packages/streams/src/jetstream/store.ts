@@ -276,7 +276,8 @@ export class JetStreamEventStore implements EventStore {
     const partitions = parsePartitions(options?.partitions, this.partitionCount);
     const prefix = this.scheme.ephemeralPrefix;
     const subjects = partitions.length === this.partitionCount ? [`${prefix}.>`] : partitions.map((p) => `${prefix}.${p}.>`);
-    const feed = new LivePartitionFeed(this.nc, subjects, (self) => this.open.delete(self));
+    const types = options?.types === undefined ? undefined : new Set(options.types);
+    const feed = new LivePartitionFeed(this.nc, subjects, types, (self) => this.open.delete(self));
     this.open.add(feed);
     return feed;
   }

@@ -240,7 +240,7 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
   }
 
   private onEphemeral(data: Uint8Array): void {
-    this.heldEphemeral.push(...liveEventsOf(data));
+    this.heldEphemeral.push(...liveEventsOf(data, undefined));
     this.releaseEphemeral();
   }
 
@@ -298,13 +298,15 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
   constructor(
     nc: NatsConnection,
     subjects: readonly string[],
+    /** Only these event types (undefined: every type), dropped before they are validated. */
+    private readonly types: ReadonlySet<string> | undefined,
     private readonly detach: (self: Closable) => void,
   ) {
     this.subscriptions = subjects.map((subject) => nc.subscribe(subject, { callback: (_err, msg) => this.onMessage(msg.data) }));
   }
 
   private onMessage(data: Uint8Array): void {
-    for (const event of liveEventsOf(data)) this.queue.push(event);
+    for (const event of liveEventsOf(data, this.types)) this.queue.push(event);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
@@ -318,8 +320,14 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
   }
 }
 
+/** An item's `type` when it is a string (looked at before the item is validated). */
+function typeOf(item: unknown): string {
+  const type: unknown = typeof item === "object" && item !== null ? (item as { type?: unknown }).type : undefined;
+  return typeof type === "string" ? type : "";
+}
+
 /** The live-lane events of one core-NATS message (a JSON array); anything unreadable is skipped. */
-function liveEventsOf(data: Uint8Array): AgentEvent[] {
+function liveEventsOf(data: Uint8Array, types: ReadonlySet<string> | undefined): AgentEvent[] {
   let raw: unknown;
   try {
     raw = JSON.parse(decoder.decode(data));
@@ -328,6 +336,7 @@ function liveEventsOf(data: Uint8Array): AgentEvent[] {
   }
   const events: AgentEvent[] = [];
   for (const item of Array.isArray(raw) ? raw : []) {
+    if (types !== undefined && !types.has(typeOf(item))) continue;
     const parsed = parseStoredEvent(item);
     if (parsed.ok && parsed.event.ephemeral === true) events.push(parsed.event);
   }

@@ -8,14 +8,15 @@
 // one offset on a replicated stream cannot both be stored (see commitGroup). Idempotency keys are checked and
 // reserved in the key index (key-check.ts) before the publish, so a keyed append to a long
 // stream costs a few lookups, never a read of the stream's history; new keys (the common case)
-// are reserved without looking them up first.
+// are reserved without looking them up first, and those of an at-head append whose caller
+// vouches that they are new (the reducer, `keysNewAtHead`) in the same breath as the publish.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
 import { type JetStreamPublisher, PublishDuplicateError, PublishUnconfirmedError } from "./publisher.ts";
-import { checkKeys, type KeyVerdict, reserveKeys } from "./key-check.ts";
+import { checkKeys, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
 import type { KeyIndex } from "./key-index.ts";
 import { type RecordReader, eventsOf } from "./records.ts";
 import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
@@ -206,7 +207,13 @@ export class BatchWriter {
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
       const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
-      if (committedKeys.length > 0 && !(await reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first))) {
+      // Keys new at the head (the caller's word, see AppendOptions): the reservations go out
+      // with the publish, not before it. The publish still commits only onto the view the
+      // caller folded, so a key cannot land twice; what a reservation that did not take means
+      // is settled once the outcome is known (below).
+      const alongside = guessing && committedKeys.length > 0 && group.every((m) => m.options?.keysNewAtHead === true && m.options.expectedLastOffset !== undefined);
+      const reserving = alongside ? reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first).catch(() => false) : undefined;
+      if (!alongside && committedKeys.length > 0 && !(await reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first))) {
         // After a wrong guess the lookups decide (and catch up when a reservation says to).
         if (!guessing) await catchUp(this.options.reader, subject, view);
         continue;
@@ -224,6 +231,9 @@ export class BatchWriter {
         view.lastSeq = ack;
         view.lastOffset += committed.length;
       } catch (error) {
+        // Our own reservations are settled before the lookups of a next attempt read them: one
+        // that took names an offset another record holds now, which reads as stale.
+        await reserving;
         if (error instanceof PublishDuplicateError && (await this.isOurClaim(subject, first, body, error.seq))) {
           await catchUp(this.options.reader, subject, view);
         } else if (error instanceof PublishDuplicateError || isWrongLastSequence(error)) {
@@ -234,6 +244,9 @@ export class BatchWriter {
           throw error;
         }
       }
+      // Committed with a reservation that did not take: an entry of an earlier attempt that lost
+      // (no record before `first` carries the key) now points at this record.
+      if (reserving !== undefined && !(await reserving)) await pointKeysAt(this.options.index, streamPath, committedKeys, first);
       // This store wrote the stream's first record, so its whole history is in the index. The
       // batch is committed whatever happens here: without the mark, a later keyed append
       // reads the stream once instead.
