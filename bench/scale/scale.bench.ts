@@ -9,7 +9,12 @@
 // back well within the idle time, and the report counts the rebuilds of the wake phase (one
 // per idle agent woken when the hot ones were never evicted).
 //
-//   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 30000]
+//   pnpm bench scale [--agents 100000] [--baseline-agents 10000] [--wake 1000] [--evict-ms 30000] [--wake-lanes 1]
+//
+// --wake-lanes L runs L lanes of the wake phase at once, each alternating an idle agent's
+// first turn with a hot agent's as the single lane does (every turn waits out the agents'
+// 250 ms debounce, so 1 000 wakes take about 10 minutes in one lane). Hot agents are split
+// between the lanes, so each stays resident as before; L ≤ --hot.
 
 import { once } from "node:events";
 import os from "node:os";
@@ -26,12 +31,14 @@ const BASELINE_AGENTS = numberArg("baseline-agents", 10_000);
 const WAKE = numberArg("wake", 1000);
 const EVICT_MS = numberArg("evict-ms", 30_000);
 const HOT = numberArg("hot", 8);
+const WAKE_LANES = Math.max(1, Math.min(numberArg("wake-lanes", 1), HOT));
 const DEBOUNCE_MS = 250;
 /** Agents created before the "before" measurement, so the services' per-agent structures exist. */
 const WARM = 500;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
+const benchStarted = performance.now();
+const log = (line: string) => process.stderr.write(`[scale +${((performance.now() - benchStarted) / 1000).toFixed(0)} s] ${line}\n`);
 
 async function reducerMetric(system: System, pattern: RegExp): Promise<number> {
   const reducer = system.processes.byService("agent-reducer")[0]!;
@@ -133,12 +140,17 @@ async function settleEvicted(system: System, atMost: number, timeoutMs: number):
   let resident = await residentAgents(system);
   let folded = await foldedEvents(system);
   let quietSince = Date.now();
+  let said = Date.now();
   while ((resident > atMost || Date.now() - quietSince < 5000) && Date.now() < deadline) {
     await sleep(1000);
     resident = await residentAgents(system);
     const now = await foldedEvents(system);
     if (now !== folded) quietSince = Date.now();
     folded = now;
+    if (Date.now() - said >= 15_000) {
+      said = Date.now();
+      log(`settling: ${resident} agents resident (waiting for ≤ ${atMost}), ${folded} events folded`);
+    }
   }
   if (Date.now() >= deadline) log(`not settled within ${timeoutMs} ms: ${resident} agents resident, ${folded} events folded`);
   await sleep(3000);
@@ -154,9 +166,14 @@ async function settleEvicted(system: System, atMost: number, timeoutMs: number):
 async function settleHeld(system: System, atLeast: number, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   let resident = await residentAgents(system);
+  let said = Date.now();
   while (!(resident >= atLeast) && Date.now() < deadline) {
     await sleep(1000);
     resident = await residentAgents(system);
+    if (Date.now() - said >= 15_000) {
+      said = Date.now();
+      log(`settling: ${resident} of ${atLeast} agents resident`);
+    }
   }
   if (!(resident >= atLeast)) throw new Error(`eviction off: the reducer holds ${resident} agents of the ${atLeast} created within ${timeoutMs} ms; not a baseline`);
   await sleep(3000);
@@ -251,27 +268,41 @@ async function turn(path: string, content: string): Promise<number> {
   // overhead is what comes on top of that deliberate wait.
   return request === undefined ? NaN : request.receivedAtMs - committedAt.get(content)! - DEBOUNCE_MS;
 }
-// Each agent's first turn follows the birth reaction; hot agents take one turn first.
 const hot = Array.from({ length: HOT }, (_, i) => `/agents/scale/a${i}`);
-for (const path of hot) await turn(path, `${path} warm-up`);
-const rebuiltBefore = await rebuiltAgents(system);
 const cold = new Set<string>();
-while (cold.size < Math.min(WAKE, AGENTS - hot.length)) cold.add(`/agents/scale/a${hot.length + Math.floor(Math.random() * (AGENTS - hot.length))}`);
 const coldOverhead: number[] = [];
 const hotOverhead: number[] = [];
-let i = 0;
-for (const path of cold) {
-  coldOverhead.push(await turn(path, `${path} wake`));
-  const h = hot[i % hot.length]!;
-  hotOverhead.push(await turn(h, `${h} hot ${i}`));
-  i += 1;
-  if (i % 200 === 0) log(`woke ${i} idle agents`);
+let rebuiltDuringWake = NaN;
+// A failed turn still stops the system here (the harness would kill it at exit anyway).
+try {
+  // Each agent's first turn follows the birth reaction; hot agents take one turn first.
+  for (const path of hot) await turn(path, `${path} warm-up`);
+  const rebuiltBefore = await rebuiltAgents(system);
+  while (cold.size < Math.min(WAKE, AGENTS - hot.length)) cold.add(`/agents/scale/a${hot.length + Math.floor(Math.random() * (AGENTS - hot.length))}`);
+  const coldList = [...cold];
+  let woken = 0;
+  log(`waking ${coldList.length} idle agents in ${WAKE_LANES} lane(s)`);
+  await Promise.all(
+    Array.from({ length: WAKE_LANES }, async (_, lane) => {
+      // Lane `lane` takes every WAKE_LANES-th idle agent and its own share of the hot ones.
+      const own = hot.filter((_, k) => k % WAKE_LANES === lane);
+      for (let k = lane, turnInLane = 0; k < coldList.length; k += WAKE_LANES, turnInLane += 1) {
+        const path = coldList[k]!;
+        coldOverhead.push(await turn(path, `${path} wake`));
+        const h = own[turnInLane % own.length]!;
+        hotOverhead.push(await turn(h, `${h} hot ${k}`));
+        woken += 1;
+        if (woken % 100 === 0) log(`woke ${woken} idle agents`);
+      }
+    }),
+  );
+  rebuiltDuringWake = (await rebuiltAgents(system)) - rebuiltBefore;
+  // Said as soon as measured, like memory: the baseline that follows can still fail.
+  log(`wake: ${JSON.stringify({ hotP50: percentile(hotOverhead, 50), hotP99: percentile(hotOverhead, 99), idleP50: percentile(coldOverhead, 50), idleP99: percentile(coldOverhead, 99), woken: cold.size, rebuiltDuringWake })}`);
+} finally {
+  await feed.close();
+  await system.stop();
 }
-const rebuiltDuringWake = (await rebuiltAgents(system)) - rebuiltBefore;
-// Said as soon as measured, like memory: the baseline that follows can still fail.
-log(`wake: ${JSON.stringify({ hotP50: percentile(hotOverhead, 50), hotP99: percentile(hotOverhead, 99), idleP50: percentile(coldOverhead, 50), idleP99: percentile(coldOverhead, 99), woken: cold.size, rebuiltDuringWake })}`);
-await feed.close();
-await system.stop();
 
 // --- 3. Baseline: eviction off, every agent held ------------------------------------------------
 log(`baseline: ${BASELINE_AGENTS} agents, eviction off`);
@@ -281,7 +312,7 @@ await holding.system.stop();
 
 const kib = (v: number) => v.toFixed(2);
 const lines = [
-  `Command: \`pnpm bench scale --agents ${AGENTS} --baseline-agents ${BASELINE_AGENTS} --wake ${WAKE} --evict-ms ${EVICT_MS}\` — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC.`,
+  `Command: \`pnpm bench scale --agents ${AGENTS} --baseline-agents ${BASELINE_AGENTS} --wake ${WAKE} --evict-ms ${EVICT_MS} --wake-lanes ${WAKE_LANES}\` — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC.`,
   `Machine: nproc ${os.cpus().length}, ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}; one reducer, one driver, one gateway, one nats-server (R1), the fake model; load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(", ")}.`,
   "",
   "| measure | eviction on (default policy, idle " + `${EVICT_MS} ms) | eviction off (every agent held) |`,

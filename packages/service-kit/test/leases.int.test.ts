@@ -144,6 +144,29 @@ describe("partition leases with the default timing", () => {
     await leases.stop();
   });
 
+  it("take a holder killed while a probe to it was unanswered without waiting for that probe to time out", async () => {
+    const holder = await holderProcess("unanswered", "h");
+    await waitFor(() => holder.owned.size === 8, { timeoutMs: 10_000 });
+    const a = new Set<number>();
+    const nc = await connect({ servers: server.url });
+    connections.push(nc);
+    const leases = await startPartitionLeases({ nc, group: "unanswered", owner: "a", partitionCount: 8, acquireEveryMs: 60_000, logger, onAcquired: (p) => void a.add(p), onLost: (p) => void a.delete(p) });
+    // Frozen (a busy event loop): the watch's probes go unanswered, and each would time out only
+    // after a third of the TTL (1 s by default), counting as alive. Then it dies.
+    holder.child.kill("SIGSTOP");
+    const frozenAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(a.size).toBe(0);
+    holder.child.kill("SIGKILL");
+    const killedAt = Date.now();
+    await waitFor(() => a.size === 8, { timeoutMs: 5_000 });
+    process.stdout.write(`leases: a holder killed with a probe unanswered taken over in ${Date.now() - killedAt} ms\n`);
+    // A probe sent once it froze is unanswered until it times out (a third of the TTL, at most
+    // 1 s): a watch that waited for it could not take over before then.
+    expect(Date.now() - frozenAt).toBeLessThan(Math.min(1_000, DEFAULT_LEASE_TTL_MS / 3));
+    await leases.stop();
+  });
+
   it("leave a paused holder (a long GC, a starved process) every lease it holds", async () => {
     const holder = await holderProcess("paused", "h");
     await waitFor(() => holder.owned.size === 8, { timeoutMs: 10_000 });

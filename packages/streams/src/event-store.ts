@@ -130,6 +130,14 @@ export interface LiveFeed extends AsyncIterable<AgentEvent> {
   close(): Promise<void>;
 }
 
+/** See `EventStore.appendHint`; every field is optional knowledge. */
+export interface AppendHint {
+  /** A record of the stream: its feed sequence and the offset of its last event. */
+  readonly record?: { readonly sequence: number; readonly lastOffset: number };
+  /** Every idempotency key of the stream's history is in the store's key index (it stays so). */
+  readonly keysIndexed?: boolean;
+}
+
 export interface StreamSummary {
   readonly streamPath: string;
   readonly lastOffset: number;
@@ -159,6 +167,19 @@ export interface EventStore {
    * idle stream. Only a cache: the next append looks the stream up again.
    */
   forget(streamPath: string): void;
+
+  /**
+   * What this client has learned about a stream that spares its next append a look-up, for a
+   * caller that keeps it with its own state across a `forget` (the reducer's agent snapshot).
+   */
+  appendHint(streamPath: string): AppendHint;
+
+  /**
+   * Gives this client such knowledge back, or a record of the stream the caller saw on the
+   * feed, so the next append needs no look-up of its own. Only ever adds to what the client
+   * knows; a record older than the stream's end costs a catch-up, never a wrong append.
+   */
+  primeAppend(streamPath: string, hint: AppendHint): void;
 
   /** History from `fromOffset` then live events, each offset exactly once and in order. */
   subscribe(streamPath: string, options?: SubscribeOptions): Subscription;

@@ -6,6 +6,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { AsyncQueue } from "./async-queue.ts";
 import { PageBudget, decideAppend, ephemeralEvents, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "./batch.ts";
 import {
+  type AppendHint,
   type AppendOptions,
   type AppendResult,
   DEFAULT_MAX_EVENT_BYTES,
@@ -130,6 +131,13 @@ export class MemoryEventStore implements EventStore {
 
   /** The memory store holds the streams themselves: there is no cache to drop. */
   forget(_streamPath: string): void {}
+
+  /** Appends here never look anything up: there is nothing to hint. */
+  appendHint(_streamPath: string): AppendHint {
+    return {};
+  }
+
+  primeAppend(_streamPath: string, _hint: AppendHint): void {}
 
   subscribe(streamPath: string, options?: SubscribeOptions): Subscription {
     this.assertOpen();

@@ -75,3 +75,28 @@ it("a writer advanced by a feed it follows stays exact: keys, offsets, other wri
   await following;
   expect((await a.read(path)).map((e) => e.idempotencyKey)).toEqual(["f1", "f2", "f3", "f4", "f5"]);
 });
+
+it("a writer primed with what another client knew (a record and the key index) appends after it, and catches up when the record was not the last", async () => {
+  const a = await store();
+  const path = "/agents/warm/primed";
+  await a.append(path, [note("one", "p1")]);
+  await a.append(path, [note("two", "p2")]);
+  // a wrote the stream's first record, so it knows the key index holds every key.
+  const known = a.appendHint(path);
+  expect(known).toMatchObject({ keysIndexed: true, record: { lastOffset: 2 } });
+  const b = await store();
+  expect(b.appendHint(path)).toEqual({});
+  b.primeAppend(path, known);
+  expect(b.appendHint(path)).toEqual(known);
+  expect((await b.append(path, [note("two again", "p2")])).status).toBe("duplicate");
+  expect((await b.append(path, [note("three", "p3")])).events.map((e) => e.offset)).toEqual([3]);
+  // A record that is no longer the stream's last (b appended since): the append still lands at the end.
+  const c = await store();
+  c.primeAppend(path, known);
+  expect((await c.append(path, [note("four", "p4")], { expectedLastOffset: 3 })).events.map((e) => e.offset)).toEqual([4]);
+  expect((await c.append(path, [note("three again", "p3")])).status).toBe("duplicate");
+  // Priming never moves a view back.
+  c.primeAppend(path, known);
+  expect(c.appendHint(path).record?.lastOffset).toBe(4);
+  expect((await a.read(path)).map((e) => e.idempotencyKey)).toEqual(["p1", "p2", "p3", "p4"]);
+});

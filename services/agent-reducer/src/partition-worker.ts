@@ -5,7 +5,8 @@
 // when its next event arrives. The partition itself keeps only a checkpoint: the feed position
 // up to which every reaction has been appended, and the agents that had work pending, which a
 // successor wakes at takeover (everything else wakes lazily). So takeover costs time in
-// proportion to the active agents, and snapshots are taken under continuous traffic.
+// proportion to the active agents, and snapshots are taken under continuous traffic. An agent
+// being brought in holds up only its own batches: the feed goes on with the others.
 // The worker also follows the partition's live lane for reply previews.
 
 import type { EventStore, FeedBatch, FeedSubscription, LiveFeed } from "@agentrt/streams";
@@ -31,6 +32,8 @@ const WAKE_RETRY_FIRST_MS = 200;
 const WAKE_RETRY_MAX_MS = 5_000;
 /** How many pending agents a takeover rebuilds at once. */
 const TAKEOVER_CONCURRENCY = 16;
+/** How many agents may have batches set aside while they are brought in; past that the feed waits for one. */
+const MAX_AGENTS_BROUGHT_IN = 64;
 
 export const DEFAULT_RETENTION: RetentionPolicy = { snapshotIdleMs: 1_000, snapshotEveryEvents: 2_000, evictIdleMs: 30_000, maintainEveryMs: 1_000 };
 
@@ -56,6 +59,16 @@ export class PartitionWorker {
   /** Agents being brought into memory right now (never evicted mid-rebuild). */
   private readonly loading = new Set<string>();
   private readonly rebuilding = new Map<string, Promise<StreamProcessor>>();
+  /**
+   * Per agent being brought into memory, the feed's batches for it, in order, set aside until it
+   * is in; the feed goes on with every other agent meanwhile (a rebuild is a snapshot read and
+   * maybe a tail read: after a takeover, a dozen pending agents' rebuilds held up every new
+   * message of their partition). An agent in here is never evicted, and the checkpoint stays
+   * before its first batch.
+   */
+  private readonly setAside = new Map<string, FeedBatch[]>();
+  /** Per agent in `setAside`: its batches folded once it is in memory. */
+  private readonly bringingIn = new Map<string, Promise<void>>();
   /** The checkpoint's pending agents not rebuilt yet: kept pending in the next checkpoint. */
   private readonly takeoverPending = new Set<string>();
   private waking: Promise<void> | undefined;
@@ -189,6 +202,11 @@ export class PartitionWorker {
     try {
       const processor = this.newProcessor(streamPath, snapshot?.state);
       processor.snapshotOffset = snapshot?.offset ?? 0;
+      if (snapshot?.keysIndexed === true) {
+        processor.keysIndexed = true;
+        // Spares the agent's next append the key index's "is this stream indexed" look-up.
+        this.options.store.primeAppend(streamPath, { keysIndexed: true });
+      }
       this.processors.set(streamPath, processor);
       const fromOffset = (snapshot?.offset ?? 0) + 1;
       if (through === "head" || fromOffset <= through) {
@@ -245,14 +263,61 @@ export class PartitionWorker {
     }
   }
 
+  /**
+   * Folds a batch into its agent when the agent is in memory; otherwise sets it aside in the
+   * agent's own queue (in feed order) while the agent is brought in, and goes on with the feed.
+   * Waits only when too many agents are being brought in at once.
+   */
   private async fold(batch: FeedBatch): Promise<void> {
+    const path = batch.streamPath;
     const first = batch.events[0];
     if (first === undefined) return;
-    // An agent being rebuilt is in `processors` before its tail is folded: wait for the rebuild.
-    const rebuilding = this.rebuilding.get(batch.streamPath);
-    const processor = (rebuilding === undefined ? undefined : await rebuilding) ?? this.processors.get(batch.streamPath) ?? (await this.bringIn(batch.streamPath, first.offset - 1));
-    for (const event of batch.events) processor.apply(event);
-    if (!this.unreacted.has(batch.streamPath)) this.unreacted.set(batch.streamPath, batch.sequence);
+    if (!this.unreacted.has(path)) this.unreacted.set(path, batch.sequence);
+    const waiting = this.setAside.get(path);
+    if (waiting !== undefined) {
+      waiting.push(batch);
+      return;
+    }
+    // An agent being rebuilt is in `processors` before its tail is folded: not ready yet.
+    const processor = this.rebuilding.has(path) ? undefined : this.processors.get(path);
+    if (processor !== undefined) {
+      for (const event of batch.events) processor.apply(event);
+      return;
+    }
+    this.setAside.set(path, [batch]);
+    const folded: Promise<void> = this.foldWhenIn(path, first.offset - 1).finally(() => {
+      if (this.bringingIn.get(path) === folded) this.bringingIn.delete(path);
+    });
+    this.bringingIn.set(path, folded);
+    if (this.bringingIn.size >= MAX_AGENTS_BROUGHT_IN) await Promise.race(this.bringingIn.values());
+  }
+
+  /**
+   * Brings an agent in (its events through `through` from its snapshot and the store) and folds
+   * the batches set aside for it meanwhile, trying again until it works or the worker stops: the
+   * feed has gone past them, so nothing else would fold them.
+   */
+  private async foldWhenIn(streamPath: string, through: number): Promise<void> {
+    for (let attempt = 1; !this.stopped; attempt += 1) {
+      try {
+        const processor = await this.bringIn(streamPath, through);
+        // Stopped: what was set aside stays so, and so does the checkpoint before it.
+        if (this.stopped) return;
+        const batches = this.setAside.get(streamPath) ?? [];
+        this.setAside.delete(streamPath);
+        for (const batch of batches) for (const event of batch.events) processor.apply(event);
+        const last = batches.at(-1);
+        const lastEvent = last?.events.at(-1);
+        // The feed showed these records before the agent was in: the store client has no view of
+        // the stream (dropped at eviction), and the last one is a view it can append after.
+        if (last !== undefined && lastEvent !== undefined) this.options.store.primeAppend(streamPath, { record: { sequence: last.sequence, lastOffset: lastEvent.offset } });
+        return;
+      } catch (error) {
+        const retryInMs = Math.min(WAKE_RETRY_MAX_MS, WAKE_RETRY_FIRST_MS * 2 ** (attempt - 1));
+        this.options.logger.warn({ err: error, partition: this.partition, streamPath, attempt, retryInMs }, "could not bring an agent in; its events wait, trying again");
+        await new Promise((resolve) => setTimeout(resolve, retryInMs));
+      }
+    }
   }
 
   /** Snapshots quiet changed agents, evicts idle ones and advances the checkpoint. */
@@ -274,7 +339,7 @@ export class PartitionWorker {
       }
     }
     for (const [path, processor] of this.processors) {
-      if (this.loading.has(path) || !processor.canEvict(now, evictIdleMs)) continue;
+      if (this.loading.has(path) || this.setAside.has(path) || !processor.canEvict(now, evictIdleMs)) continue;
       processor.close();
       this.processors.delete(path);
       // Nothing of an evicted agent stays behind: the store's view of its stream's end (for
@@ -290,7 +355,9 @@ export class PartitionWorker {
     try {
       // A state too large for one value is not stored; the agent is then rebuilt from its
       // older snapshot and events, which is always correct.
-      await this.options.snapshots.saveAgent({ format: SNAPSHOT_FORMAT, streamPath: state.streamPath, offset: state.lastFoldedOffset, state });
+      processor.keysIndexed ||= this.options.store.appendHint(state.streamPath).keysIndexed === true;
+      const keysIndexed = processor.keysIndexed ? { keysIndexed: true } : {};
+      await this.options.snapshots.saveAgent({ format: SNAPSHOT_FORMAT, streamPath: state.streamPath, offset: state.lastFoldedOffset, state, ...keysIndexed });
       processor.snapshotOffset = Math.max(processor.snapshotOffset, state.lastFoldedOffset);
       processor.eventsSinceSnapshot = 0;
       this.options.onRetention?.("snapshot");
@@ -307,7 +374,7 @@ export class PartitionWorker {
     let sequence = this.sequence;
     for (const [path, firstSequence] of this.unreacted) {
       const processor = this.processors.get(path);
-      if (processor === undefined || processor.isIdle()) this.unreacted.delete(path);
+      if (!this.setAside.has(path) && (processor === undefined || processor.isIdle())) this.unreacted.delete(path);
       else sequence = Math.min(sequence, firstSequence - 1);
     }
     const pending = [...new Set([...this.takeoverPending, ...[...this.processors.values()].filter((p) => p.hasPendingWork()).map((p) => p.streamPath)])];
@@ -329,6 +396,7 @@ export class PartitionWorker {
    */
   async checkpointNow(): Promise<number> {
     await this.waking;
+    while (this.bringingIn.size > 0) await Promise.all(this.bringingIn.values());
     await this.maintaining;
     await Promise.all([...this.processors.values()].map((p) => p.settle()));
     await this.runMaintenance(true);
@@ -340,6 +408,8 @@ export class PartitionWorker {
     if (this.maintainTimer) clearInterval(this.maintainTimer);
     await this.maintaining;
     await this.waking;
+    // Batches still set aside are not folded here: the checkpoint stays before them.
+    await Promise.all(this.bringingIn.values());
     // The partition is another replica's now: this client keeps nothing of its agents.
     for (const [path, processor] of this.processors) {
       processor.close();

@@ -23,6 +23,11 @@ export interface AgentSnapshot {
   /** The stream offset the state covers (its lastFoldedOffset). */
   readonly offset: number;
   readonly state: AgentState;
+  /**
+   * The store's key index holds every key of the stream (`AppendHint.keysIndexed`): a rebuilt
+   * agent's first append then needs no look-up to know it. Absent in older snapshots.
+   */
+  readonly keysIndexed?: boolean;
 }
 
 export interface PartitionCheckpoint {
@@ -50,7 +55,7 @@ const checkpointKey = (partition: number) => `partition.${partition}`;
 function parseAgent(bytes: Uint8Array, streamPath: string): AgentSnapshot | null {
   try {
     const parsed = JSON.parse(new TextDecoder().decode(bytes)) as Partial<AgentSnapshot>;
-    const ok = parsed.format === SNAPSHOT_FORMAT && parsed.streamPath === streamPath && typeof parsed.offset === "number" && parsed.state?.lastFoldedOffset === parsed.offset;
+    const ok = parsed.format === SNAPSHOT_FORMAT && parsed.streamPath === streamPath && typeof parsed.offset === "number" && parsed.state?.lastFoldedOffset === parsed.offset && (parsed.keysIndexed === undefined || typeof parsed.keysIndexed === "boolean");
     return ok ? (parsed as AgentSnapshot) : null;
   } catch {
     return null;

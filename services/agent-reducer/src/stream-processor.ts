@@ -54,6 +54,8 @@ export class StreamProcessor {
   state: AgentState;
   /** The offset the agent's stored snapshot covers (0: none); the state is clean when equal. */
   snapshotOffset = 0;
+  /** The store's key index is known to hold every key of this stream (kept in its snapshot). */
+  keysIndexed = false;
   /** Events folded since the last snapshot. */
   eventsSinceSnapshot = 0;
   /** When an event was last folded or work last finished here (epoch ms), for idle snapshots and eviction. */

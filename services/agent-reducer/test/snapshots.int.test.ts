@@ -179,7 +179,10 @@ describe("per-agent snapshots and partition checkpoints", () => {
       await w.start();
       const transcribed = async (path: string, count: number) => (await store.read(path)).filter((e) => e.type === "agents/context-added").length === count;
       for (const path of paths) await waitFor(() => transcribed(path, 1), { timeoutMs: 10_000 });
-      expect(own.cachedStreams).toBe(paths.length);
+      // A view per agent in memory (each brought in by the feed, the record it came with being
+      // its view): those appended through it, and others of the partition still resident.
+      expect(own.cachedStreams).toBeGreaterThanOrEqual(paths.length);
+      expect(own.cachedStreams).toBeLessThanOrEqual(w.residentAgents);
       await waitFor(() => w.residentAgents === 0, { timeoutMs: 10_000 });
       expect(own.cachedStreams).toBe(0);
       // Woken again, the agent appends at its stream's end as before: nothing it needed was dropped.

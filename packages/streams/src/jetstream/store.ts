@@ -11,6 +11,7 @@ import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManage
 import type { NatsConnection } from "@nats-io/nats-core";
 import { PageBudget, ephemeralEvents, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
 import {
+  type AppendHint,
   type AppendOptions,
   type AppendResult,
   DEFAULT_MAX_EVENT_BYTES,
@@ -209,6 +210,15 @@ export class JetStreamEventStore implements EventStore {
 
   forget(streamPath: string): void {
     this.writer.forget(streamPath);
+  }
+
+  appendHint(streamPath: string): AppendHint {
+    return this.writer.hint(streamPath);
+  }
+
+  primeAppend(streamPath: string, hint: AppendHint): void {
+    const path = parseStreamPath(streamPath);
+    this.writer.prime(path, this.subjectOf(path), hint);
   }
 
   /** How many streams' writer views this client holds (tests of what an evicted agent leaves behind). */

@@ -13,7 +13,7 @@
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
-import { type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
+import { type AppendHint, type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
 import { type JetStreamPublisher, PublishDuplicateError, PublishUnconfirmedError } from "./publisher.ts";
 import { checkKeys, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
@@ -125,6 +125,30 @@ export class BatchWriter {
   forget(streamPath: string): void {
     const writer = this.writers.get(streamPath);
     if (writer !== undefined && !writer.running && writer.pending.length === 0) this.writers.delete(streamPath);
+  }
+
+  /** What this client knows of a stream that spares an append a look-up (nothing: `{}`). */
+  hint(streamPath: string): AppendHint {
+    const writer = this.writers.get(streamPath);
+    if (writer === undefined) return {};
+    const { lastSeq, lastOffset } = writer.view;
+    return { ...(writer.indexed ? { keysIndexed: true } : {}), ...(lastSeq > 0 ? { record: { sequence: lastSeq, lastOffset } } : {}) };
+  }
+
+  /**
+   * Takes knowledge a caller kept across a `forget` (or a record it saw on the feed). A record
+   * is a view that is behind the stream's end or on it — never ahead, since it was stored — so
+   * it is taken like `warm`'s: only forward, and never while an append is being committed.
+   * "Indexed" never stops being true, so it is taken at any time.
+   */
+  prime(streamPath: string, subject: string, hint: AppendHint): void {
+    if (hint.keysIndexed !== true && hint.record === undefined) return;
+    const writer = this.writerFor(streamPath, subject);
+    if (hint.keysIndexed === true) writer.indexed = true;
+    const record = hint.record;
+    if (record === undefined || writer.running || writer.pending.length > 0 || record.sequence <= writer.view.lastSeq) return;
+    writer.view.lastSeq = record.sequence;
+    writer.view.lastOffset = record.lastOffset;
   }
 
   /** How many streams' views are held (tests). */
