@@ -56,7 +56,7 @@ await runService({
     // The cache follows the feed from the store's current head: older batches are read on demand.
     const head = config.LLM_STREAM_CACHE === "on" ? (await untilNatsAnswers("event store head", () => jsm.streams.info(store.streamName), waiting)).state.last_seq : undefined;
     startup.storeOpened = Date.now();
-    const tracing = createTracing("llm-driver");
+    const tracing = await createTracing("llm-driver");
     const driver = new LlmDriver({
       // Spans nobody exports are CPU on every turn for nothing (a span, two hashes, a context).
       ...(tracing.exporting ? { tracer: tracing.tracer } : {}),
