@@ -5,7 +5,9 @@
 // A worker records the items it runs in a KV bucket under one key of its own
 // (`<kind>.<owner>.held`), whose value is the set of their ack subjects. Each worker answers on
 // its own liveness subject for as long as its connection lives. Every worker watches the claims
-// of its kind and, every probe period, asks each other owner with claims whether it is there:
+// of its kind and, every probe period, asks each other owner with claims whether it is there
+// (the owners of claims already in the bucket when it starts are asked at once: a restarted
+// worker that was the only one is who finds its predecessor's items):
 // - "no responders": the NATS server dropped the owner's subscriptions, which it does the moment
 //   the process dies (its socket closes). The first survivor to remove the owner's key
 //   (compare-and-set on the revision it saw) naks every item in it on the owner's behalf, so the
@@ -105,29 +107,6 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
 
   // Other owners' claims, as the watch reports them: owner token → key → claim.
   const seen = new Map<string, Map<string, SeenClaim>>();
-  const watch = await kv.watch({ key: `${kind}.>` });
-  const watching = (async () => {
-    for await (const entry of watch) {
-      const [, token] = entry.key.split(".");
-      if (token === undefined || token === ownToken) continue;
-      const claims = seen.get(token) ?? new Map<string, SeenClaim>();
-      if (entry.operation === "PUT") {
-        const parsed = claimValueSchema.safeParse(parseJsonOrUndefined(entry.string()));
-        if (!parsed.success) {
-          logger.warn({ key: entry.key }, "ignoring a malformed work claim");
-          continue;
-        }
-        claims.set(entry.key, { acks: "acks" in parsed.data ? parsed.data.acks : [parsed.data.ack], revision: entry.revision });
-        seen.set(token, claims);
-      } else {
-        claims.delete(entry.key);
-        if (claims.size === 0) seen.delete(token);
-      }
-    }
-  })().catch((error: unknown) => {
-    if (!stopped) logger.error({ err: error }, "work claims watch ended; dead workers' items wait for the ack wait");
-  });
-
   const isAliveToken = (token: string): Promise<boolean> =>
     nc.request(`${WORK_CLAIM_LIVENESS_PREFIX}.${kind}.${token}`, undefined, { timeout: probeTimeoutMs }).then(
       () => true,
@@ -149,19 +128,50 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   };
 
   const probing = new Set<string>();
-  const probeRound = (): void => {
-    for (const token of seen.keys()) {
-      if (probing.has(token)) continue;
-      probing.add(token);
-      void isAliveToken(token)
-        .then(async (alive) => {
-          if (alive || stopped) return;
-          await Promise.all([...(seen.get(token) ?? new Map<string, SeenClaim>())].map(([key, claim]) => handBack(token, key, claim)));
-        })
-        .catch((error: unknown) => logger.warn({ err: error, claimant: token }, "work claim probe failed"))
-        .finally(() => probing.delete(token));
-    }
+  const probe = (token: string): void => {
+    if (probing.has(token) || stopped) return;
+    probing.add(token);
+    void isAliveToken(token)
+      .then(async (alive) => {
+        if (alive || stopped) return;
+        await Promise.all([...(seen.get(token) ?? new Map<string, SeenClaim>())].map(([key, claim]) => handBack(token, key, claim)));
+      })
+      .catch((error: unknown) => logger.warn({ err: error, claimant: token }, "work claim probe failed"))
+      .finally(() => probing.delete(token));
   };
+  const probeRound = (): void => {
+    for (const token of seen.keys()) probe(token);
+  };
+  const watch = await kv.watch({ key: `${kind}.>` });
+  // The claims already in the bucket when this worker starts (the watch's first values, through
+  // the first one it marks as an update) are probed as they arrive, not a probe period later: a
+  // restarted worker that was the only one finds its predecessor's items at once.
+  let initialValues = true;
+  const watching = (async () => {
+    for await (const entry of watch) {
+      const initial = initialValues;
+      if (entry.isUpdate) initialValues = false;
+      const [, token] = entry.key.split(".");
+      if (token === undefined || token === ownToken) continue;
+      const claims = seen.get(token) ?? new Map<string, SeenClaim>();
+      if (entry.operation === "PUT") {
+        const parsed = claimValueSchema.safeParse(parseJsonOrUndefined(entry.string()));
+        if (!parsed.success) {
+          logger.warn({ key: entry.key }, "ignoring a malformed work claim");
+          continue;
+        }
+        claims.set(entry.key, { acks: "acks" in parsed.data ? parsed.data.acks : [parsed.data.ack], revision: entry.revision });
+        seen.set(token, claims);
+        if (initial) probe(token);
+      } else {
+        claims.delete(entry.key);
+        if (claims.size === 0) seen.delete(token);
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!stopped) logger.error({ err: error }, "work claims watch ended; dead workers' items wait for the ack wait");
+  });
+
   const timer = setInterval(probeRound, probeEveryMs);
   timer.unref();
 

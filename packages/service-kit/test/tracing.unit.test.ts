@@ -5,8 +5,8 @@ import { createTracing, inSpan, triggerOffsetOfRequestKey, turnContext, turnTrac
 describe("turn tracing", () => {
   it("puts spans of different services for the same turn into one trace", async () => {
     const exporter = new InMemorySpanExporter();
-    const reducer = createTracing("agent-reducer", { exporter });
-    const driver = createTracing("llm-driver", { exporter });
+    const reducer = await createTracing("agent-reducer", { exporter });
+    const driver = await createTracing("llm-driver", { exporter });
     await inSpan(reducer.tracer, "reducer.request", turnContext("/agents/a", 25), {}, async () => undefined);
     // The driver knows only the request; its key names the trigger.
     const trigger = triggerOffsetOfRequestKey("agent/request/25")!;
@@ -21,13 +21,20 @@ describe("turn tracing", () => {
     expect(spans[0]!.spanContext().traceId).not.toBe(spans[2]!.spanContext().traceId);
   });
 
-  it("says whether spans go anywhere: an exporter or an endpoint, else nothing exports them", () => {
-    expect(createTracing("x", { exporter: new InMemorySpanExporter() }).exporting).toBe(true);
-    expect(createTracing("x", { endpoint: "http://127.0.0.1:4318" }).exporting).toBe(true);
+  it("says whether spans go anywhere: an exporter or an endpoint, else nothing exports them", async () => {
+    expect((await createTracing("x", { exporter: new InMemorySpanExporter() })).exporting).toBe(true);
+    expect((await createTracing("x", { endpoint: "http://127.0.0.1:4318" })).exporting).toBe(true);
     const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
     delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
     try {
-      expect(createTracing("x").exporting).toBe(false);
+      const idle = await createTracing("x");
+      expect(idle.exporting).toBe(false);
+      // Nothing exports: no SDK behind the tracer (it is not loaded), so spans record nothing,
+      // yet a child still carries the turn's derived trace.
+      const span = idle.tracer.startSpan("s", {}, turnContext("/a", 3));
+      expect(span.isRecording()).toBe(false);
+      expect(span.spanContext().traceId).toBe(turnTraceId("/a", 3));
+      span.end();
     } finally {
       if (saved !== undefined) process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;
     }
@@ -35,7 +42,7 @@ describe("turn tracing", () => {
 
   it("records a failing span as an error and rethrows", async () => {
     const exporter = new InMemorySpanExporter();
-    const { tracer } = createTracing("x", { exporter });
+    const { tracer } = await createTracing("x", { exporter });
     await expect(inSpan(tracer, "boom", turnContext("/a", 1), {}, async () => Promise.reject(new Error("nope")))).rejects.toThrow("nope");
     expect(exporter.getFinishedSpans()[0]!.status).toMatchObject({ code: 2, message: "nope" });
   });

@@ -66,11 +66,11 @@ async function claimantProcess(durable: string, owner: string, ackWaitMs: number
 }
 
 /** A survivor in this process: records when each item reached it and acks it. */
-async function survivor(durable: string, owner: string, ackWaitMs: number): Promise<{ claims: WorkClaims; received: number[]; handedBack: string[]; consumer: WorkConsumer }> {
+async function survivor(durable: string, owner: string, ackWaitMs: number, probeEveryMs?: number): Promise<{ claims: WorkClaims; received: number[]; handedBack: string[]; consumer: WorkConsumer }> {
   const c = await connect({ servers: server.url });
   const received: number[] = [];
   const handedBack: string[] = [];
-  const claims = await startWorkClaims({ nc: c, kind: "llm", owner, logger, onHandedBack: (who) => handedBack.push(who) });
+  const claims = await startWorkClaims({ nc: c, kind: "llm", owner, logger, onHandedBack: (who) => handedBack.push(who), ...(probeEveryMs === undefined ? {} : { probeEveryMs }) });
   const consumer = await consumeWork(jetstream(c), await jetstreamManager(c), {
     kind: "llm",
     durable,
@@ -127,6 +127,30 @@ describe("work claims", { timeout: 120_000 }, () => {
     await waitFor(() => consumerDrained(durable), { timeoutMs: 5_000, what: "the item to be acked" });
     await waitFor(async () => (await claimKeys("llm.victim")).length === 0 && (await claimKeys("llm.survivor")).length === 0, { timeoutMs: 5_000, what: "the claims to be removed" });
     expect(alive.received).toHaveLength(1);
+  });
+
+  it("hand a dead claimant's item back as soon as a worker starts (a restarted sole worker), not a probe period later", async () => {
+    const durable = "claims-restart";
+    const ACK_WAIT_MS = 20_000;
+    // Neither the probe period nor the ack wait can explain a hand-back within the bound.
+    const PROBE_EVERY_MS = 60_000;
+    const victim = await claimantProcess(durable, "predecessor", ACK_WAIT_MS, 5_000);
+    await publishWork(jetstream(nc), "llm", 1, { streamPath: "/a/claims-restart", requestOffset: 3 });
+    await waitFor(() => victim.claimed.length === 1, { timeoutMs: 10_000, what: "the predecessor to claim the item" });
+    await waitFor(async () => (await claimKeys("llm.predecessor")).length === 1, { timeoutMs: 10_000, what: "the predecessor's claim" });
+    const exited = new Promise((resolve) => victim.child.once("exit", resolve));
+    victim.child.kill("SIGKILL");
+    await exited;
+
+    // The only worker left starts after the kill, as a supervisor restarts a sole driver.
+    const startedAt = Date.now();
+    const successor = await survivor(durable, "successor", ACK_WAIT_MS, PROBE_EVERY_MS);
+    await waitFor(() => successor.received.length === 1, { timeoutMs: 15_000, what: "the successor to receive the item" });
+    const ms = (successor.received[0] as number) - startedAt;
+    process.stdout.write(`work claim: worker started after its predecessor's kill -> item received: ${ms} ms (probe ${PROBE_EVERY_MS} ms, ack wait ${ACK_WAIT_MS} ms)\n`);
+    expect(ms).toBeLessThan(3_000);
+    expect(successor.handedBack).toEqual(["predecessor"]);
+    await waitFor(() => consumerDrained(durable), { timeoutMs: 5_000, what: "the item to be acked" });
   });
 
   it("hand back every item a killed claimant held, from its one key", async () => {

@@ -22,7 +22,7 @@ await runService({
   logger,
   async start() {
     const metrics = createMetrics("agent-reducer");
-    const tracing = createTracing("agent-reducer");
+    const tracing = await createTracing("agent-reducer");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger });
     const js = jetstream(nc);
     // Started while NATS elects leaders (a node restarting), each step waits for an answer.

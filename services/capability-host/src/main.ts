@@ -29,7 +29,7 @@ await runService({
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused: countRefusedAppends(metrics, "capability-host"),
     }), { logger });
-    const tracing = createTracing("capability-host");
+    const tracing = await createTracing("capability-host");
     const host = await CapabilityHost.start({
       tracer: tracing.tracer,
       nc,

@@ -26,6 +26,9 @@ import { StreamCache } from "./stream-cache.ts";
 
 export const LLM_DRIVER_DURABLE = "llm-driver";
 
+/** A driver incarnation's claims owner id: unique per process start. */
+export const driverClaimOwner = (): string => `llm-driver-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+
 export interface LlmDriverDeps {
   /** OpenTelemetry tracer for the driver's span of each turn. */
   readonly tracer?: Tracer;
@@ -40,6 +43,12 @@ export interface LlmDriverDeps {
   readonly work?: { readonly ackWaitMs?: number; readonly heartbeatMs?: number; readonly concurrency?: number };
   /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
   readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
+  /**
+   * Work claims the caller started (and stops, after this driver): the composition root starts
+   * them before anything else, so a restarted driver hands its predecessor's items back to the
+   * queue while the rest of it starts. Replaces `claims`.
+   */
+  readonly startedClaims?: WorkClaims;
   readonly nowMs?: () => number;
   /**
    * Follow the store's partition feed from this position and keep recently driven streams in
@@ -55,6 +64,8 @@ export class LlmDriver {
   private readonly runner: RequestRunner;
   private consumer: WorkConsumer | undefined;
   private claims: WorkClaims | undefined;
+  /** The claims this driver started itself (and so stops). */
+  private ownClaims: WorkClaims | undefined;
   private interrupts: Subscription | undefined;
   private readonly cache: StreamCache | undefined;
 
@@ -98,15 +109,17 @@ export class LlmDriver {
     this.cache?.start();
     this.interrupts = listenForInterrupts(this.deps.nc, this.running, this.deps.logger);
     const claims = this.deps.claims;
-    if (claims !== false) {
-      this.claims = await startWorkClaims({
+    if (this.deps.startedClaims !== undefined) this.claims = this.deps.startedClaims;
+    else if (claims !== false) {
+      this.ownClaims = await startWorkClaims({
         nc: this.deps.nc,
         kind: "llm",
-        owner: claims?.owner ?? `llm-driver-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+        owner: claims?.owner ?? driverClaimOwner(),
         logger: this.deps.logger,
         ...(claims?.probeEveryMs === undefined ? {} : { probeEveryMs: claims.probeEveryMs }),
         ...(claims?.replicas === undefined ? {} : { replicas: claims.replicas }),
       });
+      this.claims = this.ownClaims;
     }
     this.consumer = await consumeWork(this.deps.js, this.deps.jsm, {
       kind: "llm",
@@ -132,7 +145,7 @@ export class LlmDriver {
   async stop(): Promise<void> {
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();
-    await this.claims?.stop();
+    await this.ownClaims?.stop();
     this.interrupts?.unsubscribe();
     await this.cache?.stop();
   }

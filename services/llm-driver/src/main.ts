@@ -3,12 +3,15 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, startWorkClaims, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
-import { LlmDriver } from "./driver.ts";
+import { driverClaimOwner, LlmDriver } from "./driver.ts";
 import { createDriverMetrics } from "./metrics.ts";
 
+// Start-up phases in epoch ms, logged with "ready": a restarted driver is how a killed one's
+// turn resumes when it was the only one, so where its start-up goes is worth seeing.
+const startup: Record<string, number> = { processStarted: Math.round(performance.timeOrigin), modulesLoaded: Date.now() };
 const config = loadConfig(driverConfigSchema);
 const logger = createLogger("llm-driver", config.LOG_LEVEL);
 
@@ -27,20 +30,33 @@ await runService({
     }
     const metrics = createMetrics("llm-driver");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "llm-driver", logger });
-    const js = jetstream(nc);
+    startup.natsConnected = Date.now();
     // Started while NATS elects leaders (a node restarting), each step waits for an answer.
     const waiting = { logger };
-    const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
-    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
-    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {
-      service: "llm-driver",
-      partitionCount: config.PARTITION_COUNT,
-      replicas: config.NATS_STREAM_REPLICAS,
-      onRefused: countRefusedAppends(metrics, "llm-driver"),
-    }), waiting);
+    // Claims first: when this is a driver restarted after a crash, perhaps the only one, the dead
+    // incarnation's items go back to the queue while the rest starts, and the first fetch takes them.
+    const claimsStarted = startWorkClaims({ nc, kind: "llm", owner: driverClaimOwner(), logger, probeEveryMs: config.LLM_CLAIM_PROBE_MS, replicas: config.NATS_STREAM_REPLICAS }).then((claims) => {
+      startup.claimsWatching = Date.now();
+      return claims;
+    });
+    const js = jetstream(nc);
+    const [jsm, store, claims] = await Promise.all([
+      untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting).then(async (jsm) => {
+        await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+        return jsm;
+      }),
+      untilNatsAnswers("event store", () => openServiceStore(nc, {
+        service: "llm-driver",
+        partitionCount: config.PARTITION_COUNT,
+        replicas: config.NATS_STREAM_REPLICAS,
+        onRefused: countRefusedAppends(metrics, "llm-driver"),
+      }), waiting),
+      claimsStarted,
+    ]);
     // The cache follows the feed from the store's current head: older batches are read on demand.
     const head = config.LLM_STREAM_CACHE === "on" ? (await untilNatsAnswers("event store head", () => jsm.streams.info(store.streamName), waiting)).state.last_seq : undefined;
-    const tracing = createTracing("llm-driver");
+    startup.storeOpened = Date.now();
+    const tracing = await createTracing("llm-driver");
     const driver = new LlmDriver({
       // Spans nobody exports are CPU on every turn for nothing (a span, two hashes, a context).
       ...(tracing.exporting ? { tracer: tracing.tracer } : {}),
@@ -61,12 +77,13 @@ await runService({
             },
           }),
       work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
-      claims: { probeEveryMs: config.LLM_CLAIM_PROBE_MS, replicas: config.NATS_STREAM_REPLICAS },
+      startedClaims: claims,
     });
     await driver.start();
+    startup.workStarted = Date.now();
     const readiness = trackReadiness(nc, [() => driver.consuming()]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
-    logger.info({ opsPort: ops.port, offline: driver.offline }, "llm-driver ready");
-    return stopInOrder(readiness, () => driver.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
+    logger.info({ opsPort: ops.port, offline: driver.offline, startup }, "llm-driver ready");
+    return stopInOrder(readiness, () => driver.stop(), () => claims.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
   },
 });

@@ -173,6 +173,43 @@ describe("llm-driver zombies (real processes)", { timeout: 180_000 }, () => {
     expect(assistant).toHaveLength(1);
   });
 
+  it("the only driver SIGKILLed mid-stream and restarted at once: the new incarnation hands its predecessor's item back as it starts, not a probe period or the ack wait later", async () => {
+    const path = "/agents/test/zombie-restart";
+    // Neither a probe round nor the ack wait can explain a re-drive within the bound below.
+    const slow = { LLM_WORK_ACK_WAIT_MS: "20000", LLM_WORK_HEARTBEAT_MS: "1000", LLM_CLAIM_PROBE_MS: "60000" };
+    env.model.script({ tokens: Array.from({ length: 200 }, (_, i) => `slow${i} `), tokensPerSecond: 20 });
+    env.model.script({ text: "Answer from the restarted driver.", usage: { inputTokens: 50, outputTokens: 5 } });
+    const before = env.model.requests.length;
+    const first = await spawnDriver("g", { env: slow });
+    const R = await seedTurn(env, path, "kill the only driver");
+    const streaming = firstChunk(path, R + 1);
+    await publishLlmWork(env, path, R);
+    await streaming;
+    // Its claim was put before the model call began, long before the first chunk was stored.
+    await claimant([first], R);
+    const exited = new Promise((resolve) => first.child.once("exit", resolve));
+    first.child.kill("SIGKILL");
+    await exited;
+    const killedAt = Date.now();
+    // Started again at once, as a supervisor would: no other driver is left to find the claim.
+    const second = await spawnDriver("h", { env: slow });
+
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", () => true, 30_000);
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "Answer from the restarted driver." });
+    const recoveryMs = Date.parse(settled.createdAt) - killedAt;
+    process.stdout.write(`only driver killed mid-reply and restarted (probe 60 s, ack wait 20 s) -> reply stored: ${recoveryMs} ms\n`);
+    // Process start-up included (tsx, from source: seconds on a loaded machine); the ack wait
+    // would redeliver only 19–20 s after the kill.
+    expect(recoveryMs).toBeLessThan(15_000);
+    expect(second.logs.some((l) => l.msg === "the claimant of a work item is gone; handed the item back to the queue")).toBe(true);
+    const calls = env.model.requests.slice(before);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]?.rawBody).toBe(calls[0]?.rawBody);
+    const { settled: all, assistant } = outcomeFor(await env.store.read(path), R);
+    expect(all).toHaveLength(1);
+    expect(assistant).toHaveLength(1);
+  });
+
   it("SIGSTOP until the successor settled, then SIGCONT: the zombie commits nothing", async () => {
     const path = "/agents/test/zombie-freeze";
     // The zombie's reply finishes into its socket buffer while it is frozen, so on waking it

@@ -55,7 +55,7 @@ await runService({
     });
     const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
-    const tracing = createTracing("web-gateway");
+    const tracing = await createTracing("web-gateway");
     const gateway = createHttpGateway({
       tracer: tracing.tracer,
       store,

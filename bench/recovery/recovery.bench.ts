@@ -1,0 +1,128 @@
+// Where a killed driver's recovery goes: the peers bench's kill column (bench/peers, agentrt
+// contender) taken apart. A system of nats-server, one reducer and ONE driver, all from their
+// bundles as the quickstart runs them; a turn whose first answer streams slowly; 100 ms after
+// the model received it the driver is SIGKILLed and started again at once, as a supervisor
+// would, and the restarted driver must find the dead one's claim itself. Each phase is stamped
+// in epoch ms from the driver's own log lines (its "ready" line carries its start-up phases)
+// and the fake model's receive time, and printed as ms after the kill, median over the kills.
+//
+// Run: pnpm bench recovery [--kills 5]
+
+import { loadavg } from "node:os";
+import type { AgentEvent } from "@agentrt/contract";
+import { type FakeModelRequest, userMessage } from "@agentrt/testing";
+import { startSystem } from "../../test/support/system.ts";
+
+const argIndex = process.argv.indexOf("--kills");
+const KILLS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 5;
+const MARKER = /mk-[a-z0-9-]+/g;
+const markerOf = (body: string) => body.match(MARKER)?.at(-1);
+
+const seen = new Set<string>();
+const system = await startSystem({
+  reducers: 1,
+  drivers: 1,
+  fromBundles: true,
+  env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128" },
+  envFor: (service): Record<string, string> => (service === "llm-driver" ? { LOG_LEVEL: "info" } : {}),
+  model: {
+    // The kill turn streams at 10 tok/s the first time (2.2 s), at full speed when asked again.
+    defaultReply: (request: FakeModelRequest) => {
+      const marker = markerOf(request.rawBody) ?? "mk-unknown";
+      const first = !seen.has(marker);
+      seen.add(marker);
+      return { tokens: [`re:${marker}`, ...Array.from({ length: 21 }, (_, i) => ` t${i}`)], tokensPerSecond: marker.startsWith("mk-slow-") && first ? 10 : 2000, usage: false };
+    },
+  },
+});
+
+const stored = new Map<string, (at: number) => void>();
+const feed = system.store.feed({});
+void (async () => {
+  for await (const batch of feed) {
+    const at = Date.now();
+    for (const e of batch.events as AgentEvent[]) {
+      if (e.type === "agents/context-added" && e.payload.role === "assistant") {
+        const marker = /^re:(mk-[a-z0-9-]+)/.exec(e.payload.content)?.[1];
+        if (marker !== undefined) stored.get(marker)?.(at);
+      }
+    }
+  }
+})();
+const waitStored = (marker: string) => new Promise<number>((resolve) => stored.set(marker, (at) => { stored.delete(marker); resolve(at); }));
+const say = async (agent: string, marker: string) => {
+  const reply = waitStored(marker);
+  await system.store.append(`/agents/recovery/${agent}`, [userMessage(marker)]);
+  return reply;
+};
+const modelReceived = async (marker: string, nth: number): Promise<number> => {
+  for (;;) {
+    const hits = system.model.requests.filter((r) => markerOf(r.rawBody) === marker);
+    if (hits.length >= nth) return hits[nth - 1]!.receivedAtMs;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+};
+
+type Line = { msg?: string; time?: number; startup?: Record<string, number> } & Record<string, unknown>;
+const driver = system.processes.byService("llm-driver")[0]!;
+const phases: Record<string, number[]> = {};
+const note = (phase: string, ms: number | undefined) => {
+  if (ms !== undefined && Number.isFinite(ms)) (phases[phase] ??= []).push(ms);
+};
+const loads: string[] = [];
+
+try {
+  for (let k = 0; k < KILLS; k += 1) {
+    const agent = `a${k}`;
+    await system.store.append(`/agents/recovery/${agent}`, [
+      { type: "agent/created", payload: {} },
+      { type: "agent/configured", payload: { config: { llmRequestDebounceMs: 0 } } },
+    ]);
+    await say(agent, `mk-${agent}-warm`);
+    const marker = `mk-slow-${agent}`;
+    const reply = say(agent, marker);
+    await modelReceived(marker, 1);
+    await new Promise((r) => setTimeout(r, 100));
+    const before = driver.logs().length;
+    loads.push(loadavg()[0]!.toFixed(2));
+    await driver.signal("SIGKILL");
+    const killAt = Date.now();
+    driver.start();
+    const spawnedAt = Date.now();
+    const storedAt = await reply;
+    const modelAt = await modelReceived(marker, 2);
+    await driver.waitReady();
+    const lines = driver
+      .logs()
+      .slice(before)
+      .split("\n")
+      .flatMap((l): Line[] => {
+        try {
+          return [JSON.parse(l) as Line];
+        } catch {
+          return [];
+        }
+      });
+    const at = (msg: string) => lines.find((l) => l.msg === msg)?.time;
+    const ready = lines.find((l) => l.msg === "llm-driver ready");
+    note("spawn() returned", spawnedAt - killAt);
+    for (const [phase, epochMs] of Object.entries(ready?.startup ?? {})) note(`start-up: ${phase}`, epochMs - killAt);
+    note("ready logged", at("llm-driver ready")! - killAt);
+    note("dead claim handed back", at("the claimant of a work item is gone; handed the item back to the queue")! - killAt);
+    note("driving request", at("driving request")! - killAt);
+    note("model received", modelAt - killAt);
+    note("settled (driver log)", at("request settled: succeeded")! - killAt);
+    note("reply stored (feed)", storedAt - killAt);
+    process.stdout.write(`kill ${k + 1}/${KILLS} (load ${loads.at(-1)}): kill -> reply stored ${storedAt - killAt} ms\n`);
+  }
+} finally {
+  await feed.close();
+  await system.stop();
+}
+
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+const order = Object.entries(phases).sort((a, b) => median(a[1]) - median(b[1]));
+process.stdout.write(`\nCommand: pnpm bench recovery --kills ${KILLS} — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC; 1-min load average at each kill: ${loads.join(", ")}\n\n`);
+process.stdout.write(`| phase (ms after the kill) | median | min | max |\n|---|---:|---:|---:|\n`);
+for (const [phase, v] of order) process.stdout.write(`| ${phase} | ${median(v)} | ${Math.min(...v)} | ${Math.max(...v)} |\n`);
+process.exit(0);
