@@ -1,4 +1,4 @@
-// A service started while its NATS cluster cannot answer JetStream (two of three nodes down: no
+// Every service started while its NATS cluster cannot answer JetStream (two of three nodes down: no
 // meta leader, no stream leaders) waits for it in-process and is serving once the nodes are
 // back — it does not exit and leave the restart to its supervisor, whose back-off (Kubernetes:
 // 10 s, 20 s, 40 s … 5 min) would keep it down long after NATS answered again. The chaos soak
@@ -36,8 +36,9 @@ describe("a service started while NATS cannot answer", () => {
     // Given two of the three nodes down: the survivor accepts connections but JetStream has no quorum
     const [survivor, ...down] = cluster.nodes;
     for (const node of down) await node!.kill("SIGKILL");
-    // When a driver and a reducer start against the survivor
-    const started = (["llm-driver", "agent-reducer"] as ServiceName[]).map(async (service) =>
+    // When every service starts against the survivor (each waits at its first JetStream step:
+    // the host's and the gateway's is opening the event store)
+    const started = (["llm-driver", "agent-reducer", "capability-host", "web-gateway"] as ServiceName[]).map(async (service) =>
       processes
         .add(service, service, {
           NATS_URL: survivor!.url,
@@ -47,6 +48,7 @@ describe("a service started while NATS cannot answer", () => {
           OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
           OPENAI_API_KEY: "test-key",
           LOG_LEVEL: "warn",
+          ...(service === "web-gateway" ? { HTTP_PORT: String(await freeLoopbackPort()), GRPC_PORT: "0", HTTP_HOST: "127.0.0.1", AGENTRT_DEV_MODE: "1" } : {}),
         }, await freeLoopbackPort(), undefined, { fromBundle: true })
         .start(),
     );

@@ -144,6 +144,28 @@ export interface WorkConsumer {
   stop(): Promise<void>;
 }
 
+/** How long an item of another kind, delivered to a consumer by mistake, is put back for. */
+export const FOREIGN_ITEM_RETRY_MS = 60_000;
+
+export type DeliveredWork<K extends WorkKind> =
+  | { readonly type: "item"; readonly item: WorkItemOf<K> }
+  /** Outside the consumer's filter: another kind's item. */
+  | { readonly type: "foreign" }
+  | { readonly type: "malformed" };
+
+/**
+ * What a delivered message is to a consumer of `kind`. The consumer's filter is `work.<kind>.>`,
+ * yet the chaos soak saw nats-server 2.9 deliver the other kind's items to a consumer after node
+ * restarts (2 197 LLM items reached the hosts in one 10-minute run, and each was terminated as
+ * malformed — deleted from the work-queue stream before its driver got it). A message is judged
+ * by its subject first, its body only when the subject is ours.
+ */
+export function classifyWorkMessage<K extends WorkKind>(kind: K, subject: string, body: string): DeliveredWork<K> {
+  if (!subject.startsWith(`work.${kind}.`)) return { type: "foreign" };
+  const parsed = itemSchemas[kind].safeParse(parseJsonOrUndefined(body));
+  return parsed.success ? { type: "item", item: parsed.data as WorkItemOf<K> } : { type: "malformed" };
+}
+
 /** Pulls work items and runs the handler for each, at most `concurrency` at a time. */
 export async function consumeWork<K extends WorkKind>(
   js: JetStreamClient,
@@ -167,16 +189,23 @@ export async function consumeWork<K extends WorkKind>(
   const consumer = await untilNatsAnswers(`work consumer ${options.durable}`, () => js.consumers.get(WORK_STREAM, options.durable), { logger: options.logger });
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const schema = itemSchemas[options.kind];
   let lastFetchOk = true;
 
   const handle = async (msg: JsMsg): Promise<void> => {
-    const parsed = schema.safeParse(parseJsonOrUndefined(msg.string()));
-    if (!parsed.success) {
+    const delivered = classifyWorkMessage(options.kind, msg.subject, msg.string());
+    if (delivered.type === "foreign") {
+      // Never acked or terminated here: on a work-queue stream that deletes the item, and its
+      // own workers never get it. Put back for much later; its own worker acks it meanwhile.
+      options.logger.warn({ subject: msg.subject, kind: options.kind }, "a work item of another kind was delivered to this consumer; leaving it to its own workers");
+      msg.nak(FOREIGN_ITEM_RETRY_MS);
+      return;
+    }
+    if (delivered.type === "malformed") {
       options.logger.error({ subject: msg.subject }, "dropping malformed work item");
       msg.term();
       return;
     }
+    const parsed = { data: delivered.item };
     const heartbeat = setInterval(() => msg.working(), heartbeatMs);
     const claimed = options.claims?.claim(msg);
     try {

@@ -29,11 +29,13 @@ await runService({
     const waiting = { logger };
     const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
     await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    // Registered once: a start-up step may run more than once while NATS does not answer.
+    const onRefused = countRefusedAppends(metrics, "agent-reducer");
     const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {
       service: "agent-reducer",
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
-      onRefused: countRefusedAppends(metrics, "agent-reducer"),
+      onRefused,
     }), waiting);
     const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
     const reducer = new ReducerService({

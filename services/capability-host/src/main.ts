@@ -23,11 +23,13 @@ await runService({
     const replacedWorkers = metrics.counter("capability_host_sandbox_workers_replaced_total", "Sandbox worker threads replaced, by reason", ["reason"]);
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "capability-host", logger });
     // Started while NATS elects leaders (a node restarting), the store waits for an answer.
+    // Registered once: a start-up step may run more than once while NATS does not answer.
+    const onRefused = countRefusedAppends(metrics, "capability-host");
     const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {
       service: "capability-host",
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
-      onRefused: countRefusedAppends(metrics, "capability-host"),
+      onRefused,
     }), { logger });
     const tracing = await createTracing("capability-host");
     const host = await CapabilityHost.start({

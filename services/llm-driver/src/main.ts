@@ -40,6 +40,8 @@ await runService({
       return claims;
     });
     const js = jetstream(nc);
+    // Registered once: a start-up step may run more than once while NATS does not answer.
+    const onRefused = countRefusedAppends(metrics, "llm-driver");
     const [jsm, store, claims] = await Promise.all([
       untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting).then(async (jsm) => {
         await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
@@ -49,7 +51,7 @@ await runService({
         service: "llm-driver",
         partitionCount: config.PARTITION_COUNT,
         replicas: config.NATS_STREAM_REPLICAS,
-        onRefused: countRefusedAppends(metrics, "llm-driver"),
+        onRefused,
       }), waiting),
       claimsStarted,
     ]);

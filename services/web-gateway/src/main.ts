@@ -42,7 +42,9 @@ await runService({
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
     const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
     // Started while NATS elects leaders (a node restarting), each store waits for an answer.
-    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, { ...storeOptions, service: "web-gateway", onRefused: countRefusedAppends(metrics, "web-gateway") }), { logger });
+    // Registered once: a start-up step may run more than once while NATS does not answer.
+    const onRefused = countRefusedAppends(metrics, "web-gateway");
+    const store = await untilNatsAnswers("event store", () => openServiceStore(nc, { ...storeOptions, service: "web-gateway", onRefused }), { logger });
     // Reads get their own connection: a flood of big pages cannot back up appends and live
     // subscriptions on one socket, nor get them dropped with it as a slow consumer.
     const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });
