@@ -5,6 +5,7 @@
 // Used by the short test (test/soak/soak.test.ts) and the long form (`pnpm soak`).
 
 import { mkdirSync, writeFileSync } from "node:fs";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { join } from "node:path";
 import { type AuditReport, auditAgentStream, foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
@@ -199,6 +200,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       if (r.gaps > 0 || r.duplicates > 0) log(`SUBSCRIBER ${agents[i]!.path} (${i % 4 < 2 ? "sse" : "ws"}): ${r.gaps} gaps, ${r.duplicates} duplicates, resumes ${JSON.stringify(clients[i]!.resumes)}`);
     });
     const lagged = sys.processes.logs().split("\n").filter((l) => l.includes("read ended before the request")).length;
+    // Items of one kind delivered to the other kind's consumer (put back, see classifyWorkMessage),
+    // and the work consumers' filters as the cluster reports them at the end.
+    const foreign = sys.processes.logs().split("\n").filter((l) => l.includes("a work item of another kind was delivered")).length;
+    if (foreign > 0) {
+      const jsm = await jetstreamManager(sys.nc);
+      const filters: string[] = [];
+      for await (const c of jsm.consumers.list("AGENT_WORK")) filters.push(`${c.name}: ${c.config.filter_subject ?? "(none)"}`);
+      log(`soak: ${foreign} work items of another kind reached a consumer; the work consumers' filters: ${filters.join(", ")}`);
+    }
     if (lagged > 0) log(`soak: ${lagged} work items were read before their request was visible and tried again`);
     for (const line of injector.errors) log(`FAULT ERROR ${line}`);
     for (const line of injector.crashes) log(`CRASHED AT START-UP (started again) ${line}`);
