@@ -146,9 +146,12 @@ export class ServiceProcess {
   async signal(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     if (!child || !this.running) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    // Only a terminating signal waits for the exit (a listener per freeze or thaw of a
+    // long-lived process would pile up on it).
+    const terminating = signal === "SIGKILL" || signal === "SIGTERM" || signal === "SIGINT";
+    const exited = terminating ? new Promise<void>((resolve) => child.once("exit", () => resolve())) : undefined;
     child.kill(signal);
-    if (signal === "SIGKILL" || signal === "SIGTERM" || signal === "SIGINT") await exited;
+    await exited;
   }
 
   async restart(): Promise<void> {

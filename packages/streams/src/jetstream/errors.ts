@@ -21,7 +21,10 @@ export function isTransient(error: unknown): boolean {
     error instanceof errors.DrainingConnectionError ||
     error instanceof errors.ConnectionError ||
     (error instanceof errors.RequestError && isTransient(error.cause)) ||
-    (error instanceof JetStreamApiError && error.status === 503)
+    (error instanceof JetStreamApiError && error.status === 503) ||
+    // The store only ever looks up its own ephemeral (ordered) consumers: one that vanished
+    // under a read was lost with a NATS node (the chaos soak), and a fresh read succeeds.
+    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)
   );
 }
 

@@ -1,0 +1,24 @@
+// How NATS failures are classified for every store operation: what a caller may retry.
+
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { errors } from "@nats-io/nats-core";
+import { describe, expect, it } from "vitest";
+import { classifyNatsError } from "../src/jetstream/errors.ts";
+
+describe("classifyNatsError", () => {
+  it("makes a read whose own consumer vanished (a NATS node lost it) retryable", () => {
+    // Given the error a read's fetch throws when its ephemeral consumer is gone (the chaos soak:
+    // it ended the run as a non-retryable `internal` failure)
+    const vanished = new JetStreamApiError({ code: 404, err_code: 10014, description: "consumer not found" });
+    // When it is classified
+    const classified = classifyNatsError(vanished, "read /agents/a");
+    // Then a caller may read again
+    expect(classified).toMatchObject({ code: "unavailable", retryable: true });
+  });
+
+  it("keeps timeouts retryable and other refusals not", () => {
+    expect(classifyNatsError(new errors.TimeoutError(), "read")).toMatchObject({ code: "unavailable", retryable: true });
+    const refused = new JetStreamApiError({ code: 400, err_code: 10058, description: "stream name already in use with a different configuration" });
+    expect(classifyNatsError(refused, "open")).toMatchObject({ code: "internal", retryable: false });
+  });
+});
