@@ -214,6 +214,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const line of injector.crashes) log(`CRASHED AT START-UP (started again) ${line}`);
     // Every process is serving at the end: none died on its own and stayed dead.
     const down = sys.processes.all.filter((p) => !p.running).map((p) => p.name);
+    // Why a process that died on its own died: the end of what it said.
+    for (const p of sys.processes.all.filter((q) => !q.running)) log(`DOWN ${p.name} (${p.exitCount} exits): ${p.logs().slice(-1500)}`);
 
     const allTurns = agents.flatMap((a) => a.turns);
     const turns = { plain: 0, script: 0, interrupted: 0, "double-texted": 0 } as Record<TurnKind, number>;

@@ -148,7 +148,15 @@ function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions): Sub
     queue: `provider.${options.namespace}`,
     callback: (error, msg) => {
       if (error !== null) return options.onError?.(error);
-      const reply = (body: CallReply): void => void msg.respond(JSON.stringify(body));
+      // A reply that cannot be sent (the connection closing or lost) is reported, never thrown:
+      // thrown from the promise chain below it would end the provider's process.
+      const reply = (body: CallReply): void => {
+        try {
+          msg.respond(JSON.stringify(body));
+        } catch (e) {
+          options.onError?.(e);
+        }
+      };
       const parsed = parseJson(callRequestSchema, msg.string());
       if (!parsed.ok) return reply({ ok: false, error: `bad call request: ${parsed.error}` });
       const { method, args, caller } = parsed.value;

@@ -142,7 +142,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   const probeRound = (): void => {
     for (const token of seen.keys()) probe(token);
   };
-  const watch = await kv.watch({ key: `${kind}.>` });
+  const watch = await untilNatsAnswers("work claims watch", () => kv.watch({ key: `${kind}.>` }), { logger });
   // The claims already in the bucket when this worker starts (the watch's first values, through
   // the first one it marks as an update) are probed as they arrive, not a probe period later: a
   // restarted worker that was the only one finds its predecessor's items at once.

@@ -161,6 +161,9 @@ describe("bringing agents into memory", () => {
       await waitFor(() => w.processor(path!) === undefined, { timeoutMs: 10_000, what: "the agent evicted" });
       expect((await snapshots.loadAgent(path!))?.keysIndexed).toBe(true);
 
+      // Everything the spy was sent so far (this test's own snapshot read just above among it) is
+      // in before the count starts.
+      await spy.flush();
       gets.length = 0;
       await store.append(path!, [error(1)]);
       await waitFor(() => transcribed(path!, 2), { timeoutMs: 10_000 });

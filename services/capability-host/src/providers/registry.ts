@@ -21,7 +21,7 @@ import type { KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { parseJsonOrUndefined } from "@agentrt/service-kit";
+import { parseJsonOrUndefined, untilNatsAnswers } from "@agentrt/service-kit";
 
 export const PROVIDERS_BUCKET = "CAPABILITY_PROVIDERS";
 
@@ -60,7 +60,7 @@ export class ProviderRegistry {
   ) {}
 
   async start(): Promise<void> {
-    const watch = await this.kv.watch({ key: ">" });
+    const watch = await untilNatsAnswers("providers watch", () => this.kv.watch({ key: ">" }), { logger: this.logger });
     this.stopWatch = () => watch.stop();
     void (async () => {
       for await (const entry of watch) {
