@@ -13,7 +13,7 @@ import { foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type NatsServer, startNatsServer, testLogger, userMessage, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ReducerEffects } from "../src/effects.ts";
+import { effectsOver, note } from "./worker-support.ts";
 import { PartitionWorker } from "../src/partition-worker.ts";
 import { openSnapshotStore, SNAPSHOT_BUCKET, type SnapshotStore } from "../src/snapshots.ts";
 
@@ -44,24 +44,6 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** The reducer's effects appending through `through` (the store client it follows the feed with). */
-function effectsOver(through: JetStreamEventStore): ReducerEffects {
-  return {
-    now: Date.now,
-    append: async (path, batch) => void (await through.append(path, batch)),
-    appendAtHead: async (path, batch, expectedLastOffset) => through.append(path, batch, { expectedLastOffset }),
-    publishLlmWork: async () => undefined,
-    publishScriptWork: async () => undefined,
-    interruptDriver: async () => undefined,
-    publishRuntime: async () => undefined,
-    publishPreviews: async () => undefined,
-  };
-}
-
-const note = (i: number): EventInput => ({
-  type: "agents/context-added",
-  payload: { role: "user", content: `message ${i}`, actor: { type: "user", origin: "web" }, llmRequestPolicy: { behaviour: "dont-trigger-request" } },
-});
 /** An error on the stream: the reducer transcribes it (a keyed append of its own). */
 const error = (i: number): EventInput => ({ type: "stream/error-occurred", payload: { message: `failure ${i}` } });
 const transcribed = async (path: string, count: number) => (await store.read(path)).filter((e) => e.type === "agents/context-added").length === count;

@@ -13,6 +13,7 @@ import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReducerEffects } from "../src/effects.ts";
+import { effectsOver, note } from "./worker-support.ts";
 import { PartitionWorker, type RetentionPolicy } from "../src/partition-worker.ts";
 import { openSnapshotStore, SNAPSHOT_BUCKET, type SnapshotStore } from "../src/snapshots.ts";
 
@@ -31,22 +32,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-const effects: ReducerEffects = {
-  now: Date.now,
-  append: async (path, batch) => void (await store.append(path, batch)),
-  appendAtHead: async (path, batch, expectedLastOffset) => store.append(path, batch, { expectedLastOffset }),
-  publishLlmWork: async () => undefined,
-  publishScriptWork: async () => undefined,
-  interruptDriver: async () => undefined,
-  publishRuntime: async () => undefined,
-  publishPreviews: async () => undefined,
-};
-
-/** User input that schedules no turn, so an agent has nothing pending and can be evicted. */
-const note = (i: number): EventInput => ({
-  type: "agents/context-added",
-  payload: { role: "user", content: `message ${i}`, actor: { type: "user", origin: "web" }, llmRequestPolicy: { behaviour: "dont-trigger-request" } },
-});
+// Appends through the module's store client, looked up when called (it is opened in beforeAll).
+const effects: ReducerEffects = effectsOver({ append: (path, batch, options) => store.append(path, batch, options) });
 
 async function bear(path: string, notes: number): Promise<void> {
   await store.append(path, [{ type: "agent/created", payload: {} }]);
