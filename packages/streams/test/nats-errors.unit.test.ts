@@ -16,6 +16,16 @@ describe("classifyNatsError", () => {
     expect(classified).toMatchObject({ code: "unavailable", retryable: true });
   });
 
+  it("makes a publish that found no JetStream responder (a leaderless stream or bucket) retryable", () => {
+    // Given what the client throws when a key reservation's KV publish finds no leader (the soak in CI)
+    const noResponders = new errors.RequestError("no responders", { cause: new errors.NoRespondersError("$KV.AGENT_EVENTS_KEYS.k") });
+    const notEnabled = Object.assign(new Error("jetstream is not enabled", { cause: noResponders }), { name: "JetStreamNotEnabled" });
+    // Then an append may be tried again, as for any other NATS outage
+    expect(classifyNatsError(notEnabled, "append")).toMatchObject({ code: "unavailable", retryable: true });
+    // A "not enabled" for any other reason stays what it is
+    expect(classifyNatsError(Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" }), "append")).toMatchObject({ code: "internal" });
+  });
+
   it("keeps timeouts retryable and other refusals not", () => {
     expect(classifyNatsError(new errors.TimeoutError(), "read")).toMatchObject({ code: "unavailable", retryable: true });
     const refused = new JetStreamApiError({ code: 400, err_code: 10058, description: "stream name already in use with a different configuration" });

@@ -21,6 +21,9 @@ export function isTransient(error: unknown): boolean {
     error instanceof errors.DrainingConnectionError ||
     error instanceof errors.ConnectionError ||
     (error instanceof errors.RequestError && isTransient(error.cause)) ||
+    // "JetStream not enabled" is how the client reports no responders to a JetStream request
+    // (a stream or bucket without a leader while a node restarts): transient when that is its cause.
+    (error instanceof Error && error.name === "JetStreamNotEnabled" && isTransient(error.cause)) ||
     (error instanceof JetStreamApiError && error.status === 503) ||
     // The store only ever looks up its own ephemeral (ordered) consumers: one that vanished
     // under a read was lost with a NATS node (the chaos soak), and a fresh read succeeds.
