@@ -10,6 +10,7 @@
 // append is, since a retry of an append that did land answers `duplicate` instead of writing.
 
 import { isAgentRuntimeError } from "@agentrt/contract";
+import { isTransientNatsError } from "@agentrt/streams/jetstream";
 
 /** NATS did not answer (the outcome of a write may be unknown): worth trying again shortly. */
 export function isTransientFailure(error: unknown): boolean {
@@ -68,20 +69,21 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
 }
 
 /**
- * NATS is up but not answering JetStream requests yet: a request timed out, nobody answered
- * (a stream or the meta group without a leader), "JetStream not enabled" while the server is
- * still recovering its store, a 503. What a service meets when it starts while a node is down or
- * leaders are being elected — not a configuration error, so worth waiting for.
+ * NATS is up but not answering JetStream requests yet: what a service meets when it starts while
+ * a node is down or leaders are being elected — not a configuration error, so worth waiting for.
+ * It is the store's rule for a transient NATS failure (`isTransientNatsError`: a timeout, no
+ * responders, a lost connection, a 503, "JetStream not enabled" caused by no responders), or an
+ * error the store already classified `unavailable`, plus one case only start-up meets: "JetStream
+ * not enabled" on its own, which a server answers while it is still recovering its store after a
+ * restart. After a start-up, that answer is a server without JetStream, and the wait's budget
+ * ends it with the server's own message.
  */
 export function isNatsNotAnswering(error: unknown): boolean {
-  if (isTransientFailure(error)) return true;
+  if (isTransientFailure(error) || isTransientNatsError(error)) return true;
   if (!(error instanceof Error)) return false;
-  if (NOT_ANSWERING.has(error.name)) return true;
-  if (error.name === "JetStreamApiError" && (error as { status?: unknown }).status === 503) return true;
+  if (error.name === "JetStreamNotEnabled") return true;
   return error.cause !== undefined && error.cause !== error && isNatsNotAnswering(error.cause);
 }
-
-const NOT_ANSWERING = new Set(["TimeoutError", "NoRespondersError", "JetStreamNotEnabled", "ConnectionError", "ClosedConnectionError"]);
 
 /** How long a service waits at start-up for NATS to answer before it gives up and exits. */
 export const DEFAULT_STARTUP_NATS_WAIT_MS = 120_000;

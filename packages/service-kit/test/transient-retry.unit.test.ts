@@ -4,6 +4,8 @@
 import { AgentRuntimeError } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
 import { errors } from "@nats-io/nats-core";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { isTransientNatsError } from "@agentrt/streams/jetstream";
 import { isNatsNotAnswering, isTransientFailure, retryTransient, untilNatsAnswers } from "../src/index.ts";
 
 const unavailable = () => new AgentRuntimeError("unavailable", "append: NATS is unavailable (TIMEOUT); retry later.", { retryable: true });
@@ -110,12 +112,31 @@ describe("a start-up step waits for NATS to answer", () => {
     expect(isNatsNotAnswering(unavailable())).toBe(true);
     expect(isNatsNotAnswering(new errors.TimeoutError())).toBe(true);
     expect(isNatsNotAnswering(named("JetStreamNotEnabled", "jetstream is not enabled"))).toBe(true);
-    expect(isNatsNotAnswering(Object.assign(named("JetStreamApiError", "JetStream system temporarily unavailable"), { status: 503 }))).toBe(true);
+    expect(isNatsNotAnswering(new JetStreamApiError({ code: 503, err_code: 10008, description: "JetStream system temporarily unavailable" }))).toBe(true);
     expect(isNatsNotAnswering(new Error("wrapped", { cause: new errors.TimeoutError() }))).toBe(true);
     // A refusal is not a wait: bad config, permissions, a stream that conflicts.
-    expect(isNatsNotAnswering(Object.assign(named("JetStreamApiError", "stream name already in use"), { status: 400 }))).toBe(false);
+    expect(isNatsNotAnswering(new JetStreamApiError({ code: 400, err_code: 10058, description: "stream name already in use" }))).toBe(false);
     expect(isNatsNotAnswering(named("PermissionViolationError", "Permissions Violation for Publish"))).toBe(false);
     expect(isNatsNotAnswering(new AgentRuntimeError("invalid_event", "bad"))).toBe(false);
+  });
+
+  it("waits for everything the store's rule calls transient (one rule), and at start-up also for a JetStream still recovering", () => {
+    const transientToTheStore = [
+      new errors.TimeoutError(),
+      new errors.NoRespondersError("$JS.API.STREAM.INFO.x"),
+      new errors.RequestError("no responders", { cause: new errors.NoRespondersError("$JS.API.STREAM.INFO.x") }),
+      Object.assign(new Error("jetstream is not enabled", { cause: new errors.NoRespondersError("$JS.API.INFO") }), { name: "JetStreamNotEnabled" }),
+      new JetStreamApiError({ code: 404, err_code: 10014, description: "consumer not found" }),
+    ];
+    for (const error of transientToTheStore) {
+      expect(isTransientNatsError(error)).toBe(true);
+      expect(isNatsNotAnswering(error)).toBe(true);
+    }
+    // Without a cause it is a server still recovering its store: the store's writes do not
+    // retry it (after start-up it means a server without JetStream), the start-up wait does.
+    const recovering = named("JetStreamNotEnabled", "jetstream is not enabled");
+    expect(isTransientNatsError(recovering)).toBe(false);
+    expect(isNatsNotAnswering(recovering)).toBe(true);
   });
 
   it("repeats the step until NATS answers, logging each wait", async () => {

@@ -3,3 +3,6 @@
 // store) does not load the NATS client.
 export { JetStreamEventStore, type JetStreamEventStoreOptions } from "./store.ts";
 export { openServiceStore } from "./service-store.ts";
+// The one rule for "NATS did not answer; trying again may succeed", for the services' own
+// start-up waits and retries (service-kit) as well as the store's error classification.
+export { isTransient as isTransientNatsError } from "./errors.ts";
