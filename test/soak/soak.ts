@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { type AuditReport, auditAgentStream, foldAgentEvents, initialAgentState } from "@agentrt/agent-core";
 import type { AgentEvent } from "@agentrt/contract";
 import { type LiveFollower, type NatsCluster, checkSequence, resumingFollower, startNatsCluster, waitFor } from "@agentrt/testing";
+import { WORK_STREAMS } from "@agentrt/service-kit";
 import { type System, startSystem } from "../support/system.ts";
 import { SoakAgent, type TurnKind, type TurnRecord } from "./agents.ts";
 import { FaultInjector, type InjectedFault } from "./faults.ts";
@@ -67,6 +68,8 @@ export interface SoakReport {
   readonly mirrorResumes: number;
   readonly mirrorMisses: number;
   readonly modelRequests: number;
+  /** Work items delivered to the other kind's consumer (0 by design: a stream per kind). */
+  readonly foreignWorkItems: number;
 }
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
@@ -75,6 +78,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const turnTimeoutMs = options.turnTimeoutMs ?? 90_000;
   const started = Date.now();
   let cluster: NatsCluster | undefined;
+  /** The faults injected so far (the injector's own list, once it exists), for the log dumps. */
+  let injected: readonly InjectedFault[] = [];
   let system: System | undefined;
   let mirror: StreamMirror | undefined;
   const clients: LiveFollower[] = [];
@@ -125,7 +130,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
             // What the services said about this stream (warnings and errors), for the next fix.
             const said = sys.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => l.includes(`"${path}"`) && /"level":(40|50|60)/.test(l)).slice(-3).map((l) => `${p.name}: ${l.slice(0, 400)}`));
             for (const l of said) log(`  ${l}`);
-            dumpLogs(sys, `stuck-${Math.round((Date.now() - started) / 1000)}s`);
+            dumpLogs(sys, `stuck-${Math.round((Date.now() - started) / 1000)}s`, cluster, injected);
           },
         }),
     );
@@ -137,6 +142,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     });
 
     const injector = new FaultInjector(sys, cluster, crashes);
+    injected = injector.injected;
     const schedule = faultSchedule({ seed: options.seed, durationMs: options.durationMs, meanIntervalMs: options.meanFaultIntervalMs ?? 1_500 });
     const soakStart = Date.now();
     let talking = true;
@@ -200,14 +206,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       if (r.gaps > 0 || r.duplicates > 0) log(`SUBSCRIBER ${agents[i]!.path} (${i % 4 < 2 ? "sse" : "ws"}): ${r.gaps} gaps, ${r.duplicates} duplicates, resumes ${JSON.stringify(clients[i]!.resumes)}`);
     });
     const lagged = sys.processes.logs().split("\n").filter((l) => l.includes("read ended before the request")).length;
-    // Items of one kind delivered to the other kind's consumer (put back, see classifyWorkMessage),
-    // and the work consumers' filters as the cluster reports them at the end.
+    // Items of one kind delivered to the other kind's consumer (put back, see classifyWorkMessage):
+    // impossible since each kind has its own stream; counted so a regression shows.
     const foreign = sys.processes.logs().split("\n").filter((l) => l.includes("a work item of another kind was delivered")).length;
     if (foreign > 0) {
       const jsm = await jetstreamManager(sys.nc);
-      const filters: string[] = [];
-      for await (const c of jsm.consumers.list("AGENT_WORK")) filters.push(`${c.name}: ${c.config.filter_subject ?? "(none)"}`);
-      log(`soak: ${foreign} work items of another kind reached a consumer; the work consumers' filters: ${filters.join(", ")}`);
+      const consumers: string[] = [];
+      for (const stream of Object.values(WORK_STREAMS)) for await (const c of jsm.consumers.list(stream)) consumers.push(`${stream}/${c.name}: ${c.config.filter_subject ?? "(no filter)"}`);
+      log(`soak: ${foreign} work items of another kind reached a consumer; the work consumers: ${consumers.join(", ")}`);
     }
     if (lagged > 0) log(`soak: ${lagged} work items were read before their request was visible and tried again`);
     for (const line of injector.errors) log(`FAULT ERROR ${line}`);
@@ -245,12 +251,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       mirrorResumes: feedMirror.resumes,
       mirrorMisses: agents.reduce((n, a) => n + a.mirrorMisses, 0),
       modelRequests: sys.model.requests.length,
+      foreignWorkItems: foreign,
     };
   } catch (error) {
     if (system) log(system.processes.logs().split("\n").filter((l) => /"level":(50|60)/.test(l)).slice(-40).join("\n"));
     throw error;
   } finally {
-    if (system !== undefined) dumpLogs(system, "end");
+    if (system !== undefined) dumpLogs(system, "end", cluster, injected);
     for (const c of clients) c.close();
     await mirror?.close();
     await system?.stop();
@@ -262,12 +269,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
  * SOAK_LOG_DIR=<dir> keeps every service's output (the tail each process holds) for diagnosis:
  * at the end, and when a turn is found stuck (before later output pushes it out).
  */
-function dumpLogs(system: System, when: string): void {
+function dumpLogs(system: System, when: string, cluster?: NatsCluster, faults?: readonly InjectedFault[]): void {
   const logDir = process.env.SOAK_LOG_DIR;
   if (logDir === undefined) return;
   const dir = join(logDir, when);
   mkdirSync(dir, { recursive: true });
   for (const p of system.processes.all) writeFileSync(join(dir, `${p.name}.log`), p.logs());
+  // The NATS nodes' own output (elections, lost quorum, catch-up) and the faults so far, so a
+  // stall can be laid against what the cluster was doing and what had just been injected.
+  for (const node of cluster?.nodes ?? []) writeFileSync(join(dir, `nats-${node.serverName}.log`), node.logs());
+  if (faults !== undefined) writeFileSync(join(dir, "faults.json"), JSON.stringify(faults.map((f) => ({ ...f, atIso: new Date(f.at).toISOString() })), null, 1));
 }
 
 /**

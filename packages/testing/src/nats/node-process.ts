@@ -90,7 +90,10 @@ export class NatsNodeProcess {
   spawn(): void {
     if (this.running) throw new Error(`nats-server ${this.config.serverName} is already running`);
     const args = ["-c", this.configPath, ...(this.config.debug === true ? ["-DV"] : [])];
-    const child = spawn(this.binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+    // Run from its own dir: nats-server 2.9 sometimes writes a consumer's metadata (meta.inf,
+    // meta.sum) into its working directory instead of the store (seen after node restarts in the
+    // chaos soak), and a test's working directory is the repository.
+    const child = spawn(this.binary, args, { cwd: this.config.dir, stdio: ["ignore", "pipe", "pipe"] });
     this.child = child;
     this.paused = false;
     registerChild(child);
