@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
-import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
+import { ensureWorkStreams, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
 
@@ -117,7 +117,7 @@ async function untilSettled(path: string, fromOffset: number): Promise<AgentEven
 
 const nats = await startNatsServer();
 const nc = await connect({ servers: nats.url });
-await ensureWorkStream(await jetstreamManager(nc));
+await ensureWorkStreams(await jetstreamManager(nc));
 const js = jetstream(nc);
 const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS });
 

@@ -13,7 +13,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { execFileSync } from "node:child_process";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { createLogger, ensureWorkStream, publishWork } from "@agentrt/service-kit";
+import { createLogger, ensureWorkStreams, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { natsServerBinary, startNatsServer } from "@agentrt/testing";
 import { CapabilityHost, compileScript, QuickJsSandbox, ScriptChecker, WorkerChecker, buildScriptSource, loadItxDeclarations } from "@agentrt/capability-host";
@@ -51,7 +51,7 @@ for (let i = 0; i < 500; i++) {
 const server = await startNatsServer();
 const nc = await connect({ servers: server.url });
 const store = await JetStreamEventStore.open(nc, { partitionCount: 8 });
-await ensureWorkStream(await jetstreamManager(nc));
+await ensureWorkStreams(await jetstreamManager(nc));
 const js = jetstream(nc);
 
 interface RoundTrips {

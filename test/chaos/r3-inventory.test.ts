@@ -32,9 +32,9 @@ describe("replicas everywhere", () => {
     const replicasByStream = new Map<string, number>();
     for await (const info of jsm.streams.list()) replicasByStream.set(info.config.name, info.config.num_replicas);
 
-    // What each service creates at start: the event store and work queue, the reducer's leases
-    // and snapshots, the host's agent KV, provider registry and files.
-    for (const expected of ["AGENT_EVENTS", "AGENT_WORK", "KV_agentrt_leases", "KV_agentrt_agent_snapshots"]) {
+    // What each service creates at start: the event store and the work queues (one per kind),
+    // the reducer's leases and snapshots, the host's agent KV, provider registry and files.
+    for (const expected of ["AGENT_EVENTS", "AGENT_WORK_LLM", "AGENT_WORK_SCRIPT", "KV_agentrt_leases", "KV_agentrt_agent_snapshots"]) {
       expect([...replicasByStream.keys()], `expected stream ${expected}`).toContain(expected);
     }
     expect([...replicasByStream.keys()].filter((n) => n.startsWith("KV_")).length).toBeGreaterThanOrEqual(4);

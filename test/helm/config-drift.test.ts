@@ -149,8 +149,8 @@ describe("values.yaml comments name only variables a service reads", () => {
     const known = new Set(Object.values(SCHEMAS).flatMap((s) => [...keysOf(s).all]));
     // Names that are not service env: NATS's own settings, and example model-key names the
     // driver receives through envFrom (it reads <PROVIDER>_API_KEY names from LLM_PROVIDERS).
-    // AGENT_WORK is the work-queue stream's name, not a variable.
-    const notServiceEnv = new Set(["GOMEMLIMIT", "OPENROUTER_API_KEY", "JSON", "AGENT_WORK"]);
+    // AGENT_WORK_LLM and AGENT_WORK_SCRIPT are the work-queue streams' names, not variables.
+    const notServiceEnv = new Set(["GOMEMLIMIT", "OPENROUTER_API_KEY", "JSON", "AGENT_WORK_LLM", "AGENT_WORK_SCRIPT"]);
     const text = readFileSync(join(chartDir, "values.yaml"), "utf8");
     const named = [...new Set([...text.matchAll(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\bGOMEMLIMIT\b/g)].map((m) => m[0]))];
     expect(named.length).toBeGreaterThan(10);

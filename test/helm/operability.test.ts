@@ -92,9 +92,9 @@ describe("KEDA ScaledObject on work-queue depth", () => {
   });
 
   it.each([
-    ["llm-driver", "llmDriver"],
-    ["capability-host", "capabilityHost"],
-  ])("%s scales on its own AGENT_WORK consumer in place of the CPU HPA", async (service, key) => {
+    ["llm-driver", "llmDriver", "AGENT_WORK_LLM"],
+    ["capability-host", "capabilityHost", "AGENT_WORK_SCRIPT"],
+  ])("%s scales on its own work-queue consumer in place of the CPU HPA", async (service, key, stream) => {
     const manifests = await renderChart({ set: { [`${key}.keda.enabled`]: "true", [`${key}.autoscaling.enabled`]: "false", [`${key}.keda.lagThreshold`]: "7" } });
     const scaled = findOne(byKind(manifests, "ScaledObject"), () => true);
     validateManifest(scaled);
@@ -102,7 +102,7 @@ describe("KEDA ScaledObject on work-queue depth", () => {
     expect(spec.scaleTargetRef.name).toBe(`rt-agentrt-${service}`);
     expect(spec.triggers[0]).toEqual({
       type: "nats-jetstream",
-      metadata: { natsServerMonitoringEndpoint: "rt-agentrt-nats.agents.svc.cluster.local:8222", account: "$G", stream: "AGENT_WORK", consumer: service, lagThreshold: "7" },
+      metadata: { natsServerMonitoringEndpoint: "rt-agentrt-nats.agents.svc.cluster.local:8222", account: "$G", stream, consumer: service, lagThreshold: "7" },
     });
     const deployment = findOne(byKind(manifests, "Deployment"), (d) => d.metadata.name === `rt-agentrt-${service}`);
     expect((deployment.spec as { replicas?: number }).replicas, "replicas left to KEDA").toBeUndefined();

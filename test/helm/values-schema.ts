@@ -51,7 +51,7 @@ const autoscaling = closed(
 
 const keda = closed(
   {
-    enabled: bool("Create a KEDA ScaledObject on the service's AGENT_WORK consumer."),
+    enabled: bool("Create a KEDA ScaledObject on the service's work-queue consumer (AGENT_WORK_LLM or AGENT_WORK_SCRIPT)."),
     minReplicas: int("Fewest replicas.", { minimum: 0 }),
     maxReplicas: int("Most replicas.", { minimum: 1 }),
     lagThreshold: int("Pending work items per replica before scaling out.", { minimum: 1 }),

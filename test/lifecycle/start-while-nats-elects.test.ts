@@ -4,7 +4,7 @@
 // 10 s, 20 s, 40 s … 5 min) would keep it down long after NATS answered again. The chaos soak
 // saw 42 such start-up exits in one 10-minute run.
 
-import { ensureWorkStream } from "@agentrt/service-kit";
+import { ensureWorkStreams } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type NatsCluster, freeLoopbackPort, startNatsCluster, waitFor } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -21,7 +21,7 @@ beforeAll(async () => {
   // The streams exist already, as in a running deployment whose nodes restart.
   const nc = await connect({ servers: [...cluster.servers] });
   const store = await JetStreamEventStore.open(nc, { partitionCount: 4, replicas: 3 });
-  await ensureWorkStream(await jetstreamManager(nc), { replicas: 3 });
+  await ensureWorkStreams(await jetstreamManager(nc), { replicas: 3 });
   await store.close();
   await nc.close();
 }, 120_000);

@@ -10,7 +10,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { NATS_NAMES, WORK_STREAM } from "@agentrt/service-kit";
+import { NATS_NAMES, workStreamName } from "@agentrt/service-kit";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareAgent } from "../support/turns.ts";
@@ -116,9 +116,9 @@ describe("the gateway's NATS user is refused what it does not need", () => {
   afterAll(async () => gw?.close());
 
   it("cannot publish a work item", async () => {
-    const workBefore = (await (await jetstreamManager(system.nc)).streams.info(WORK_STREAM)).state.messages;
+    const workBefore = (await (await jetstreamManager(system.nc)).streams.info(workStreamName("llm"))).state.messages;
     await expect(jetstream(gw).publish("work.llm.0", JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
-    expect((await (await jetstreamManager(system.nc)).streams.info(WORK_STREAM)).state.messages).toBe(workBefore);
+    expect((await (await jetstreamManager(system.nc)).streams.info(workStreamName("llm"))).state.messages).toBe(workBefore);
     expect(system.violations().some((l) => l.includes('"work.llm.0"'))).toBe(true);
   });
 

@@ -30,5 +30,5 @@ const report = await runSoak({
 });
 process.stdout.write(`${formatSoakReport(report)}\n`);
 const broken =
-  report.stuckTurns + report.violations + report.subscriberGaps + report.subscriberDuplicates + report.notQuiesced.length + report.faultErrors.length + report.processesDown.length;
+  report.stuckTurns + report.violations + report.subscriberGaps + report.subscriberDuplicates + report.notQuiesced.length + report.faultErrors.length + report.processesDown.length + report.foreignWorkItems;
 process.exit(broken === 0 ? 0 : 1);

@@ -18,6 +18,7 @@ describe("chaos soak (short form)", () => {
     expect(report.faultErrors).toEqual([]);
     expect(report.processesDown).toEqual([]);
     expect(report.stuckTurns).toBe(0);
+    expect(report.foreignWorkItems).toBe(0);
     expect(report.notQuiesced).toEqual([]);
     expect(report.violationsByRule).toEqual({});
     expect(report.subscriberGaps).toBe(0);

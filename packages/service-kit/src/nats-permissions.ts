@@ -14,6 +14,7 @@
 import { INTERRUPT_SUBJECT } from "./interrupts.ts";
 import { LEASE_LIVENESS_PREFIX } from "./leases.ts";
 import { WORK_CLAIM_LIVENESS_PREFIX, WORK_CLAIMS_BUCKET } from "./work-claims.ts";
+import { LEGACY_WORK_STREAM, WORK_STREAMS } from "./work-queue.ts";
 
 export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "capability-host" | "capability-provider";
 
@@ -29,7 +30,11 @@ export const NATS_NAMES = {
   eventStream: "AGENT_EVENTS",
   durablePrefix: "ev",
   ephemeralPrefix: "eph",
-  workStream: "AGENT_WORK",
+  /** One work-queue stream per kind (work-queue.ts WORK_STREAMS). */
+  llmWorkStream: WORK_STREAMS.llm,
+  scriptWorkStream: WORK_STREAMS.script,
+  /** The single work stream of earlier versions, removed when the per-kind streams are created. */
+  legacyWorkStream: LEGACY_WORK_STREAM,
   workSubjectPrefix: "work",
   leasesBucket: "agentrt_leases",
   /** Reducer replicas answer here while connected; a dead one's leases are taken at once. */
@@ -115,6 +120,9 @@ const eventStore = (options: { live: boolean; owner?: boolean }): string[] => [
   ...(options.live ? [`${N.ephemeralPrefix}.>`] : []),
 ];
 
+/** Looking up and removing the single work stream of an earlier version (work-queue.ts). */
+const legacyWorkStream = [`$JS.API.STREAM.INFO.${N.legacyWorkStream}`, `$JS.API.STREAM.DELETE.${N.legacyWorkStream}`];
+
 export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>> = {
   // Appends API input to the event store and reads it; follows the live lane for clients. No
   // work queue, no leases, no buckets, no interrupts.
@@ -130,8 +138,11 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
       allow: [
         ...JS_ACCOUNT,
         ...eventStore({ live: true, owner: true }),
-        ...streamUse(N.workStream, { create: true }),
-        `${N.workSubjectPrefix}.>`,
+        ...streamUse(N.llmWorkStream, { create: true }),
+        ...streamUse(N.scriptWorkStream, { create: true }),
+        ...legacyWorkStream,
+        `${N.workSubjectPrefix}.llm.>`,
+        `${N.workSubjectPrefix}.script.>`,
         ...kvBucket(N.leasesBucket),
         `${N.leaseLivenessPrefix}.>`,
         ...kvBucket(N.snapshotsBucket),
@@ -148,7 +159,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
       allow: [
         ...JS_ACCOUNT,
         ...eventStore({ live: true }),
-        ...streamUse(N.workStream, { create: true, durable: N.llmDriverDurable }),
+        ...streamUse(N.llmWorkStream, { create: true, durable: N.llmDriverDurable }),
+        ...legacyWorkStream,
         // Work claims: a driver that finds another's connection gone hands its items back.
         ...kvBucket(N.workClaimsBucket),
         `${N.workClaimLivenessPrefix}.llm.>`,
@@ -164,7 +176,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
       allow: [
         ...JS_ACCOUNT,
         ...eventStore({ live: false }),
-        ...streamUse(N.workStream, { create: true, durable: N.hostDurable }),
+        ...streamUse(N.scriptWorkStream, { create: true, durable: N.hostDurable }),
+        ...legacyWorkStream,
         ...kvBucket(N.agentKvBucket),
         ...kvBucket(N.providersBucket),
         ...objectStore(N.agentFilesBucket),

@@ -1,6 +1,14 @@
 // Work queues on JetStream: the reducer hands LLM requests and script runs to drivers and
-// hosts through one work-queue stream. An item is only a hint: the event stream is the truth,
-// so consumers re-read it and a duplicate or stale item is simply acked.
+// hosts through one work-queue stream per kind (AGENT_WORK_LLM, AGENT_WORK_SCRIPT). An item is
+// only a hint: the event stream is the truth, so consumers re-read it and a duplicate or stale
+// item is simply acked.
+//
+// One stream per kind, each with a single unfiltered durable consumer, rather than one stream
+// with a filtered consumer per kind: the chaos soak saw nats-server 2.9 deliver one kind's items
+// to the other kind's filtered consumer after node restarts, and on a work-queue stream an item
+// held by the wrong consumer never reached its own (three agents' scripts went round the
+// drivers' consumer, put back every minute, for the rest of a 15-minute run). With nothing to
+// filter, no consumer can be handed an item that is not its own.
 //
 // Claims are durable pull consumers with explicit acks. A worker heartbeats `working()` while
 // busy; a worker that dies stops heartbeating, its item is redelivered after `ackWaitMs` and
@@ -26,7 +34,20 @@ import type { WorkClaims } from "./work-claims.ts";
 import { parseJsonOrUndefined } from "./json.ts";
 import { isTransientFailure, untilNatsAnswers } from "./transient-retry.ts";
 
-export const WORK_STREAM = "AGENT_WORK";
+/** Each kind's work-queue stream (subjects `work.<kind>.>`). */
+export const WORK_STREAMS = { llm: "AGENT_WORK_LLM", script: "AGENT_WORK_SCRIPT" } as const;
+
+/**
+ * The one stream of earlier versions (subjects `work.>`, a filtered consumer per kind). Its
+ * subjects overlap the per-kind streams', so it is removed when they are first created; the
+ * items in it are hints, which the reducer issues again for every outstanding request and
+ * script (its redrive).
+ */
+export const LEGACY_WORK_STREAM = "AGENT_WORK";
+
+export function workStreamName(kind: WorkKind): string {
+  return WORK_STREAMS[kind];
+}
 
 export const llmWorkItemSchema = z.strictObject({ streamPath: z.string(), requestOffset: z.number().int().positive() });
 export const scriptWorkItemSchema = z.strictObject({
@@ -53,28 +74,65 @@ export function workMessageId(kind: WorkKind, item: LlmWorkItem | ScriptWorkItem
     : `script:${item.streamPath}@${(item as ScriptWorkItem).executionId}`;
 }
 
-/** Creates the work-queue stream when missing (idempotent). */
-export async function ensureWorkStream(jsm: JetStreamManager, options: { replicas?: number } = {}): Promise<void> {
+/**
+ * Creates `kind`'s work-queue stream when missing (idempotent; replicas race safely). Where the
+ * single stream of an earlier version still holds `work.>`, it is removed first (see
+ * LEGACY_WORK_STREAM): nats-server refuses a stream whose subjects overlap another's.
+ */
+export async function ensureWorkStream(jsm: JetStreamManager, kind: WorkKind, options: { replicas?: number; logger?: Logger } = {}): Promise<void> {
+  const name = workStreamName(kind);
   const config = {
-    name: WORK_STREAM,
-    subjects: ["work.>"],
+    name,
+    subjects: [`work.${kind}.>`],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     num_replicas: options.replicas ?? 1,
     duplicate_window: nanos(120_000),
   };
+  if (await streamExists(jsm, name)) return;
+  await removeLegacyWorkStream(jsm, options.logger);
   try {
-    await jsm.streams.info(WORK_STREAM);
-  } catch {
-    try {
-      await jsm.streams.add(config);
-    } catch (error) {
-      // Another process created it between our check and our add.
-      await jsm.streams.info(WORK_STREAM).catch(() => {
-        throw error;
-      });
-    }
+    await jsm.streams.add(config);
+  } catch (error) {
+    // Another process created it between our check and our add.
+    if (!(await streamExists(jsm, name))) throw error;
   }
+}
+
+/** Every kind's work-queue stream (the reducer publishes both kinds). */
+export async function ensureWorkStreams(jsm: JetStreamManager, options: { replicas?: number; logger?: Logger } = {}): Promise<void> {
+  for (const kind of ["llm", "script"] as const) await ensureWorkStream(jsm, kind, options);
+}
+
+async function removeLegacyWorkStream(jsm: JetStreamManager, logger: Logger | undefined): Promise<void> {
+  const legacy = await jsm.streams.info(LEGACY_WORK_STREAM).catch((error: unknown) => {
+    if (isStreamNotFound(error)) return undefined;
+    throw error;
+  });
+  if (legacy === undefined) return;
+  logger?.warn(
+    { stream: LEGACY_WORK_STREAM, items: legacy.state.messages },
+    "removing the single work stream of an earlier version; its items are issued again by the reducer's redrive",
+  );
+  await jsm.streams.delete(LEGACY_WORK_STREAM).catch((error: unknown) => {
+    // Another replica removed it first.
+    if (!isStreamNotFound(error)) throw error;
+  });
+}
+
+async function streamExists(jsm: JetStreamManager, name: string): Promise<boolean> {
+  try {
+    await jsm.streams.info(name);
+    return true;
+  } catch (error) {
+    if (isStreamNotFound(error)) return false;
+    throw error;
+  }
+}
+
+function isStreamNotFound(error: unknown): boolean {
+  const e = error as { code?: unknown; api_error?: { err_code?: number }; message?: string };
+  return e.code === 10059 || e.api_error?.err_code === 10059 || /stream not found/i.test(e.message ?? "");
 }
 
 export async function publishWork<K extends WorkKind>(
@@ -149,16 +207,17 @@ export const FOREIGN_ITEM_RETRY_MS = 60_000;
 
 export type DeliveredWork<K extends WorkKind> =
   | { readonly type: "item"; readonly item: WorkItemOf<K> }
-  /** Outside the consumer's filter: another kind's item. */
+  /** Not on this kind's subjects: another kind's item. */
   | { readonly type: "foreign" }
   | { readonly type: "malformed" };
 
 /**
- * What a delivered message is to a consumer of `kind`. The consumer's filter is `work.<kind>.>`,
- * yet the chaos soak saw nats-server 2.9 deliver the other kind's items to a consumer after node
- * restarts (2 197 LLM items reached the hosts in one 10-minute run, and each was terminated as
- * malformed — deleted from the work-queue stream before its driver got it). A message is judged
- * by its subject first, its body only when the subject is ours.
+ * What a delivered message is to a consumer of `kind`. Each kind has its own stream now, so
+ * another kind's item cannot arrive; when both kinds shared one stream with a filtered consumer
+ * each, the chaos soak saw nats-server 2.9 deliver the other kind's items after node restarts
+ * (2 197 LLM items reached the hosts in one 10-minute run, each terminated as malformed and so
+ * deleted before its driver got it). The check stays as a guard: a message is judged by its
+ * subject first, its body only when the subject is ours, and another kind's is never deleted.
  */
 export function classifyWorkMessage<K extends WorkKind>(kind: K, subject: string, body: string): DeliveredWork<K> {
   if (!subject.startsWith(`work.${kind}.`)) return { type: "foreign" };
@@ -182,11 +241,11 @@ export async function consumeWork<K extends WorkKind>(
     ack_wait: nanos(ackWaitMs),
     max_deliver: options.maxDeliver ?? -1,
     max_ack_pending: 10_000,
-    filter_subject: `work.${options.kind}.>`,
   };
+  const stream = workStreamName(options.kind);
   // Started while NATS elects leaders (a node restarting), the consumer waits for an answer.
-  await untilNatsAnswers(`work consumer ${options.durable}`, () => ensureWorkConsumer(jsm, consumerConfig, options.logger), { logger: options.logger });
-  const consumer = await untilNatsAnswers(`work consumer ${options.durable}`, () => js.consumers.get(WORK_STREAM, options.durable), { logger: options.logger });
+  await untilNatsAnswers(`work consumer ${options.durable}`, () => ensureWorkConsumer(jsm, stream, consumerConfig, options.logger), { logger: options.logger });
+  const consumer = await untilNatsAnswers(`work consumer ${options.durable}`, () => js.consumers.get(stream, options.durable), { logger: options.logger });
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let lastFetchOk = true;
@@ -277,20 +336,20 @@ function isConsumerNotFound(error: unknown): boolean {
 }
 
 /** Creates the durable work consumer, or brings an existing one's ack wait up to this version's. */
-async function ensureWorkConsumer(jsm: JetStreamManager, config: Partial<ConsumerConfig> & { durable_name: string; ack_wait: number }, logger: Logger): Promise<void> {
+async function ensureWorkConsumer(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string; ack_wait: number }, logger: Logger): Promise<void> {
   const ackWaitMs = config.ack_wait / 1_000_000;
   try {
-    const existing = await jsm.consumers.info(WORK_STREAM, config.durable_name);
+    const existing = await jsm.consumers.info(stream, config.durable_name);
     // A durable made by an older version keeps its ack wait until told otherwise: a claim's
     // failure detection must follow this version's setting.
     if (existing.config.ack_wait !== config.ack_wait) {
-      await jsm.consumers.update(WORK_STREAM, config.durable_name, { ack_wait: config.ack_wait });
+      await jsm.consumers.update(stream, config.durable_name, { ack_wait: config.ack_wait });
       logger.info({ durable: config.durable_name, ackWaitMs }, "updated the work consumer's ack wait");
     }
   } catch (error) {
     if (!isConsumerNotFound(error)) throw error;
-    await jsm.consumers.add(WORK_STREAM, config).catch(async (error: unknown) => {
-      await jsm.consumers.info(WORK_STREAM, config.durable_name).catch(() => {
+    await jsm.consumers.add(stream, config).catch(async (error: unknown) => {
+      await jsm.consumers.info(stream, config.durable_name).catch(() => {
         throw error;
       });
     });

@@ -5,7 +5,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, consumeWork, createMetrics, ensureWorkStream, startOpsServer, trackReadiness, type NatsConnection, type OpsServer } from "../src/index.ts";
+import { connectNats, consumeWork, createMetrics, ensureWorkStreams, startOpsServer, trackReadiness, type NatsConnection, type OpsServer } from "../src/index.ts";
 
 const logger = testLogger("test");
 let server: NatsServer;
@@ -67,7 +67,7 @@ describe("readiness follows the NATS connection", () => {
 
   it("a work consumer is running while it fetches, and not after stop()", async () => {
     const jsm = await jetstreamManager(nc);
-    await ensureWorkStream(jsm);
+    await ensureWorkStreams(jsm);
     const consumer = await consumeWork(jetstream(nc), jsm, { kind: "script", durable: "readiness", logger, handler: async () => ({ type: "ack" }) });
     expect(consumer.running()).toBe(true);
     await consumer.stop();

@@ -18,11 +18,11 @@ import {
   consumeWork,
   createLogger,
   DEFAULT_CLAIM_PROBE_MS,
-  ensureWorkStream,
+  ensureWorkStreams,
   publishWork,
   startWorkClaims,
   WORK_CLAIMS_BUCKET,
-  WORK_STREAM,
+  workStreamName,
   type WorkClaims,
   type WorkConsumer,
 } from "../src/index.ts";
@@ -36,7 +36,7 @@ const stops: Array<() => Promise<void>> = [];
 beforeAll(async () => {
   server = await startNatsServer();
   nc = await connect({ servers: server.url });
-  await ensureWorkStream(await jetstreamManager(nc));
+  await ensureWorkStreams(await jetstreamManager(nc));
 });
 afterEach(async () => {
   for (const child of children.splice(0)) {
@@ -86,7 +86,7 @@ async function survivor(durable: string, owner: string, ackWaitMs: number, probe
     await consumer.stop();
     await claims.stop();
     // A work-queue stream allows one consumer per subject filter: free "work.llm.>" for the next test.
-    await (await jetstreamManager(c)).consumers.delete(WORK_STREAM, durable);
+    await (await jetstreamManager(c)).consumers.delete(workStreamName("llm"), durable);
     await c.close();
   });
   return { claims, received, handedBack, consumer };
@@ -100,7 +100,7 @@ async function claimKeys(prefix: string): Promise<string[]> {
 }
 
 async function consumerDrained(durable: string): Promise<boolean> {
-  const info = await (await jetstreamManager(nc)).consumers.info(WORK_STREAM, durable);
+  const info = await (await jetstreamManager(nc)).consumers.info(workStreamName("llm"), durable);
   return info.num_ack_pending === 0 && info.num_pending === 0;
 }
 
@@ -222,7 +222,7 @@ describe("work claims", { timeout: 120_000 }, () => {
       finish();
       await consumer.stop();
       await claims.stop();
-      await (await jetstreamManager(c)).consumers.delete(WORK_STREAM, durable);
+      await (await jetstreamManager(c)).consumers.delete(workStreamName("llm"), durable);
       await c.close();
     });
 

@@ -4,7 +4,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeError, ContractViolationError } from "@agentrt/contract";
-import { WORK_STREAM, consumeWork, ensureWorkStream, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
+import { consumeWork, ensureWorkStreams, workStreamName, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
 
 const logger = testLogger("test");
 let server: NatsServer;
@@ -19,7 +19,7 @@ async function client(): Promise<NatsConnection> {
 beforeAll(async () => {
   server = await startNatsServer();
   const nc = await client();
-  await ensureWorkStream(await jetstreamManager(nc));
+  await ensureWorkStreams(await jetstreamManager(nc));
 });
 
 afterAll(async () => {
@@ -30,7 +30,7 @@ afterAll(async () => {
 describe("work queues", () => {
   it("creating the work stream twice is harmless", async () => {
     const nc = await client();
-    await expect(ensureWorkStream(await jetstreamManager(nc))).resolves.toBeUndefined();
+    await expect(ensureWorkStreams(await jetstreamManager(nc))).resolves.toBeUndefined();
   });
 
   it("brings an existing durable consumer's ack wait to the configured one (an upgrade from a 30 s default)", async () => {
@@ -40,11 +40,11 @@ describe("work queues", () => {
     const handler = async () => ({ type: "ack" as const });
     const old = await consumeWork(js, jsm, { kind: "script", durable: "upgrade", logger, handler, ackWaitMs: 30_000 });
     await old.stop();
-    expect((await jsm.consumers.info(WORK_STREAM, "upgrade")).config.ack_wait).toBe(30_000 * 1_000_000);
+    expect((await jsm.consumers.info(workStreamName("script"), "upgrade")).config.ack_wait).toBe(30_000 * 1_000_000);
     const current = await consumeWork(js, jsm, { kind: "script", durable: "upgrade", logger, handler, ackWaitMs: 2_500 });
     await current.stop();
-    expect((await jsm.consumers.info(WORK_STREAM, "upgrade")).config.ack_wait).toBe(2_500 * 1_000_000);
-    await jsm.consumers.delete(WORK_STREAM, "upgrade");
+    expect((await jsm.consumers.info(workStreamName("script"), "upgrade")).config.ack_wait).toBe(2_500 * 1_000_000);
+    await jsm.consumers.delete(workStreamName("script"), "upgrade");
   });
 
   it("delivers a published item once, even when it is published twice", async () => {
@@ -68,7 +68,7 @@ describe("work queues", () => {
     await waitFor(() => seen.length === 2, { timeoutMs: 5000 });
     await consumer.stop();
     // A work-queue stream allows one consumer per subject filter: free "work.llm.>" again.
-    await (await jetstreamManager(nc)).consumers.delete(WORK_STREAM, "dedup");
+    await (await jetstreamManager(nc)).consumers.delete(workStreamName("llm"), "dedup");
     expect(seen).toEqual([
       { streamPath: "/a/dedup", requestOffset: 7 },
       { streamPath: "/a/dedup", requestOffset: 8 },
@@ -134,7 +134,7 @@ describe("work queues", () => {
     });
     await waitFor(() => seen.includes("/a/after-bad"), { timeoutMs: 5000 });
     await consumer.stop();
-    await (await jetstreamManager(nc)).consumers.delete(WORK_STREAM, "bad-items");
+    await (await jetstreamManager(nc)).consumers.delete(workStreamName("llm"), "bad-items");
     expect(seen).not.toContain(undefined);
   });
 
@@ -155,11 +155,11 @@ describe("work queues", () => {
     });
     // Nothing pending and nothing awaiting an ack: a nak (even with a delay) would keep it pending.
     await waitFor(async () => {
-      const info = await jsm.consumers.info(WORK_STREAM, "terminal");
+      const info = await jsm.consumers.info(workStreamName("llm"), "terminal");
       return info.delivered.consumer_seq >= 1 && info.num_ack_pending === 0 && info.num_pending === 0;
     }, { timeoutMs: 5000, what: "the terminal item to leave the queue" });
     await consumer.stop();
-    await jsm.consumers.delete(WORK_STREAM, "terminal");
+    await jsm.consumers.delete(workStreamName("llm"), "terminal");
     expect(deliveries).toEqual([1]);
   });
 
@@ -182,7 +182,7 @@ describe("work queues", () => {
     });
     await waitFor(() => deliveredAt.length === 3, { timeoutMs: 15_000, what: "two redeliveries" });
     await consumer.stop();
-    await jsm.consumers.delete(WORK_STREAM, "retryable");
+    await jsm.consumers.delete(workStreamName("llm"), "retryable");
     expect(deliveredAt[1]! - deliveredAt[0]!).toBeGreaterThanOrEqual(retryBackoffMs(1) - 50);
     expect(deliveredAt[2]! - deliveredAt[1]!).toBeGreaterThanOrEqual(retryBackoffMs(2) - 50);
   });

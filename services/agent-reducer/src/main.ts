@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
@@ -28,7 +28,7 @@ await runService({
     // Started while NATS elects leaders (a node restarting), each step waits for an answer.
     const waiting = { logger };
     const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
-    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    await untilNatsAnswers("work streams", () => ensureWorkStreams(jsm, { replicas: config.NATS_STREAM_REPLICAS, logger }), waiting);
     // Registered once: a start-up step may run more than once while NATS does not answer.
     const onRefused = countRefusedAppends(metrics, "agent-reducer");
     const store = await untilNatsAnswers("event store", () => openServiceStore(nc, {

@@ -9,7 +9,7 @@ import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { type WorkConsumer, consumeWork, createLogger, ensureWorkStream } from "@agentrt/service-kit";
+import { type WorkConsumer, consumeWork, createLogger, ensureWorkStreams } from "@agentrt/service-kit";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsReducerEffects } from "../src/effects.ts";
@@ -33,7 +33,7 @@ beforeAll(async () => {
   store = await JetStreamEventStore.open(nc, { partitionCount: 4 });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  await ensureWorkStream(jsm);
+  await ensureWorkStreams(jsm);
   consumers.push(
     await consumeWork(js, jsm, { kind: "llm", durable: "lossy-driver", logger, handler: async (item) => (taken.push({ kind: "llm", streamPath: item.streamPath, key: item.requestOffset, at: Date.now() }), { type: "ack" }) }),
     await consumeWork(js, jsm, { kind: "script", durable: "lossy-host", logger, handler: async (item) => (taken.push({ kind: "script", streamPath: item.streamPath, key: item.executionId, at: Date.now() }), { type: "ack" }) }),

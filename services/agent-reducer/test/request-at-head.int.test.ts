@@ -9,7 +9,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { AgentRuntimeError, CONTRACT_VERSION, eventInput, idempotencyKeys } from "@agentrt/contract";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { createLogger, ensureWorkStream } from "@agentrt/service-kit";
+import { createLogger, ensureWorkStreams } from "@agentrt/service-kit";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsReducerEffects } from "../src/effects.ts";
@@ -39,7 +39,7 @@ beforeAll(async () => {
   const opened = await openStore();
   store = opened.store;
   const reducer = await openStore();
-  await ensureWorkStream(await jetstreamManager(reducer.nc));
+  await ensureWorkStreams(await jetstreamManager(reducer.nc));
   const snapshots = await openSnapshotStore(reducer.nc);
   const effects = natsReducerEffects({ store: reducer.store, nc: reducer.nc, js: jetstream(reducer.nc), logger, interruptTimeoutMs: 200 });
   for (let partition = 0; partition < reducer.store.partitionCount; partition += 1) {

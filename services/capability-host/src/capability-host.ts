@@ -184,7 +184,7 @@ export class CapabilityHost {
     const js = jetstream(this.options.nc);
     const waiting = { logger: this.options.logger };
     const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(this.options.nc), waiting);
-    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: this.options.replicas ?? 1 }), waiting);
+    await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, "script", { replicas: this.options.replicas ?? 1, logger: this.options.logger }), waiting);
     const concurrency = this.options.concurrency ?? 4;
     const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
     const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent });

@@ -3,7 +3,7 @@
 // does (append `script-run-requested`, publish the work item) and wait for its settlement.
 
 import type { AgentEvent } from "@agentrt/contract";
-import { ensureWorkStream, publishWork } from "@agentrt/service-kit";
+import { ensureWorkStreams, publishWork } from "@agentrt/service-kit";
 import { type EventStore } from "@agentrt/streams";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { startNatsServer, testLogger, waitFor, type NatsServer } from "@agentrt/testing";
@@ -33,7 +33,7 @@ export async function startFixture(options: { startHost?: boolean; host?: Partia
   const server = await startNatsServer();
   const nc = await connect({ servers: server.url });
   const hostStore = await JetStreamEventStore.open(nc, { partitionCount: 4 });
-  await ensureWorkStream(await jetstreamManager(nc));
+  await ensureWorkStreams(await jetstreamManager(nc));
   const testNc = await connect({ servers: server.url });
   const store = await JetStreamEventStore.open(testNc, { partitionCount: 4 });
   const fixture: HostFixture = {

@@ -2,7 +2,7 @@
 // durable and subjects; they must be the ones the host really uses.
 import { describe, expect, it } from "vitest";
 import { CALL_SUBJECT_PREFIX, REGISTER_SUBJECT, REVOKE_SUBJECT } from "@agentrt/capability-sdk";
-import { NATS_NAMES, NATS_PERMISSIONS } from "@agentrt/service-kit";
+import { NATS_NAMES, NATS_PERMISSIONS, workStreamName } from "@agentrt/service-kit";
 import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, PROVIDERS_BUCKET } from "../src/index.ts";
 import { HOST_LIVENESS_BUCKET, SCRIPT_RUNS_BUCKET } from "../src/host-liveness.ts";
 
@@ -16,6 +16,7 @@ describe("the capability host's NATS names in the permission lists", () => {
     expect(`${NATS_NAMES.capabilitiesPrefix}.register`).toBe(REGISTER_SUBJECT);
     expect(`${NATS_NAMES.capabilitiesPrefix}.revoke`).toBe(REVOKE_SUBJECT);
     expect(`${NATS_NAMES.capabilitiesPrefix}.call.`).toBe(CALL_SUBJECT_PREFIX);
-    expect(NATS_PERMISSIONS["capability-host"].publish.allow).toContain(`$JS.API.CONSUMER.MSG.NEXT.AGENT_WORK.${NATS_NAMES.hostDurable}`);
+    expect(NATS_PERMISSIONS["capability-host"].publish.allow).toContain(`$JS.API.CONSUMER.MSG.NEXT.${workStreamName("script")}.${NATS_NAMES.hostDurable}`);
+    expect(NATS_PERMISSIONS["capability-host"].publish.allow.filter((s) => s.includes(workStreamName("llm")))).toEqual([]);
   });
 });

@@ -44,7 +44,7 @@ await runService({
     const onRefused = countRefusedAppends(metrics, "llm-driver");
     const [jsm, store, claims] = await Promise.all([
       untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting).then(async (jsm) => {
-        await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+        await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, "llm", { replicas: config.NATS_STREAM_REPLICAS, logger }), waiting);
         return jsm;
       }),
       untilNatsAnswers("event store", () => openServiceStore(nc, {

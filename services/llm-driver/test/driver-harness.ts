@@ -8,7 +8,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { decideAtHead, foldAgentEvents, initialAgentState, type AgentState } from "@agentrt/agent-core";
 import { CONTRACT_VERSION, type AgentEvent, type EventInput } from "@agentrt/contract";
-import { createLogger, createMetrics, ensureWorkStream, publishWork } from "@agentrt/service-kit";
+import { createLogger, createMetrics, ensureWorkStreams, publishWork } from "@agentrt/service-kit";
 import { type EventStore } from "@agentrt/streams";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { birthEvents, type FakeModel, type NatsServer, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
@@ -41,7 +41,7 @@ export async function startDriverEnv(): Promise<DriverEnv> {
   const nc = await connect({ servers: nats.url });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  await ensureWorkStream(jsm);
+  await ensureWorkStreams(jsm);
   const store = await openTestStore(nc);
   const model = await startFakeModel();
   const providers: ProvidersConfig = {

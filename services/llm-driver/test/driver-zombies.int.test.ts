@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AgentEvent } from "@agentrt/contract";
-import { WORK_STREAM } from "@agentrt/service-kit";
+import { workStreamName } from "@agentrt/service-kit";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LLM_DRIVER_DURABLE } from "../src/index.ts";
@@ -165,7 +165,7 @@ describe("llm-driver zombies (real processes)", { timeout: 180_000 }, () => {
     expect(survivor.logs.some((l) => l.msg === "the claimant of a work item is gone; handed the item back to the queue")).toBe(true);
     // The handed-back item was acked by the survivor's run: nothing is left to redeliver.
     await waitFor(async () => {
-      const info = await env.jsm.consumers.info(WORK_STREAM, LLM_DRIVER_DURABLE);
+      const info = await env.jsm.consumers.info(workStreamName("llm"), LLM_DRIVER_DURABLE);
       return info.num_ack_pending === 0 && info.num_pending === 0;
     }, { timeoutMs: 10_000, what: "the work item to be acked" });
     const { settled: all, assistant } = outcomeFor(await env.store.read(path), R);

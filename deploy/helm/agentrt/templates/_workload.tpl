@@ -266,7 +266,8 @@ spec:
 
 {{/*
 KEDA ScaledObject for a work-queue consumer (values.keda): scales on the pending items of the
-service's durable consumer of AGENT_WORK (.durable). Off by default; refuses to run beside the
+service's durable consumer (.durable) of its kind's work-queue stream (.stream: AGENT_WORK_LLM or
+AGENT_WORK_SCRIPT). Off by default; refuses to run beside the
 CPU HPA, since both would steer the same Deployment.
 */}}
 {{- define "agentrt.scaledObject" -}}
@@ -300,7 +301,7 @@ spec:
       metadata:
         natsServerMonitoringEndpoint: {{ $endpoint | quote }}
         account: "$G"
-        stream: AGENT_WORK
+        stream: {{ .stream | quote }}
         consumer: {{ .durable | quote }}
         lagThreshold: {{ $c.keda.lagThreshold | quote }}
 {{- end }}
