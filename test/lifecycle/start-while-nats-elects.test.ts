@@ -55,7 +55,10 @@ describe("a service started while NATS cannot answer", () => {
     const services = await Promise.all(started);
     // ...and the cluster stays without quorum until each has found that out (a NATS request
     // waits 5 s) and a few seconds more
-    await waitFor(() => services.every((p) => /NATS is not answering yet; waiting for it/.test(p.logs()) || !p.running), { timeoutMs: 60_000, intervalMs: 250, what: "each service to say it waits for NATS" });
+    const silent = () => services.filter((p) => p.running && !/NATS is not answering yet; waiting for it/.test(p.logs()));
+    await waitFor(() => silent().length === 0, { timeoutMs: 60_000, intervalMs: 250, what: "each service to say it waits for NATS" }).catch((error: unknown) => {
+      throw new Error(`${String(error)}; not yet: ${silent().map((p) => `${p.name}:\n${p.logs().slice(-1500)}`).join("\n")}`);
+    });
     await new Promise((r) => setTimeout(r, 3_000));
     for (const p of services) expect(p.running, `${p.name} still running while NATS cannot answer:\n${p.logs().slice(-2000)}`).toBe(true);
     for (const node of down) await node!.restart();
