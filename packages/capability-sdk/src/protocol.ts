@@ -3,7 +3,17 @@
 //
 //   agentrt.capabilities.register      provider → host   RegisterRequest  → RegisterReply
 //   agentrt.capabilities.revoke        provider → host   RevokeRequest    → RegisterReply
-//   agentrt.capabilities.call.<ns>     host → provider   CallRequest      → CallReply
+//   agentrt.capabilities.call.<ns>     host → provider   CallRequest      → CallAccepted, then CallReply
+//   agentrt.capabilities.alive.<id>    host → provider   (empty)          → (empty), while instance <id> lives
+//
+// A host that sends a call with the header `Agentrt-Call-Accepted: 1` is answered twice on the
+// reply subject: at once with the instance that took the call (`{ accepted: instanceId }`),
+// then with the result. While it waits for the result the host asks that instance whether it
+// still lives; "no responders" there means the process that had the call is gone (killed,
+// crashed), and the call fails at once instead of after the host's call timeout. Without the
+// header (a host of an earlier version) the provider answers only with the result, and a
+// provider of an earlier version ignores the header: either way the call works as before, with
+// the timeout as its only bound.
 //
 // A registration is a lease: the provider re-registers (heartbeat) well within `ttlMs`; a
 // namespace whose lease lapsed is "gone" and calls to it fail with an error naming it.
@@ -13,6 +23,12 @@ import { z } from "zod";
 export const REGISTER_SUBJECT = "agentrt.capabilities.register";
 export const REVOKE_SUBJECT = "agentrt.capabilities.revoke";
 export const CALL_SUBJECT_PREFIX = "agentrt.capabilities.call.";
+export const ALIVE_SUBJECT_PREFIX = "agentrt.capabilities.alive.";
+/** The call header by which a host asks to be told which instance took the call. */
+export const CALL_ACCEPTED_HEADER = "Agentrt-Call-Accepted";
+
+/** An instance id is one NATS subject token (its liveness subject ends with it). */
+export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** A namespace is one identifier: it becomes `itx.<namespace>`. */
 export const NAMESPACE_PATTERN = /^[a-z][A-Za-z0-9]{0,62}$/;
@@ -24,6 +40,11 @@ export function callSubject(namespace: string): string {
   return `${CALL_SUBJECT_PREFIX}${namespace}`;
 }
 
+/** Where a provider instance answers while it lives (its instance id, which is one subject token). */
+export function aliveSubject(instanceId: string): string {
+  return `${ALIVE_SUBJECT_PREFIX}${instanceId}`;
+}
+
 const namespaceSchema = z
   .string()
   .regex(NAMESPACE_PATTERN, "must be an identifier: a lower-case letter then letters or digits (at most 63)")
@@ -32,7 +53,7 @@ const namespaceSchema = z
 export const registerRequestSchema = z.strictObject({
   namespace: namespaceSchema,
   /** Unique per provider process, so a late revoke of an old instance cannot drop a new one. */
-  instanceId: z.string().min(1).max(128),
+  instanceId: z.string().regex(INSTANCE_ID_PATTERN, "must be 1-128 letters, digits, '-' or '_' (it names a NATS subject token)"),
   methods: z.array(z.string().regex(/^[A-Za-z_$][\w$]*$/, "must be an identifier")).min(1),
   /** TypeScript declarations merged into `interface Itx` (e.g. `interface Itx { repo: {...} }`). */
   declarations: z.string().max(200_000),
@@ -70,6 +91,10 @@ export const callRequestSchema = z.strictObject({
   caller: callerSchema,
 });
 export type CallRequest = z.infer<typeof callRequestSchema>;
+
+/** The first answer to a call: which provider instance is running it. */
+export const callAcceptedSchema = z.strictObject({ accepted: z.string().regex(INSTANCE_ID_PATTERN) });
+export type CallAccepted = z.infer<typeof callAcceptedSchema>;
 
 export const callReplySchema = z.union([
   z.strictObject({ ok: z.literal(true), result: z.unknown().optional() }),

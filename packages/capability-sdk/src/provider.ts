@@ -10,6 +10,9 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { backoffDelayMs, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 import {
+  aliveSubject,
+  CALL_ACCEPTED_HEADER,
+  type CallAccepted,
   type Caller,
   type CallReply,
   callRequestSchema,
@@ -69,7 +72,10 @@ export async function startCapabilityProvider(nc: NatsConnection, options: Capab
     ttlMs,
   };
   const stopped = new AbortController();
-  const subscription = serveCalls(nc, options);
+  const subscription = serveCalls(nc, options, instanceId);
+  // Answers while this process lives: a host waiting on one of our calls asks here, and "no
+  // responders" (the process is gone) fails the call at once instead of after its timeout.
+  const alive = nc.subscribe(aliveSubject(instanceId), { callback: (_error, msg) => void msg.respond() });
   const keeper = new RegistrationKeeper(nc, registration, options.retry ?? DEFAULT_BACKOFF, log, stopped.signal);
   const deadline = options.registerTimeoutMs === undefined ? Infinity : Date.now() + options.registerTimeoutMs;
   try {
@@ -77,6 +83,7 @@ export async function startCapabilityProvider(nc: NatsConnection, options: Capab
   } catch (error) {
     stopped.abort();
     subscription.unsubscribe();
+    alive.unsubscribe();
     throw error;
   }
   void keeper.keepAlive(Math.floor(ttlMs / 3));
@@ -88,6 +95,7 @@ export async function startCapabilityProvider(nc: NatsConnection, options: Capab
         .request(REVOKE_SUBJECT, JSON.stringify({ namespace: options.namespace, instanceId }), { timeout: 2_000 })
         .catch((error: unknown) => options.onError?.(error));
       subscription.unsubscribe();
+      alive.unsubscribe();
     },
   };
 }
@@ -143,14 +151,14 @@ class RegistrationKeeper {
   }
 }
 
-function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions): Subscription {
+function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions, instanceId: string): Subscription {
   return nc.subscribe(callSubject(options.namespace), {
     queue: `provider.${options.namespace}`,
     callback: (error, msg) => {
       if (error !== null) return options.onError?.(error);
       // A reply that cannot be sent (the connection closing or lost) is reported, never thrown:
       // thrown from the promise chain below it would end the provider's process.
-      const reply = (body: CallReply): void => {
+      const reply = (body: CallReply | CallAccepted): void => {
         try {
           msg.respond(JSON.stringify(body));
         } catch (e) {
@@ -162,6 +170,8 @@ function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions): Sub
       const { method, args, caller } = parsed.value;
       const fn = Object.hasOwn(options.methods, method) ? options.methods[method] : undefined;
       if (fn === undefined) return reply({ ok: false, error: `itx.${options.namespace} has no method "${method}"` });
+      // Which process has the call, first, when the host asks: it watches that one meanwhile.
+      if (msg.headers?.get(CALL_ACCEPTED_HEADER) === "1") reply({ accepted: instanceId });
       Promise.resolve()
         .then(() => fn(args, caller))
         .then(

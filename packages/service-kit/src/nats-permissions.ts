@@ -21,8 +21,11 @@ export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "
 export interface NatsPermissions {
   readonly publish: { readonly allow: readonly string[] };
   readonly subscribe: { readonly allow: readonly string[] };
-  /** May answer requests on any reply subject (for the duration of one response). */
-  readonly allowResponses: boolean;
+  /**
+   * May answer requests on any reply subject: `true` for one message per request, a number for
+   * that many (a provider answers a call twice: which instance took it, then the result).
+   */
+  readonly allowResponses: boolean | number;
 }
 
 /** The runtime's NATS names (defaults of the modules that own them). */
@@ -188,6 +191,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...kvBucket(N.workClaimsBucket),
         `${N.workClaimLivenessPrefix}.script.>`,
         `${N.capabilitiesPrefix}.call.>`,
+        // Asks the provider instance running a call whether it still lives.
+        `${N.capabilitiesPrefix}.alive.>`,
       ],
     },
     subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`, `${N.workClaimLivenessPrefix}.script.>`] },
@@ -196,8 +201,12 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
   // An external capability provider (capability-sdk): registers with the hosts, answers calls.
   "capability-provider": {
     publish: { allow: [`${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`] },
-    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.call.>`] },
-    allowResponses: true,
+    // Its liveness subject (`alive.<instance id>`): a static list cannot name one instance, so a
+    // provider could answer another's probes — which only leaves a host waiting for its call
+    // timeout, as without probes.
+    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.call.>`, `${N.capabilitiesPrefix}.alive.>`] },
+    // Answers each call twice: the instance that took it, then the result.
+    allowResponses: 2,
   },
 };
 
@@ -216,7 +225,11 @@ function renderUser(user: string, password: string, permissions: NatsPermissions
     `${indent}  permissions: {`,
     `${indent}    publish: { allow: ${list(permissions.publish.allow, `${indent}    `)} }`,
     `${indent}    subscribe: { allow: ${list(permissions.subscribe.allow, `${indent}    `)} }`,
-    ...(permissions.allowResponses ? [`${indent}    allow_responses: true`] : []),
+    ...(permissions.allowResponses === true
+      ? [`${indent}    allow_responses: true`]
+      : typeof permissions.allowResponses === "number"
+        ? [`${indent}    allow_responses: { max: ${permissions.allowResponses} }`]
+        : []),
     `${indent}  }`,
     `${indent}}`,
   ].join("\n");

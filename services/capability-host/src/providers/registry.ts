@@ -6,6 +6,9 @@
 // `expiresAtMs` passed is treated as gone even before anyone deletes it.
 
 import {
+  aliveSubject,
+  CALL_ACCEPTED_HEADER,
+  callAcceptedSchema,
   type CallReply,
   callReplySchema,
   callSubject,
@@ -18,12 +21,17 @@ import {
   revokeRequestSchema,
 } from "@agentrt/capability-sdk";
 import type { KV } from "@nats-io/kv";
-import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { createInbox, errors, headers, type NatsConnection, type Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { parseJsonOrUndefined, untilNatsAnswers } from "@agentrt/service-kit";
 
 export const PROVIDERS_BUCKET = "CAPABILITY_PROVIDERS";
+
+/** How often a host asks the provider instance running a call whether it still lives. */
+export const PROVIDER_PROBE_EVERY_MS = 500;
+/** "No responders" this many times in a row (not a reconnect's moment) means the instance is gone. */
+const GONE_AFTER_PROBES = 3;
 
 const entrySchema = z.strictObject({
   namespace: z.string(),
@@ -57,6 +65,8 @@ export class ProviderRegistry {
     private readonly kv: KV,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
+    /** How often the instance running a call is asked whether it still lives. */
+    private readonly probeEveryMs = PROVIDER_PROBE_EVERY_MS,
   ) {}
 
   async start(): Promise<void> {
@@ -98,18 +108,83 @@ export class ProviderRegistry {
     if (entry.expiresAtMs <= this.now()) {
       throw new ProviderCallError("provider_gone", `The capability provider for itx.${namespace} is gone (its registration lapsed); itx.${namespace}.${method} was not called.`);
     }
-    let reply: CallReply;
-    try {
-      const msg = await this.nc.request(callSubject(namespace), JSON.stringify({ method, args, caller }), { timeout: timeoutMs });
-      const parsed = parseJson(callReplySchema, msg.string());
-      if (!parsed.ok) throw new ProviderCallError("provider_failed", `The capability provider for itx.${namespace} sent a bad reply: ${parsed.error}`);
-      reply = parsed.value;
-    } catch (error) {
-      if (error instanceof ProviderCallError) throw error;
-      throw new ProviderCallError("provider_gone", `The capability provider for itx.${namespace} is gone: itx.${namespace}.${method} got no answer (${error instanceof Error ? error.message : String(error)}).`);
-    }
+    const reply = await this.awaitReply(namespace, method, JSON.stringify({ method, args, caller }), timeoutMs);
     if (!reply.ok) throw new ProviderCallError("provider_failed", `itx.${namespace}.${method} failed: ${reply.error}`);
     return reply.result;
+  }
+
+  /**
+   * Sends a call and waits for its result. The provider first answers with the instance that took
+   * the call; from then on that instance is asked every `probeEveryMs` whether it still lives, and
+   * "no responders" there (its process is gone) fails the call at once: a provider killed
+   * mid-call used to hold the script, and a host slot, for the whole call timeout (three "no
+   * responders" in a row are needed, so a connection moving between NATS nodes is not taken
+   * for a death). An unanswered
+   * probe (a provider that is only slow or frozen, or NATS not answering) counts as alive, so only
+   * the timeout bounds those. Nobody subscribed to the call at all fails at once too.
+   */
+  private awaitReply(namespace: string, method: string, body: string, timeoutMs: number): Promise<CallReply> {
+    return new Promise<CallReply>((resolve, reject) => {
+      const inbox = createInbox();
+      let probing: ReturnType<typeof setInterval> | undefined;
+      let settled = false;
+      const finish = (outcome: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        clearInterval(probing);
+        subscription.unsubscribe();
+        outcome();
+      };
+      const gone = (why: string): void =>
+        finish(() => reject(new ProviderCallError("provider_gone", `The capability provider for itx.${namespace} is gone: itx.${namespace}.${method} got no answer (${why}).`)));
+      const timer = setTimeout(() => gone(`no result within ${timeoutMs} ms`), timeoutMs);
+      const subscription = this.nc.subscribe(inbox, {
+        callback: (error, msg) => {
+          if (error !== null) return gone(error.message);
+          // The server's own answer when nobody subscribes to the call subject.
+          if (msg.data.length === 0 && msg.headers?.code === 503) return gone("no responders");
+          const text = msg.string();
+          const accepted = callAcceptedSchema.safeParse(parseJsonOrUndefined(text));
+          if (accepted.success) {
+            const instance = accepted.data.accepted;
+            let unanswered = 0;
+            clearInterval(probing);
+            probing = setInterval(() => {
+              void this.isGone(instance).then((dead) => {
+                // Several in a row: a provider whose connection is moving to another NATS node
+                // has no subscription for a moment, and its result is still coming.
+                unanswered = dead ? unanswered + 1 : 0;
+                if (unanswered >= GONE_AFTER_PROBES) gone(`its process ${instance} stopped while the call ran`);
+              });
+            }, this.probeEveryMs);
+            return;
+          }
+          const parsed = parseJson(callReplySchema, text);
+          if (!parsed.ok) {
+            return finish(() => reject(new ProviderCallError("provider_failed", `The capability provider for itx.${namespace} sent a bad reply: ${parsed.error}`)));
+          }
+          finish(() => resolve(parsed.value));
+        },
+      });
+      try {
+        const h = headers();
+        h.set(CALL_ACCEPTED_HEADER, "1");
+        this.nc.publish(callSubject(namespace), body, { reply: inbox, headers: h });
+      } catch (error) {
+        gone(error instanceof Error ? error.message : String(error));
+      }
+    });
+  }
+
+  /** True only when nobody answers on the instance's liveness subject: its process is gone. */
+  private async isGone(instanceId: string): Promise<boolean> {
+    try {
+      await this.nc.request(aliveSubject(instanceId), undefined, { timeout: Math.max(250, this.probeEveryMs * 2) });
+      return false;
+    } catch (error) {
+      return error instanceof errors.NoRespondersError || (error instanceof errors.RequestError && error.cause instanceof errors.NoRespondersError);
+    }
   }
 
   /** Every request gets an answer: an internal failure is reported, not left to time out. */
