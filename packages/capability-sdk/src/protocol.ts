@@ -66,7 +66,8 @@ export type RevokeRequest = z.infer<typeof revokeRequestSchema>;
 
 export const registerReplySchema = z.union([
   z.strictObject({ ok: z.literal(true) }),
-  z.strictObject({ ok: z.literal(false), error: z.string() }),
+  /** `retryable`: the host could not record the registration (NATS not answering), not a refusal. */
+  z.strictObject({ ok: z.literal(false), error: z.string(), retryable: z.boolean().optional() }),
 ]);
 export type RegisterReply = z.infer<typeof registerReplySchema>;
 

@@ -186,7 +186,13 @@ async function register(nc: NatsConnection, registration: RegisterRequest): Prom
   const msg = await nc.request(REGISTER_SUBJECT, JSON.stringify(registration), { timeout: 3_000 });
   const parsed = parseJson(registerReplySchema, msg.string());
   if (!parsed.ok) throw new ProviderRegistrationError(`bad reply from the host: ${parsed.error}`);
-  if (!parsed.value.ok) throw new ProviderRegistrationError(`the host refused "${registration.namespace}": ${parsed.value.error}`);
+  if (!parsed.value.ok) {
+    // The host could not record it (its NATS not answering for a moment): try again, as when no
+    // host answered. Only a refusal (bad declarations, a reserved namespace) is final: the chaos
+    // soak saw the example provider exit on such a failure while a NATS node restarted.
+    if (parsed.value.retryable === true) throw new Error(`the host could not record the registration of "${registration.namespace}": ${parsed.value.error}`);
+    throw new ProviderRegistrationError(`the host refused "${registration.namespace}": ${parsed.value.error}`);
+  }
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */

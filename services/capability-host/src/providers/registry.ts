@@ -193,7 +193,8 @@ export class ProviderRegistry {
       return await fn();
     } catch (error) {
       this.logger.error({ err: error }, "provider registration failed");
-      return { ok: false, error: `the host could not record the registration: ${error instanceof Error ? error.message : String(error)}` };
+      // Not a refusal: the provider tries again (a refusal is answered without throwing).
+      return { ok: false, error: `the host could not record the registration: ${error instanceof Error ? error.message : String(error)}`, retryable: true };
     }
   }
 
