@@ -23,6 +23,8 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
+  JetStreamApiCodes,
+  JetStreamApiError,
   RetentionPolicy,
   StorageType,
 } from "@nats-io/jetstream";
@@ -130,9 +132,9 @@ async function streamExists(jsm: JetStreamManager, name: string): Promise<boolea
   }
 }
 
+/** The server's "stream not found", as the event store's setup reads it (streams stream-setup.ts). */
 function isStreamNotFound(error: unknown): boolean {
-  const e = error as { code?: unknown; api_error?: { err_code?: number }; message?: string };
-  return e.code === 10059 || e.api_error?.err_code === 10059 || /stream not found/i.test(e.message ?? "");
+  return error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
 }
 
 export async function publishWork<K extends WorkKind>(
