@@ -55,6 +55,8 @@ export class RecordReader {
     private readonly js: JetStreamClient,
     private readonly streamName: string,
     private readonly consistentReads = false,
+    /** How long a scan's consumer may deliver nothing before the rest is read by gets (see `scan`). */
+    private readonly stallMs = SCAN_STALL_MS,
   ) {}
 
   private get(query: { last_by_subj: string } | { next_by_subj: string; seq: number }) {
@@ -162,6 +164,7 @@ export class RecordReader {
     // last one was handed over, so a slow or departed reader holds at most one pull's bytes.
     let lastSeen = next - 1;
     let sinceYield = 0;
+    let stalled = false;
     try {
       for (;;) {
         // Buffered messages are handed over in microtasks only: give I/O (a client's hang-up,
@@ -174,7 +177,7 @@ export class RecordReader {
         const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: PULL_EXPIRES_MS });
         let delivered = 0;
         let done = false;
-        const messages = endAtByteLimit(batch, () => delivered);
+        const messages = endAtByteLimit(untilStalled(batch, this.stallMs, () => (stalled = true)), () => delivered);
         for await (const msg of messages) {
           delivered++;
           // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
@@ -197,7 +200,7 @@ export class RecordReader {
             break;
           }
         }
-        if (done || delivered === 0) break;
+        if (done || delivered === 0 || stalled) break;
       }
     } finally {
       await consumer.delete().catch(() => undefined);
@@ -206,7 +209,8 @@ export class RecordReader {
     // An ephemeral consumer of a replicated stream may live on a follower that has not applied
     // the newest commits yet, and reports nothing pending before `untilSeq` (which the leader
     // gave us). Finish the range through the leader so an acknowledged event is never missed.
-    if (this.consistentReads) {
+    // A consumer that stalled is finished the same way (gets need no consumer).
+    if (this.consistentReads || stalled) {
       for (let seq = lastSeen + 1; seq <= untilSeq; ) {
         signal?.throwIfAborted();
         const record = await this.nextFrom(subject, seq);
@@ -231,6 +235,44 @@ async function* endAtByteLimit<T>(batch: AsyncIterable<T>, delivered: () => numb
     if (!sizeLimit || delivered() === 0) throw error;
   }
 }
+
+/**
+ * Ends a pull that delivers nothing — no message, no end, no error — for `stallMs`: it stops the
+ * pull and tells the caller (`onStall`), who finishes the range by gets. The chaos soak saw a
+ * read's ordered consumer go silent for good after NATS node restarts (the client library
+ * re-pulls and re-checks the consumer forever while nothing arrives), which held a work item,
+ * and every later delivery of it waiting on that handling, until the process died.
+ */
+export async function* untilStalled<T>(batch: AsyncIterable<T> & { stop(error?: Error): void }, stallMs: number, onStall: () => void): AsyncGenerator<T> {
+  const iterator = batch[Symbol.asyncIterator]();
+  let ended = false;
+  try {
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const stall = new Promise<"stalled">((resolve) => {
+        timer = setTimeout(() => resolve("stalled"), stallMs);
+      });
+      const next = await Promise.race([iterator.next(), stall]).finally(() => clearTimeout(timer));
+      if (next === "stalled") {
+        ended = true;
+        onStall();
+        batch.stop();
+        return;
+      }
+      if (next.done === true) {
+        ended = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    // The reader stopped early (it has its range): end the pull as `for await` over it would.
+    if (!ended) await iterator.return?.();
+  }
+}
+
+/** A scan's pull silent this long is given up (see `untilStalled`): several pulls' worth. */
+export const SCAN_STALL_MS = 5_000;
 
 /**
  * How long one pull may wait for messages that are not there. A pull that is not filled (fewer
