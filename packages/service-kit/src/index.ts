@@ -16,3 +16,4 @@ export * from "./tracing.ts";
 export * from "./nats-permissions.ts";
 export * from "./interrupts.ts";
 export * from "./json.ts";
+export * from "./stream-cache.ts";

@@ -1,20 +1,23 @@
 // A read-through cache of agent streams, kept current by the store's partition feed, so a
-// turn does not re-read its whole stream (one round trip per stored batch) before calling
-// the model. The stream stays the truth: an entry is only ever extended with contiguous
-// offsets; a gap drops the entry and the next turn reads the stream again. Events after R
-// that have not arrived yet are harmless: the run watches for a settlement of R anyway, and
-// a keyed settlement batch commits nothing if someone else settled first.
+// worker does not re-read a whole stream (one round trip per stored batch, and past a few
+// records an ordered consumer, which a cluster creates through its meta leader) for each item
+// it serves: the llm-driver before calling the model, the capability host before each script.
+// The stream stays the truth: an entry is only ever extended with contiguous offsets; a gap
+// drops the entry and the next read goes to the stream again. Events after the one asked for
+// that have not arrived yet are harmless: the driver watches for a settlement of its request
+// anyway, the host appends `started` conditionally on the offset it read, and keyed settlement
+// batches commit nothing if someone else settled first.
 //
 // The same feed also tells a running turn about new events on its stream (`watch`), so a
 // turn needs no JetStream consumer of its own to notice that someone else settled it.
 //
-// It holds nothing for an idle agent: an entry unused by a turn for `idleMs` is dropped (its
-// next turn reads the stream once again), and all entries together stay under `maxBytes`
-// (their events' JSON size), least recently used dropped first.
+// It holds nothing for an idle agent: an entry unused for `idleMs` is dropped (its next read
+// goes to the stream once again), and all entries together stay under `maxBytes` (their
+// events' JSON size), least recently used dropped first.
 
 import type { AgentEvent } from "@agentrt/contract";
-import type { Logger } from "@agentrt/service-kit";
 import type { EventStore, FeedSubscription } from "@agentrt/streams";
+import type { Logger } from "./logger.ts";
 
 interface Entry {
   events: AgentEvent[];

@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import type { EventStore } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, startWorkClaims, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
+import { consumeWork, ensureWorkStream, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -66,6 +66,12 @@ export interface CapabilityHostOptions {
   readonly project?: ProjectBirth;
   /** JetStream replicas of the buckets and the work stream the host creates (3 in a cluster). */
   readonly replicas?: number;
+  /**
+   * Follow the store's feed from `afterSequence` (its head at start) and keep the streams
+   * scripts were asked for, so a script reads only what its stream gained since (see
+   * service-kit's StreamCache). Absent: every script reads its whole stream.
+   */
+  readonly streamCache?: { readonly afterSequence: number; readonly maxStreams?: number; readonly maxBytes?: number; readonly idleMs?: number };
 }
 
 export interface ProjectBirth {
@@ -89,6 +95,7 @@ export class CapabilityHost {
     private readonly sandbox: ScriptSandbox,
     private readonly liveness: HostLiveness | undefined,
     private readonly claims: WorkClaims,
+    private readonly cache: StreamCache | undefined,
     private readonly options: CapabilityHostOptions,
   ) {}
 
@@ -144,8 +151,11 @@ export class CapabilityHost {
     // The runner needs the host's check (which refreshes provider declarations) before the host exists.
     const self: { host?: CapabilityHost } = {};
     const check: ScriptCheckService["check"] = (parts, budgetMs, checkOptions) => self.host!.check(parts, budgetMs, checkOptions);
+    const cache = options.streamCache === undefined ? undefined : new StreamCache({ store: options.store, logger, ...options.streamCache });
+    cache?.start();
     const runner = new ScriptRunner({
       store: options.store,
+      ...(cache === undefined ? {} : { readStream: (path: string, offset: number) => cache.eventsThrough(path, offset) }),
       sandbox,
       files: agentFiles,
       check,
@@ -175,7 +185,7 @@ export class CapabilityHost {
           { ...caller, authority: providerAuthority(scope.authority) },
         ), scope.authority),
     });
-    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, claims, options);
+    self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, claims, cache, options);
     return self.host;
   }
 
@@ -249,6 +259,7 @@ export class CapabilityHost {
     await this.liveness?.stop();
     await this.sandbox.close();
     await this.checker.close();
+    await this.cache?.stop();
   }
 }
 

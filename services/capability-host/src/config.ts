@@ -1,7 +1,7 @@
 // The capability host's environment, parsed once at start-up (a bad value fails fast naming
 // the variable and the rule).
 
-import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS } from "@agentrt/service-kit";
+import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS, STREAM_CACHE_DEFAULTS } from "@agentrt/service-kit";
 import { z } from "zod";
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
@@ -44,6 +44,17 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Longest synchronous stretch of a script (a script that never awaits is stopped after it). */
   SCRIPT_MAX_SYNC_SLICE_MS: int(100, 10_000),
   PROVIDER_CALL_TIMEOUT_MS: int(100, 30_000),
+  /**
+   * Keep the streams scripts were asked for in memory, current via the event store's feed, so a
+   * script reads only what its stream gained since the last (off: every script reads its whole
+   * stream, which past 8 records creates a JetStream consumer, through the meta leader on a cluster).
+   */
+  SCRIPT_STREAM_CACHE: z.enum(["on", "off"]).default("on"),
+  SCRIPT_STREAM_CACHE_MAX_STREAMS: int(1, STREAM_CACHE_DEFAULTS.maxStreams),
+  /** Bound on the cached events (their JSON size), all streams together (half the driver's: a host's memory goes to sandboxes first). */
+  SCRIPT_STREAM_CACHE_MAX_BYTES: int(1024, 32 * 1024 * 1024),
+  /** A stream no script used for this long is dropped from the cache (read again for its next script). */
+  SCRIPT_STREAM_CACHE_IDLE_MS: int(1_000, STREAM_CACHE_DEFAULTS.idleMs),
   /** A tagged prompt file (`<section key="…">` blocks): sub-agents created by scripts get the birth batch. */
   PROJECT_PROMPT_FILE: z.string().min(1).optional(),
   PROJECT_NAME: z.string().min(1).default("demo"),

@@ -4,6 +4,7 @@
 
 import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
 import { hostConfigSchema } from "./config.ts";
@@ -31,6 +32,11 @@ await runService({
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused,
     }), { logger });
+    // The stream cache follows the feed from the store's current head: older batches are read on demand.
+    const head =
+      config.SCRIPT_STREAM_CACHE === "on"
+        ? (await untilNatsAnswers("event store head", async () => (await (await jetstreamManager(nc)).streams.info(store.streamName)).state.last_seq, { logger }))
+        : undefined;
     const tracing = await createTracing("capability-host");
     const host = await CapabilityHost.start({
       tracer: tracing.tracer,
@@ -47,6 +53,16 @@ await runService({
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
       claimProbeMs: config.SCRIPT_CLAIM_PROBE_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
+      ...(head === undefined
+        ? {}
+        : {
+            streamCache: {
+              afterSequence: head,
+              maxStreams: config.SCRIPT_STREAM_CACHE_MAX_STREAMS,
+              maxBytes: config.SCRIPT_STREAM_CACHE_MAX_BYTES,
+              idleMs: config.SCRIPT_STREAM_CACHE_IDLE_MS,
+            },
+          }),
       onTiming: (phase, ms) => phases.observe({ phase }, ms / 1000),
       onOutcome: (outcome) => outcomes.inc({ outcome }),
       onSandboxWorkerReplaced: (reason) => replacedWorkers.inc({ reason }),

@@ -55,6 +55,11 @@ export interface ScriptRunnerDeps {
   /** Traces each script the agent's own reply requested as a span of that turn. */
   readonly tracer?: Tracer;
   readonly store: EventStore;
+  /**
+   * The stream's events, at least through `offset` when the stream has them (the host's stream
+   * cache: a script then costs no read of its whole stream). Absent: the store is read.
+   */
+  readonly readStream?: (streamPath: string, offset: number) => Promise<readonly AgentEvent[]>;
   readonly sandbox: ScriptSandbox;
   readonly files: AgentFiles;
   readonly check: ScriptCheckService["check"];
@@ -171,7 +176,7 @@ export class ScriptRunner {
     const log = this.deps.logger.child({ streamPath, executionId });
     const run: Run = { streamPath, executionId, log, shutdown };
     log.debug("handling script work item");
-    const events = await this.deps.store.read(streamPath);
+    const events = requestedOffset !== undefined && this.deps.readStream !== undefined ? await this.deps.readStream(streamPath, requestedOffset) : await this.deps.store.read(streamPath);
     const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits, requestedOffset);
     if (decision.kind === "not-found") return "not-found";
     if (decision.kind === "settled") return "already-settled";

@@ -10,7 +10,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { consumeWork, type Logger, startWorkClaims, type WorkClaims, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
+import { consumeWork, type Logger, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
@@ -22,7 +22,6 @@ import { OpenAiModelClient } from "./openai-client.ts";
 import type { ModelRoute, ProvidersConfig } from "./providers.ts";
 import { RequestRunner, type DriverSettings, type RunOutcome } from "./request-runner.ts";
 import { RequestStop, RunningRequests } from "./running-requests.ts";
-import { StreamCache } from "./stream-cache.ts";
 
 export const LLM_DRIVER_DURABLE = "llm-driver";
 

@@ -16,4 +16,3 @@ export * from "./request-runner.ts";
 export * from "./interrupts.ts";
 export * from "./driver.ts";
 export * from "./config.ts";
-export * from "./stream-cache.ts";
