@@ -38,6 +38,9 @@ export class SoakAgent {
   private messages = 0;
   /** Answers found on the stream but not (yet) by the mirror's feed. */
   mirrorMisses = 0;
+  /** What the agent is waiting for now, and since when: a wait that never ends names itself. */
+  step = "idle";
+  stepSince = Date.now();
 
   constructor(
     readonly index: number,
@@ -73,6 +76,11 @@ export class SoakAgent {
     return r < 0.4 ? "plain" : r < 0.65 ? "script" : r < 0.8 ? "interrupted" : "double-texted";
   }
 
+  private at(step: string): void {
+    this.step = step;
+    this.stepSince = Date.now();
+  }
+
   async turn(kind: TurnKind): Promise<TurnRecord> {
     const record: TurnRecord = { agent: this.index, kind, startedAt: Date.now() };
     this.turns.push(record);
@@ -104,8 +112,10 @@ export class SoakAgent {
     const wanted = expected(last);
     const isAnswer = (e: AgentEvent) => e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.content.includes(wanted);
     try {
+      this.at(`waiting for the answer to ${last}`);
       await this.options.mirror.waitFor(this.path, from, isAnswer, this.options.turnTimeoutMs);
     } catch {
+      this.at(`reading the stream after ${last} took too long`);
       const events = await this.readSurely();
       if (events.some(isAnswer)) this.mirrorMisses += 1;
       else {
@@ -115,11 +125,13 @@ export class SoakAgent {
       }
     }
     record.completedAt = Date.now();
+    this.at("idle");
     return record;
   }
 
   /** Appends a user message, retrying while the cluster elects a leader; returns its offset. */
   private async say(content: string, behaviour?: "interrupt-current-request"): Promise<number> {
+    this.at(`appending ${content}`);
     const result = await this.appendResult(
       [
         {

@@ -13,6 +13,7 @@ import { type LiveFollower, type NatsCluster, checkSequence, resumingFollower, s
 import { WORK_STREAMS } from "@agentrt/service-kit";
 import { type System, startSystem } from "../support/system.ts";
 import { SoakAgent, type TurnKind, type TurnRecord } from "./agents.ts";
+import { slowTurnAnatomy, type WaitLine } from "./anatomy.ts";
 import { FaultInjector, type InjectedFault } from "./faults.ts";
 import { StreamMirror } from "./mirror.ts";
 import { soakReply } from "./model.ts";
@@ -70,7 +71,14 @@ export interface SoakReport {
   readonly modelRequests: number;
   /** Work items delivered to the other kind's consumer (0 by design: a stream per kind). */
   readonly foreignWorkItems: number;
+  /** Turns that took longer than SLOW_TURN_MS (stuck ones included). */
+  readonly slowTurns: number;
+  /** Where the slow turns' time went: their waits of 1 s or more, by step, longest total first. */
+  readonly slowTurnWaits: readonly WaitLine[];
 }
+
+/** A turn slower than this counts as slow: the long form's goal is answers within 30 s of a fault. */
+export const SLOW_TURN_MS = 30_000;
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => undefined);
@@ -97,6 +105,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       // From their bundles, as the quickstart and the image run them: a restarted service is
       // serving again in what production's restart takes, not after tsx compiled it afresh.
       fromBundles: true,
+      // SOAK_LOG_DIR: the whole of every service's output is written there, not only its tail.
+      keepAllOutput: process.env.SOAK_LOG_DIR !== undefined,
       repoProvider: { openPulls: 3 },
       onStartupCrash: (what) => crashes.push(what),
       model: { defaultReply: soakReply },
@@ -150,6 +160,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const progress = setInterval(() => {
       const turns = agents.reduce((n, a) => n + a.turns.filter((t) => t.completedAt !== undefined).length, 0);
       log(`soak: ${Math.round((Date.now() - soakStart) / 1000)} s, ${injector.injected.length} faults, ${turns} turns, ${stuck.length} stuck`);
+      // A step no bound should let last this long is a hang: say where (a long run once hung here).
+      for (const a of agents) if (a.step !== "idle" && Date.now() - a.stepSince > turnTimeoutMs + 60_000) log(`soak: ${a.path} has been ${a.step} for ${Math.round((Date.now() - a.stepSince) / 1000)} s`);
     }, 30_000);
     for (const fault of schedule) {
       const wait = soakStart + fault.atMs - Date.now();
@@ -163,10 +175,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const lastFaultAt = Math.max(...injector.injected.map((f) => f.recoveredAt ?? f.at));
     talking = false;
     await Promise.all(talk);
-    clearInterval(progress);
 
     // Every agent answers one more message once the faults are over.
     const finals = await Promise.all(agents.map((a) => a.turn("plain")));
+    clearInterval(progress);
     const allAnsweredAt = Math.max(...finals.map((t) => t.completedAt ?? Number.POSITIVE_INFINITY));
 
     // Every agent quiesces: no turn pending, no request open, no script running.
@@ -224,6 +236,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const p of sys.processes.all.filter((q) => !q.running)) log(`DOWN ${p.name} (${p.exitCount} exits): ${p.logs().slice(-1500)}`);
 
     const allTurns = agents.flatMap((a) => a.turns);
+    const endOf = (t: TurnRecord) => t.completedAt ?? t.startedAt + turnTimeoutMs;
+    const slow = allTurns.filter((t) => endOf(t) - t.startedAt > SLOW_TURN_MS);
+    const slowTurnWaits = slowTurnAnatomy(slow.map((t) => ({ events: streams.get(agents[t.agent]!.path)!, turn: t, endAt: endOf(t) })));
     const turns = { plain: 0, script: 0, interrupted: 0, "double-texted": 0 } as Record<TurnKind, number>;
     for (const t of allTurns) turns[t.kind] += 1;
     return {
@@ -252,6 +267,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       mirrorMisses: agents.reduce((n, a) => n + a.mirrorMisses, 0),
       modelRequests: sys.model.requests.length,
       foreignWorkItems: foreign,
+      slowTurns: slow.length,
+      slowTurnWaits: slowTurnWaits.slice(0, 12),
     };
   } catch (error) {
     if (system) log(system.processes.logs().split("\n").filter((l) => /"level":(50|60)/.test(l)).slice(-40).join("\n"));
@@ -265,6 +282,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   }
 }
 
+const STUCK_DUMP_CHARS = 4_000_000;
+
 /**
  * SOAK_LOG_DIR=<dir> keeps every service's output (the tail each process holds) for diagnosis:
  * at the end, and when a turn is found stuck (before later output pushes it out).
@@ -274,7 +293,8 @@ function dumpLogs(system: System, when: string, cluster?: NatsCluster, faults?: 
   if (logDir === undefined) return;
   const dir = join(logDir, when);
   mkdirSync(dir, { recursive: true });
-  for (const p of system.processes.all) writeFileSync(join(dir, `${p.name}.log`), p.logs());
+  // A stuck turn's dump keeps each process's recent output; the end's keeps all of it.
+  for (const p of system.processes.all) writeFileSync(join(dir, `${p.name}.log`), when === "end" ? p.logs() : p.logs().slice(-STUCK_DUMP_CHARS));
   // The NATS nodes' own output (elections, lost quorum, catch-up) and the faults so far, so a
   // stall can be laid against what the cluster was doing and what had just been injected.
   for (const node of cluster?.nodes ?? []) writeFileSync(join(dir, `nats-${node.serverName}.log`), node.logs());
@@ -312,11 +332,18 @@ export function formatSoakReport(report: SoakReport): string {
     const r = report.recovery[k];
     return `| ${k} | ${r.injected} | ${r.skipped} | ${r.samples} | ${(r.p50Ms / 1000).toFixed(1)} | ${(r.p99Ms / 1000).toFixed(1)} | ${(r.maxMs / 1000).toFixed(1)} |`;
   });
-  const { recovery: _recovery, ...totals } = report;
+  const { recovery: _recovery, slowTurnWaits, ...totals } = report;
+  const waits = slowTurnWaits.map((w) => `| ${w.step} | ${w.count} | ${(w.totalMs / 1000).toFixed(1)} | ${(w.maxMs / 1000).toFixed(1)} |`);
   return [
     "| fault | injected | skipped | samples | recovery p50 s | p99 s | max s |",
     "|---|---|---|---|---|---|---|",
     ...rows,
+    "",
+    `Where the ${report.slowTurns} turns slower than ${SLOW_TURN_MS / 1000} s waited (waits of 1 s or more between their stored events):`,
+    "",
+    "| step | waits | total s | max s |",
+    "|---|---|---|---|",
+    ...waits,
     "",
     JSON.stringify(totals),
   ].join("\n");

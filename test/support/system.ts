@@ -55,6 +55,8 @@ export interface SystemOptions {
   readonly onStartupCrash?: (what: string) => void;
   /** Run the services from their precompiled bundles (as the quickstart and the image do), not tsx. */
   readonly fromBundles?: boolean;
+  /** Keep every byte each service writes (a diagnosis of a long run needs all of it), not just the tail. */
+  readonly keepAllOutput?: boolean;
 }
 
 export interface System {
@@ -141,7 +143,7 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
     ...options.env,
   };
   const envOf = (service: ServiceName, own: Record<string, string> = {}) => ({ ...common, ...options.envFor?.(service), ...own });
-  const how = options.fromBundles === true ? { fromBundle: true } : {};
+  const how = { ...(options.fromBundles === true ? { fromBundle: true } : {}), ...(options.keepAllOutput === true ? { keepAllOutput: true } : {}) };
   const started: ServiceProcess[] = [];
   for (let i = 0; i < (options.reducers ?? 1); i += 1) {
     started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", envOf("agent-reducer", { REDUCER_ID: `reducer-${i + 1}` }), await freeLoopbackPort(), undefined, how));
