@@ -54,6 +54,11 @@ export interface StreamCacheOptions {
 /** Called with each batch of a watched stream's events, in stream order. */
 export type StreamWatcher = (events: readonly AgentEvent[]) => void;
 
+/** Pause before following an ended feed again. */
+const FEED_RETRY_MS = 250;
+
+const isRetryable = (error: unknown): boolean => (error as { retryable?: unknown } | null)?.retryable === true;
+
 export const STREAM_CACHE_DEFAULTS = { maxStreams: 2_000, maxBytes: 64 * 1024 * 1024, idleMs: 60_000 } as const;
 
 const jsonSize = (events: readonly AgentEvent[]) => events.reduce((sum, e) => sum + JSON.stringify(e).length, 0);
@@ -62,6 +67,7 @@ export class StreamCache {
   private readonly entries = new Map<string, Entry>();
   private readonly watchers = new Map<string, Set<StreamWatcher>>();
   private feedRunning = false;
+  private stopping = false;
   private readonly maxStreams: number;
   private readonly maxBytes: number;
   private readonly idleMs: number;
@@ -81,27 +87,50 @@ export class StreamCache {
   }
 
   start(): void {
-    this.feed = this.options.store.feed({ afterSequence: this.options.afterSequence });
-    const feed = this.feed;
     this.feedRunning = true;
-    this.following = (async () => {
-      for await (const batch of feed) this.apply(batch.streamPath, batch.events);
-    })()
-      .catch((error: unknown) => {
-        this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
-        this.entries.clear();
-        this.totalBytes = 0;
-      })
-      .finally(() => {
-        this.feedRunning = false;
-        // Watchers learn nothing more from here: let them fall back to their own subscriptions.
-        this.watchers.clear();
-      });
+    this.following = this.follow(this.options.afterSequence).finally(() => {
+      this.feedRunning = false;
+      // Watchers learn nothing more from here: let them fall back to their own subscriptions.
+      this.watchers.clear();
+    });
     this.sweeper = setInterval(() => this.dropIdle(), Math.max(10, Math.floor(this.idleMs / 4)));
     this.sweeper.unref();
   }
 
+  /**
+   * Follows the feed, and follows it again from the last batch when it ends retryably (its
+   * consumer lost with a NATS node, and no new one could be made during the election): resumed
+   * there, nothing is skipped, so the cached streams stay valid. A cache whose feed ended for
+   * good read every stream in full on every turn until the process restarted (the long chaos
+   * soak's drivers after node kills). Only a terminal error, or stop(), ends it.
+   */
+  private async follow(afterSequence: number): Promise<void> {
+    let after = afterSequence;
+    while (!this.stopping) {
+      try {
+        const feed = this.options.store.feed({ afterSequence: after });
+        this.feed = feed;
+        for await (const batch of feed) {
+          after = batch.sequence;
+          this.apply(batch.streamPath, batch.events);
+        }
+      } catch (error) {
+        if (this.stopping) return;
+        if (!isRetryable(error)) {
+          this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
+          this.entries.clear();
+          this.totalBytes = 0;
+          return;
+        }
+        this.options.logger.warn({ err: error, afterSequence: after }, "stream cache feed ended; following it again from its last batch");
+      }
+      if (this.stopping) return;
+      await new Promise((resolve) => setTimeout(resolve, FEED_RETRY_MS));
+    }
+  }
+
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.sweeper) clearInterval(this.sweeper);
     await this.feed?.close();
     await this.following;

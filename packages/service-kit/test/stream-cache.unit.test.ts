@@ -164,3 +164,50 @@ describe("stream cache", () => {
     expect([c.size, c.bytes]).toEqual([0, 0]);
   });
 });
+
+/** A store whose first feed ends retryably after `batches` batches, as one whose consumer died with its NATS node. */
+class FeedEndingStore extends CountingStore {
+  feeds = 0;
+  constructor(private readonly batches: number) {
+    super();
+  }
+  override feed(...args: Parameters<MemoryEventStore["feed"]>) {
+    const inner = super.feed(...args);
+    this.feeds += 1;
+    if (this.feeds > 1) return inner;
+    const limit = this.batches;
+    return Object.assign(Object.create(inner) as typeof inner, {
+      async *[Symbol.asyncIterator]() {
+        let n = 0;
+        for await (const batch of inner) {
+          yield batch;
+          if ((n += 1) >= limit) throw Object.assign(new Error("the consumer stopped (a NATS node died); subscribe again"), { retryable: true });
+        }
+      },
+      close: () => inner.close(),
+    });
+  }
+}
+
+describe("stream cache, when its feed ends", () => {
+  it("given a feed that ends retryably, when events follow, then the cache follows again from its last batch and still serves them without a read", async () => {
+    const store = new FeedEndingStore(2);
+    // Long enough a wait for the feed to be followed again (FEED_RETRY_MS) before falling back to a read.
+    const c = open(store, 2_000);
+    await store.append(path, [note("a")]);
+    expect((await c.eventsThrough(path, 1)).map((e) => e.offset)).toEqual([1]);
+    await store.append(path, [note("b")]);
+    // The feed has ended after its second batch; the third comes through the next one.
+    await store.append(path, [note("c")]);
+    expect((await c.eventsThrough(path, 3)).map((e) => e.offset)).toEqual([1, 2, 3]);
+    expect(store.feeds).toBe(2);
+    expect(store.reads).toBe(1);
+    // Watching still works through the new feed.
+    const seen: number[] = [];
+    const stop = c.watch(path, 4, (events) => seen.push(...events.map((e) => e.offset)));
+    expect(stop).toBeDefined();
+    await store.append(path, [note("d")]);
+    await waitFor(() => seen.includes(4), { what: "the watched event" });
+    stop?.();
+  });
+});
