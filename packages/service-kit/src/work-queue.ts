@@ -196,6 +196,8 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
   readonly maxDeliver?: number;
   /** Makes each claim discoverable, so survivors hand a dead worker's items back at once. */
   readonly claims?: WorkClaims;
+  /** What the handler is doing with an item (logged with a handler that runs long). */
+  readonly describe?: (item: WorkItemOf<K>) => Record<string, unknown>;
 }
 
 export interface WorkConsumer {
@@ -203,6 +205,9 @@ export interface WorkConsumer {
   running(): boolean;
   stop(): Promise<void>;
 }
+
+/** A handler running this long is logged (and again each time this passes). */
+export const SLOW_HANDLER_LOG_MS = 60_000;
 
 /** How long an item of another kind, delivered to a consumer by mistake, is put back for. */
 export const FOREIGN_ITEM_RETRY_MS = 60_000;
@@ -268,6 +273,15 @@ export async function consumeWork<K extends WorkKind>(
     }
     const parsed = { data: delivered.item };
     const heartbeat = setInterval(() => msg.working(), heartbeatMs);
+    // A handler is bounded by what it does (reads, the model's idle watchdog, a script's
+    // deadline): one still running after a minute is worth a line, repeated, saying which item
+    // it holds (heartbeating, so no other worker gets it meanwhile).
+    const handlingSince = Date.now();
+    const slow = setInterval(
+      () => options.logger.warn({ item: parsed.data, runningForMs: Date.now() - handlingSince, ...options.describe?.(parsed.data as WorkItemOf<K>) }, "a work item's handler is still running"),
+      SLOW_HANDLER_LOG_MS,
+    );
+    slow.unref();
     const claimed = options.claims?.claim(msg);
     try {
       const outcome = await options.handler(parsed.data as WorkItemOf<K>, {
@@ -289,6 +303,7 @@ export async function consumeWork<K extends WorkKind>(
       }
     } finally {
       clearInterval(heartbeat);
+      clearInterval(slow);
       // Removed after the ack, nak or term (same connection, so in order): a survivor that still
       // sees the claim and naks it on a dead owner's behalf naks an item already answered, a no-op.
       if (claimed !== undefined) void claimed.then(() => options.claims?.release(msg));

@@ -210,6 +210,7 @@ export class CapabilityHost {
       concurrency: claims,
       ackWaitMs: this.options.ackWaitMs ?? DEFAULT_SCRIPT_WORK_ACK_WAIT_MS,
       claims: this.claims,
+      describe: (item) => ({ phase: this.runner.phaseOf(item.streamPath, item.executionId) ?? "waiting for a slot (fair share)" }),
       handler: async (item, context) => {
         const entering = fairShare.enter(item.streamPath);
         // This agent already has its fill of scripts running and waiting here: later.

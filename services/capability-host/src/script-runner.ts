@@ -142,6 +142,17 @@ export class ScriptRunner {
   private readonly inFlight = new Map<string, Promise<ScriptRunOutcome>>();
   /** Handlings in progress per script: more than one only when two redeliveries woke together. */
   private readonly handling = new Map<string, number>();
+  /** The step each script's handling is at (for the log of a handling that runs long). */
+  private readonly phases = new Map<string, string>();
+
+  /** The step the handling of this script is at, or undefined when none runs here. */
+  phaseOf(streamPath: string, executionId: string): string | undefined {
+    return this.phases.get(`${streamPath}\u0000${executionId}`);
+  }
+
+  private at(run: { streamPath: string; executionId: string }, phase: string): void {
+    this.phases.set(`${run.streamPath}\u0000${run.executionId}`, phase);
+  }
 
   /**
    * Handles one work item. A redelivery of a script THIS process is still running (its claim
@@ -154,6 +165,7 @@ export class ScriptRunner {
     // failover lost our heartbeats) waits for that attempt and then decides again from the
     // stream: that attempt may have failed (its own delivery, no longer the live one, was naked
     // for nothing), and acking this one unseen would drop the script for good (chaos soak).
+    if (this.inFlight.has(key)) this.phases.set(key, "waiting for this host's earlier handling of the script");
     for (let running = this.inFlight.get(key); running !== undefined; ) {
       await running.catch(() => undefined);
       const next = this.inFlight.get(key);
@@ -167,7 +179,10 @@ export class ScriptRunner {
     } finally {
       if (this.inFlight.get(key) === run) this.inFlight.delete(key);
       const left = (this.handling.get(key) ?? 1) - 1;
-      if (left === 0) this.handling.delete(key);
+      if (left === 0) {
+        this.handling.delete(key);
+        this.phases.delete(key);
+      }
       else this.handling.set(key, left);
     }
   }
@@ -176,6 +191,7 @@ export class ScriptRunner {
     const log = this.deps.logger.child({ streamPath, executionId });
     const run: Run = { streamPath, executionId, log, shutdown };
     log.debug("handling script work item");
+    this.at(run, "reading the stream");
     const events = requestedOffset !== undefined && this.deps.readStream !== undefined ? await this.deps.readStream(streamPath, requestedOffset) : await this.deps.store.read(streamPath);
     const decision = decideScriptRun(events, executionId, this.now(), this.deps.limits, requestedOffset);
     if (decision.kind === "not-found") return "not-found";
@@ -202,6 +218,7 @@ export class ScriptRunner {
     const { streamPath, executionId, log } = run;
     switch (decision.kind) {
       case "started": {
+        this.at(run, "asking who runs the started script");
         const runner = (await this.deps.liveness?.runnerOf(streamPath, executionId)) ?? "gone";
         if (runner === "alive") {
           log.info("script is running on a host whose liveness lease is current; leaving it to that host");
@@ -245,6 +262,7 @@ export class ScriptRunner {
     // event is harmless, since a script that was never started is simply run by whoever claims it.
     const recorded = this.deps.liveness?.recordRun(streamPath, executionId);
     recorded?.catch(() => undefined);
+    this.at(run, "typechecking");
     const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
     this.deps.onTiming?.("typecheck", checked.durationMs);
     const timing = runDeadline(checkDeadlineAtMs, this.now(), this.deps.limits.maxRunMs);
@@ -258,9 +276,12 @@ export class ScriptRunner {
     if (!checked.compiled.ok) return this.settle(run, typecheckFailed([checked.compiled.error]), "typecheck");
     const javascript = checked.compiled.javascript;
 
+    this.at(run, "recording the run");
     await recorded;
+    this.at(run, "appending script-run-started");
     const started = await this.appendStarted(run, events);
     if (started !== "started") return started;
+    this.at(run, "running");
 
     const limitMs = deadlineAtMs - this.now();
     const outcome = await this.deps.sandbox.run({
@@ -340,6 +361,7 @@ export class ScriptRunner {
 
   private async settle(run: Run, settlement: Settlement, outcome: ScriptRunOutcome): Promise<ScriptRunOutcome> {
     const { streamPath, executionId, log } = run;
+    this.at(run, `settling (${outcome})`);
     // Retried here across a NATS blip: thrown back to the queue, a settlement (the result of a
     // script that ran, or an orphan's) waited for a redelivery up to 30 s after NATS was back
     // (chaos soak). The key makes a retry of an append that did land answer `duplicate`.
