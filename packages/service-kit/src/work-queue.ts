@@ -198,6 +198,8 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
   readonly claims?: WorkClaims;
   /** What the handler is doing with an item (logged with a handler that runs long). */
   readonly describe?: (item: WorkItemOf<K>) => Record<string, unknown>;
+  /** A handler running this long is logged, and again each time this passes (default SLOW_HANDLER_LOG_MS). */
+  readonly slowHandlerLogMs?: number;
 }
 
 export interface WorkConsumer {
@@ -279,7 +281,7 @@ export async function consumeWork<K extends WorkKind>(
     const handlingSince = Date.now();
     const slow = setInterval(
       () => options.logger.warn({ item: parsed.data, runningForMs: Date.now() - handlingSince, ...options.describe?.(parsed.data as WorkItemOf<K>) }, "a work item's handler is still running"),
-      SLOW_HANDLER_LOG_MS,
+      options.slowHandlerLogMs ?? SLOW_HANDLER_LOG_MS,
     );
     slow.unref();
     const claimed = options.claims?.claim(msg);

@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeError, ContractViolationError } from "@agentrt/contract";
 import { consumeWork, ensureWorkStreams, workStreamName, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
@@ -202,4 +203,38 @@ describe("the broker action of a failed handler", () => {
     expect(workOutcomeOfError(new AgentRuntimeError("unavailable", "down", { retryable: true }), 50)).toEqual({ type: "retry", delayMs: 5_000 });
     expect(workOutcomeOfError(new AgentRuntimeError("conflict", "too many writers", { retryable: true }), 50)).toEqual({ type: "retry", delayMs: 30_000 });
   });
+});
+
+describe("a work handler that runs long", () => {
+  it("given a handler that has not finished, when the slow-handler interval passes, then a warning names its item and what it is doing, until it ends", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const lines: Record<string, unknown>[] = [];
+    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    await publishWork(js, "script", 2, { streamPath: "/a/slow-handler", requestedOffset: 4, executionId: "agent-output:3" });
+    const consumer = await consumeWork(js, await jetstreamManager(nc), {
+      kind: "script",
+      durable: "slow-handler",
+      logger: capture,
+      slowHandlerLogMs: 150,
+      describe: (item) => ({ phase: `typechecking ${item.executionId}` }),
+      handler: async (item) => {
+        if (item.streamPath !== "/a/slow-handler") return { type: "retry", delayMs: 60_000 };
+        await released;
+        return { type: "ack" };
+      },
+    });
+    const slow = () => lines.filter((l) => l.msg === "a work item's handler is still running");
+    await waitFor(() => slow().length >= 2, { what: "two slow-handler warnings", timeoutMs: 10_000 });
+    expect(slow()[0]).toMatchObject({ item: { streamPath: "/a/slow-handler", executionId: "agent-output:3" }, phase: "typechecking agent-output:3" });
+    expect(slow()[1]!.runningForMs as number).toBeGreaterThan(slow()[0]!.runningForMs as number);
+    release();
+    await new Promise((r) => setTimeout(r, 500));
+    const after = slow().length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(slow().length).toBe(after);
+    await consumer.stop();
+  }, 30_000);
 });
