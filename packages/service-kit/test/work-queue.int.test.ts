@@ -213,8 +213,11 @@ describe("a work handler that runs long", () => {
     const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
+    const jsm = await jetstreamManager(nc);
+    // A work-queue stream takes one unfiltered consumer: earlier tests' script consumers go first.
+    for await (const c of jsm.consumers.list(workStreamName("script"))) await jsm.consumers.delete(workStreamName("script"), c.name);
     await publishWork(js, "script", 2, { streamPath: "/a/slow-handler", requestedOffset: 4, executionId: "agent-output:3" });
-    const consumer = await consumeWork(js, await jetstreamManager(nc), {
+    const consumer = await consumeWork(js, jsm, {
       kind: "script",
       durable: "slow-handler",
       logger: capture,
@@ -236,5 +239,6 @@ describe("a work handler that runs long", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(slow().length).toBe(after);
     await consumer.stop();
+    await jsm.consumers.delete(workStreamName("script"), "slow-handler");
   }, 30_000);
 });
