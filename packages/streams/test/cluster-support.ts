@@ -43,3 +43,40 @@ export async function startClusterStore(): Promise<ClusterStore> {
     },
   };
 }
+
+/**
+ * A follower as the services write one: follows the feed, and follows it again from its last
+ * batch when it ends (retryably, when no new consumer can be made during an election).
+ * `stop()` makes it leave after its next batch (append one more event to wake it).
+ */
+export function followFeed(store: JetStreamEventStore, onEvent: (event: AgentEvent) => void): { stop(): void; readonly done: Promise<void>; readonly ends: number } {
+  let following = true;
+  let ends = 0;
+  const done = (async () => {
+    let after = 0;
+    while (following) {
+      const feed = store.feed({ afterSequence: after });
+      try {
+        for await (const batch of feed) {
+          after = batch.sequence;
+          for (const event of batch.events) onEvent(event);
+          if (!following) break;
+        }
+      } catch {
+        // ended retryably: follow again
+      }
+      ends += 1;
+      await feed.close();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return {
+    stop: () => {
+      following = false;
+    },
+    done,
+    get ends() {
+      return ends;
+    },
+  };
+}

@@ -6,7 +6,7 @@
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type ClusterStore, appendUntilAcked, startClusterStore } from "./cluster-support.ts";
+import { type ClusterStore, appendUntilAcked, followFeed, startClusterStore } from "./cluster-support.ts";
 
 let fx: ClusterStore;
 
@@ -19,32 +19,12 @@ it("a feed goes on when the node holding its consumer dies and comes back", asyn
   const { cluster, nc, store } = fx;
   const path = "/cluster/feed";
   const seen: number[] = [];
-  let ends = 0;
-  let following = true;
-  // A follower as the services write one: resubscribe after the last batch when the feed ends.
-  const follower = (async () => {
-    let after = 0;
-    while (following) {
-      const feed = store.feed({ afterSequence: after });
-      try {
-        for await (const batch of feed) {
-          after = batch.sequence;
-          for (const e of batch.events) seen.push(e.offset);
-          if (!following) break;
-        }
-      } catch {
-        // ended retryably: follow again
-      }
-      ends += 1;
-      await feed.close();
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
+  const follower = followFeed(store, (e) => seen.push(e.offset));
   for (let i = 0; i < 5; i++) await appendUntilAcked(store, path, `k${i}`, 100);
   const deadline = async (what: string, ok: () => boolean, ms: number) => {
     const end = Date.now() + ms;
     while (!ok()) {
-      if (Date.now() > end) throw new Error(`${what} within ${ms} ms (seen ${seen.length}, ends ${ends})`);
+      if (Date.now() > end) throw new Error(`${what} within ${ms} ms (seen ${seen.length}, ends ${follower.ends})`);
       await new Promise((r) => setTimeout(r, 100));
     }
   };
@@ -61,8 +41,8 @@ it("a feed goes on when the node holding its consumer dies and comes back", asyn
   await victim!.restart();
   for (let i = 10; i < 15; i++) await appendUntilAcked(store, path, `k${i}`, 100);
   await deadline("every event after the failover", () => new Set(seen).size === 15, 45_000);
-  following = false;
+  follower.stop();
   await appendUntilAcked(store, path, `k${15}`, 100);
-  await follower;
+  await follower.done;
   await store.close();
 }, 120_000);

@@ -26,24 +26,13 @@ interface ConsumerSpec {
   readonly filter: string;
   /** 0 = from the first message matching the filter. */
   readonly startSeq: number;
-  /** How long each pull lasts (see CONSUME_EXPIRES_MS); shorter notices a silent consumer sooner. */
-  readonly expiresMs?: number;
 }
 
 /**
  * A pull expires after this long; the server heartbeats every half of it while a pull waits,
  * and two missed heartbeats (10 s of silence from the consumer) count as a silent consumer.
- * One stream's subscription (a live client's) uses this.
  */
 const CONSUME_EXPIRES_MS = 10_000;
-
-/**
- * A partition feed's pulls: heartbeats every 1.5 s, silent after 3 s. A few feeds per process
- * carry everything a reducer folds and a driver's or host's cache holds, so a feed whose
- * consumer died with its NATS node must be replaced in seconds: at 10 s, every node kill of the
- * long chaos soak held every reaction of the partitions on that node for 10–20 s.
- */
-export const FEED_EXPIRES_MS = 3_000;
 
 /**
  * Runs an ordered consumer until closed, handing each message to `onMessage`. A consumer that
@@ -63,8 +52,7 @@ async function runConsumer(
       filter_subjects: spec.filter,
       ...(startSeq > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq } : { deliver_policy: DeliverPolicy.All }),
     });
-    const expiresMs = spec.expiresMs ?? CONSUME_EXPIRES_MS;
-    const messages = await consumer.consume({ max_messages: 512, expires: expiresMs });
+    const messages = await consumer.consume({ max_messages: 512, expires: CONSUME_EXPIRES_MS });
     const remove = () => consumer.delete().then(() => undefined, () => undefined);
     onStarted(messages, remove);
     if (isClosed()) return;
@@ -86,7 +74,7 @@ async function runConsumer(
     // message, status or end (the NATS-leader chaos test: an agent's message never folded).
     // So silence is also judged here, from anything the consumer says.
     const watchdog = setInterval(() => {
-      if (Date.now() - lastSign > silenceMs(expiresMs)) goneSilent();
+      if (Date.now() - lastSign > SILENCE_MS) goneSilent();
     }, 1_000);
     watchdog.unref();
     try {
@@ -105,10 +93,10 @@ async function runConsumer(
 }
 
 /**
- * With a pull always waiting, the server heartbeats every half of the pull's expiry; this much
+ * With a pull always waiting, the server heartbeats every half of CONSUME_EXPIRES_MS; this much
  * time without a message, a heartbeat or any other status means the consumer is gone silent.
  */
-const silenceMs = (expiresMs: number): number => 4 * (expiresMs / 2);
+const SILENCE_MS = 4 * (CONSUME_EXPIRES_MS / 2);
 
 async function watchStatus(messages: ConsumerMessages, onStatus: (type: string) => void): Promise<void> {
   for await (const status of messages.status()) onStatus(status.type);
@@ -287,7 +275,7 @@ export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
     super(detach);
     this.launch(
       () =>
-        this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.filter, startSeq: spec.afterSequence > 0 ? spec.afterSequence + 1 : 0, expiresMs: FEED_EXPIRES_MS }, (msg) => {
+        this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.filter, startSeq: spec.afterSequence > 0 ? spec.afterSequence + 1 : 0 }, (msg) => {
           const streamPath = spec.accept(msg.subject);
           if (streamPath === undefined) return;
           const record = toStoredRecord(msg);
