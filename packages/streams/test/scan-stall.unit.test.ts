@@ -78,32 +78,3 @@ describe("a scan whose consumer goes silent", () => {
     expect(returned).toBe(true);
   });
 });
-
-describe("a scan of a replicated stream (reads through the leader)", () => {
-  it("given a whole stream of hundreds of records, when it is scanned, then every record comes by gets and no consumer is made", async () => {
-    const last = 300;
-    let consumers = 0;
-    const jsm = { streams: { getMessage: async (_stream: string, q: { seq: number }) => (q.seq <= last ? { ...msg(q.seq), subject: SUBJECT } : null) } };
-    const js = { consumers: { get: async () => ((consumers += 1), { fetch: async () => silentAfter([]), delete: async () => true }) } };
-    const reader = new RecordReader(jsm as never, js as never, "AGENT_EVENTS", true);
-    const seqs: number[] = [];
-    for await (const record of reader.scan(SUBJECT, 1, last)) seqs.push(record.seq);
-    expect(seqs).toEqual(Array.from({ length: last }, (_, i) => i + 1));
-    expect(consumers).toBe(0);
-  });
-
-  it("given a single-node stream, when the same range is scanned, then a consumer streams what the first gets did not", async () => {
-    let consumers = 0;
-    const jsm = { direct: { getMessage: async (_stream: string, q: { seq: number }) => (q.seq <= LAST ? msg(q.seq) : null) } };
-    const js = {
-      consumers: {
-        get: async () => ((consumers += 1), { fetch: async () => ({ stop: () => undefined, async *[Symbol.asyncIterator]() { for (let seq = 9; seq <= LAST; seq++) yield { ...msg(seq), info: { pending: LAST - seq } }; } }), delete: async () => true }),
-      },
-    };
-    const reader = new RecordReader(jsm as never, js as never, "AGENT_EVENTS", false);
-    const seqs: number[] = [];
-    for await (const record of reader.scan(SUBJECT, 1, LAST)) seqs.push(record.seq);
-    expect(seqs).toEqual(Array.from({ length: LAST }, (_, i) => i + 1));
-    expect(consumers).toBe(1);
-  });
-});

@@ -138,7 +138,7 @@ export class RecordReader {
     signal?: AbortSignal,
   ): AsyncGenerator<StoredRecord> {
     let next = fromSeq;
-    const direct = expectedRecords <= MAX_DIRECT_RECORDS ? expectedRecords + 2 : this.consistentReads ? LEADER_GETS_BEFORE_CONSUMER : DIRECT_GETS_BEFORE_CONSUMER;
+    const direct = expectedRecords <= MAX_DIRECT_RECORDS ? expectedRecords + 2 : DIRECT_GETS_BEFORE_CONSUMER;
     let yielded = 0;
     let largest = 0;
     for (let i = 0; i < direct; i++) {
@@ -289,15 +289,6 @@ const YIELD_EVERY_BYTES = 512 * 1024;
 /** Ranges expected to need at most this many records are read by direct gets alone. */
 const MAX_DIRECT_RECORDS = 32;
 const DIRECT_GETS_BEFORE_CONSUMER = 8;
-/**
- * On a replicated stream (reads through the leader) a whole agent stream is read by gets before
- * any consumer is made: a consumer is created through the cluster's meta leader (the part a
- * node's death sends into an election), and its filtered delivery was ten times slower than the
- * leader's gets in the long chaos soak's cluster even once it was healthy again (a 459-event
- * stream: 4.6 s by an ordered consumer, 0.47 s by 317 gets). Past this many records (about
- * 1.5 s of gets) a consumer streams the rest.
- */
-export const LEADER_GETS_BEFORE_CONSUMER = 1_024;
 /**
  * The most record bytes one scan's consumer may have pulled and not yet handed over. Above the
  * largest record (MAX_BATCH_BYTES plus headers), or a pull could never deliver it.
