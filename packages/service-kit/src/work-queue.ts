@@ -200,6 +200,8 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
   readonly describe?: (item: WorkItemOf<K>) => Record<string, unknown>;
   /** A handler running this long is logged, and again each time this passes (default SLOW_HANDLER_LOG_MS). */
   readonly slowHandlerLogMs?: number;
+  /** How often the worker compares its consumer with its stream (default WORK_RECONCILE_MS; 0 turns it off). */
+  readonly reconcileMs?: number;
 }
 
 export interface WorkConsumer {
@@ -210,6 +212,51 @@ export interface WorkConsumer {
 
 /** A handler running this long is logged (and again each time this passes). */
 export const SLOW_HANDLER_LOG_MS = 60_000;
+
+/**
+ * How often a worker compares its durable consumer's positions with its work stream (see
+ * `strandedWork`). A consumer found stranding items on two checks in a row is recreated, so the
+ * longest an item stays stranded is about two of these.
+ */
+export const WORK_RECONCILE_MS = 10_000;
+
+/** What `strandedWork` reads of a work stream (its `streams.info` state). */
+export interface WorkStreamPositions {
+  readonly messages: number;
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+}
+
+/** What `strandedWork` reads of the stream's durable consumer (its `consumers.info`). */
+export interface WorkConsumerPositions {
+  readonly deliveredStreamSeq: number;
+  readonly ackFloorStreamSeq: number;
+  readonly numPending: number;
+  readonly numAckPending: number;
+}
+
+/**
+ * Why a work stream's durable consumer can no longer deliver what the stream holds, or
+ * undefined when the two agree. On a work-queue stream an acknowledged item is deleted, so an
+ * item still stored at or below the consumer's acknowledgement floor, or a stream holding items
+ * while the consumer has none left to deliver and none awaiting an ack, is an item no worker
+ * will ever get; a consumer that has delivered past the stream's last sequence would skip the
+ * next items published. The chaos soak saw nats-server 2.9's replicated (R3) consumer end up
+ * like this across leader changes (246 and 423 items held, none delivered, issue 16). Pure.
+ */
+export function strandedWork(stream: WorkStreamPositions, consumer: WorkConsumerPositions): string | undefined {
+  if (consumer.deliveredStreamSeq > stream.lastSeq) {
+    return `the consumer has delivered up to stream sequence ${consumer.deliveredStreamSeq} but the stream ends at ${stream.lastSeq}, so the next items would be skipped`;
+  }
+  if (stream.messages === 0) return undefined;
+  if (stream.firstSeq <= consumer.ackFloorStreamSeq) {
+    return `the stream holds ${stream.messages} items from sequence ${stream.firstSeq}, at or below the consumer's acknowledgement floor ${consumer.ackFloorStreamSeq}, so they are never delivered`;
+  }
+  if (consumer.numPending === 0 && consumer.numAckPending === 0) {
+    return `the stream holds ${stream.messages} items but the consumer has none to deliver and none awaiting an acknowledgement`;
+  }
+  return undefined;
+}
 
 /** How long an item of another kind, delivered to a consumer by mistake, is put back for. */
 export const FOREIGN_ITEM_RETRY_MS = 60_000;
@@ -312,6 +359,8 @@ export async function consumeWork<K extends WorkKind>(
     }
   };
 
+  const reconciler = startReconciler(jsm, stream, consumerConfig, options, abort.signal);
+
   const loop = (async () => {
     while (!abort.signal.aborted) {
       const free = concurrency - inFlight.size;
@@ -343,10 +392,88 @@ export async function consumeWork<K extends WorkKind>(
     running: () => !abort.signal.aborted && lastFetchOk,
     async stop() {
       abort.abort();
+      clearInterval(reconciler);
       await loop;
       await Promise.allSettled(inFlight);
     },
   };
+}
+
+/**
+ * Compares the durable consumer with its stream every `reconcileMs` and recreates the consumer
+ * when `strandedWork` finds the same fault on two checks in a row (a single check can catch an
+ * acknowledgement the stream has not applied yet). Recreating costs little: items are hints, a
+ * new consumer delivers everything the stream still holds, including items other workers are
+ * handling, and a handler given an item already settled on its agent's stream just acks it.
+ * Workers that pull meanwhile get "consumer not found" and retry until the consumer is back.
+ */
+function startReconciler<K extends WorkKind>(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig> & { durable_name: string; ack_wait: number },
+  options: ConsumeWorkOptions<K>,
+  signal: AbortSignal,
+): ReturnType<typeof setInterval> | undefined {
+  const every = options.reconcileMs ?? WORK_RECONCILE_MS;
+  if (every <= 0) return undefined;
+  let suspect: { readonly created: string; readonly firstSeq: number } | undefined;
+  let checking = false;
+  const check = async (): Promise<void> => {
+    const [streamInfo, consumerInfo] = await Promise.all([
+      jsm.streams.info(stream),
+      jsm.consumers.info(stream, config.durable_name).catch((error: unknown) => {
+        if (isConsumerNotFound(error)) return undefined;
+        throw error;
+      }),
+    ]);
+    if (consumerInfo === undefined) {
+      // Gone (a recreation that failed half-way, an operator's delete): every worker's pulls
+      // fail until it is back.
+      suspect = undefined;
+      if (signal.aborted) return;
+      options.logger.warn({ stream, durable: config.durable_name }, "the work consumer is missing; creating it again");
+      await ensureWorkConsumer(jsm, stream, config, options.logger);
+      return;
+    }
+    const positions = { messages: streamInfo.state.messages, firstSeq: streamInfo.state.first_seq, lastSeq: streamInfo.state.last_seq };
+    const fault = strandedWork(positions, {
+      deliveredStreamSeq: consumerInfo.delivered.stream_seq,
+      ackFloorStreamSeq: consumerInfo.ack_floor.stream_seq,
+      numPending: consumerInfo.num_pending,
+      numAckPending: consumerInfo.num_ack_pending,
+    });
+    const seen = fault === undefined ? undefined : { created: consumerInfo.created, firstSeq: positions.firstSeq };
+    const confirmed = seen !== undefined && suspect?.created === seen.created && suspect.firstSeq === seen.firstSeq;
+    suspect = confirmed ? undefined : seen;
+    if (!confirmed || signal.aborted) return;
+    options.logger.warn(
+      { stream, durable: config.durable_name, reason: fault, stream_state: positions, delivered: consumerInfo.delivered, ack_floor: consumerInfo.ack_floor },
+      "the work consumer strands items its stream holds; recreating it",
+    );
+    // Another worker may have recreated it since: only the consumer that was checked is removed.
+    const current = await jsm.consumers.info(stream, config.durable_name).catch(() => undefined);
+    if (current?.created === seen.created) {
+      await jsm.consumers.delete(stream, config.durable_name).catch((error: unknown) => {
+        if (!isConsumerNotFound(error)) throw error;
+      });
+    }
+    await ensureWorkConsumer(jsm, stream, config, options.logger);
+  };
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    check()
+      .catch((error: unknown) => {
+        // NATS not answering (a node restarting) is the soak's daily weather: check again later.
+        suspect = undefined;
+        options.logger.debug({ err: error, stream }, "could not compare the work consumer with its stream");
+      })
+      .finally(() => {
+        checking = false;
+      });
+  }, every);
+  timer.unref();
+  return timer;
 }
 
 function isConsumerNotFound(error: unknown): boolean {

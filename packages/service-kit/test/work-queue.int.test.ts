@@ -1,4 +1,4 @@
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
@@ -240,5 +240,77 @@ describe("a work handler that runs long", () => {
     expect(slow().length).toBe(after);
     await consumer.stop();
     await jsm.consumers.delete(workStreamName("script"), "slow-handler");
+  }, 30_000);
+});
+
+describe("a work consumer that strands items", () => {
+  it("given a durable consumer that cannot deliver an item its stream holds, when the worker compares them twice, then it recreates the consumer and the item is handled", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const stream = workStreamName("llm");
+    for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+    // A consumer that delivers nothing the stream holds: here one left filtered on partition 0
+    // (as an earlier version's were), in the soak nats-server's own R3 consumer after leader
+    // changes. nats-server refuses any other start position on a work-queue stream.
+    await jsm.consumers.add(stream, { durable_name: "stranding", ack_policy: AckPolicy.Explicit, filter_subject: "work.llm.0" });
+    await publishWork(js, "llm", 5, { streamPath: "/a/stranded", requestOffset: 11 });
+    const lines: Record<string, unknown>[] = [];
+    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const seen: unknown[] = [];
+    const consumer = await consumeWork(js, jsm, {
+      kind: "llm",
+      durable: "stranding",
+      logger: capture,
+      reconcileMs: 200,
+      handler: async (item) => {
+        seen.push(item);
+        return { type: "ack" };
+      },
+    });
+    await waitFor(() => seen.length === 1, { what: "the stranded item handled", timeoutMs: 10_000 });
+    expect(seen).toEqual([{ streamPath: "/a/stranded", requestOffset: 11 }]);
+    expect(lines.find((l) => l.msg === "the work consumer strands items its stream holds; recreating it")).toMatchObject({
+      durable: "stranding",
+      reason: expect.stringMatching(/holds 1 items but the consumer has none to deliver/),
+    });
+    // The recreated consumer is this version's: unfiltered, and later items flow as usual.
+    expect((await jsm.consumers.info(stream, "stranding")).config.filter_subject ?? "").toBe("");
+    await publishWork(js, "llm", 0, { streamPath: "/a/stranded", requestOffset: 12 });
+    await waitFor(() => seen.length === 2, { what: "a later item handled", timeoutMs: 5_000 });
+    expect(lines.filter((l) => l.msg === "the work consumer strands items its stream holds; recreating it")).toHaveLength(1);
+    await consumer.stop();
+    await jsm.consumers.delete(stream, "stranding");
+  }, 30_000);
+
+  it("given a consumer that agrees with its stream, then comparing them never recreates it", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const stream = workStreamName("llm");
+    for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+    const lines: Record<string, unknown>[] = [];
+    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    let held = 0;
+    const consumer = await consumeWork(js, jsm, {
+      kind: "llm",
+      durable: "agreeing",
+      logger: capture,
+      reconcileMs: 100,
+      // Items held a while and put back: out with a worker, then waiting again, never stranded.
+      handler: async () => {
+        held++;
+        await new Promise((r) => setTimeout(r, 300));
+        return held < 4 ? { type: "retry", delayMs: 200 } : { type: "ack" };
+      },
+    });
+    const created = (await jsm.consumers.info(stream, "agreeing")).created;
+    await publishWork(js, "llm", 1, { streamPath: "/a/agreeing", requestOffset: 3 });
+    await waitFor(() => held >= 4, { what: "the item retried and then acknowledged", timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await jsm.consumers.info(stream, "agreeing")).created).toBe(created);
+    expect(lines.filter((l) => /work consumer/.test(String(l.msg)))).toEqual([]);
+    await consumer.stop();
+    await jsm.consumers.delete(stream, "agreeing");
   }, 30_000);
 });
