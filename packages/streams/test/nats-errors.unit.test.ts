@@ -16,6 +16,14 @@ describe("classifyNatsError", () => {
     expect(classified).toMatchObject({ code: "unavailable", retryable: true });
   });
 
+  it("makes a read answered 'stream not found' by a cluster mid-election retryable", () => {
+    // Given what a replicated stream's get or consumer creation is answered by a node that has
+    // not caught up with the meta leader (the long soak: a driver dropped its item on it)
+    const electing = new JetStreamApiError({ code: 404, err_code: 10059, description: "stream not found" });
+    // When it is classified, then the read may be tried again rather than the work dropped
+    expect(classifyNatsError(electing, "read /agents/a")).toMatchObject({ code: "unavailable", retryable: true });
+  });
+
   it("makes a publish that found no JetStream responder (a leaderless stream or bucket) retryable", () => {
     // Given what the client throws when a key reservation's KV publish finds no leader (the soak in CI)
     const noResponders = new errors.RequestError("no responders", { cause: new errors.NoRespondersError("$KV.AGENT_EVENTS_KEYS.k") });

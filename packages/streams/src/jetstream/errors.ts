@@ -27,7 +27,14 @@ export function isTransient(error: unknown): boolean {
     (error instanceof JetStreamApiError && error.status === 503) ||
     // The store only ever looks up its own ephemeral (ordered) consumers: one that vanished
     // under a read was lost with a NATS node (the chaos soak), and a fresh read succeeds.
-    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)
+    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound) ||
+    // Every stream the services use is created at start-up and never removed by them, yet a
+    // replicated one is answered "stream not found" by a node that has not caught up with the
+    // cluster's meta state during an election (the chaos soak: a driver took it as final and
+    // dropped its turn's work item). Start-up's create-if-missing reads the raw error before
+    // anything classifies it; a stream an operator deleted under running services is retried
+    // with the same message until it is back.
+    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
   );
 }
 
