@@ -15,7 +15,7 @@
 // goes to the stream once again), and all entries together stay under `maxBytes` (their
 // events' JSON size), least recently used dropped first.
 
-import type { AgentEvent } from "@agentrt/contract";
+import { type AgentEvent, isRetryable } from "@agentrt/contract";
 import type { EventStore, FeedSubscription } from "@agentrt/streams";
 import type { Logger } from "./logger.ts";
 
@@ -56,8 +56,6 @@ export type StreamWatcher = (events: readonly AgentEvent[]) => void;
 
 /** Pause before following an ended feed again. */
 const FEED_RETRY_MS = 250;
-
-const isRetryable = (error: unknown): boolean => (error as { retryable?: unknown } | null)?.retryable === true;
 
 export const STREAM_CACHE_DEFAULTS = { maxStreams: 2_000, maxBytes: 64 * 1024 * 1024, idleMs: 60_000 } as const;
 
@@ -112,14 +110,20 @@ export class StreamCache {
         this.feed = feed;
         for await (const batch of feed) {
           after = batch.sequence;
-          this.apply(batch.streamPath, batch.events);
+          try {
+            this.apply(batch.streamPath, batch.events);
+          } catch (error) {
+            // Our own fault, not the feed's: following again would meet it again.
+            this.giveUp(error);
+            return;
+          }
         }
       } catch (error) {
         if (this.stopping) return;
+        // The contract's rule (what the work queue also retries by): the store classifies its
+        // own failures; anything it did not is taken as transient.
         if (!isRetryable(error)) {
-          this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
-          this.entries.clear();
-          this.totalBytes = 0;
+          this.giveUp(error);
           return;
         }
         this.options.logger.warn({ err: error, afterSequence: after }, "stream cache feed ended; following it again from its last batch");
@@ -127,6 +131,15 @@ export class StreamCache {
       if (this.stopping) return;
       await new Promise((resolve) => setTimeout(resolve, FEED_RETRY_MS));
     }
+  }
+
+  /** Ends the cache for good: every turn reads its stream from now on. */
+  private giveUp(error: unknown): void {
+    this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
+    // Nothing is cached from here: an entry would never learn its stream's new events.
+    this.feed = undefined;
+    this.entries.clear();
+    this.totalBytes = 0;
   }
 
   async stop(): Promise<void> {

@@ -1,5 +1,6 @@
 import { MemoryEventStore } from "@agentrt/streams";
 import { testLogger, waitFor } from "@agentrt/testing";
+import { AgentRuntimeError } from "@agentrt/contract";
 import { afterEach, describe, expect, it } from "vitest";
 import { StreamCache } from "../src/stream-cache.ts";
 
@@ -168,7 +169,10 @@ describe("stream cache", () => {
 /** A store whose first feed ends retryably after `batches` batches, as one whose consumer died with its NATS node. */
 class FeedEndingStore extends CountingStore {
   feeds = 0;
-  constructor(private readonly batches: number) {
+  constructor(
+    private readonly batches: number,
+    private readonly failure: Error = new AgentRuntimeError("unavailable", "the consumer stopped (a NATS node died); subscribe again", { retryable: true }),
+  ) {
     super();
   }
   override feed(...args: Parameters<MemoryEventStore["feed"]>) {
@@ -176,12 +180,13 @@ class FeedEndingStore extends CountingStore {
     this.feeds += 1;
     if (this.feeds > 1) return inner;
     const limit = this.batches;
+    const failure = this.failure;
     return Object.assign(Object.create(inner) as typeof inner, {
       async *[Symbol.asyncIterator]() {
         let n = 0;
         for await (const batch of inner) {
           yield batch;
-          if ((n += 1) >= limit) throw Object.assign(new Error("the consumer stopped (a NATS node died); subscribe again"), { retryable: true });
+          if ((n += 1) >= limit) throw failure;
         }
       },
       close: () => inner.close(),
@@ -209,5 +214,32 @@ describe("stream cache, when its feed ends", () => {
     await store.append(path, [note("d")]);
     await waitFor(() => seen.includes(4), { what: "the watched event" });
     stop?.();
+  });
+
+  it("given a feed that ends with an error the store did not classify, then the cache follows again (the contract's rule: unclassified is transient)", async () => {
+    const store = new FeedEndingStore(1, new Error("socket hang up"));
+    const c = open(store, 2_000);
+    await store.append(path, [note("a")]);
+    expect((await c.eventsThrough(path, 1)).map((e) => e.offset)).toEqual([1]);
+    await store.append(path, [note("b")]);
+    expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
+    expect(store.feeds).toBe(2);
+    expect(store.reads).toBe(1);
+  });
+
+  it("given a feed that ends with a terminal error, then the cache gives up: each turn reads its stream, without waiting on a feed that is gone", async () => {
+    const store = new FeedEndingStore(1, new AgentRuntimeError("internal", "stream configuration refused"));
+    const c = open(store, 2_000);
+    await store.append(path, [note("a")]);
+    await waitFor(() => c.watch(path, 1, () => undefined) === undefined, { what: "the cache to give up" });
+    const started = Date.now();
+    await store.append(path, [note("b")]);
+    expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
+    await store.append(path, [note("c")]);
+    expect((await c.eventsThrough(path, 3)).map((e) => e.offset)).toEqual([1, 2, 3]);
+    // Each turn read its stream; none waited the 2 s feed wait for an entry no feed updates.
+    expect(store.reads).toBe(2);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(store.feeds).toBe(1);
   });
 });
