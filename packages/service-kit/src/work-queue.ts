@@ -220,6 +220,9 @@ export const SLOW_HANDLER_LOG_MS = 60_000;
  */
 export const WORK_RECONCILE_MS = 10_000;
 
+/** A worker recreates its consumer at most once in this many checks. */
+const RECREATE_EVERY_CHECKS = 6;
+
 /** What `strandedWork` reads of a work stream (its `streams.info` state). */
 export interface WorkStreamPositions {
   readonly messages: number;
@@ -417,6 +420,8 @@ function startReconciler<K extends WorkKind>(
   const every = options.reconcileMs ?? WORK_RECONCILE_MS;
   if (every <= 0) return undefined;
   let suspect: { readonly created: string; readonly firstSeq: number } | undefined;
+  let countedOnly: number | undefined;
+  let lastRecreatedAt = Number.NEGATIVE_INFINITY;
   let checking = false;
   const check = async (): Promise<void> => {
     const [streamInfo, consumerInfo] = await Promise.all([
@@ -446,6 +451,24 @@ function startReconciler<K extends WorkKind>(
     const confirmed = seen !== undefined && suspect?.created === seen.created && suspect.firstSeq === seen.firstSeq;
     suspect = confirmed ? undefined : seen;
     if (!confirmed || signal.aborted) return;
+    // Items the stream only counts: its state says it holds them but the leader has none at the
+    // first sequence (the long soak: an R3 work stream whose acknowledged items were deleted on
+    // its replicas but not from the count it reports). A new consumer could deliver nothing.
+    const aheadOfStream = consumerInfo.delivered.stream_seq > positions.lastSeq;
+    if (!aheadOfStream && (await jsm.streams.getMessage(stream, { seq: positions.firstSeq })) === null) {
+      if (countedOnly !== positions.firstSeq) {
+        countedOnly = positions.firstSeq;
+        options.logger.warn(
+          { stream, durable: config.durable_name, stream_state: positions },
+          "the work stream counts items its leader does not hold (none at its first sequence); leaving the consumer as it is",
+        );
+      }
+      return;
+    }
+    // Recreated at most once a minute: items that come back after every recreation are better
+    // left to the reducer's re-issue than redelivered with everything else again and again.
+    if (Date.now() - lastRecreatedAt < every * RECREATE_EVERY_CHECKS) return;
+    lastRecreatedAt = Date.now();
     options.logger.warn(
       { stream, durable: config.durable_name, reason: fault, stream_state: positions, delivered: consumerInfo.delivered, ack_floor: consumerInfo.ack_floor },
       "the work consumer strands items its stream holds; recreating it",

@@ -250,6 +250,8 @@ describe("a work consumer that strands items", () => {
     const jsm = await jetstreamManager(nc);
     const stream = workStreamName("llm");
     for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+    // Items earlier tests left (put back with a delay when their consumer stopped) go too.
+    await jsm.streams.purge(stream);
     // A consumer that delivers nothing the stream holds: here one left filtered on partition 0
     // (as an earlier version's were), in the soak nats-server's own R3 consumer after leader
     // changes. nats-server refuses any other start position on a work-queue stream.
@@ -289,6 +291,8 @@ describe("a work consumer that strands items", () => {
     const jsm = await jetstreamManager(nc);
     const stream = workStreamName("llm");
     for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+    // Items earlier tests left (put back with a delay when their consumer stopped) go too.
+    await jsm.streams.purge(stream);
     const lines: Record<string, unknown>[] = [];
     const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     let held = 0;
@@ -312,5 +316,53 @@ describe("a work consumer that strands items", () => {
     expect(lines.filter((l) => /work consumer/.test(String(l.msg)))).toEqual([]);
     await consumer.stop();
     await jsm.consumers.delete(stream, "agreeing");
+  }, 30_000);
+
+  it("given a stream whose state counts items its leader no longer holds, then the consumer is left as it is and that is said once", async () => {
+    const nc = await client();
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const stream = workStreamName("llm");
+    for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+    // Items earlier tests left (put back with a delay when their consumer stopped) go too.
+    await jsm.streams.purge(stream);
+    const lines: Record<string, unknown>[] = [];
+    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const seen: unknown[] = [];
+    let phantom = false;
+    // The view the long soak met on an R3 work stream: acknowledged items gone from the leader,
+    // still in the count and the first sequence its state reports.
+    const streams = new Proxy(jsm.streams, {
+      get(target, property, receiver) {
+        if (property !== "info") return Reflect.get(target, property, receiver) as unknown;
+        return async (name: string) => {
+          const info = await target.info(name);
+          if (!phantom) return info;
+          return { ...info, state: { ...info.state, messages: 3, first_seq: info.state.last_seq - 2 } };
+        };
+      },
+    });
+    const doctored = new Proxy(jsm, { get: (target, property, receiver) => (property === "streams" ? streams : (Reflect.get(target, property, receiver) as unknown)) });
+    const consumer = await consumeWork(js, doctored, {
+      kind: "llm",
+      durable: "counted-only",
+      logger: capture,
+      reconcileMs: 100,
+      handler: async (item) => {
+        seen.push(item);
+        return { type: "ack" };
+      },
+    });
+    for (const requestOffset of [1, 2, 3]) await publishWork(js, "llm", 2, { streamPath: "/a/counted-only", requestOffset });
+    await waitFor(() => seen.length === 3, { what: "three items handled", timeoutMs: 5_000 });
+    const created = (await jsm.consumers.info(stream, "counted-only")).created;
+    phantom = true;
+    await waitFor(() => lines.some((l) => /counts items its leader does not hold/.test(String(l.msg))), { what: "the counted-only warning", timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await jsm.consumers.info(stream, "counted-only")).created).toBe(created);
+    expect(lines.filter((l) => /counts items its leader does not hold/.test(String(l.msg)))).toHaveLength(1);
+    expect(lines.filter((l) => /strands items its stream holds/.test(String(l.msg)))).toEqual([]);
+    await consumer.stop();
+    await jsm.consumers.delete(stream, "counted-only");
   }, 30_000);
 });
