@@ -35,6 +35,8 @@ export class FaultInjector {
   private readonly pending = new Set<Promise<void>>();
   private stopped = false;
   readonly errors: string[] = [];
+  /** What went slower than expected without failing (a node that took long to catch up). */
+  readonly notes: string[] = [];
 
   constructor(
     private readonly system: System,
@@ -59,16 +61,49 @@ export class FaultInjector {
         entry.recoveredAt = Date.now();
       });
     }
-    // nats-node-kill: one node at a time, so the R3 streams keep their quorum.
+    // nats-node-kill: one node at a time, and only a node whose loss leaves every stream a
+    // quorum. A node is safe to kill when every other node is healthy: running, back in the
+    // cluster and with each of its replicas current (`/healthz`). So a node still catching up
+    // after its restart is the only one that may be killed next — killing it costs nothing
+    // that the other two do not hold. The first long runs killed a second node while the first
+    // was still catching up, and streams with a replica on each lost their quorum (KV buckets
+    // answered "no responders" for minutes). nats-server 2.9 can leave one replica lagging for
+    // minutes after a restart, so waiting for the whole cluster to be healthy instead stopped
+    // all node kills three minutes into a run.
     if ([...this.busy].some((b) => b.startsWith("nats:"))) return this.skip(fault.kind, fault, attempt);
-    const node = this.cluster.nodes[Math.floor(fault.victim * this.cluster.nodes.length)]!;
-    this.run(fault.kind, `nats:${node.serverName}`, async (entry) => {
-      await node.kill("SIGKILL");
-      await delay(fault.durationMs);
-      await node.restart();
-      await this.cluster.waitForMetaLeader(60_000);
-      entry.recoveredAt = Date.now();
-    });
+    this.busy.add("nats:checking");
+    const checked = this.cluster
+      .nodeHealth()
+      .then((health) => {
+        this.busy.delete("nats:checking");
+        const safe = this.cluster.nodes.filter((_, i) => health.every((ok, j) => ok || j === i));
+        if (safe.length === 0) return this.skip(fault.kind, fault, attempt);
+        const node = safe[Math.floor(fault.victim * safe.length)]!;
+        this.run(fault.kind, `nats:${node.serverName}`, async (entry) => {
+          await node.kill("SIGKILL");
+          await delay(fault.durationMs);
+          const restartedAt = Date.now();
+          // restart() waits 30 s for every replica on the node to be current; a lagging one is noted.
+          await node.restart().catch((error: unknown) => {
+            if (!node.running) throw error;
+            this.notes.push(`nats:${node.serverName}: not every replica current 30 s after its restart (${String(error).split("\n")[0]})`);
+          });
+          await this.untilClusterHealthy(NODE_CATCH_UP_MS);
+          await this.cluster.waitForMetaLeader(60_000);
+          entry.recoveredAt = Date.now();
+          if (entry.recoveredAt - restartedAt > 30_000) this.notes.push(`nats:${node.serverName} was back in the cluster ${Math.round((entry.recoveredAt - restartedAt) / 1000)} s after its restart`);
+        });
+      })
+      .finally(() => this.pending.delete(checked));
+    this.pending.add(checked);
+  }
+
+  private async untilClusterHealthy(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await this.cluster.healthy({ serverOnly: true }))) {
+      if (Date.now() > deadline) throw new Error(`a NATS node was not back in the cluster within ${timeoutMs} ms of a node's restart`);
+      await delay(250);
+    }
   }
 
   private processFault(fault: ScheduledFault, service: ServiceName, attempt: number): void {
@@ -149,5 +184,8 @@ export class FaultInjector {
   }
 }
 
+
+/** How long a restarted node may take to be back in the cluster before its fault counts as failed. */
+const NODE_CATCH_UP_MS = 180_000;
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));

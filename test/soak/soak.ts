@@ -50,6 +50,8 @@ export interface SoakReport {
   readonly faults: number;
   readonly recovery: Record<FaultKind, RecoveryFigures>;
   readonly faultErrors: readonly string[];
+  /** Faults that ran long without failing (a node that took over 30 s to catch up). */
+  readonly faultNotes: readonly string[];
   /** Restarted services that failed at start-up and were started again, as a supervisor would. */
   readonly startupCrashes: number;
   /** Services not running at the end. */
@@ -229,6 +231,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     }
     if (lagged > 0) log(`soak: ${lagged} work items were read before their request was visible and tried again`);
     for (const line of injector.errors) log(`FAULT ERROR ${line}`);
+    for (const line of injector.notes) log(`FAULT NOTE ${line}`);
     for (const line of injector.crashes) log(`CRASHED AT START-UP (started again) ${line}`);
     // Every process is serving at the end: none died on its own and stayed dead.
     const down = sys.processes.all.filter((p) => !p.running).map((p) => p.name);
@@ -250,6 +253,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       faults: injector.injected.length,
       recovery: recoveryTable(injector.injected, injector.skipped, allTurns),
       faultErrors: injector.errors,
+      faultNotes: injector.notes,
       startupCrashes: injector.crashes.length,
       processesDown: down,
       allAnsweredAfterLastFaultMs: allAnsweredAt - lastFaultAt,

@@ -23,6 +23,15 @@ export interface NatsCluster {
   readonly servers: readonly string[];
   /** Resolves when a JetStream meta leader is elected and every running node agrees on it. */
   waitForMetaLeader(timeoutMs?: number): Promise<string>;
+  /**
+   * Every node running and back in the cluster: `/healthz` ok, which on 2.9 also requires every
+   * stream and consumer replica on the node to be current. With `serverOnly`, the node's
+   * JetStream has to be current with the meta leader only (`?js-server-only=true`): a replica
+   * that lags for minutes after a restart (2.9 has them) does not count.
+   */
+  healthy(options?: { serverOnly?: boolean }): Promise<boolean>;
+  /** Each node's `healthy` answer on its own, in `nodes` order (false for a node not running). */
+  nodeHealth(options?: { serverOnly?: boolean }): Promise<boolean[]>;
   /** Kills every node and removes every store dir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -78,6 +87,20 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
         },
         { timeoutMs, what: "a JetStream meta leader agreed by every running node" },
       );
+    },
+    async nodeHealth(options = {}) {
+      const query = options.serverOnly === true ? "?js-server-only=true" : "";
+      return await Promise.all(
+        processes.map(async (p) => {
+          if (!p.running) return false;
+          const response = await fetch(`http://127.0.0.1:${p.config.monitorPort}/healthz${query}`).catch(() => undefined);
+          const body = (await response?.json().catch(() => ({}))) as { status?: string } | undefined;
+          return response?.ok === true && body?.status === "ok";
+        }),
+      );
+    },
+    async healthy(options = {}) {
+      return (await cluster.nodeHealth(options)).every(Boolean);
     },
     async stop() {
       if (stopped) return;
