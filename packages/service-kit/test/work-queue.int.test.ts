@@ -209,8 +209,7 @@ describe("a work handler that runs long", () => {
   it("given a handler that has not finished, when the slow-handler interval passes, then a warning names its item and what it is doing, until it ends", async () => {
     const nc = await client();
     const js = jetstream(nc);
-    const lines: Record<string, unknown>[] = [];
-    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const { lines, capture } = capturedWarnings();
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
     const jsm = await jetstreamManager(nc);
@@ -243,22 +242,34 @@ describe("a work handler that runs long", () => {
   }, 30_000);
 });
 
+/** Warnings a consumer logs, parsed, as they are written. */
+function capturedWarnings() {
+  const lines: Record<string, unknown>[] = [];
+  const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { lines, capture };
+}
+
+/** The LLM work stream with no consumer and no item (one unfiltered consumer per work stream). */
+async function emptyLlmStream() {
+  const nc = await client();
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const stream = workStreamName("llm");
+  for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
+  // Items earlier tests left (put back with a delay when their consumer stopped) go too.
+  await jsm.streams.purge(stream);
+  return { js, jsm, stream };
+}
+
 describe("a work consumer that strands items", () => {
   it("given a durable consumer that cannot deliver an item its stream holds, when the worker compares them twice, then it recreates the consumer and the item is handled", async () => {
-    const nc = await client();
-    const js = jetstream(nc);
-    const jsm = await jetstreamManager(nc);
-    const stream = workStreamName("llm");
-    for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
-    // Items earlier tests left (put back with a delay when their consumer stopped) go too.
-    await jsm.streams.purge(stream);
+    const { js, jsm, stream } = await emptyLlmStream();
     // A consumer that delivers nothing the stream holds: here one left filtered on partition 0
     // (as an earlier version's were), in the soak nats-server's own R3 consumer after leader
     // changes. nats-server refuses any other start position on a work-queue stream.
     await jsm.consumers.add(stream, { durable_name: "stranding", ack_policy: AckPolicy.Explicit, filter_subject: "work.llm.0" });
     await publishWork(js, "llm", 5, { streamPath: "/a/stranded", requestOffset: 11 });
-    const lines: Record<string, unknown>[] = [];
-    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const { lines, capture } = capturedWarnings();
     const seen: unknown[] = [];
     const consumer = await consumeWork(js, jsm, {
       kind: "llm",
@@ -286,15 +297,8 @@ describe("a work consumer that strands items", () => {
   }, 30_000);
 
   it("given a consumer that agrees with its stream, then comparing them never recreates it", async () => {
-    const nc = await client();
-    const js = jetstream(nc);
-    const jsm = await jetstreamManager(nc);
-    const stream = workStreamName("llm");
-    for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
-    // Items earlier tests left (put back with a delay when their consumer stopped) go too.
-    await jsm.streams.purge(stream);
-    const lines: Record<string, unknown>[] = [];
-    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const { js, jsm, stream } = await emptyLlmStream();
+    const { lines, capture } = capturedWarnings();
     let held = 0;
     const consumer = await consumeWork(js, jsm, {
       kind: "llm",
@@ -319,15 +323,8 @@ describe("a work consumer that strands items", () => {
   }, 30_000);
 
   it("given a stream whose state counts items its leader no longer holds, then the consumer is left as it is and that is said once", async () => {
-    const nc = await client();
-    const js = jetstream(nc);
-    const jsm = await jetstreamManager(nc);
-    const stream = workStreamName("llm");
-    for await (const c of jsm.consumers.list(stream)) await jsm.consumers.delete(stream, c.name);
-    // Items earlier tests left (put back with a delay when their consumer stopped) go too.
-    await jsm.streams.purge(stream);
-    const lines: Record<string, unknown>[] = [];
-    const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const { js, jsm, stream } = await emptyLlmStream();
+    const { lines, capture } = capturedWarnings();
     const seen: unknown[] = [];
     let phantom = false;
     // The view the long soak met on an R3 work stream: acknowledged items gone from the leader,
