@@ -4,7 +4,8 @@
 // streamed reply with a script, the host running it against KV, files and a capability
 // provider, the rendered result, the follow-up reply, an interrupt — with not one permissions
 // violation in the server's log. That is what proves the lists complete. Then the gateway's
-// user is shown to be refused a work item, a lease write and stream deletion. (That the names
+// user is shown to be refused a work item, a lease write and stream deletion, and the driver's
+// to remove only its own work consumer (to create it again). (That the names
 // in the lists are the runtime's own is checked by each service's nats-names unit test.)
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -135,5 +136,25 @@ describe("the gateway's NATS user is refused what it does not need", () => {
     await expect(jsm.streams.purge(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
     await expect(jsm.streams.update(NATS_NAMES.eventStream, { description: "reconfigured by the gateway" })).rejects.toThrow(/permission/i);
     await expect(gw.request(NATS_NAMES.interruptSubject, JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
+  });
+});
+
+describe("a worker's NATS user and the work consumers", () => {
+  let driver: NatsConnection;
+  beforeAll(async () => {
+    driver = await system.connectAs("llm-driver");
+  });
+  afterAll(async () => driver?.close());
+
+  it("may remove and create again its own durable consumer (the work queue's reconciler does), nobody else's, nor a work stream", async () => {
+    const jsm = await jetstreamManager(driver, { checkAPI: false });
+    const llm = workStreamName("llm");
+    const own = await jsm.consumers.info(llm, NATS_NAMES.llmDriverDurable);
+    await expect(jsm.consumers.delete(llm, NATS_NAMES.llmDriverDurable)).resolves.toBe(true);
+    await jsm.consumers.add(llm, own.config);
+    expect((await jsm.consumers.info(llm, NATS_NAMES.llmDriverDurable)).config.ack_wait).toBe(own.config.ack_wait);
+    await expect(jsm.consumers.delete(workStreamName("script"), NATS_NAMES.hostDurable)).rejects.toThrow(/permission/i);
+    await expect(jsm.streams.delete(llm)).rejects.toThrow(/permission/i);
+    await expect(jsm.streams.purge(llm)).rejects.toThrow(/permission/i);
   });
 });

@@ -86,13 +86,15 @@ function streamUse(stream: string, options: { create?: boolean; update?: boolean
     );
   }
   if (options.durable !== undefined) {
-    // A named durable work consumer: created or looked up, pulled from, acked.
+    // A named durable work consumer: created or looked up, pulled from, acked, and removed to be
+    // created again when it strands items its stream holds (work-queue.ts, the reconciler).
     const d = options.durable;
     subjects.push(
       `$JS.API.CONSUMER.CREATE.${stream}.${d}`,
       `$JS.API.CONSUMER.CREATE.${stream}.${d}.>`,
       `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${d}`,
       `$JS.API.CONSUMER.INFO.${stream}.${d}`,
+      `$JS.API.CONSUMER.DELETE.${stream}.${d}`,
       `$JS.API.CONSUMER.MSG.NEXT.${stream}.${d}`,
       `$JS.ACK.${stream}.${d}.>`,
     );
