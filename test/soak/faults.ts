@@ -3,7 +3,7 @@
 // a time), runs its course (a frozen process is thawed, a killed one restarted) in the
 // background, and is recorded with the moment it was injected.
 
-import type { NatsCluster } from "@agentrt/testing";
+import { type NatsCluster, waitFor } from "@agentrt/testing";
 import { type ServiceName, type ServiceProcess, waitReadySupervised } from "../support/processes.ts";
 import type { System } from "../support/system.ts";
 import { injectServerErrors, injectStall } from "./model.ts";
@@ -99,11 +99,7 @@ export class FaultInjector {
   }
 
   private async untilClusterHealthy(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await this.cluster.healthy({ serverOnly: true }))) {
-      if (Date.now() > deadline) throw new Error(`a NATS node was not back in the cluster within ${timeoutMs} ms of a node's restart`);
-      await delay(250);
-    }
+    await waitFor(() => this.cluster.healthy({ serverOnly: true }), { timeoutMs, intervalMs: 250, what: "every NATS node back in the cluster after a node's restart" });
   }
 
   private processFault(fault: ScheduledFault, service: ServiceName, attempt: number): void {

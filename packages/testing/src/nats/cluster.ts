@@ -89,15 +89,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       );
     },
     async nodeHealth(options = {}) {
-      const query = options.serverOnly === true ? "?js-server-only=true" : "";
-      return await Promise.all(
-        processes.map(async (p) => {
-          if (!p.running) return false;
-          const response = await fetch(`http://127.0.0.1:${p.config.monitorPort}/healthz${query}`).catch(() => undefined);
-          const body = (await response?.json().catch(() => ({}))) as { status?: string } | undefined;
-          return response?.ok === true && body?.status === "ok";
-        }),
-      );
+      return await Promise.all(processes.map(async (p) => p.running && (await p.healthz(options))));
     },
     async healthy(options = {}) {
       return (await cluster.nodeHealth(options)).every(Boolean);

@@ -127,13 +127,23 @@ export class NatsNodeProcess {
         if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
           throw new ProcessExitedError(`nats-server ${this.config.serverName} exited before it was ready:\n${this.logs()}`);
         }
-        const response = await fetch(`http://127.0.0.1:${this.config.monitorPort}/healthz`).catch(() => undefined);
-        if (response === undefined) return false;
-        const body = (await response.json().catch(() => ({}))) as { status?: string };
-        return response.ok && body.status === "ok";
+        return await this.healthz();
       },
       { timeoutMs, intervalMs: 20, what: `nats-server ${this.config.serverName} /healthz`, failFast: (e) => e instanceof ProcessExitedError },
     );
+  }
+
+  /**
+   * Whether `/healthz` answers ok: on 2.9 that includes every stream and consumer replica on the
+   * node being current; with `serverOnly`, only the node's JetStream being current with the meta
+   * leader (`?js-server-only=true`). False when the monitor does not answer.
+   */
+  async healthz(options: { serverOnly?: boolean } = {}): Promise<boolean> {
+    const query = options.serverOnly === true ? "?js-server-only=true" : "";
+    const response = await fetch(`http://127.0.0.1:${this.config.monitorPort}/healthz${query}`).catch(() => undefined);
+    if (response === undefined) return false;
+    const body = (await response.json().catch(() => ({}))) as { status?: string };
+    return response.ok && body.status === "ok";
   }
 
   /** Sends a signal; for terminating signals, waits for the process to be gone. */
