@@ -238,6 +238,13 @@ export interface WorkConsumerPositions {
   readonly numAckPending: number;
 }
 
+/** A fault `strandedWork` found: which one, and a sentence saying why items are stranded. */
+export interface StrandedWork {
+  /** Delivered past the stream's last sequence; held at or below the ack floor; held with nothing to deliver or out. */
+  readonly kind: "ahead-of-stream" | "below-ack-floor" | "undelivered";
+  readonly reason: string;
+}
+
 /**
  * Why a work stream's durable consumer can no longer deliver what the stream holds, or
  * undefined when the two agree. On a work-queue stream an acknowledged item is deleted, so an
@@ -247,16 +254,22 @@ export interface WorkConsumerPositions {
  * next items published. The chaos soak saw nats-server 2.9's replicated (R3) consumer end up
  * like this across leader changes (246 and 423 items held, none delivered, issue 16). Pure.
  */
-export function strandedWork(stream: WorkStreamPositions, consumer: WorkConsumerPositions): string | undefined {
+export function strandedWork(stream: WorkStreamPositions, consumer: WorkConsumerPositions): StrandedWork | undefined {
   if (consumer.deliveredStreamSeq > stream.lastSeq) {
-    return `the consumer has delivered up to stream sequence ${consumer.deliveredStreamSeq} but the stream ends at ${stream.lastSeq}, so the next items would be skipped`;
+    return {
+      kind: "ahead-of-stream",
+      reason: `the consumer has delivered up to stream sequence ${consumer.deliveredStreamSeq} but the stream ends at ${stream.lastSeq}, so the next items would be skipped`,
+    };
   }
   if (stream.messages === 0) return undefined;
   if (stream.firstSeq <= consumer.ackFloorStreamSeq) {
-    return `the stream holds ${stream.messages} items from sequence ${stream.firstSeq}, at or below the consumer's acknowledgement floor ${consumer.ackFloorStreamSeq}, so they are never delivered`;
+    return {
+      kind: "below-ack-floor",
+      reason: `the stream holds ${stream.messages} items from sequence ${stream.firstSeq}, at or below the consumer's acknowledgement floor ${consumer.ackFloorStreamSeq}, so they are never delivered`,
+    };
   }
   if (consumer.numPending === 0 && consumer.numAckPending === 0) {
-    return `the stream holds ${stream.messages} items but the consumer has none to deliver and none awaiting an acknowledgement`;
+    return { kind: "undelivered", reason: `the stream holds ${stream.messages} items but the consumer has none to deliver and none awaiting an acknowledgement` };
   }
   return undefined;
 }
@@ -447,15 +460,13 @@ function startReconciler<K extends WorkKind>(
       numPending: consumerInfo.num_pending,
       numAckPending: consumerInfo.num_ack_pending,
     });
-    const seen = fault === undefined ? undefined : { created: consumerInfo.created, firstSeq: positions.firstSeq };
-    const confirmed = seen !== undefined && suspect?.created === seen.created && suspect.firstSeq === seen.firstSeq;
-    suspect = confirmed ? undefined : seen;
+    const confirmed = fault !== undefined && suspect?.created === consumerInfo.created && suspect.firstSeq === positions.firstSeq;
+    suspect = confirmed || fault === undefined ? undefined : { created: consumerInfo.created, firstSeq: positions.firstSeq };
     if (!confirmed || signal.aborted) return;
     // Items the stream only counts: its state says it holds them but the leader has none at the
     // first sequence (the long soak: an R3 work stream whose acknowledged items were deleted on
     // its replicas but not from the count it reports). A new consumer could deliver nothing.
-    const aheadOfStream = consumerInfo.delivered.stream_seq > positions.lastSeq;
-    if (!aheadOfStream && (await jsm.streams.getMessage(stream, { seq: positions.firstSeq })) === null) {
+    if (fault.kind !== "ahead-of-stream" && (await jsm.streams.getMessage(stream, { seq: positions.firstSeq })) === null) {
       if (countedOnly !== positions.firstSeq) {
         countedOnly = positions.firstSeq;
         options.logger.warn(
@@ -470,12 +481,12 @@ function startReconciler<K extends WorkKind>(
     if (Date.now() - lastRecreatedAt < every * RECREATE_EVERY_CHECKS) return;
     lastRecreatedAt = Date.now();
     options.logger.warn(
-      { stream, durable: config.durable_name, reason: fault, stream_state: positions, delivered: consumerInfo.delivered, ack_floor: consumerInfo.ack_floor },
+      { stream, durable: config.durable_name, reason: fault.reason, stream_state: positions, delivered: consumerInfo.delivered, ack_floor: consumerInfo.ack_floor },
       "the work consumer strands items its stream holds; recreating it",
     );
     // Another worker may have recreated it since: only the consumer that was checked is removed.
     const current = await jsm.consumers.info(stream, config.durable_name).catch(() => undefined);
-    if (current?.created === seen.created) {
+    if (current?.created === consumerInfo.created) {
       await jsm.consumers.delete(stream, config.durable_name).catch((error: unknown) => {
         if (!isConsumerNotFound(error)) throw error;
       });

@@ -19,17 +19,20 @@ describe("a work consumer compared with its stream", () => {
   });
 
   it("given a stream holding items while the consumer has none to deliver and none out (the soak's 246), then they are stranded", () => {
-    const reason = strandedWork({ messages: 246, firstSeq: 1200, lastSeq: 1900 }, { deliveredStreamSeq: 1900, ackFloorStreamSeq: 1100, numPending: 0, numAckPending: 0 });
-    expect(reason).toMatch(/holds 246 items but the consumer has none to deliver and none awaiting an acknowledgement/);
+    const fault = strandedWork({ messages: 246, firstSeq: 1200, lastSeq: 1900 }, { deliveredStreamSeq: 1900, ackFloorStreamSeq: 1100, numPending: 0, numAckPending: 0 });
+    expect(fault?.kind).toBe("undelivered");
+    expect(fault?.reason).toMatch(/holds 246 items but the consumer has none to deliver and none awaiting an acknowledgement/);
   });
 
   it("given items stored at or below the consumer's acknowledgement floor (the soak's 423), then they are stranded, whatever else is out", () => {
-    const reason = strandedWork({ messages: 430, firstSeq: 17, lastSeq: 2000 }, { deliveredStreamSeq: 2000, ackFloorStreamSeq: 1500, numPending: 0, numAckPending: 7 });
-    expect(reason).toMatch(/from sequence 17, at or below the consumer's acknowledgement floor 1500/);
+    const fault = strandedWork({ messages: 430, firstSeq: 17, lastSeq: 2000 }, { deliveredStreamSeq: 2000, ackFloorStreamSeq: 1500, numPending: 0, numAckPending: 7 });
+    expect(fault?.kind).toBe("below-ack-floor");
+    expect(fault?.reason).toMatch(/from sequence 17, at or below the consumer's acknowledgement floor 1500/);
   });
 
   it("given a consumer that has delivered past the stream's end, then the next items would be skipped", () => {
-    const reason = strandedWork({ messages: 0, firstSeq: 901, lastSeq: 900 }, { deliveredStreamSeq: 950, ackFloorStreamSeq: 950, numPending: 0, numAckPending: 0 });
-    expect(reason).toMatch(/delivered up to stream sequence 950 but the stream ends at 900/);
+    const fault = strandedWork({ messages: 0, firstSeq: 901, lastSeq: 900 }, { deliveredStreamSeq: 950, ackFloorStreamSeq: 950, numPending: 0, numAckPending: 0 });
+    expect(fault?.kind).toBe("ahead-of-stream");
+    expect(fault?.reason).toMatch(/delivered up to stream sequence 950 but the stream ends at 900/);
   });
 });
