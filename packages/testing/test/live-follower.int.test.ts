@@ -10,7 +10,9 @@ import { WebSocketServer } from "ws";
 import { checkSequence, collectLive, followLive, freeLoopbackPort, liveUrl, waitFor } from "../src/index.ts";
 
 const PATH = "/agents/live/follower";
-const seen: { lastEventId: string | undefined; fromOffset: string | null }[] = [];
+// Which connections the server saw, by transport: a previous test's follower, closed while its
+// last reconnection was still in flight, can reach the server after the next test has started.
+const seen: { transport: "sse" | "ws"; lastEventId: string | undefined; fromOffset: string | null }[] = [];
 let server: Server;
 let base: string;
 
@@ -22,7 +24,7 @@ beforeAll(async () => {
     const url = new URL(req.url ?? "/", "http://x");
     if (url.searchParams.get("refuse") === "1") return void res.writeHead(429).end();
     const lastEventId = req.headers["last-event-id"] as string | undefined;
-    seen.push({ lastEventId, fromOffset: url.searchParams.get("fromOffset") });
+    seen.push({ transport: "sse", lastEventId, fromOffset: url.searchParams.get("fromOffset") });
     res.writeHead(200, { "content-type": "text/event-stream" });
     const held = lastEventId === undefined ? 0 : Number(lastEventId);
     // One frame split over two writes, a heartbeat comment, an ephemeral frame without an id.
@@ -34,7 +36,7 @@ beforeAll(async () => {
   const wss = new WebSocketServer({ server });
   wss.on("connection", (socket, req) => {
     const from = Number(new URL(req.url ?? "/", "http://x").searchParams.get("fromOffset") ?? "1");
-    seen.push({ lastEventId: undefined, fromOffset: String(from) });
+    seen.push({ transport: "ws", lastEventId: undefined, fromOffset: String(from) });
     for (const o of batchAfter(from - 1)) socket.send(JSON.stringify({ offset: o }));
     socket.send(JSON.stringify({ ephemeral: true, offset: 99 }));
     socket.close();
@@ -60,8 +62,9 @@ describe("followLive", () => {
       expect(checkSequence(nine, 9)).toEqual({ gaps: 0, duplicates: 0 });
       expect(follower.resumes.slice(0, 3)).toEqual([0, 3, 6]);
       expect(follower.reconnects).toBeGreaterThanOrEqual(2);
-      if (transport === "sse") expect(seen.slice(0, 3).map((s) => s.lastEventId)).toEqual([undefined, "3", "6"]);
-      else expect(seen.slice(0, 3).map((s) => s.fromOffset)).toEqual(["1", "4", "7"]);
+      const connections = seen.filter((s) => s.transport === transport).slice(0, 3);
+      if (transport === "sse") expect(connections.map((s) => s.lastEventId)).toEqual([undefined, "3", "6"]);
+      else expect(connections.map((s) => s.fromOffset)).toEqual(["1", "4", "7"]);
       // The ephemeral message is kept but carries no durable offset.
       expect(follower.messages.some((m) => m.data.ephemeral === true && m.offset === undefined)).toBe(true);
     } finally {
