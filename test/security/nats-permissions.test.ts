@@ -11,7 +11,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { NATS_NAMES, workStreamName } from "@agentrt/service-kit";
+import { NATS_NAMES, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareAgent } from "../support/turns.ts";
@@ -146,7 +146,7 @@ describe("a worker's NATS user and the work consumers", () => {
   });
   afterAll(async () => driver?.close());
 
-  it("may remove and create again its own durable consumer (the work queue's reconciler does), nobody else's, nor a work stream", async () => {
+  it("may remove and create again its own durable consumer and ask its work stream's leader to step down (the work queue's reconciler does), nobody else's, nor remove a work stream", async () => {
     const jsm = await jetstreamManager(driver, { checkAPI: false });
     const llm = workStreamName("llm");
     const own = await jsm.consumers.info(llm, NATS_NAMES.llmDriverDurable);
@@ -156,5 +156,9 @@ describe("a worker's NATS user and the work consumers", () => {
     await expect(jsm.consumers.delete(workStreamName("script"), NATS_NAMES.hostDurable)).rejects.toThrow(/permission/i);
     await expect(jsm.streams.delete(llm)).rejects.toThrow(/permission/i);
     await expect(jsm.streams.purge(llm)).rejects.toThrow(/permission/i);
+    // The stepdown is the driver's to ask for its own work stream (a single server answers that
+    // it has no cluster: an answer, not a refusal); the host's work stream is not its to ask.
+    await expect(stepDownStreamLeader(jsm, llm)).rejects.toThrow(/was refused/);
+    await expect(stepDownStreamLeader(jsm, workStreamName("script"))).rejects.toThrow(/permission/i);
   });
 });

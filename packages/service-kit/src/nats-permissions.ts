@@ -87,9 +87,11 @@ function streamUse(stream: string, options: { create?: boolean; update?: boolean
   }
   if (options.durable !== undefined) {
     // A named durable work consumer: created or looked up, pulled from, acked, and removed to be
-    // created again when it strands items its stream holds (work-queue.ts, the reconciler).
+    // created again when it strands items its stream holds; and the stream's leader asked to step
+    // down when it counts items it cannot load (work-queue.ts, the reconciler).
     const d = options.durable;
     subjects.push(
+      `$JS.API.STREAM.LEADER.STEPDOWN.${stream}`,
       `$JS.API.CONSUMER.CREATE.${stream}.${d}`,
       `$JS.API.CONSUMER.CREATE.${stream}.${d}.>`,
       `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${d}`,

@@ -28,7 +28,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/nats-core";
+import { nanos, type NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { isRetryable } from "@agentrt/contract";
@@ -434,7 +434,7 @@ function startReconciler<K extends WorkKind>(
   if (every <= 0) return undefined;
   let suspect: { readonly created: string; readonly firstSeq: number } | undefined;
   let countedOnly: number | undefined;
-  let lastRecreatedAt = Number.NEGATIVE_INFINITY;
+  let lastRemedyAt = Number.NEGATIVE_INFINITY;
   let checking = false;
   const check = async (): Promise<void> => {
     const [streamInfo, consumerInfo] = await Promise.all([
@@ -463,23 +463,30 @@ function startReconciler<K extends WorkKind>(
     const confirmed = fault !== undefined && suspect?.created === consumerInfo.created && suspect.firstSeq === positions.firstSeq;
     suspect = confirmed || fault === undefined ? undefined : { created: consumerInfo.created, firstSeq: positions.firstSeq };
     if (!confirmed || signal.aborted) return;
-    // Items the stream only counts: its state says it holds them but the leader has none at the
-    // first sequence (the long soak: an R3 work stream whose acknowledged items were deleted on
-    // its replicas but not from the count it reports). A new consumer could deliver nothing.
+    // Items the stream's leader counts but cannot load. The long soak met two forms on R3 work
+    // streams after node restarts: acknowledged items deleted on the replicas but still in the
+    // leader's count, and a leader whose store took new items (counted, sequenced) that it then
+    // could not deliver, while another replica held every one: the llm-driver's consumer handed
+    // out nothing for minutes and every turn of every agent waited, until the leader stepped down
+    // and the new one delivered 251 items at once. A new consumer cannot help either; a leader
+    // that holds the items can. The leader is asked to step down once for each first sequence it
+    // shows (a count no replica holds stays, and is said once, not fought over every minute).
     if (fault.kind !== "ahead-of-stream" && (await jsm.streams.getMessage(stream, { seq: positions.firstSeq })) === null) {
-      if (countedOnly !== positions.firstSeq) {
-        countedOnly = positions.firstSeq;
-        options.logger.warn(
-          { stream, durable: config.durable_name, stream_state: positions },
-          "the work stream counts items its leader does not hold (none at its first sequence); leaving the consumer as it is",
-        );
-      }
+      if (countedOnly === positions.firstSeq) return;
+      if (Date.now() - lastRemedyAt < every * RECREATE_EVERY_CHECKS) return;
+      countedOnly = positions.firstSeq;
+      lastRemedyAt = Date.now();
+      options.logger.warn(
+        { stream, durable: config.durable_name, stream_state: positions, leader: streamInfo.cluster?.leader },
+        "the work stream's leader counts items it does not hold (none at its first sequence); asking it to step down",
+      );
+      await stepDownStreamLeader(jsm, stream).catch((error: unknown) => options.logger.warn({ err: error, stream }, "the work stream's leader could not be asked to step down"));
       return;
     }
     // Recreated at most once a minute: items that come back after every recreation are better
     // left to the reducer's re-issue than redelivered with everything else again and again.
-    if (Date.now() - lastRecreatedAt < every * RECREATE_EVERY_CHECKS) return;
-    lastRecreatedAt = Date.now();
+    if (Date.now() - lastRemedyAt < every * RECREATE_EVERY_CHECKS) return;
+    lastRemedyAt = Date.now();
     options.logger.warn(
       { stream, durable: config.durable_name, reason: fault.reason, stream_state: positions, delivered: consumerInfo.delivered, ack_floor: consumerInfo.ack_floor },
       "the work consumer strands items its stream holds; recreating it",
@@ -508,6 +515,19 @@ function startReconciler<K extends WorkKind>(
   }, every);
   timer.unref();
   return timer;
+}
+
+/**
+ * Asks a replicated stream's leader to step down, so a current replica takes over. nats.js has
+ * no call for it: the API request goes on the manager's own connection, under its API prefix.
+ */
+export async function stepDownStreamLeader(jsm: JetStreamManager, stream: string): Promise<void> {
+  const nc = (jsm as unknown as { getConnection?: () => NatsConnection }).getConnection?.();
+  if (nc === undefined) throw new Error("this JetStream manager does not expose its connection");
+  const prefix = jsm.getOptions().apiPrefix ?? "$JS.API";
+  const reply = await nc.request(`${prefix}.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 5_000 });
+  const answer = parseJsonOrUndefined(reply.string()) as { success?: boolean; error?: { description?: string; code?: number } } | undefined;
+  if (answer?.success !== true) throw new Error(`the stepdown of ${stream}'s leader was refused: ${answer?.error?.description ?? reply.string()}`);
 }
 
 function isConsumerNotFound(error: unknown): boolean {

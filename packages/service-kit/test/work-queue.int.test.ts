@@ -322,7 +322,7 @@ describe("a work consumer that strands items", () => {
     await jsm.consumers.delete(stream, "agreeing");
   }, 30_000);
 
-  it("given a stream whose state counts items its leader no longer holds, then the consumer is left as it is and that is said once", async () => {
+  it("given a stream whose state counts items its leader no longer holds, then the consumer is left as it is, the leader is asked once to step down, and that is said once", async () => {
     const { js, jsm, stream } = await emptyLlmStream();
     const { lines, capture } = capturedWarnings();
     const seen: unknown[] = [];
@@ -354,10 +354,12 @@ describe("a work consumer that strands items", () => {
     await waitFor(() => seen.length === 3, { what: "three items handled", timeoutMs: 5_000 });
     const created = (await jsm.consumers.info(stream, "counted-only")).created;
     phantom = true;
-    await waitFor(() => lines.some((l) => /counts items its leader does not hold/.test(String(l.msg))), { what: "the counted-only warning", timeoutMs: 5_000 });
+    await waitFor(() => lines.some((l) => /leader counts items it does not hold/.test(String(l.msg))), { what: "the counted-only warning", timeoutMs: 5_000 });
     await new Promise((r) => setTimeout(r, 600));
     expect((await jsm.consumers.info(stream, "counted-only")).created).toBe(created);
-    expect(lines.filter((l) => /counts items its leader does not hold/.test(String(l.msg)))).toHaveLength(1);
+    expect(lines.filter((l) => /leader counts items it does not hold/.test(String(l.msg)))).toHaveLength(1);
+    // A single server has no leader to change: the request is refused, said, and not repeated.
+    expect(lines.filter((l) => l.msg === "the work stream's leader could not be asked to step down")).toHaveLength(1);
     expect(lines.filter((l) => /strands items its stream holds/.test(String(l.msg)))).toEqual([]);
     await consumer.stop();
     await jsm.consumers.delete(stream, "counted-only");

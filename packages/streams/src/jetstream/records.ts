@@ -57,7 +57,12 @@ export class RecordReader {
     private readonly consistentReads = false,
     /** How long a scan's consumer may deliver nothing before the rest is read by gets (see `scan`). */
     private readonly stallMs = SCAN_STALL_MS,
+    /** How long a scan waits for its consumer to be created before it reads the range by gets (see `scan`). */
+    private readonly openWaitMs = SCAN_OPEN_WAIT_MS,
   ) {}
+
+  /** Scans that finished their range by gets because their consumer could not be had or went quiet. */
+  scansFinishedByGets = 0;
 
   private get(query: { last_by_subj: string } | { next_by_subj: string; seq: number }) {
     return this.consistentReads
@@ -153,18 +158,19 @@ export class RecordReader {
     }
     if (next > untilSeq) return;
     signal?.throwIfAborted();
-    const consumer = await this.js.consumers.get(this.streamName, {
-      filter_subjects: subject,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: next,
-    });
+    const consumer = await this.openConsumer(subject, next);
+    if (consumer === undefined) {
+      yield* this.byGets(subject, next, untilSeq, signal);
+      return;
+    }
     // One pull at a time, bounded by bytes (the server will not bound bytes and messages
     // together): about what the caller is expected to use, never less than one record of the
     // largest kind, never more than IN_FLIGHT_BYTES. The next pull is asked for only once the
     // last one was handed over, so a slow or departed reader holds at most one pull's bytes.
     let lastSeen = next - 1;
     let sinceYield = 0;
-    let stalled = false;
+    // The consumer went quiet or failed: the rest of the range is read by gets.
+    let lost = false;
     try {
       for (;;) {
         // Buffered messages are handed over in microtasks only: give I/O (a client's hang-up,
@@ -174,33 +180,41 @@ export class RecordReader {
         signal?.throwIfAborted();
         const remaining = expectedRecords - yielded;
         const expectedBytes = Number.isFinite(remaining) ? remaining * Math.max(largest, 1024) * 1.25 : IN_FLIGHT_BYTES;
-        const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: PULL_EXPIRES_MS });
         let delivered = 0;
         let done = false;
-        const messages = endAtByteLimit(untilStalled(batch, this.stallMs, () => (stalled = true)), () => delivered);
-        for await (const msg of messages) {
-          delivered++;
-          // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
-          if (msg.seq <= lastSeen) continue;
-          const record = toStoredRecord(msg);
-          if (record !== undefined && record.seq <= untilSeq) {
-            yield record;
-            yielded++;
-            largest = Math.max(largest, record.data.length);
-            sinceYield += record.data.length;
-            if (sinceYield >= YIELD_EVERY_BYTES) {
-              await turnOfEventLoop();
-              sinceYield = 0;
-              signal?.throwIfAborted();
+        try {
+          const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: PULL_EXPIRES_MS });
+          const messages = endAtByteLimit(untilStalled(batch, this.stallMs, () => (lost = true)), () => delivered);
+          for await (const msg of messages) {
+            delivered++;
+            // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
+            if (msg.seq <= lastSeen) continue;
+            const record = toStoredRecord(msg);
+            if (record !== undefined && record.seq <= untilSeq) {
+              yield record;
+              yielded++;
+              largest = Math.max(largest, record.data.length);
+              sinceYield += record.data.length;
+              if (sinceYield >= YIELD_EVERY_BYTES) {
+                await turnOfEventLoop();
+                sinceYield = 0;
+                signal?.throwIfAborted();
+              }
+            }
+            lastSeen = msg.seq;
+            if (msg.seq >= untilSeq || msg.info.pending === 0) {
+              done = true;
+              break;
             }
           }
-          lastSeen = msg.seq;
-          if (msg.seq >= untilSeq || msg.info.pending === 0) {
-            done = true;
-            break;
-          }
+        } catch {
+          // The caller's abort ends the scan; anything the consumer threw (a pull refused, the
+          // consumer lost with a NATS node, a record larger than a pull) leaves the rest to gets,
+          // which need no consumer and fail on their own if the stream itself cannot answer.
+          signal?.throwIfAborted();
+          lost = true;
         }
-        if (done || delivered === 0 || stalled) break;
+        if (done || delivered === 0 || lost) break;
       }
     } finally {
       await consumer.delete().catch(() => undefined);
@@ -209,16 +223,50 @@ export class RecordReader {
     // An ephemeral consumer of a replicated stream may live on a follower that has not applied
     // the newest commits yet, and reports nothing pending before `untilSeq` (which the leader
     // gave us). Finish the range through the leader so an acknowledged event is never missed.
-    // A consumer that stalled is finished the same way (gets need no consumer).
-    if (this.consistentReads || stalled) {
-      for (let seq = lastSeen + 1; seq <= untilSeq; ) {
-        signal?.throwIfAborted();
-        const record = await this.nextFrom(subject, seq);
-        if (record === undefined || record.seq > untilSeq) return;
-        yield record;
-        seq = record.seq + 1;
-      }
+    // A consumer that was lost is finished the same way (gets need no consumer).
+    if (lost) this.scansFinishedByGets++;
+    if (this.consistentReads || lost) yield* this.byGets(subject, lastSeen + 1, untilSeq, signal);
+  }
+
+  /** Records on `subject` from `fromSeq` through `untilSeq` by gets alone, one round trip each. */
+  private async *byGets(subject: string, fromSeq: number, untilSeq: number, signal: AbortSignal | undefined): AsyncGenerator<StoredRecord> {
+    for (let seq = fromSeq; seq <= untilSeq; ) {
+      signal?.throwIfAborted();
+      const record = await this.nextFrom(subject, seq);
+      if (record === undefined || record.seq > untilSeq) return;
+      yield record;
+      seq = record.seq + 1;
     }
+  }
+
+  /**
+   * The scan's ordered consumer, or undefined when it cannot be had within `openWaitMs`.
+   * Creating a consumer of a replicated stream goes through the cluster's meta leader, which
+   * is the slowest part of a NATS cluster to recover: in the chaos soak, with nodes restarting,
+   * reads failed for minutes on "timeout" while every get (served by the stream's own leader)
+   * answered. A consumer created after the wait is removed as soon as it exists.
+   */
+  private async openConsumer(subject: string, fromSeq: number) {
+    const opening = this.js.consumers.get(this.streamName, {
+      filter_subjects: subject,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: fromSeq,
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), this.openWaitMs);
+    });
+    try {
+      const opened = await Promise.race([opening, late]);
+      if (opened !== "late") return opened;
+      opening.then((consumer) => consumer.delete()).catch(() => undefined);
+    } catch {
+      // Refused or timed out: gets need no consumer.
+    } finally {
+      clearTimeout(timer);
+    }
+    this.scansFinishedByGets++;
+    return undefined;
   }
 }
 
@@ -270,6 +318,13 @@ export async function* untilStalled<T>(batch: AsyncIterable<T> & { stop(error?: 
     if (!ended) await iterator.return?.();
   }
 }
+
+/**
+ * How long a scan waits for its consumer to exist (see `openConsumer`). Creating one takes
+ * milliseconds on a healthy cluster and up to the request timeout on a cluster whose meta
+ * leader is busy recovering; past this the range is read by gets instead.
+ */
+export const SCAN_OPEN_WAIT_MS = 1_000;
 
 /** A scan's pull silent this long is given up (see `untilStalled`): several pulls' worth. */
 export const SCAN_STALL_MS = 5_000;
