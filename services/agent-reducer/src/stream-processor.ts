@@ -65,6 +65,8 @@ export class StreamProcessor {
   private pendingInterrupts: number[] = [];
   private readonly unsettledScripts = new Map<string, number>();
   private readonly publishedScripts = new Set<string>();
+  /** Work items whose last publish failed: published again under a new message id (see `publishWork`). */
+  private readonly unconfirmedWork = new Set<string>();
   private publishedRequestOffset = 0;
   private lastRuntimeJson = "";
   private wakeTimer: NodeJS.Timeout | undefined;
@@ -253,14 +255,39 @@ export class StreamProcessor {
   private async handOffWork(): Promise<void> {
     const open = this.state.openRequest;
     if (open && open.requestedAtOffset !== this.publishedRequestOffset) {
-      await this.effects.publishLlmWork(this.streamPath, open.requestedAtOffset);
+      await this.publishLlmWork(open.requestedAtOffset);
       this.publishedRequestOffset = open.requestedAtOffset;
     }
     for (const [executionId, requestedOffset] of this.unsettledScripts) {
       if (this.publishedScripts.has(executionId)) continue;
-      await this.effects.publishScriptWork(this.streamPath, requestedOffset, executionId);
+      await this.publishScriptWork(requestedOffset, executionId);
       this.publishedScripts.add(executionId);
     }
+  }
+
+  /**
+   * A work item's publish, under its usual message id until a publish of it failed, under a new
+   * one after that. A failed publish's outcome is unknown, and the long soak saw nats-server 2.9
+   * leave such an item's id unusable: every later publish of the same item timed out, every 5 s
+   * for a minute, until the re-issue under a new id went through at once. A second copy of an
+   * item is harmless (items are hints; a worker acts only on what the agent's stream says).
+   */
+  private async publishWork(key: string, publish: (fresh: boolean) => Promise<void>, alwaysFresh = false): Promise<void> {
+    try {
+      await publish(alwaysFresh || this.unconfirmedWork.has(key));
+      this.unconfirmedWork.delete(key);
+    } catch (error) {
+      this.unconfirmedWork.add(key);
+      throw error;
+    }
+  }
+
+  private publishLlmWork(requestOffset: number, redrive = false): Promise<void> {
+    return this.publishWork(`llm:${requestOffset}`, (fresh) => this.effects.publishLlmWork(this.streamPath, requestOffset, fresh ? { redrive: true } : undefined), redrive);
+  }
+
+  private publishScriptWork(requestedOffset: number, executionId: string, redrive = false): Promise<void> {
+    return this.publishWork(`script:${executionId}`, (fresh) => this.effects.publishScriptWork(this.streamPath, requestedOffset, executionId, fresh ? { redrive: true } : undefined), redrive);
   }
 
   private async publishRuntime(): Promise<void> {
@@ -296,7 +323,7 @@ export class StreamProcessor {
       const speculative = handsOffRequest(batch) ? expectedLastOffset + 1 : undefined;
       const [appended, published] = await Promise.allSettled([
         this.effects.appendAtHead(this.streamPath, batch, expectedLastOffset),
-        speculative === undefined || speculative === this.publishedRequestOffset ? undefined : this.effects.publishLlmWork(this.streamPath, speculative),
+        speculative === undefined || speculative === this.publishedRequestOffset ? undefined : this.publishLlmWork(speculative),
       ]);
       if (appended.status === "rejected") throw appended.reason;
       const outcome = appended.value;
@@ -306,7 +333,7 @@ export class StreamProcessor {
       const request = outcome.events.find((e) => e.type === "agent/llm-request-requested");
       if (request === undefined || request.offset === this.publishedRequestOffset) continue;
       // The work item is deduplicated, so handing the request over again later is a no-op.
-      if (request.offset !== speculative || published.status === "rejected") await this.effects.publishLlmWork(this.streamPath, request.offset);
+      if (request.offset !== speculative || published.status === "rejected") await this.publishLlmWork(request.offset);
       this.publishedRequestOffset = request.offset;
     }
     const checkAtMs = await this.redrive();
@@ -331,8 +358,8 @@ export class StreamProcessor {
     });
     if (redrive.requestOffset === null && redrive.scripts.length === 0) return redrive.checkAtMs;
     this.logger.warn({ streamPath: this.streamPath, requestOffset: redrive.requestOffset, scripts: redrive.scripts.map((s) => s.executionId), redrives: this.redrivesSinceProgress + 1 }, "outstanding work made no progress; issuing it again");
-    if (redrive.requestOffset !== null) await this.effects.publishLlmWork(this.streamPath, redrive.requestOffset, { redrive: true });
-    for (const script of redrive.scripts) await this.effects.publishScriptWork(this.streamPath, script.requestedOffset, script.executionId, { redrive: true });
+    if (redrive.requestOffset !== null) await this.publishLlmWork(redrive.requestOffset, true);
+    for (const script of redrive.scripts) await this.publishScriptWork(script.requestedOffset, script.executionId, true);
     this.redrivesSinceProgress += 1;
     return redrive.checkAtMs;
   }
