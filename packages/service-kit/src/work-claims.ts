@@ -127,17 +127,27 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
     }
   };
 
-  const probing = new Set<string>();
+  // Probes in flight per owner. A busy owner (a host serving a script's calls) answers late, so a
+  // probe is often out when it dies, and the server never answers that one: the next rounds probe
+  // again meanwhile, so the death is seen within a round instead of at that probe's timeout
+  // (half a second of every killed host's recovery before). Bounded to one timeout's worth.
+  const probing = new Map<string, number>();
+  const maxInFlight = Math.max(1, Math.ceil(probeTimeoutMs / probeEveryMs));
   const probe = (token: string): void => {
-    if (probing.has(token) || stopped) return;
-    probing.add(token);
+    const inFlight = probing.get(token) ?? 0;
+    if (inFlight >= maxInFlight || stopped) return;
+    probing.set(token, inFlight + 1);
     void isAliveToken(token)
       .then(async (alive) => {
         if (alive || stopped) return;
         await Promise.all([...(seen.get(token) ?? new Map<string, SeenClaim>())].map(([key, claim]) => handBack(token, key, claim)));
       })
       .catch((error: unknown) => logger.warn({ err: error, claimant: token }, "work claim probe failed"))
-      .finally(() => probing.delete(token));
+      .finally(() => {
+        const left = (probing.get(token) ?? 1) - 1;
+        if (left <= 0) probing.delete(token);
+        else probing.set(token, left);
+      });
   };
   const probeRound = (): void => {
     for (const token of seen.keys()) probe(token);
