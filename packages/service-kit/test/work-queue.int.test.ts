@@ -2,9 +2,9 @@ import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeError, ContractViolationError } from "@agentrt/contract";
+import { capturedWarnings, withStreamView } from "./support/reconcile.ts";
 import { consumeWork, ensureWorkStreams, workStreamName, publishWork, retryBackoffMs, workOutcomeOfError, type WorkConsumer } from "../src/index.ts";
 
 const logger = testLogger("test");
@@ -242,13 +242,6 @@ describe("a work handler that runs long", () => {
   }, 30_000);
 });
 
-/** Warnings a consumer logs, parsed, as they are written. */
-function capturedWarnings() {
-  const lines: Record<string, unknown>[] = [];
-  const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-  return { lines, capture };
-}
-
 /** The LLM work stream with no consumer and no item (one unfiltered consumer per work stream). */
 async function emptyLlmStream() {
   const nc = await client();
@@ -329,17 +322,7 @@ describe("a work consumer that strands items", () => {
     let phantom = false;
     // The view the long soak met on an R3 work stream: acknowledged items gone from the leader,
     // still in the count and the first sequence its state reports.
-    const streams = new Proxy(jsm.streams, {
-      get(target, property, receiver) {
-        if (property !== "info") return Reflect.get(target, property, receiver) as unknown;
-        return async (name: string) => {
-          const info = await target.info(name);
-          if (!phantom) return info;
-          return { ...info, state: { ...info.state, messages: 3, first_seq: info.state.last_seq - 2 } };
-        };
-      },
-    });
-    const doctored = new Proxy(jsm, { get: (target, property, receiver) => (property === "streams" ? streams : (Reflect.get(target, property, receiver) as unknown)) });
+    const doctored = withStreamView(jsm, (info) => (phantom ? { ...info, state: { ...info.state, messages: 3, first_seq: info.state.last_seq - 2 } } : undefined));
     const consumer = await consumeWork(js, doctored, {
       kind: "llm",
       durable: "counted-only",

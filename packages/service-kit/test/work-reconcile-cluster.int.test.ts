@@ -7,7 +7,7 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type NatsCluster, startNatsCluster, waitFor } from "@agentrt/testing";
-import { pino } from "pino";
+import { capturedWarnings, withStreamView } from "./support/reconcile.ts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { consumeWork, ensureWorkStreams, publishWork, workStreamName } from "../src/index.ts";
 
@@ -31,22 +31,11 @@ it("given an R3 work stream whose leader counts items it cannot load, when the w
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const stream = workStreamName("llm");
-  const lines: Record<string, unknown>[] = [];
-  const capture = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const { lines, capture } = capturedWarnings();
   const seen: unknown[] = [];
   let phantom = false;
   // The leader's view as the soak met it: items counted from a first sequence it cannot load.
-  const streams = new Proxy(jsm.streams, {
-    get(target, property, receiver) {
-      if (property !== "info") return Reflect.get(target, property, receiver) as unknown;
-      return async (name: string) => {
-        const info = await target.info(name);
-        if (!phantom) return info;
-        return { ...info, state: { ...info.state, messages: 3, first_seq: info.state.last_seq + 10 } };
-      };
-    },
-  });
-  const doctored = new Proxy(jsm, { get: (target, property, receiver) => (property === "streams" ? streams : (Reflect.get(target, property, receiver) as unknown)) });
+  const doctored = withStreamView(jsm, (info) => (phantom ? { ...info, state: { ...info.state, messages: 3, first_seq: info.state.last_seq + 10 } } : undefined));
   const consumer = await consumeWork(js, doctored, {
     kind: "llm",
     durable: "leader-check",

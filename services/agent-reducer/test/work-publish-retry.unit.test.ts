@@ -36,6 +36,17 @@ function effectsOn(store: MemoryEventStore, failFirst: { llm: number; script: nu
   return { effects, published };
 }
 
+/** An agent with one open request, at offset 3. */
+async function storeWithOpenRequest(): Promise<MemoryEventStore> {
+  const store = new MemoryEventStore();
+  await store.append(PATH, [
+    { type: "agent/created", payload: {} },
+    { type: "agents/context-added", payload: { role: "user", content: "hi", actor: { type: "user", origin: "web" } } },
+  ]);
+  await store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "m", expiresAt: new Date(Date.now() + 600_000).toISOString(), contractVersion: "7.0.0" }, idempotencyKey: "agent/request/2" }]);
+  return store;
+}
+
 async function run(processor: StreamProcessor, store: MemoryEventStore, untilPublished: () => boolean): Promise<void> {
   for (const event of await store.read(PATH)) processor.apply(event);
   const deadline = Date.now() + 5_000;
@@ -48,12 +59,7 @@ async function run(processor: StreamProcessor, store: MemoryEventStore, untilPub
 describe("publishing a work item again after a failed publish", () => {
   it("given a request whose work publish times out, when the flush is retried, then the item goes out once, under a new message id", async () => {
     // Given an open request and a work queue that times out the first publish of its item
-    const store = new MemoryEventStore();
-    await store.append(PATH, [
-      { type: "agent/created", payload: {} },
-      { type: "agents/context-added", payload: { role: "user", content: "hi", actor: { type: "user", origin: "web" } } },
-    ]);
-    await store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "m", expiresAt: new Date(Date.now() + 600_000).toISOString(), contractVersion: "7.0.0" }, idempotencyKey: "agent/request/2" }]);
+    const store = await storeWithOpenRequest();
     const { effects, published } = effectsOn(store, { llm: 1, script: 0 });
     const processor = new StreamProcessor(PATH, effects, logger);
     // When the processor hands it off and retries after the failure
@@ -64,12 +70,7 @@ describe("publishing a work item again after a failed publish", () => {
   });
 
   it("given a request whose publish succeeds, then its item keeps its usual message id", async () => {
-    const store = new MemoryEventStore();
-    await store.append(PATH, [
-      { type: "agent/created", payload: {} },
-      { type: "agents/context-added", payload: { role: "user", content: "hi", actor: { type: "user", origin: "web" } } },
-    ]);
-    await store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "m", expiresAt: new Date(Date.now() + 600_000).toISOString(), contractVersion: "7.0.0" }, idempotencyKey: "agent/request/2" }]);
+    const store = await storeWithOpenRequest();
     const { effects, published } = effectsOn(store, { llm: 0, script: 0 });
     const processor = new StreamProcessor(PATH, effects, logger);
     await run(processor, store, () => published.length > 0);
