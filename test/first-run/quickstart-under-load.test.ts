@@ -133,7 +133,7 @@ async function oneStart(run: number): Promise<RunRecord> {
   } finally {
     stack?.kill();
     await nats?.stop();
-    clone?.remove();
+    await clone?.remove();
   }
 }
 

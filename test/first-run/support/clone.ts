@@ -2,7 +2,8 @@
 // dir, installed from the local package store. The first-run tests start from one of these.
 
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -12,14 +13,20 @@ export const REPO_ROOT = join(import.meta.dirname, "..", "..", "..");
 
 export interface FreshClone {
   readonly dir: string;
-  remove(): void;
+  /**
+   * Removes the clone and everything installed in it. Asynchronous on purpose: a synchronous
+   * removal of an installed clone (tens of thousands of files) held the test process's event
+   * loop for ~15 s under load, and a start running beside it then saw its HTTP calls time out
+   * and its stack's exit arrive 18–20 s after SIGTERM (CI, 2026-12-02).
+   */
+  remove(): Promise<void>;
 }
 
 export async function freshClone(): Promise<FreshClone> {
   const parent = mkdtempSync(join(tmpdir(), "agentrt-clone-"));
   const dir = join(parent, "agentrt");
   await run("git", ["clone", "--quiet", "--no-hardlinks", REPO_ROOT, dir]);
-  return { dir, remove: () => rmSync(parent, { recursive: true, force: true }) };
+  return { dir, remove: () => rm(parent, { recursive: true, force: true }) };
 }
 
 /** `pnpm install --frozen-lockfile --offline` in `dir`; returns everything it printed. */
