@@ -11,6 +11,10 @@
 
 import { isAgentRuntimeError } from "@agentrt/contract";
 import { isTransientNatsError } from "@agentrt/streams/jetstream";
+import { JetStreamApiError } from "@nats-io/jetstream";
+
+/** The server's `JSClusterNoPeersErrF`: no placement for a replicated stream (yet). */
+const NO_SUITABLE_PEERS = 10005;
 
 /** NATS did not answer (the outcome of a write may be unknown): worth trying again shortly. */
 export function isTransientFailure(error: unknown): boolean {
@@ -75,13 +79,17 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
  * responders, a lost connection, a 503, "JetStream not enabled" caused by no responders), or an
  * error the store already classified `unavailable`, plus one case only start-up meets: "JetStream
  * not enabled" on its own, which a server answers while it is still recovering its store after a
- * restart. After a start-up, that answer is a server without JetStream, and the wait's budget
- * ends it with the server's own message.
+ * restart, and "no suitable peers for placement", which a freshly elected meta leader answers a
+ * replicated create-or-bind until the restarted nodes have reported in (the CI run of 2026-12-02:
+ * the host exited on it as the test's two nodes came back). After a start-up, the first is a
+ * server without JetStream and the second a cluster with fewer nodes than the replicas asked
+ * for; the wait's budget ends either with the server's own message.
  */
 export function isNatsNotAnswering(error: unknown): boolean {
   if (isTransientFailure(error) || isTransientNatsError(error)) return true;
   if (!(error instanceof Error)) return false;
   if (error.name === "JetStreamNotEnabled") return true;
+  if (error instanceof JetStreamApiError && error.code === NO_SUITABLE_PEERS) return true;
   return error.cause !== undefined && error.cause !== error && isNatsNotAnswering(error.cause);
 }
 

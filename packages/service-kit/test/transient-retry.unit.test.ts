@@ -137,6 +137,12 @@ describe("a start-up step waits for NATS to answer", () => {
     const recovering = named("JetStreamNotEnabled", "jetstream is not enabled");
     expect(isTransientNatsError(recovering)).toBe(false);
     expect(isNatsNotAnswering(recovering)).toBe(true);
+    // And a cluster whose restarted nodes have not reported to the new meta leader yet places no
+    // replicated stream: a wait at start-up, never a retried write afterwards.
+    const placing = new JetStreamApiError({ code: 400, err_code: 10005, description: "no suitable peers for placement, miscellaneous issue" });
+    expect(isTransientNatsError(placing)).toBe(false);
+    expect(isNatsNotAnswering(placing)).toBe(true);
+    expect(isNatsNotAnswering(new Error("kv bucket", { cause: placing }))).toBe(true);
   });
 
   it("repeats the step until NATS answers, logging each wait", async () => {
