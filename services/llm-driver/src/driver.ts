@@ -67,9 +67,10 @@ export class LlmDriver {
   private ownClaims: WorkClaims | undefined;
   private interrupts: Subscription | undefined;
   private readonly cache: StreamCache | undefined;
+  private readonly openai = new OpenAiModelClient();
 
   constructor(private readonly deps: LlmDriverDeps) {
-    const openai = new OpenAiModelClient();
+    const openai = this.openai;
     const offline = new OfflineModelClient();
     const cache =
       deps.streamCache === undefined
@@ -147,6 +148,7 @@ export class LlmDriver {
     await this.ownClaims?.stop();
     this.interrupts?.unsubscribe();
     await this.cache?.stop();
+    this.openai.close();
   }
 }
 

@@ -5,11 +5,21 @@ import OpenAI, { APIError } from "openai";
 import { ModelCallError } from "./errors.ts";
 import type { ModelCall, ModelClient, ModelStreamEvent } from "./model-client.ts";
 import type { ModelRoute } from "./providers.ts";
+import { createHttpFetch, type HttpFetch } from "./http-fetch.ts";
 
 export class OpenAiModelClient implements ModelClient {
   private readonly clients = new Map<string, OpenAI>();
+  private readonly http: HttpFetch;
 
-  constructor(private readonly options: { timeoutMs?: number } = {}) {}
+  /** `fetch` replaces the keep-alive node:http calls (http-fetch.ts) the client makes by default. */
+  constructor(private readonly options: { timeoutMs?: number; fetch?: typeof globalThis.fetch } = {}) {
+    this.http = createHttpFetch();
+  }
+
+  /** Closes the kept-alive connections to the providers. */
+  close(): void {
+    this.http.close();
+  }
 
   async *stream(call: ModelCall): AsyncIterable<ModelStreamEvent> {
     if (call.route === null) throw new ModelCallError("the OpenAI client needs a provider route");
@@ -76,7 +86,7 @@ export class OpenAiModelClient implements ModelClient {
     const id = `${route.baseUrl}\u0000${route.apiKey}`;
     let client = this.clients.get(id);
     if (client === undefined) {
-      client = new OpenAI({ baseURL: route.baseUrl, apiKey: route.apiKey, maxRetries: 0, timeout: this.options.timeoutMs ?? 600_000 });
+      client = new OpenAI({ baseURL: route.baseUrl, apiKey: route.apiKey, maxRetries: 0, timeout: this.options.timeoutMs ?? 600_000, fetch: this.options.fetch ?? this.http.fetch });
       this.clients.set(id, client);
     }
     return client;

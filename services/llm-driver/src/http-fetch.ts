@@ -1,0 +1,155 @@
+// The model calls' HTTP: a keep-alive `node:http`/`node:https` request behind the `fetch`
+// signature the `openai` client takes (its `fetch` option). Node's global fetch (undici's WHATWG
+// layer) took twice as long to put a chat request on the wire: 0.58 ms against 0.30 ms at p50 in
+// an idle process, and 2.45 ms from `create()` to the model having the body inside a busy driver
+// (BENCHMARKS.md, "The model call on node:http"). The model call is on every turn's path.
+//
+// Only what a model call uses goes this way: an http(s) URL and a string or byte body. Anything
+// else (a streamed upload, a redirect to follow) is handed to the global fetch unchanged. The
+// response is a standard `Response` whose body streams as the socket delivers, so the client's
+// SSE parsing, its error mapping and the caller's abort work as they do on the global fetch.
+
+import { Agent as HttpAgent, type IncomingMessage, type ClientRequest, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+
+type Fetch = typeof globalThis.fetch;
+
+/** A request that failed on a kept-alive socket the server had closed meanwhile is sent again, once. */
+const STALE_SOCKET_CODES = new Set(["ECONNRESET", "EPIPE"]);
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+export interface HttpFetchOptions {
+  /** What is not a plain http(s) call goes here (default: the global fetch). */
+  readonly fallback?: Fetch;
+  /** Certificate authorities https trusts instead of Node's defaults (which NODE_EXTRA_CA_CERTS extends). */
+  readonly ca?: string | Buffer;
+}
+
+export interface HttpFetch {
+  readonly fetch: Fetch;
+  /** Closes the kept-alive sockets (shutdown, tests). */
+  close(): void;
+}
+
+export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
+  const fallback = options.fallback ?? globalThis.fetch;
+  const http = new HttpAgent({ keepAlive: true, scheduling: "lifo" });
+  const https = new HttpsAgent({ keepAlive: true, scheduling: "lifo", ...(options.ca === undefined ? {} : { ca: options.ca }) });
+
+  const send = (url: URL, init: RequestInit | undefined, body: string | Uint8Array | undefined, retried: boolean): Promise<Response> =>
+    new Promise<Response>((resolve, reject) => {
+      const secure = url.protocol === "https:";
+      let settled = false;
+      const req: ClientRequest = (secure ? httpsRequest : httpRequest)(
+        {
+          agent: secure ? https : http,
+          method: init?.method ?? "GET",
+          protocol: url.protocol,
+          hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+          port: url.port === "" ? undefined : url.port,
+          path: `${url.pathname}${url.search}`,
+          headers: plainHeaders(init?.headers, body),
+          ...(init?.signal ? { signal: init.signal } : {}),
+        },
+        (res) => {
+          settled = true;
+          const status = res.statusCode ?? 0;
+          if (REDIRECT_STATUSES.has(status) && res.headers.location !== undefined) {
+            res.resume();
+            resolve(fallback(url.href, init));
+            return;
+          }
+          if (status < 200 || status > 599) {
+            res.destroy();
+            reject(new TypeError(`the model endpoint answered with HTTP status ${status}, which fetch cannot represent`));
+            return;
+          }
+          const nullBody = NULL_BODY_STATUSES.has(status) || init?.method === "HEAD";
+          if (nullBody) res.resume();
+          resolve(new Response(nullBody ? null : bodyOf(res), { status, statusText: res.statusMessage ?? "", headers: headersOf(res) }));
+        },
+      );
+      req.on("error", (error: NodeJS.ErrnoException) => {
+        if (settled) return;
+        settled = true;
+        // The server closed an idle kept-alive socket as we reused it: nothing of the request
+        // was answered, so it goes once more on a fresh socket.
+        if (!retried && req.reusedSocket && error.code !== undefined && STALE_SOCKET_CODES.has(error.code) && init?.signal?.aborted !== true) {
+          resolve(send(url, init, body, true));
+          return;
+        }
+        reject(error);
+      });
+      req.end(body);
+    });
+
+  const fetch = (async (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
+    const url = typeof input === "string" ? new URL(input) : input instanceof URL ? input : undefined;
+    const body = init?.body;
+    const plain = body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array;
+    if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || !plain || init?.redirect === "manual" || init?.redirect === "error") {
+      return fallback(input, init);
+    }
+    init?.signal?.throwIfAborted();
+    return send(url, init, body ?? undefined, false);
+  }) as Fetch;
+
+  return {
+    fetch,
+    close() {
+      http.destroy();
+      https.destroy();
+    },
+  };
+}
+
+function plainHeaders(headers: RequestInit["headers"], body: string | Uint8Array | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  new Headers(headers).forEach((value, name) => {
+    out[name] = value;
+  });
+  if (body !== undefined && out["content-length"] === undefined) out["content-length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
+  return out;
+}
+
+function headersOf(res: IncomingMessage): Headers {
+  const headers = new Headers();
+  const raw = res.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i] as string, raw[i + 1] as string);
+  return headers;
+}
+
+/** The response body as a web stream, paused while its reader is behind; a cut connection is an error, not an end. */
+function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
+  let ended = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      res.on("data", (chunk: Buffer) => {
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 1) <= 0) res.pause();
+      });
+      res.on("end", () => {
+        ended = true;
+        controller.close();
+      });
+      res.on("error", (error) => {
+        if (ended) return;
+        ended = true;
+        controller.error(error);
+      });
+      res.on("close", () => {
+        if (ended) return;
+        ended = true;
+        controller.error(Object.assign(new Error("the model endpoint closed the connection before the response ended"), { code: "ECONNRESET" }));
+      });
+    },
+    pull() {
+      res.resume();
+    },
+    cancel() {
+      ended = true;
+      res.destroy();
+    },
+  });
+}
