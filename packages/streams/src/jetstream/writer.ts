@@ -76,13 +76,16 @@ export class BatchWriter {
   /**
    * Starting every idle stream's commit in one callback puts their publishes into the same
    * socket write (nats.js flushes once per microtask checkpoint) and lets appends issued in
-   * the same turn share a message.
+   * the same turn share a message. The callback is a microtask, not the event loop's next
+   * check phase: waiting for `setImmediate` put a reducer's request on the wire 0.9 ms after
+   * it decided (p50, sequential turns) and gained no throughput (BENCHMARKS.md, "The request
+   * on the wire in the same turn").
    */
   private scheduleStart(writer: StreamWriter): void {
     this.toStart.add(writer);
     if (this.startScheduled) return;
     this.startScheduled = true;
-    setImmediate(() => {
+    queueMicrotask(() => {
       this.startScheduled = false;
       const writers = [...this.toStart];
       this.toStart.clear();
