@@ -70,7 +70,6 @@ export class LlmDriver {
   private readonly openai = new OpenAiModelClient();
 
   constructor(private readonly deps: LlmDriverDeps) {
-    const openai = this.openai;
     const offline = new OfflineModelClient();
     const cache =
       deps.streamCache === undefined
@@ -93,7 +92,7 @@ export class LlmDriver {
       settings: deps.settings,
       nowMs: deps.nowMs ?? Date.now,
       ...(deps.tracer === undefined ? {} : { tracer: deps.tracer }),
-      modelFor: deps.modelFor ?? ((route) => (route === null ? offline : openai)),
+      modelFor: deps.modelFor ?? ((route) => (route === null ? offline : this.openai)),
     });
   }
 

@@ -1,8 +1,9 @@
 // The model calls' HTTP: a keep-alive `node:http`/`node:https` request behind the `fetch`
 // signature the `openai` client takes (its `fetch` option). Node's global fetch (undici's WHATWG
-// layer) took twice as long to put a chat request on the wire: 0.58 ms against 0.30 ms at p50 in
-// an idle process, and 2.45 ms from `create()` to the model having the body inside a busy driver
-// (BENCHMARKS.md, "The model call on node:http"). The model call is on every turn's path.
+// layer) took nearly twice as long to put a chat request on the wire: 0.55 ms against 0.31 ms at
+// p50 in an idle process (`pnpm bench driver/model-call`), and 2.45 ms from `create()` to the model
+// having the body inside a busy driver (BENCHMARKS.md, "Where a sequential turn's 5 ms go").
+// The model call is on every turn's path.
 //
 // Only what a model call uses goes this way: an http(s) URL and a string or byte body. Anything
 // else (a streamed upload, a redirect to follow) is handed to the global fetch unchanged. The

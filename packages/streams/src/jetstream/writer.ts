@@ -78,8 +78,8 @@ export class BatchWriter {
    * socket write (nats.js flushes once per microtask checkpoint) and lets appends issued in
    * the same turn share a message. The callback is a microtask, not the event loop's next
    * check phase: waiting for `setImmediate` put a reducer's request on the wire 0.9 ms after
-   * it decided (p50, sequential turns) and gained no throughput (BENCHMARKS.md, "The request
-   * on the wire in the same turn").
+   * it decided (p50, sequential turns) and gained no throughput (BENCHMARKS.md, "Where a
+   * sequential turn's 5 ms go").
    */
   private scheduleStart(writer: StreamWriter): void {
     this.toStart.add(writer);
