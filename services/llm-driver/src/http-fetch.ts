@@ -61,14 +61,19 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
             resolve(fallback(url.href, init));
             return;
           }
-          if (status < 200 || status > 599) {
+          // What the endpoint sent must not throw out of this callback (that would end the
+          // process): a status or a header a `Response` cannot hold fails this call instead.
+          try {
+            if (status < 200 || status > 599) throw new TypeError(`the model endpoint answered with HTTP status ${status}, which fetch cannot represent`);
+            const nullBody = NULL_BODY_STATUSES.has(status) || init?.method === "HEAD";
+            const headers = headersOf(res);
+            const response = new Response(nullBody ? null : bodyOf(res), { status, statusText: res.statusMessage ?? "", headers });
+            if (nullBody) res.resume();
+            resolve(response);
+          } catch (error) {
             res.destroy();
-            reject(new TypeError(`the model endpoint answered with HTTP status ${status}, which fetch cannot represent`));
-            return;
+            reject(error instanceof Error ? error : new TypeError(String(error)));
           }
-          const nullBody = NULL_BODY_STATUSES.has(status) || init?.method === "HEAD";
-          if (nullBody) res.resume();
-          resolve(new Response(nullBody ? null : bodyOf(res), { status, statusText: res.statusMessage ?? "", headers: headersOf(res) }));
         },
       );
       req.on("error", (error: NodeJS.ErrnoException) => {
@@ -127,10 +132,12 @@ function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>({
     start(controller) {
       res.on("data", (chunk: Buffer) => {
+        if (ended) return;
         controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
         if ((controller.desiredSize ?? 1) <= 0) res.pause();
       });
       res.on("end", () => {
+        if (ended) return;
         ended = true;
         controller.close();
       });

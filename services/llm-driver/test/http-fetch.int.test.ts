@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo, Socket } from "node:net";
+import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { APIConnectionError, APIError } from "openai";
@@ -169,6 +169,29 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     await done;
     expect(seen).toEqual(["Hel"]);
     await server.close();
+  });
+
+  it("fails the call, not the process, on an answer a Response cannot hold", async () => {
+    // Given an endpoint that answers with raw bytes: a status outside 200-599, then a status line
+    // with a control character in it
+    const answers = ["HTTP/1.1 700 Weird\r\ncontent-length: 0\r\n\r\n", "HTTP/1.1 200 O\u0001K\r\ncontent-length: 0\r\n\r\n"];
+    const raw = createNetServer((socket) => {
+      const answer = answers.shift() ?? "HTTP/1.1 500 Nothing left\r\ncontent-length: 0\r\n\r\n";
+      socket.once("data", () => socket.end(answer));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1`;
+    http = createHttpFetch();
+    const client = new OpenAI({ baseURL: url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
+    // When the client calls it twice
+    const first = await chat(client, "hi").catch((e: unknown) => e);
+    const second = await chat(client, "hi").catch((e: unknown) => e);
+    // Then each call failed with a connection error naming why, and this process is still here
+    expect(first).toBeInstanceOf(APIConnectionError);
+    expect(String((first as APIConnectionError).cause)).toMatch(/HTTP status 700/);
+    expect(second).toBeInstanceOf(APIConnectionError);
+    expect(String((second as APIConnectionError).cause)).toMatch(/statusText/);
+    await new Promise<void>((resolve) => raw.close(() => resolve()));
   });
 
   it("refuses at once with a connection error when nothing listens", async () => {
