@@ -36,6 +36,10 @@ describe("a service started while NATS cannot answer", () => {
     // Given two of the three nodes down: the survivor accepts connections but JetStream has no quorum
     const [survivor, ...down] = cluster.nodes;
     for (const node of down) await node!.kill("SIGKILL");
+    // ...and the survivor knows it. It names the dead meta leader for 6-9 s more, and if it was
+    // the leader itself it answers JetStream as one meanwhile: a service started then could open
+    // everything and never wait (the CI run of 2026-12-02 17:10: the gateway never said it waited).
+    await waitFor(async () => (await survivorMetaLeader(survivor!.monitorPort)) === "", { timeoutMs: 30_000, intervalMs: 200, what: "the survivor to have no meta leader" });
     // When every service starts against the survivor (each waits at its first JetStream step:
     // the host's and the gateway's is opening the event store)
     const started = (["llm-driver", "agent-reducer", "capability-host", "web-gateway"] as ServiceName[]).map(async (service) =>
@@ -67,3 +71,9 @@ describe("a service started while NATS cannot answer", () => {
     for (const p of services) expect(p.exitCount, `${p.name} exited on the way`).toBe(0);
   }, 180_000);
 });
+
+/** The meta leader the node names (`/jsz`); empty when it has none. */
+async function survivorMetaLeader(monitorPort: number): Promise<string> {
+  const jsz = (await (await fetch(`http://127.0.0.1:${monitorPort}/jsz`)).json()) as { meta_cluster?: { leader?: string } };
+  return jsz.meta_cluster?.leader ?? "";
+}
