@@ -435,6 +435,16 @@ function startReconciler<K extends WorkKind>(
   let suspect: { readonly created: string; readonly firstSeq: number } | undefined;
   let countedOnly: number | undefined;
   let lastRemedyAt = Number.NEGATIVE_INFINITY;
+  /**
+   * A remedy (a stepdown or a recreation) at most once a minute: items that come back after
+   * every one are better left to the reducer's re-issue than redelivered with everything else
+   * again and again. True (and the minute starts) when one may be taken now.
+   */
+  const remedyDue = (): boolean => {
+    if (Date.now() - lastRemedyAt < every * RECREATE_EVERY_CHECKS) return false;
+    lastRemedyAt = Date.now();
+    return true;
+  };
   let checking = false;
   const check = async (): Promise<void> => {
     const [streamInfo, consumerInfo] = await Promise.all([
@@ -472,10 +482,8 @@ function startReconciler<K extends WorkKind>(
     // that holds the items can. The leader is asked to step down once for each first sequence it
     // shows (a count no replica holds stays, and is said once, not fought over every minute).
     if (fault.kind !== "ahead-of-stream" && (await jsm.streams.getMessage(stream, { seq: positions.firstSeq })) === null) {
-      if (countedOnly === positions.firstSeq) return;
-      if (Date.now() - lastRemedyAt < every * RECREATE_EVERY_CHECKS) return;
+      if (countedOnly === positions.firstSeq || !remedyDue()) return;
       countedOnly = positions.firstSeq;
-      lastRemedyAt = Date.now();
       options.logger.warn(
         { stream, durable: config.durable_name, stream_state: positions, leader: streamInfo.cluster?.leader },
         "the work stream's leader counts items it does not hold (none at its first sequence); asking it to step down",
@@ -483,10 +491,7 @@ function startReconciler<K extends WorkKind>(
       await stepDownStreamLeader(jsm, stream).catch((error: unknown) => options.logger.warn({ err: error, stream }, "the work stream's leader could not be asked to step down"));
       return;
     }
-    // Recreated at most once a minute: items that come back after every recreation are better
-    // left to the reducer's re-issue than redelivered with everything else again and again.
-    if (Date.now() - lastRemedyAt < every * RECREATE_EVERY_CHECKS) return;
-    lastRemedyAt = Date.now();
+    if (!remedyDue()) return;
     options.logger.warn(
       { stream, durable: config.durable_name, reason: fault.reason, stream_state: positions, delivered: consumerInfo.delivered, ack_floor: consumerInfo.ack_floor },
       "the work consumer strands items its stream holds; recreating it",
