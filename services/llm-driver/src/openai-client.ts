@@ -9,12 +9,10 @@ import { createHttpFetch, type HttpFetch } from "./http-fetch.ts";
 
 export class OpenAiModelClient implements ModelClient {
   private readonly clients = new Map<string, OpenAI>();
-  private readonly http: HttpFetch;
+  /** The providers' kept-alive connections (http-fetch.ts). */
+  private readonly http: HttpFetch = createHttpFetch();
 
-  /** `fetch` replaces the keep-alive node:http calls (http-fetch.ts) the client makes by default. */
-  constructor(private readonly options: { timeoutMs?: number; fetch?: typeof globalThis.fetch } = {}) {
-    this.http = createHttpFetch();
-  }
+  constructor(private readonly options: { timeoutMs?: number } = {}) {}
 
   /** Closes the kept-alive connections to the providers. */
   close(): void {
@@ -86,7 +84,7 @@ export class OpenAiModelClient implements ModelClient {
     const id = `${route.baseUrl}\u0000${route.apiKey}`;
     let client = this.clients.get(id);
     if (client === undefined) {
-      client = new OpenAI({ baseURL: route.baseUrl, apiKey: route.apiKey, maxRetries: 0, timeout: this.options.timeoutMs ?? 600_000, fetch: this.options.fetch ?? this.http.fetch });
+      client = new OpenAI({ baseURL: route.baseUrl, apiKey: route.apiKey, maxRetries: 0, timeout: this.options.timeoutMs ?? 600_000, fetch: this.http.fetch });
       this.clients.set(id, client);
     }
     return client;
