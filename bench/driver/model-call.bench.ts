@@ -56,7 +56,7 @@ for (let round = 0; round < ROUNDS; round++) {
 http.close();
 await model.close();
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const median = (values: number[]): number => percentile(values, 50);
 const fmt = (n: number): string => n.toFixed(2);
 const base = results.get("global fetch")!;
 console.log(`Command: \`pnpm bench driver/model-call --calls ${CALLS} --rounds ${ROUNDS}\` — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC.`);
