@@ -6,6 +6,9 @@
 //
 //   pnpm bench peers [--rounds 3] [--sequential 50] [--loads 200x5x50,1000x5x100]
 //                    [--only agentrt,langgraph,restate,dbos,openai] [--no-kill]
+//
+// BENCH_CPU_SPLIT=1: each contender's processes' CPU and write system calls per turn, per load
+// (runner.ts). BENCH_PROFILE_DIR=/tmp/prof: agentrt's services write CPU profiles there.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -103,7 +106,12 @@ async function runOnce(name: Name, round: number): Promise<RunnerResult | string
     if (line.startsWith("RESULT ")) result = JSON.parse(line.slice(7)) as RunnerResult;
     else errors.push(line);
   });
-  child.stderr.on("data", (d: Buffer) => errors.push(d.toString()));
+  child.stderr.on("data", (d: Buffer) => {
+    const text = d.toString();
+    // The runner's BENCH_CPU_SPLIT lines go through as they come.
+    for (const line of text.split("\n")) if (line.startsWith("[cpu]")) process.stderr.write(`${line}\n`);
+    errors.push(text);
+  });
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   forward = undefined;
   return result ?? `exited ${code}: ${errors.join("\n").slice(-1500)}`;

@@ -78,6 +78,32 @@ export function cpuMs(pid: number): number {
   }
 }
 
+/** Write system calls a process has made so far (its sockets' sends among them), from /proc; 0 when it is gone. */
+function writeCalls(pid: number): number {
+  try {
+    return Number(/syscw: (\d+)/.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** A process's name for the CPU split: its script's or config file's name (`main.bundle.mjs` under its service). */
+function processName(pid: number): string {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a !== "");
+    const last = args.at(-1) ?? "";
+    return `${pid} ${last.split("/").slice(-4).join("/")}`;
+  } catch {
+    return `${pid} (gone)`;
+  }
+}
+
+/**
+ * BENCH_CPU_SPLIT=1: per load, each of the contender's processes' CPU ms and write system calls
+ * per turn, on stderr (the orchestrator passes `[cpu]` lines through), to see where a total goes.
+ */
+const CPU_SPLIT = process.env.BENCH_CPU_SPLIT !== undefined;
+
 /** The model's receive times, from the orchestrator's lines on stdin. */
 class ModelLog {
   private readonly times = new Map<string, number>();
@@ -150,6 +176,7 @@ export async function runContender(make: (config: RunnerConfig) => Promise<Conte
       const agents = Array.from({ length: load.agents }, (_, i) => `${id}-l${n}a${i}`);
       await pool(agents, Math.min(50, load.concurrency), (agent) => contender.createAgent(agent));
       const before = new Map((await contender.pids()).map((p) => [p, cpuMs(p)]));
+      const writesBefore = new Map([...before.keys()].map((p) => [p, writeCalls(p)]));
       const selfBefore = process.cpuUsage();
       const start = nowMs();
       await pool(agents, load.concurrency, async (agent) => {
@@ -161,6 +188,10 @@ export async function runContender(make: (config: RunnerConfig) => Promise<Conte
       const after = new Set([...before.keys(), ...(await contender.pids())]);
       const cpu = [...after].reduce((s, p) => s + Math.max(0, cpuMs(p) - (before.get(p) ?? 0)), 0) + (self.user + self.system) / 1000;
       const turns = load.agents * load.turns;
+      if (CPU_SPLIT) {
+        const perTurn = [...after].map((p) => `  ${processName(p)}: ${((cpuMs(p) - (before.get(p) ?? 0)) / turns).toFixed(2)} CPU ms, ${((writeCalls(p) - (writesBefore.get(p) ?? 0)) / turns).toFixed(1)} writes`);
+        process.stderr.write(`[cpu] ${load.agents} × ${load.turns}, per turn:\n${perTurn.map((l) => `[cpu] ${l}\n`).join("")}[cpu]   this runner: ${((self.user + self.system) / 1000 / turns).toFixed(2)} CPU ms\n`);
+      }
       loads.push({ ...load, turnsPerSecond: turns / seconds, cpuMsPerTurn: cpu / turns });
     }
 

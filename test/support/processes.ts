@@ -31,6 +31,8 @@ export interface ServiceProcessOptions {
    * image do, instead of through tsx: a restart then takes what production's takes.
    */
   readonly fromBundle?: boolean;
+  /** Node options put before the entry point (`--cpu-prof`, say). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** The entry's bundle, refused when missing or older than the build's sources (run scripts/setup.sh). */
@@ -117,7 +119,7 @@ export class ServiceProcess {
     // One process per service (`node --import tsx`), so a signal reaches the service itself
     // and not a wrapper whose child would outlive a SIGKILL.
     const entry = join(repoRoot, entryPoints[this.service]);
-    const args = this.options.fromBundle === true ? [bundleFor(entry)] : ["--import", "tsx", entry];
+    const args = [...(this.options.nodeArgs ?? []), ...(this.options.fromBundle === true ? [bundleFor(entry)] : ["--import", "tsx", entry])];
     const child = spawn(process.execPath, args, {
       cwd: repoRoot,
       env: { ...process.env, LOG_LEVEL: this.options.logLevel ?? "warn", ...this.env, ...(this.opsPort === undefined ? {} : { OPS_PORT: String(this.opsPort) }) },

@@ -57,6 +57,8 @@ export interface SystemOptions {
   readonly fromBundles?: boolean;
   /** Keep every byte each service writes (a diagnosis of a long run needs all of it), not just the tail. */
   readonly keepAllOutput?: boolean;
+  /** Node options every service process starts with (`--cpu-prof`, say). */
+  readonly nodeArgs?: readonly string[];
 }
 
 export interface System {
@@ -143,7 +145,7 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
     ...options.env,
   };
   const envOf = (service: ServiceName, own: Record<string, string> = {}) => ({ ...common, ...options.envFor?.(service), ...own });
-  const how = { ...(options.fromBundles === true ? { fromBundle: true } : {}), ...(options.keepAllOutput === true ? { keepAllOutput: true } : {}) };
+  const how = { ...(options.fromBundles === true ? { fromBundle: true } : {}), ...(options.keepAllOutput === true ? { keepAllOutput: true } : {}), ...(options.nodeArgs === undefined ? {} : { nodeArgs: options.nodeArgs }) };
   const started: ServiceProcess[] = [];
   for (let i = 0; i < (options.reducers ?? 1); i += 1) {
     started.push(processes.add(`reducer-${i + 1}`, "agent-reducer", envOf("agent-reducer", { REDUCER_ID: `reducer-${i + 1}` }), await freeLoopbackPort(), undefined, how));

@@ -9,6 +9,8 @@ import { repliedMarker } from "../model-call.ts";
 import { type Contender, nowMs, runContender } from "../runner.ts";
 import { userMessage } from "@agentrt/testing";
 
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+
 await runContender(async (config) => {
   // startSystem also starts its own in-process fake model; the services are pointed at the
   // shared one instead, so that one stays idle.
@@ -17,7 +19,13 @@ await runContender(async (config) => {
     drivers: 1,
     // As the quickstart and the image run them: a restarted driver starts in what production's does.
     fromBundles: true,
-    env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128", OPENAI_BASE_URL: config.modelUrl },
+    // BENCH_PROFILE_DIR=/tmp/prof: every service writes a CPU profile there when it stops.
+    ...(PROFILE_DIR === undefined ? {} : { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] }),
+    env: {
+      LOG_LEVEL: "error",
+      LLM_CONCURRENCY: "128",
+      OPENAI_BASE_URL: config.modelUrl,
+    },
   });
   const stored = new Map<string, (at: number) => void>();
   const feed = system.store.feed({});
@@ -68,6 +76,8 @@ await runContender(async (config) => {
     },
     async stop() {
       await feed.close();
+      // A profile is written when the process exits on its own: SIGTERM first, not the harness's SIGKILL.
+      if (PROFILE_DIR !== undefined) for (const p of system.processes.all) await p.signal("SIGTERM");
       await system.stop();
     },
   };
