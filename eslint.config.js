@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", "**/dist/**", "**/generated/**", ".data/**", "services/web-gateway/ui/dist/**", "**/*.bundle.mjs"] },
+  { ignores: ["**/node_modules/**", "**/dist/**", "**/generated/**", ".data/**", "services/web-gateway/ui/dist/**", "**/*.bundle.mjs", "**/*.bundle.cjs"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

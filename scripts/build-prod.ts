@@ -2,8 +2,11 @@
 //
 //   <out>/services/<service>/
 //     package.json, node_modules/      `pnpm deploy --prod` (flat layout, production deps only)
-//     dist/main.mjs                     the service bundled with esbuild; workspace packages are
-//                                       inlined, third-party packages stay in node_modules
+//     dist/main.mjs                     the loader of dist/main.cjs: the service bundled with esbuild
+//                                       as CommonJS, compiled from dist/main.cjs.cache (V8's code
+//                                       cache, made by this build's node; see bundleService);
+//                                       workspace packages are inlined, third-party packages stay
+//                                       in node_modules
 //     src/**/<name>-entry.mjs           worker-thread entries, bundled the same way in place
 //     types/, src/*.md, ui/dist/ ...    files read at run time, at their source-relative paths
 //
@@ -19,7 +22,7 @@
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { bundleEntry, type EsbuildPlugin, IMPORT_META_BANNER, importMetaPlugin, ROOT } from "./bundling.ts";
+import { bundleEntry, bundleService, type EsbuildPlugin, IMPORT_META_BANNER, importMetaPlugin, ROOT } from "./bundling.ts";
 
 export const SERVICES = ["agent-reducer", "llm-driver", "capability-host", "web-gateway"] as const;
 /** Packages that exist to load TypeScript at run time; the production tree must not need them. */
@@ -58,11 +61,19 @@ async function bundle(entry: string, outfile: string, outRoot: string, options: 
     banner: IMPORT_META_BANNER,
     // A self-contained bundle (bin/) has no node_modules next to it: everything is inlined.
     plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [externalsPlugin, importMetaPlugin(outfile, outRoot)],
-    extra: { sourcemap: "linked", legalComments: "none" },
+    extra: BUNDLE_EXTRA,
   });
-  // A module loaded at run time by a computed path (a worker started on a .ts file, a dynamic
-  // import of TypeScript) would need a loader the image does not have: fail the build, not the pod.
-  const leftover = /(?:import\(|new Worker\()\s*(?:new URL\()?\s*["'][^"']+\.m?ts["']/.exec(readFileSync(outfile, "utf8"));
+  refuseTypeScriptLoads(entry, outfile);
+}
+
+const BUNDLE_EXTRA = { sourcemap: "linked", legalComments: "none" };
+
+/**
+ * A module loaded at run time by a computed path (a worker started on a .ts file, a dynamic
+ * import of TypeScript) would need a loader the image does not have: fail the build, not the pod.
+ */
+function refuseTypeScriptLoads(entry: string, file: string): void {
+  const leftover = /(?:import\(|new Worker\()\s*(?:new URL\()?\s*["'][^"']+\.m?ts["']/.exec(readFileSync(file, "utf8"));
   if (leftover) throw new Error(`${relative(ROOT, entry)}: the bundle still loads TypeScript at run time (${leftover[0]}); start workers through a *-entry.mjs`);
 }
 
@@ -77,7 +88,8 @@ export async function buildProductionTree(outRoot: string, options: { skipUi?: b
     const src = join(ROOT, "services", service);
     const out = join(outRoot, "services", service);
     run("pnpm", ["--filter", `@agentrt/${service}`, "deploy", "--prod", "--prefer-offline", "--config.node-linker=hoisted", "--config.package-import-method=copy", out]);
-    await bundle(join(src, "src/main.ts"), join(out, "dist/main.mjs"), outRoot);
+    const main = join(src, "src/main.ts");
+    refuseTypeScriptLoads(main, await bundleService({ entry: main, loaderFile: join(out, "dist/main.mjs"), outRoot, plugins: [externalsPlugin], extra: BUNDLE_EXTRA }));
     for (const file of walk(join(src, "src")).filter((f) => f.endsWith("-entry.mjs"))) {
       await bundle(file, join(out, relative(src, file)), outRoot);
     }

@@ -1,9 +1,11 @@
 // Precompiles the quickstart's processes so they start without transpiling or resolving hundreds
-// of modules: esbuild bundles each entry with everything it imports into one ESM file next to its
-// main.ts (`src/main.bundle.mjs`, git-ignored), so paths the code computes from its own module
-// (the gateway's default prompt file and UI folder) still point at the same files. Starting from
-// the bundle cuts a service's start-up CPU about threefold against `node --import tsx`
-// (BENCHMARKS.md "Start-up").
+// of modules: esbuild bundles each entry with everything it imports into one CommonJS file next
+// to its main.ts (`src/main.bundle.cjs`, with V8's code cache for it in `main.bundle.cjs.cache`),
+// run by the loader `src/main.bundle.mjs` (all three git-ignored; see bundleService), so paths
+// the code computes from its own module (the gateway's default prompt file and UI folder) still
+// point at the same files. Starting from the bundle cuts a service's start-up CPU about
+// threefold against `node --import tsx`, and the code cache takes most of what is left of
+// loading it (BENCHMARKS.md "Start-up").
 //
 // Modules that find files next to themselves (the host's worker entries and itx declarations)
 // keep finding them: each module's `import.meta.url` is rewritten to its own source location
@@ -16,7 +18,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleEntry, IMPORT_META_BANNER, importMetaPlugin, ROOT as root } from "./bundling.ts";
+import { bundleService, ROOT as root } from "./bundling.ts";
 
 /** Entries that are bundled, relative to the repository root. */
 export const BUNDLED_ENTRIES = [
@@ -31,21 +33,11 @@ export const bundleOf = (entry: string): string => entry.replace(/main\.ts$/, "m
 /** Touched after every successful build; setup.sh compares sources against it. */
 export const BUILD_STAMP = join(root, "node_modules", ".agentrt-bundles-built");
 
-// Bundled CommonJS dependencies call `require` for Node's built-ins; an ESM file has none.
-const REQUIRE_SHIM = "import { createRequire as __agentrtCreateRequire } from 'node:module'; const require = __agentrtCreateRequire(import.meta.url);";
-
 async function main(): Promise<void> {
   const started = Date.now();
   await Promise.all(
     BUNDLED_ENTRIES.map((entry) => {
-      const outfile = join(root, bundleOf(entry));
-      return bundleEntry({
-        entry: join(root, entry),
-        outfile,
-        banner: `${REQUIRE_SHIM}\n${IMPORT_META_BANNER}`,
-        plugins: [importMetaPlugin(outfile, root)],
-        extra: { external: ["typescript"] },
-      });
+      return bundleService({ entry: join(root, entry), loaderFile: join(root, bundleOf(entry)), outRoot: root, extra: { external: ["typescript"] } });
     }),
   );
   writeFileSync(BUILD_STAMP, new Date().toISOString());

@@ -44,16 +44,27 @@ async function readyz(port: number): Promise<boolean> {
   }
 }
 
-type Mode = "bundle" | "source";
+/** "uncached": the bundle compiled from source (AGENTRT_CODE_CACHE=off), the code cache's baseline. */
+type Mode = "bundle" | "uncached" | "source";
 const bundleOf = (service: string) => join(ROOT, "services", service, "src", "main.bundle.mjs");
 const hasBundle = (service: string) => existsSync(bundleOf(service));
 
 /** Process start → first 200 from /readyz, then SIGTERM and wait for the exit. */
 async function timeServiceReady(service: string, natsUrl: string, mode: Mode): Promise<number> {
   const [ops, http, grpc] = (await freeLoopbackPorts(3)) as [number, number, number];
-  const env = { ...process.env, NATS_URL: natsUrl, OPS_PORT: String(ops), HTTP_PORT: String(http), GRPC_PORT: String(grpc), AGENTRT_DEV_MODE: "1", UI_BUILD_ON_START: "0", LOG_LEVEL: "warn" };
+  const env = {
+    ...process.env,
+    NATS_URL: natsUrl,
+    OPS_PORT: String(ops),
+    HTTP_PORT: String(http),
+    GRPC_PORT: String(grpc),
+    AGENTRT_DEV_MODE: "1",
+    UI_BUILD_ON_START: "0",
+    LOG_LEVEL: "warn",
+    ...(mode === "uncached" ? { AGENTRT_CODE_CACHE: "off" } : {}),
+  };
   const t0 = performance.now();
-  const args = mode === "bundle" ? [bundleOf(service)] : ["--import", "tsx", join(ROOT, "services", service, "src", "main.ts")];
+  const args = mode === "source" ? ["--import", "tsx", join(ROOT, "services", service, "src", "main.ts")] : [bundleOf(service)];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: "ignore" });
   try {
     while (!(await readyz(ops))) {
@@ -116,17 +127,20 @@ async function main(): Promise<void> {
   const floorTsx: number[] = [];
   const perService: Record<string, number[]> = Object.fromEntries(SERVICES.map((s) => [s, []]));
   const fromSource: Record<string, number[]> = Object.fromEntries(SERVICES.filter(hasBundle).map((s) => [s, []]));
+  const uncached: Record<string, number[]> = Object.fromEntries(SERVICES.filter(hasBundle).map((s) => [s, []]));
   const stack: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     // Interleaved, so a burst of load from elsewhere touches every row alike.
     floorNode.push(await timeToExit(process.execPath, ["-e", "0"]));
     floorTsx.push(await timeToExit(process.execPath, ["--import", "tsx", join(import.meta.dirname, "hello.ts")]));
     for (const s of SERVICES) perService[s]!.push(await timeServiceReady(s, natsForServices.url, hasBundle(s) ? "bundle" : "source"));
+    for (const s of Object.keys(uncached)) uncached[s]!.push(await timeServiceReady(s, natsForServices.url, "uncached"));
     for (const s of Object.keys(fromSource)) fromSource[s]!.push(await timeServiceReady(s, natsForServices.url, "source"));
     stack.push(await timeStackReady(natsForStack.url));
   }
   rows.push(["`node -e 0` (floor)", floorNode], ["tsx hello (floor)", floorTsx]);
   for (const s of SERVICES) rows.push([`${s}: start → /readyz${hasBundle(s) ? " (bundle, as the stack runs it)" : " (source)"}`, perService[s]!]);
+  for (const s of Object.keys(uncached)) rows.push([`${s}: start → /readyz (bundle compiled from source, \`AGENTRT_CODE_CACHE=off\`)`, uncached[s]!]);
   for (const s of Object.keys(fromSource)) rows.push([`${s}: start → /readyz from source via tsx`, fromSource[s]!]);
   rows.push(["whole stack: `./scripts/up.sh` → ready", stack]);
   await natsForServices.stop();

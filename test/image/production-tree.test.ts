@@ -110,7 +110,8 @@ beforeAll(async () => {
     YAML.stringify({
       nats: { embedded: { enabled: false } },
       externalNats: { url: nats.url },
-      config: { natsStreamReplicas: 1, partitionCount: 8, logLevel: "warn" },
+      // The chart's default log level: each service's "started" line says how its code was compiled.
+      config: { natsStreamReplicas: 1, partitionCount: 8, logLevel: "info" },
       // A cold checker may overrun the default budget and run a script unchecked; the test
       // wants the checker's verdict.
       capabilityHost: { sandbox: { typecheckBudgetMs: 60_000 } },
@@ -241,6 +242,15 @@ describe("the production tree (what the image ships)", () => {
     });
     expect(settled.get("api:prodtree-ok")).toMatchObject({ status: "succeeded", result: 42 });
     expect(settled.get("api:prodtree-typo"), "the TypeScript checker runs from the tree").toMatchObject({ status: "failed", failureKind: "typecheck", error: expect.stringContaining("valeu") });
+  });
+
+  it("compiles every service from the V8 code cache the build made, not from source", () => {
+    for (const service of SERVICES) {
+      expect(existsSync(join(tree, "services", service, "dist/main.cjs.cache")), `${service} ships its code cache`).toBe(true);
+      const started = children.get(service)!.output.join("").split("\n").find((line) => line.includes(`"msg":"${service} started"`));
+      expect(started, `${service} logged that it started:\n${children.get(service)!.output.join("").slice(-1500)}`).toBeDefined();
+      expect(JSON.parse(started!) as { codeCache?: string }, `${service}'s code came from the cache`).toMatchObject({ codeCache: "used" });
+    }
   });
 
   it("ran every service as a non-root user that cannot write the tree", () => {

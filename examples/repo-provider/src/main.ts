@@ -32,25 +32,33 @@ const stop = async (): Promise<void> => {
 process.once("SIGTERM", () => void stop());
 process.once("SIGINT", () => void stop());
 
-const nc = await connect({
-  servers: env.NATS_URL.split(",").map((s) => s.trim()),
-  name: "repo-provider",
-  ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "" }),
-  waitOnFirstConnect: true,
-  maxReconnectAttempts: -1,
-  reconnectTimeWait: 250,
-});
-running.nc = nc;
-try {
-  const provider = await startCapabilityProvider(nc, {
-    ...repoProvider({ repoDir: env.REPO_DIR, pullsDir: env.PULLS_DIR }),
-    signal: stopping.signal,
-    onError: (error) => process.stderr.write(`${JSON.stringify({ level: "error", provider: "repo", msg: String(error) })}\n`),
+// Not a top-level await: the bundle is CommonJS (scripts/bundling.ts).
+async function main(): Promise<void> {
+  const nc = await connect({
+    servers: env.NATS_URL.split(",").map((s) => s.trim()),
+    name: "repo-provider",
+    ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "" }),
+    waitOnFirstConnect: true,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
   });
-  running.provider = provider;
-  process.stdout.write(`repo-provider ready ${provider.instanceId}\n`);
-} catch (error) {
-  // Stopped while still waiting for a host: `stop` exits. Anything else (the host refused the
-  // registration) is a configuration error that retrying cannot fix.
-  if (!stopping.signal.aborted) throw error;
+  running.nc = nc;
+  try {
+    const provider = await startCapabilityProvider(nc, {
+      ...repoProvider({ repoDir: env.REPO_DIR, pullsDir: env.PULLS_DIR }),
+      signal: stopping.signal,
+      onError: (error) => process.stderr.write(`${JSON.stringify({ level: "error", provider: "repo", msg: String(error) })}\n`),
+    });
+    running.provider = provider;
+    process.stdout.write(`repo-provider ready ${provider.instanceId}\n`);
+  } catch (error) {
+    // Stopped while still waiting for a host: `stop` exits. Anything else (the host refused the
+    // registration) is a configuration error that retrying cannot fix.
+    if (!stopping.signal.aborted) throw error;
+  }
 }
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${JSON.stringify({ level: "fatal", provider: "repo", msg: String(error) })}\n`);
+  process.exit(1);
+});

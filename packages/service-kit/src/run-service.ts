@@ -25,7 +25,10 @@ export async function runService(options: {
     logger.fatal({ err: error }, `${options.name} failed to start`);
     process.exit(1);
   }
-  logger.info(`${options.name} started`);
+  // How its code was compiled when it runs from a service bundle (scripts/bundling.ts): from the
+  // build's V8 code cache ("used"), from source because this node's V8 refused it ("rejected").
+  const codeCache: unknown = (globalThis as Record<symbol, unknown>)[Symbol.for("agentrt.codeCache")];
+  logger.info(codeCache === undefined ? {} : { codeCache }, `${options.name} started`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

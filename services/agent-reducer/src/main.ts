@@ -17,7 +17,8 @@ import { openSnapshotStore } from "./snapshots.ts";
 const config = loadConfig(reducerConfigSchema);
 const logger = createLogger("agent-reducer", config.LOG_LEVEL);
 
-await runService({
+// Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
+void runService({
   name: "agent-reducer",
   logger,
   async start() {

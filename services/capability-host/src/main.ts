@@ -12,7 +12,8 @@ import { hostConfigSchema } from "./config.ts";
 const config = loadConfig(hostConfigSchema);
 const logger = createLogger("capability-host", config.LOG_LEVEL);
 
-await runService({
+// Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
+void runService({
   name: "capability-host",
   logger,
   stopTimeoutMs: config.SCRIPT_MAX_RUN_MS + 5_000,

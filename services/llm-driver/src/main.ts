@@ -15,7 +15,8 @@ const startup: Record<string, number> = { processStarted: Math.round(performance
 const config = loadConfig(driverConfigSchema);
 const logger = createLogger("llm-driver", config.LOG_LEVEL);
 
-await runService({
+// Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
+void runService({
   name: "llm-driver",
   logger,
   async start() {

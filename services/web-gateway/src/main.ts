@@ -21,7 +21,8 @@ const config = loadConfig(gatewayConfigSchema);
 // Keys must never reach a log line: header-shaped fields are censored on every line.
 const logger = createLogger("web-gateway", config.LOG_LEVEL).child({}, { redact: { paths: LOG_REDACT_PATHS, censor: "[REDACTED]" } });
 
-await runService({
+// Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
+void runService({
   name: "web-gateway",
   logger,
   stopTimeoutMs: config.SHUTDOWN_DELAY_MS + DEFAULT_STOP_TIMEOUT_MS,
