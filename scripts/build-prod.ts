@@ -3,11 +3,11 @@
 //   <out>/services/<service>/
 //     package.json, node_modules/      `pnpm deploy --prod` (flat layout, production deps only)
 //     dist/main.mjs                     the loader of dist/main.cjs: the service bundled with esbuild
-//                                       as CommonJS, compiled from dist/main.cjs.cache (V8's code
-//                                       cache, made by this build's node; see bundleService);
-//                                       workspace packages are inlined, third-party packages stay
-//                                       in node_modules
-//     src/**/<name>-entry.mjs           worker-thread entries, bundled the same way in place
+//                                       as CommonJS with its packages inlined (all but the
+//                                       TypeScript compiler), compiled from dist/main.cjs.cache
+//                                       (V8's code cache, made by this build's node; bundleService)
+//     src/**/<name>-entry.mjs           worker-thread entries, bundled in place; their
+//                                       third-party packages stay in node_modules
 //     types/, src/*.md, ui/dist/ ...    files read at run time, at their source-relative paths
 //
 // No TypeScript loader runs in production: `import.meta.url` and `import.meta.dirname` inside a
@@ -43,13 +43,19 @@ function walk(dir: string, out: string[] = []): string[] {
   return out;
 }
 
+/** A worker entry registers tsx for the dev run; compiled, there is nothing to register. */
+const noTsxPlugin: EsbuildPlugin = {
+  name: "agentrt-no-tsx",
+  setup(build) {
+    build.onResolve({ filter: /^tsx\/esm\/api$/ }, () => ({ path: "tsx-register", namespace: "agentrt-noop" }));
+    build.onLoad({ filter: /.*/, namespace: "agentrt-noop" }, () => ({ contents: "export function register() {}", loader: "js" }));
+  },
+};
+
 /** Workspace packages are bundled; everything else resolves from node_modules at run time. */
 const externalsPlugin: EsbuildPlugin = {
   name: "agentrt-externals",
   setup(build) {
-    // A worker entry registers tsx for the dev run; compiled, there is nothing to register.
-    build.onResolve({ filter: /^tsx\/esm\/api$/ }, () => ({ path: "tsx-register", namespace: "agentrt-noop" }));
-    build.onLoad({ filter: /.*/, namespace: "agentrt-noop" }, () => ({ contents: "export function register() {}", loader: "js" }));
     build.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith("@agentrt/") ? undefined : { path: args.path, external: true }));
   },
 };
@@ -60,7 +66,7 @@ async function bundle(entry: string, outfile: string, outRoot: string, options: 
     outfile,
     banner: IMPORT_META_BANNER,
     // A self-contained bundle (bin/) has no node_modules next to it: everything is inlined.
-    plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [externalsPlugin, importMetaPlugin(outfile, outRoot)],
+    plugins: options.selfContained ? [importMetaPlugin(outfile, outRoot)] : [noTsxPlugin, externalsPlugin, importMetaPlugin(outfile, outRoot)],
     extra: BUNDLE_EXTRA,
   });
   refuseTypeScriptLoads(entry, outfile);
@@ -89,7 +95,11 @@ export async function buildProductionTree(outRoot: string, options: { skipUi?: b
     const out = join(outRoot, "services", service);
     run("pnpm", ["--filter", `@agentrt/${service}`, "deploy", "--prod", "--prefer-offline", "--config.node-linker=hoisted", "--config.package-import-method=copy", out]);
     const main = join(src, "src/main.ts");
-    refuseTypeScriptLoads(main, await bundleService({ entry: main, loaderFile: join(out, "dist/main.mjs"), outRoot, plugins: [externalsPlugin], extra: BUNDLE_EXTRA }));
+    // The service's own code and its third-party packages in one file, as the quickstart's bundles
+    // (build-services.ts): the code cache then covers all of it, where modules loaded from
+    // node_modules one by one would each be resolved and compiled at every start. The
+    // TypeScript compiler stays in node_modules (the host's checker workers load it).
+    refuseTypeScriptLoads(main, await bundleService({ entry: main, loaderFile: join(out, "dist/main.mjs"), outRoot, plugins: [noTsxPlugin], extra: { ...BUNDLE_EXTRA, external: ["typescript"] } }));
     for (const file of walk(join(src, "src")).filter((f) => f.endsWith("-entry.mjs"))) {
       await bundle(file, join(out, relative(src, file)), outRoot);
     }
