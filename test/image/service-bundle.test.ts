@@ -2,10 +2,11 @@
 // bundled as CommonJS, V8's code cache for it made by this node, and the `.mjs` loader every
 // launcher runs. Given a small entry that reads a file next to its source, imports a module
 // by a computed path and reports how its code was compiled: the loader runs it from the cache;
-// from source when the cache is damaged or gone, with the same result.
+// from source when the cache is damaged or gone or this node's V8 flags refuse it, with the same
+// result, and then from a cache of its own in a temp directory only its user may write.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,16 +15,20 @@ import { bundleService, ROOT } from "../../scripts/bundling.ts";
 let dir: string;
 let loader: string;
 let code: string;
+/** The temp directory the loaders run with (their own caches go there). */
+let temp: string;
 
 /** Runs the loader in a plain node; its one line of output, parsed. */
 function runLoader(env: Record<string, string> = {}): { codeCache: string; data: string; dir: string; computed: string; argv: number } {
-  const run = spawnSync(process.execPath, [loader, "x"], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", ...env } });
+  const run = spawnSync(process.execPath, [loader, "x"], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", TMPDIR: temp, ...env } });
   expect(run.status, run.stderr).toBe(0);
   return JSON.parse(run.stdout.trim()) as ReturnType<typeof runLoader>;
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "agentrt-service-bundle-"));
+  temp = join(dir, "tmp");
+  mkdirSync(temp);
   writeFileSync(join(dir, "data.txt"), "next to the source");
   writeFileSync(join(dir, "computed.cjs"), "exports.answer = 'loaded by a computed path';\n");
   writeFileSync(
@@ -60,18 +65,41 @@ describe("a service bundle", () => {
     expect(runLoader({ AGENTRT_CODE_CACHE: "off" })).toMatchObject({ codeCache: "off", data: "next to the source", computed: "loaded by a computed path" });
   });
 
-  it("compiles from source when the cache does not fit, with the same result", () => {
+  it("compiles from source when the cache does not fit, then from a cache of its own", () => {
     const cache = readFileSync(`${code}.cache`);
     try {
       writeFileSync(`${code}.cache`, Buffer.from(cache.map((byte, i) => (i < 64 ? byte ^ 0xff : byte))));
-      expect(runLoader()).toMatchObject({ codeCache: "rejected", data: "next to the source", computed: "loaded by a computed path" });
+      expect(runLoader()).toMatchObject({ codeCache: "rejected, own cache written", data: "next to the source", computed: "loaded by a computed path" });
+      expect(runLoader()).toMatchObject({ codeCache: "own", data: "next to the source", computed: "loaded by a computed path" });
     } finally {
       writeFileSync(`${code}.cache`, cache);
+      rmSync(temp, { recursive: true, force: true });
+      mkdirSync(temp);
     }
   });
 
-  it("compiles from source when there is no cache", () => {
+  it("makes its own cache when this node's flags refuse the build's (--max-old-space-size)", () => {
+    const flags = { NODE_OPTIONS: "--max-old-space-size=256" };
+    expect(runLoader(flags)).toMatchObject({ codeCache: "rejected, own cache written", computed: "loaded by a computed path" });
+    expect(runLoader(flags)).toMatchObject({ codeCache: "own", computed: "loaded by a computed path" });
+    expect(runLoader(), "without the flags, the build's cache").toMatchObject({ codeCache: "used" });
+  });
+
+  it("keeps no cache of its own where others may write: compiles from source every time", () => {
+    const shared = join(dir, "shared-tmp");
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    const ownDir = join(shared, `agentrt-code-cache-${process.getuid?.() ?? "user"}`);
+    mkdirSync(ownDir, { mode: 0o777 });
+    chmodSync(ownDir, 0o777);
+    const flags = { NODE_OPTIONS: "--max-old-space-size=256", TMPDIR: shared };
+    expect(runLoader(flags)).toMatchObject({ codeCache: "rejected", computed: "loaded by a computed path" });
+    expect(readdirSync(ownDir)).toEqual([]);
+  });
+
+  it("compiles from source when there is no cache, then from its own", () => {
     rmSync(`${code}.cache`);
-    expect(runLoader()).toMatchObject({ codeCache: "absent", data: "next to the source", computed: "loaded by a computed path" });
+    expect(runLoader()).toMatchObject({ codeCache: "absent, own cache written", data: "next to the source", computed: "loaded by a computed path" });
+    expect(runLoader()).toMatchObject({ codeCache: "own", data: "next to the source", computed: "loaded by a computed path" });
   });
 });
