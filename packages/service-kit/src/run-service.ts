@@ -25,8 +25,9 @@ export async function runService(options: {
     logger.fatal({ err: error }, `${options.name} failed to start`);
     process.exit(1);
   }
-  // How its code was compiled when it runs from a service bundle (scripts/bundling.ts): from the
-  // build's V8 code cache ("used"), from source because this node's V8 refused it ("rejected").
+  // How its code was compiled when it runs from a service bundle (scripts/bundling.ts, where
+  // the values are listed): from the build's V8 code cache ("used"), from this node's own ("own"),
+  // or from source because V8 refused the cache ("rejected, own cache written").
   const codeCache: unknown = (globalThis as Record<symbol, unknown>)[Symbol.for("agentrt.codeCache")];
   logger.info(codeCache === undefined ? {} : { codeCache }, `${options.name} started`);
   let stopping = false;
