@@ -6,7 +6,7 @@
 // result, and then from a cache of its own in a temp directory only its user may write.
 
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,6 +41,7 @@ beforeAll(async () => {
       "  const data = readFileSync(new URL('./data.txt', import.meta.url), 'utf8');",
       "  process.stdout.write(`${JSON.stringify({ codeCache: status, data, dir: import.meta.dirname, computed: m.answer, argv: process.argv.length })}\\n`);",
       "});",
+      "setTimeout(() => undefined, Number(process.env.STAY_MS ?? 0));",
     ].join("\n"),
   );
   mkdirSync(join(dir, "out"));
@@ -96,6 +97,20 @@ describe("a service bundle", () => {
     expect(runLoader(flags)).toMatchObject({ codeCache: "rejected", computed: "loaded by a computed path" });
     expect(readdirSync(ownDir)).toEqual([]);
   });
+
+  it("a process that ran for a while leaves a warm cache of its own, which the next start uses", () => {
+    try {
+      expect(runLoader({ STAY_MS: "6000" })).toMatchObject({ codeCache: "used" });
+      const ownDir = join(temp, `agentrt-code-cache-${process.getuid?.() ?? "user"}`);
+      const [cache] = readdirSync(ownDir);
+      expect(cache).toMatch(/^[0-9a-f]{32}\.cache$/);
+      expect(statSync(join(ownDir, cache!)).mode & 0o777, "only its user may read it").toBe(0o600);
+      expect(runLoader()).toMatchObject({ codeCache: "own", data: "next to the source", computed: "loaded by a computed path" });
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+      mkdirSync(temp);
+    }
+  }, 20_000);
 
   it("compiles from source when there is no cache, then from its own", () => {
     rmSync(`${code}.cache`);
