@@ -136,7 +136,7 @@ export function serviceLoader(codeFileName: string): string {
 // (another version, or flags such as --max-old-space-size) compiles from source once and keeps
 // a cache of its own in the temp directory for its next start.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -166,38 +166,52 @@ const ownDirSafe = () => {
   }
 };
 const stat = statSync(file);
-const ownKey = [file, stat.size, stat.mtimeMs, process.version, process.execArgv.join(" "), process.env.NODE_OPTIONS ?? ""].join("\\0");
-const own = join(ownDir, \`\${createHash("sha256").update(ownKey).digest("hex").slice(0, 32)}.cache\`);
+const hash = (text) => createHash("sha256").update(text).digest("hex").slice(0, 16);
+// Named by the code file's path, then by its build and this node and its flags: a newer build of
+// the same path replaces the older one's (see keepOwn).
+const ownPrefix = \`\${hash(file)}-\`;
+const own = join(ownDir, \`\${ownPrefix}\${hash([stat.size, stat.mtimeMs, process.version, process.execArgv.join(" "), process.env.NODE_OPTIONS ?? ""].join("\\0"))}.cache\`);
 const ownCache = off || !ownDirSafe() ? undefined : readOrNothing(own);
 const cachedData = off ? undefined : (ownCache ?? readOrNothing(\`\${file}.cache\`));
 const script = new Script(${JSON.stringify(WRAP_HEAD)} + readFileSync(file, "utf8") + ${JSON.stringify(WRAP_TAIL)}, { filename: file, cachedData });
-let status = off ? "off" : cachedData === undefined ? "absent" : script.cachedDataRejected ? "rejected" : ownCache === undefined ? "used" : "own";
-if ((status === "absent" || status === "rejected") && ownDirSafe()) {
+/** Writes this script's cache as its own; drops other builds' of the same path and any a week old. */
+const keepOwn = () => {
+  if (!ownDirSafe()) return false;
   try {
     writeFileSync(\`\${own}.\${process.pid}\`, script.createCachedData(), { mode: 0o600 });
     renameSync(\`\${own}.\${process.pid}\`, own);
-    status += ", own cache written";
   } catch {
-    // A temp directory this process cannot write: it compiles from source at every start.
+    // A temp directory this process cannot write: the next start compiles as this one did.
+    return false;
   }
-}
+  // Another build's cache of this path goes; another writer's file still being written (no
+  // ".cache" ending yet) only once it is a week old, like anything else.
+  const weekAgo = Date.now() - 7 * 24 * 3600 * 1000;
+  let names = [];
+  try {
+    names = readdirSync(ownDir);
+  } catch {
+    // Removed meanwhile: nothing to tidy.
+  }
+  for (const name of names) {
+    const path = join(ownDir, name);
+    try {
+      if ((name.endsWith(".cache") && name.startsWith(ownPrefix) && path !== own) || statSync(path).mtimeMs < weekAgo) rmSync(path, { force: true });
+    } catch {
+      // Gone meanwhile, or not ours to remove.
+    }
+  }
+  return true;
+};
+let status = off ? "off" : cachedData === undefined ? "absent" : script.cachedDataRejected ? "rejected" : ownCache === undefined ? "used" : "own";
+if ((status === "absent" || status === "rejected") && keepOwn()) status += ", own cache written";
 globalThis[Symbol.for(${JSON.stringify(CODE_CACHE_STATUS)})] = status;
 const module = { exports: {} };
 script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
 // A few seconds in, the functions its start and first work compiled are in V8's hands too: a
 // cache taken then spares the next start of this code here (a restarted container finds it in
 // the pod's /tmp) compiling them again. Taken once, by a process that did not start from one.
-if (status !== "own" && !off) {
-  setTimeout(() => {
-    if (!ownDirSafe()) return;
-    try {
-      writeFileSync(\`\${own}.\${process.pid}\`, script.createCachedData(), { mode: 0o600 });
-      renameSync(\`\${own}.\${process.pid}\`, own);
-    } catch {
-      // Not writable after all: the next start uses the build's cache.
-    }
-  }, ${WARM_CACHE_AFTER_MS}).unref();
-}
+if (status !== "own" && !off) setTimeout(keepOwn, ${WARM_CACHE_AFTER_MS}).unref();
 `;
 }
 

@@ -6,7 +6,7 @@
 // result, and then from a cache of its own in a temp directory only its user may write.
 
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -103,7 +103,7 @@ describe("a service bundle", () => {
       expect(runLoader({ STAY_MS: "6000" })).toMatchObject({ codeCache: "used" });
       const ownDir = join(temp, `agentrt-code-cache-${process.getuid?.() ?? "user"}`);
       const [cache] = readdirSync(ownDir);
-      expect(cache).toMatch(/^[0-9a-f]{32}\.cache$/);
+      expect(cache).toMatch(/^[0-9a-f]{16}-[0-9a-f]{16}\.cache$/);
       expect(statSync(join(ownDir, cache!)).mode & 0o777, "only its user may read it").toBe(0o600);
       expect(runLoader()).toMatchObject({ codeCache: "own", data: "next to the source", computed: "loaded by a computed path" });
     } finally {
@@ -111,6 +111,29 @@ describe("a service bundle", () => {
       mkdirSync(temp);
     }
   }, 20_000);
+
+  it("keeps one cache of its own per code file: a newer build's replaces the older's, and a week-old one goes", () => {
+    const flags = { NODE_OPTIONS: "--max-old-space-size=256" };
+    const ownDir = join(temp, `agentrt-code-cache-${process.getuid?.() ?? "user"}`);
+    try {
+      expect(runLoader(flags)).toMatchObject({ codeCache: "rejected, own cache written" });
+      const [first] = readdirSync(ownDir);
+      const abandoned = join(ownDir, "0123456789abcdef-0123456789abcdef.cache");
+      writeFileSync(abandoned, "a build long gone");
+      utimesSync(abandoned, new Date(Date.now() - 8 * 24 * 3600 * 1000), new Date(Date.now() - 8 * 24 * 3600 * 1000));
+      // The same code file rebuilt: another modification time, so another cache of its own.
+      const later = new Date(Date.now() + 60_000);
+      utimesSync(code, later, later);
+      expect(runLoader(flags)).toMatchObject({ codeCache: "rejected, own cache written", computed: "loaded by a computed path" });
+      const left = readdirSync(ownDir);
+      expect(left).toHaveLength(1);
+      expect(left[0]).not.toBe(first);
+      expect(left[0]!.slice(0, 17), "the same code file's").toBe(first!.slice(0, 17));
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
+      mkdirSync(temp);
+    }
+  });
 
   it("compiles from source when there is no cache, then from its own", () => {
     rmSync(`${code}.cache`);
