@@ -2,7 +2,8 @@
 // connection receives: a keyed append to a long stream never reads the stream, a page read
 // pulls about its byte budget (not the whole range), and an aborted read stops pulling.
 
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
+import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
+import { Kvm } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -110,4 +111,22 @@ it("a stream written before the key index existed is indexed once, and its keys 
   expect(again.events.map((e) => e.offset)).toEqual([1]);
   const { store: other } = await freshStore({ keyIndexBucket: "EV_COST_KEYS_UPGRADED" });
   expect((await other.append(path, [note("new again", "cost/new")])).status).toBe("duplicate");
+});
+
+it("a new stream's first append does not wait for the index's mark, and without the mark another store still finds its keys", async () => {
+  const unmarked = "/cost/unmarked/one";
+  const bucket = "EV_COST_KEYS_UNMARKED";
+  const { store, nc } = await freshStore({ keyIndexBucket: bucket });
+  expect((await store.append(unmarked, [note("first", "unmarked/1")])).status).toBe("committed");
+  // The mark never landed (the store died, or NATS lost the put): remove it once it is there.
+  const kv = await new Kvm(nc).open(bucket);
+  await waitFor(async () => (await kv.get("m.cost.unmarked.one")) !== null, { timeoutMs: 5_000, intervalMs: 20 });
+  await kv.purge("m.cost.unmarked.one");
+  const { store: other } = await freshStore({ keyIndexBucket: bucket });
+  const again = await other.append(unmarked, [note("first, again", "unmarked/1")]);
+  expect(again.status).toBe("duplicate");
+  expect(again.events.map((e) => e.offset)).toEqual([1]);
+  const next = await other.append(unmarked, [note("second", "unmarked/2")]);
+  expect(next.events.map((e) => e.offset)).toEqual([2]);
+  expect((await kv.get("m.cost.unmarked.one"))?.operation, "the other store marked it after its read").toBe("PUT");
 });

@@ -274,10 +274,13 @@ export class BatchWriter {
       // Committed with a reservation that did not take: an entry of an earlier attempt that lost
       // (no record before `first` carries the key) now points at this record.
       if (reserving !== undefined && !(await reserving)) await pointKeysAt(this.options.index, streamPath, committedKeys, first);
-      // This store wrote the stream's first record, so its whole history is in the index. The
-      // batch is committed whatever happens here: without the mark, a later keyed append
-      // reads the stream once instead.
-      if (wasEmpty && !writer.indexed) await this.markIndexed(writer, streamPath).catch(() => undefined);
+      // This store wrote the stream's first record (its keys reserved before it), so its whole
+      // history is in the index. The mark tells other stores so; the append does not wait for
+      // it: without the mark, another store's keyed append reads the stream once and marks it.
+      if (wasEmpty && !writer.indexed) {
+        writer.indexed = true;
+        void this.options.index.markIndexed(streamPath).catch(() => undefined);
+      }
       return outcomes;
     }
     const error = new AgentRuntimeError("conflict", `Too many concurrent writers on ${streamPath}; retry.`, {
