@@ -5,12 +5,13 @@
 
 import { type NatsServer, collectUntil, startNatsServer } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
+import { type NatsConnection, connect, headers as natsHeaders } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EventStore, fnv1a32 } from "../src/index.ts";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { KeyIndex } from "../src/jetstream/key-index.ts";
 import { JetStreamPublisher, PublishRejectedError } from "../src/jetstream/publisher.ts";
+import { LIVE_TYPES_HEADER } from "../src/jetstream/subjects.ts";
 import { describeEventStoreSuite, note } from "./event-store-suite.ts";
 
 let server: NatsServer;
@@ -103,6 +104,41 @@ describe("JetStreamEventStore specifics", () => {
     expect(info.state.subjects).toEqual({ [`${names.subjectPrefix}.${partition}.agents.web.demo`]: 2 });
     const stored = await jsm.streams.getMessage(names.streamName, { seq: 1 });
     expect(stored?.json<{ first: number; events: unknown[] }>()).toMatchObject({ first: 1, events: [{ type: "agents/context-added" }, {}, {}] });
+    await store.close();
+  });
+
+  it("names a live-lane message's event types in a header; a feed of chosen types drops the others by that header alone", async () => {
+    const names = namesFor(++storageCounter);
+    const store = await JetStreamEventStore.open(nc, { ...names, partitionCount: 8 });
+    const path = "/agents/live/typed";
+    const subject = `${names.ephemeralPrefix}.${store.partitionOf(path)}.agents.live.typed`;
+    const seen: { types: string; body: string }[] = [];
+    const spy = nc.subscribe(subject, { callback: (_e, m) => void seen.push({ types: m.headers?.get(LIVE_TYPES_HEADER) ?? "", body: m.string() }) });
+    await nc.flush();
+    const chunk = (sequence: number) => ({ type: "agent/llm-response-chunks", payload: { llmRequestOffset: 1, sequence, chunks: [{ choices: [] }] }, ephemeral: true });
+    const preview = { type: "render/message-delta", payload: { llmRequestOffset: 1, text: "x" }, ephemeral: true };
+    await store.append(path, [chunk(0), preview, chunk(1)], { knownLastOffset: 0 });
+    await nc.flush();
+    await vi.waitFor(() => expect(seen).toHaveLength(1));
+    expect(seen[0]?.types).toBe("agent/llm-response-chunks,render/message-delta");
+    spy.unsubscribe();
+
+    const chunksOnly = store.liveFeed({ types: ["agent/llm-response-chunks"] });
+    await nc.flush();
+    const events = JSON.stringify([{ streamPath: path, offset: 0, createdAt: new Date().toISOString(), ...chunk(7) }]);
+    // The header decides: chunks under a header naming only previews are not parsed, hence not delivered ...
+    const previewsHeader = natsHeaders();
+    previewsHeader.set(LIVE_TYPES_HEADER, "render/message-delta");
+    nc.publish(subject, events.replace('"sequence":7', '"sequence":8'), { headers: previewsHeader });
+    // ... a message without the header (a publisher from before it) is parsed and filtered item by item ...
+    nc.publish(subject, events);
+    // ... and one whose header names the wanted type is delivered.
+    const chunksHeader = natsHeaders();
+    chunksHeader.set(LIVE_TYPES_HEADER, "agent/llm-response-chunks");
+    nc.publish(subject, events.replace('"sequence":7', '"sequence":9'), { headers: chunksHeader });
+    const got = await collectUntil(chunksOnly, (items) => items.some((e) => e.type === "agent/llm-response-chunks" && e.payload.sequence === 9));
+    expect(got.map((e) => (e.type === "agent/llm-response-chunks" ? e.payload.sequence : -1))).toEqual([7, 9]);
+    await chunksOnly.close();
     await store.close();
   });
 

@@ -10,11 +10,13 @@ import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { KeyIndex } from "../src/jetstream/key-index.ts";
+import { JetStreamPublisher } from "../src/jetstream/publisher.ts";
 
 let server: NatsServer;
 let nc: NatsConnection;
 let store: JetStreamEventStore;
 let index: KeyIndex;
+let publisher: JetStreamPublisher;
 const names = { streamName: "EV_KEYS", subjectPrefix: "evk", ephemeralPrefix: "ephk", partitionCount: 4 };
 
 const note = (content: string, idempotencyKey?: string) => ({
@@ -27,9 +29,11 @@ beforeAll(async () => {
   server = await startNatsServer();
   nc = await connect({ servers: server.url });
   store = await JetStreamEventStore.open(nc, names);
-  index = await KeyIndex.open(jetstream(nc), "EV_KEYS_KEYS", 1);
+  publisher = new JetStreamPublisher(nc, 5_000);
+  index = await KeyIndex.open(jetstream(nc), publisher, "EV_KEYS_KEYS", 1);
 });
 afterAll(async () => {
+  publisher?.close();
   await store?.close();
   await nc?.close();
   await server?.stop();
@@ -75,4 +79,26 @@ it("a malformed entry reads as stale and is replaced", async () => {
   const committed = await store.append(path, [note("keyed", "m")]);
   expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[2, "m"]]);
   expect((await store.append(path, [note("again", "m")])).status).toBe("duplicate");
+});
+
+it("a reservation is compare-and-set: a taken key or a moved revision refuses it", async () => {
+  const path = "/keys/cas";
+  expect(await index.reserve(path, "c", 1, undefined)).toBe(true);
+  const entry = await index.lookup(path, "c");
+  expect(entry?.first).toBe(1);
+  // A second create of the same key, and an update from a revision that is no longer the last.
+  expect(await index.reserve(path, "c", 2, undefined)).toBe(false);
+  expect(await index.reserve(path, "c", 3, entry?.revision as number)).toBe(true);
+  expect(await index.reserve(path, "c", 4, entry?.revision as number)).toBe(false);
+  expect((await index.lookup(path, "c"))?.first).toBe(3);
+});
+
+it("a key whose entry an operator deleted is reserved again (the delete marker is replaced)", async () => {
+  const path = "/keys/deleted";
+  await store.append(path, [note("keyed", "d")]);
+  const kv = await new Kvm(jetstream(nc)).open("EV_KEYS_KEYS");
+  for await (const k of await kv.keys()) if (k.startsWith("k.keys.deleted.")) await kv.delete(k);
+  expect(await index.lookup(path, "d")).toBeUndefined();
+  expect(await index.reserve(path, "d", 5, undefined)).toBe(true);
+  expect((await index.lookup(path, "d"))?.first).toBe(5);
 });

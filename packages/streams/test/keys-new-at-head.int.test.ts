@@ -11,10 +11,12 @@ import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { KeyIndex } from "../src/jetstream/key-index.ts";
+import { JetStreamPublisher } from "../src/jetstream/publisher.ts";
 
 let server: NatsServer;
 const connections: NatsConnection[] = [];
 const stores: JetStreamEventStore[] = [];
+const closers: (() => void)[] = [];
 let index: KeyIndex;
 const names = { streamName: "EV_HEAD", subjectPrefix: "evh", ephemeralPrefix: "ephh", partitionCount: 4 };
 
@@ -37,6 +39,7 @@ interface Traffic {
 async function openStore(traffic?: Traffic): Promise<JetStreamEventStore> {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
+  const reservationReplies = new Set<string>();
   const watched =
     traffic === undefined
       ? nc
@@ -54,9 +57,27 @@ async function openStore(traffic?: Traffic): Promise<JetStreamEventStore> {
               };
             }
             if (property === "publish") {
-              return (subject: string, ...rest: unknown[]) => {
+              return (subject: string, data: unknown, options?: { reply?: string }) => {
                 if (subject.startsWith(`${names.subjectPrefix}.`)) traffic.log.push("publish sent");
-                return (target.publish as (...args: unknown[]) => unknown).call(target, subject, ...rest);
+                // A reservation goes out as a publish whose ack comes back on the publisher's inbox.
+                if (subject.startsWith("$KV.") && options?.reply !== undefined) {
+                  traffic.log.push("reserve sent");
+                  reservationReplies.add(options.reply);
+                }
+                return (target.publish as (...args: unknown[]) => unknown).call(target, subject, data, options);
+              };
+            }
+            if (property === "subscribe") {
+              return (subject: string, options?: { callback?: (error: unknown, msg: { subject: string }) => void }) => {
+                const callback = options?.callback;
+                if (callback === undefined) return target.subscribe(subject, options as never);
+                return target.subscribe(subject, {
+                  ...options,
+                  callback: (error: unknown, msg: { subject: string }) => {
+                    if (reservationReplies.delete(msg?.subject)) traffic.log.push("reserve answered");
+                    callback(error, msg);
+                  },
+                } as never);
               };
             }
             const value: unknown = Reflect.get(target, property, target);
@@ -83,9 +104,12 @@ beforeAll(async () => {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
   stores.push(await JetStreamEventStore.open(nc, names));
-  index = await KeyIndex.open(jetstream(nc), `${names.streamName}_KEYS`, 1);
+  const publisher = new JetStreamPublisher(nc, 5_000);
+  closers.push(() => publisher.close());
+  index = await KeyIndex.open(jetstream(nc), publisher, `${names.streamName}_KEYS`, 1);
 });
 afterAll(async () => {
+  for (const close of closers) close();
   for (const store of stores) await store.close();
   for (const nc of connections) await nc.close();
   await server?.stop();

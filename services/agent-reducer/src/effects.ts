@@ -8,7 +8,7 @@ import { RESERVED_KEY_NAMESPACES, isAgentRuntimeError } from "@agentrt/contract"
 import type { EventStore } from "@agentrt/streams";
 import { inSpan, publishWork, requestInterrupt, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamPublisher } from "@agentrt/streams/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "@agentrt/service-kit";
 
@@ -41,13 +41,14 @@ export interface ReducerEffects {
 export function natsReducerEffects(deps: {
   store: EventStore;
   nc: NatsConnection;
-  js: JetStreamClient;
+  /** Publishes the work items (one per turn): acknowledged like the store's appends. */
+  workPublisher: JetStreamPublisher;
   logger: Logger;
   interruptTimeoutMs: number;
   tracer?: Tracer;
   now?: () => number;
 }): ReducerEffects {
-  const { store, nc, js } = deps;
+  const { store, nc, workPublisher } = deps;
   return {
     now: deps.now ?? Date.now,
     async append(streamPath, batch) {
@@ -72,9 +73,9 @@ export function natsReducerEffects(deps: {
         return outcome;
       });
     },
-    publishLlmWork: (streamPath, requestOffset, options) => publishWork(js, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options),
+    publishLlmWork: (streamPath, requestOffset, options) => publishWork(workPublisher, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options),
     publishScriptWork: (streamPath, requestedOffset, executionId, options) =>
-      publishWork(js, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }, options),
+      publishWork(workPublisher, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }, options),
     async interruptDriver(streamPath, requestOffset) {
       try {
         // Undefined when no driver is running it (or none answered in time).

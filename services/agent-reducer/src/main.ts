@@ -5,8 +5,8 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { openServiceStore } from "@agentrt/streams/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
 import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
@@ -15,6 +15,8 @@ import { ReducerService } from "./reducer-service.ts";
 import { openSnapshotStore } from "./snapshots.ts";
 
 const config = loadConfig(reducerConfigSchema);
+/** As long as a work item's publish waits for JetStream's ack (the store's appends wait as long). */
+const WORK_PUBLISH_TIMEOUT_MS = 5_000;
 const logger = createLogger("agent-reducer", config.LOG_LEVEL);
 
 // Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
@@ -25,7 +27,6 @@ void runService({
     const metrics = createMetrics("agent-reducer");
     const tracing = await createTracing("agent-reducer");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger });
-    const js = jetstream(nc);
     // Started while NATS elects leaders (a node restarting), each step waits for an answer.
     const waiting = { logger };
     const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
@@ -38,13 +39,14 @@ void runService({
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused,
     }), waiting);
+    const workPublisher = new JetStreamPublisher(nc, WORK_PUBLISH_TIMEOUT_MS);
     const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
     const reducer = new ReducerService({
       id: config.REDUCER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
       nc,
       store,
       snapshots,
-      effects: natsReducerEffects({ store, nc, js, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS, tracer: tracing.tracer }),
+      effects: natsReducerEffects({ store, nc, workPublisher, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS, tracer: tracing.tracer }),
       logger,
       metrics,
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
@@ -63,6 +65,6 @@ void runService({
     await reducer.start();
     const readiness = trackReadiness(nc, [() => reducer.running()]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
-    return stopInOrder(readiness, () => reducer.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
+    return stopInOrder(readiness, () => reducer.stop(), () => ops.close(), () => store.close(), async () => workPublisher.close(), () => nc.drain(), () => tracing.shutdown());
   },
 });

@@ -8,7 +8,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { JetStreamEventStore, JetStreamPublisher } from "@agentrt/streams/jetstream";
 import { type WorkConsumer, consumeWork, createLogger, ensureWorkStreams } from "@agentrt/service-kit";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -39,7 +39,7 @@ beforeAll(async () => {
     await consumeWork(js, jsm, { kind: "script", durable: "lossy-host", logger, handler: async (item) => (taken.push({ kind: "script", streamPath: item.streamPath, key: item.executionId, at: Date.now() }), { type: "ack" }) }),
   );
   const snapshots = await openSnapshotStore(nc);
-  const effects = natsReducerEffects({ store, nc, js, logger, interruptTimeoutMs: 200 });
+  const effects = natsReducerEffects({ store, nc, workPublisher: new JetStreamPublisher(nc, 5_000), logger, interruptTimeoutMs: 200 });
   for (let partition = 0; partition < store.partitionCount; partition += 1) {
     const worker = new PartitionWorker({ partition, store, snapshots, effects, logger, redriveAfterMs: REDRIVE_AFTER_MS });
     workers.push(worker);

@@ -6,9 +6,9 @@
 
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { AgentRuntimeError, CONTRACT_VERSION, eventInput, idempotencyKeys } from "@agentrt/contract";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { JetStreamEventStore, JetStreamPublisher } from "@agentrt/streams/jetstream";
 import { createLogger, ensureWorkStreams } from "@agentrt/service-kit";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,7 +41,7 @@ beforeAll(async () => {
   const reducer = await openStore();
   await ensureWorkStreams(await jetstreamManager(reducer.nc));
   const snapshots = await openSnapshotStore(reducer.nc);
-  const effects = natsReducerEffects({ store: reducer.store, nc: reducer.nc, js: jetstream(reducer.nc), logger, interruptTimeoutMs: 200 });
+  const effects = natsReducerEffects({ store: reducer.store, nc: reducer.nc, workPublisher: new JetStreamPublisher(reducer.nc, 5_000), logger, interruptTimeoutMs: 200 });
   for (let partition = 0; partition < reducer.store.partitionCount; partition += 1) {
     const worker = new PartitionWorker({ partition, store: reducer.store, snapshots, effects, logger });
     workers.push(worker);

@@ -3,6 +3,8 @@
 // store) does not load the NATS client.
 export { JetStreamEventStore, type JetStreamEventStoreOptions } from "./store.ts";
 export { openServiceStore } from "./service-store.ts";
+// The lean acknowledged publish the store appends with, for a service's other hot publishes.
+export { JetStreamPublisher, PublishDuplicateError, PublishRejectedError, PublishUnconfirmedError } from "./publisher.ts";
 // The one rule for "NATS did not answer; trying again may succeed", for the services' own
 // start-up waits and retries (service-kit) as well as the store's error classification.
 export { isTransient as isTransientNatsError } from "./errors.ts";

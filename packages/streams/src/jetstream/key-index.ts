@@ -13,6 +13,7 @@ import { streamPathSegments } from "@agentrt/contract";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { isWrongLastSequence } from "./errors.ts";
+import type { JetStreamPublisher } from "./publisher.ts";
 
 export interface Reservation {
   /** First offset of the record meant to carry the key. */
@@ -25,16 +26,25 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export class KeyIndex {
-  private constructor(private readonly kv: KV) {}
+  /** The bucket's subject prefix: `$KV.<bucket>`, as the KV client writes it. */
+  private readonly subjectPrefix: string;
+
+  private constructor(
+    private readonly kv: KV,
+    bucket: string,
+    private readonly publisher: JetStreamPublisher,
+  ) {
+    this.subjectPrefix = `$KV.${bucket}`;
+  }
 
   /**
    * Opens (creating if needed) the index bucket. A replicated bucket is read through its
    * leader: a follower's stale "no entry" would only cost a lost compare-and-set, but a stale
    * entry would cost a wrong verdict.
    */
-  static async open(js: JetStreamClient, bucket: string, replicas: number): Promise<KeyIndex> {
+  static async open(js: JetStreamClient, publisher: JetStreamPublisher, bucket: string, replicas: number): Promise<KeyIndex> {
     const kv = await new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 });
-    return new KeyIndex(kv);
+    return new KeyIndex(kv, bucket, publisher);
   }
 
   async lookup(streamPath: string, key: string): Promise<Reservation | undefined> {
@@ -50,9 +60,20 @@ export class KeyIndex {
    */
   async reserve(streamPath: string, key: string, first: number, revision: number | undefined): Promise<boolean> {
     const value = encoder.encode(JSON.stringify({ first }));
+    const entry = keyOf(streamPath, key);
     try {
-      if (revision === undefined) await this.kv.create(keyOf(streamPath, key), value);
-      else await this.kv.update(keyOf(streamPath, key), value, revision);
+      // What the KV client's create and update send (a put expecting the key's last revision,
+      // 0 for none), through the store's publisher: every keyed append makes one.
+      await this.publisher.publish(`${this.subjectPrefix}.${entry}`, value, { lastSubjectSequence: revision ?? 0 });
+      return true;
+    } catch (error) {
+      if (!isWrongLastSequence(error)) throw error;
+      if (revision !== undefined) return false;
+    }
+    // A create refused: the key has an entry, or a delete or purge marker (the store never
+    // removes an entry; an operator may), which the KV client's create replaces.
+    try {
+      await this.kv.create(entry, value);
       return true;
     } catch (error) {
       if (isWrongLastSequence(error)) return false;
@@ -71,7 +92,7 @@ export class KeyIndex {
   }
 
   async markIndexed(streamPath: string): Promise<void> {
-    await this.kv.put(markerOf(streamPath), encoder.encode("1"));
+    await this.publisher.publish(`${this.subjectPrefix}.${markerOf(streamPath)}`, encoder.encode("1"));
   }
 }
 

@@ -1,15 +1,19 @@
-// A lean JetStream publisher for the append path. `js.publish` builds a request per message
-// (a timer, two pre-allocated errors for async stack traces, a response subscription entry);
-// at thousands of appends per second that client CPU, not the server, was the bottleneck. This
-// publisher sends plain PUBs with a reply subject on ONE wildcard inbox subscription, matches
-// acks by reply token, and expires unanswered publishes with a single sweeping timer.
+// A lean JetStream publisher for the hot path. `js.publish` builds a request per message (a
+// timer, a response subscription entry, and an `Error` constructed when the request is
+// cancelled after its answer arrived); at thousands of appends per second that client CPU, not
+// the server, was the bottleneck. This publisher sends plain PUBs with a reply subject on ONE
+// wildcard inbox subscription, matches acks by reply token, and expires unanswered publishes
+// with a single sweeping timer. The store's appends, the key index's reservations and the
+// reducer's work items go this way.
 
 import { JetStreamApiCodes } from "@nats-io/jetstream";
 import { type Msg, type MsgHdrs, type NatsConnection, type Subscription, createInbox, headers as newHeaders } from "@nats-io/nats-core";
 
 export interface PublishExpectations {
-  readonly msgID: string;
-  readonly lastSubjectSequence: number;
+  /** `Nats-Msg-Id`: a second publish with this id within the stream's duplicate window is answered "duplicate". */
+  readonly msgID?: string;
+  /** Stored only if the subject's last message has this sequence (0: the subject has none). */
+  readonly lastSubjectSequence?: number;
   /** Reject a "duplicate" answer with PublishDuplicateError instead of resolving its sequence. */
   readonly duplicateIsError?: boolean;
 }
@@ -75,15 +79,15 @@ export class JetStreamPublisher {
   }
 
   /** Publishes and resolves with the stream sequence the message got. */
-  publish(subject: string, data: Uint8Array, expect: PublishExpectations): Promise<number> {
+  publish(subject: string, data: Uint8Array, expect: PublishExpectations = {}): Promise<number> {
     const token = (++this.counter).toString(36);
-    const h: MsgHdrs = newHeaders();
-    h.set("Nats-Msg-Id", expect.msgID);
-    h.set("Nats-Expected-Last-Subject-Sequence", String(expect.lastSubjectSequence));
+    let h: MsgHdrs | undefined;
+    if (expect.msgID !== undefined) (h ??= newHeaders()).set("Nats-Msg-Id", expect.msgID);
+    if (expect.lastSubjectSequence !== undefined) (h ??= newHeaders()).set("Nats-Expected-Last-Subject-Sequence", String(expect.lastSubjectSequence));
     return new Promise<number>((resolve, reject) => {
       this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs, duplicateIsError: expect.duplicateIsError === true });
       try {
-        this.nc.publish(subject, data, { reply: `${this.prefix}.${token}`, headers: h });
+        this.nc.publish(subject, data, h === undefined ? { reply: `${this.prefix}.${token}` } : { reply: `${this.prefix}.${token}`, headers: h });
       } catch (error) {
         this.pending.delete(token);
         reject(error as Error);

@@ -8,7 +8,7 @@
 
 import { type AgentEvent, parseStreamPath } from "@agentrt/contract";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { type NatsConnection, headers as natsHeaders } from "@nats-io/nats-core";
 import { PageBudget, ephemeralEvents, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
 import {
   type AppendHint,
@@ -33,7 +33,7 @@ import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
 import { JetStreamPublisher } from "./publisher.ts";
 import { ensureEventStream } from "./stream-setup.ts";
 import { type Closable, LivePartitionFeed, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
-import { type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
+import { LIVE_TYPES_HEADER, type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
 import { BatchWriter } from "./writer.ts";
 
 export interface JetStreamEventStoreOptions {
@@ -88,6 +88,7 @@ export class JetStreamEventStore implements EventStore {
       scheme: SubjectScheme;
       consistentReads: boolean;
       index: KeyIndex;
+      publisher: JetStreamPublisher;
     },
   ) {
     this.partitionCount = options.partitionCount;
@@ -96,7 +97,7 @@ export class JetStreamEventStore implements EventStore {
     this.now = options.now;
     this.maxEventBytes = options.maxEventBytes;
     this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads);
-    this.publisher = new JetStreamPublisher(nc, options.publishTimeoutMs);
+    this.publisher = options.publisher;
     this.writer = new BatchWriter({
       publisher: this.publisher,
       reader: this.reader,
@@ -128,9 +129,14 @@ export class JetStreamEventStore implements EventStore {
       // is read through its leader so an acknowledged event is never missed.
       const replicas = (await jsm.streams.info(streamName)).config.num_replicas;
       const replicated = replicas > 1;
-      const index = await KeyIndex.open(js, options.keyIndexBucket ?? `${streamName}_KEYS`, replicas);
+      const publisher = new JetStreamPublisher(nc, publishTimeoutMs);
+      const index = await KeyIndex.open(js, publisher, options.keyIndexBucket ?? `${streamName}_KEYS`, replicas).catch((error: unknown) => {
+        publisher.close();
+        throw error;
+      });
       return new JetStreamEventStore(nc, js, jsm, {
         index,
+        publisher,
         consistentReads: replicated,
         partitionCount,
         streamName,
@@ -161,7 +167,9 @@ export class JetStreamEventStore implements EventStore {
       const last = known === undefined ? await this.reader.last(subject) : undefined;
       const live = ephemeralEvents(batch, known ?? (last === undefined ? 0 : lastOffsetOf(last)), this.now().toISOString());
       const partition = partitionOfPath(batch.streamPath, this.partitionCount);
-      this.nc.publish(ephemeralSubject(this.scheme, partition, batch.streamPath), encoder.encode(JSON.stringify(live)));
+      const types = natsHeaders();
+      types.set(LIVE_TYPES_HEADER, [...new Set(live.map((e) => e.type))].join(","));
+      this.nc.publish(ephemeralSubject(this.scheme, partition, batch.streamPath), encoder.encode(JSON.stringify(live)), { headers: types });
       return { status: "committed", events: live };
     });
   }

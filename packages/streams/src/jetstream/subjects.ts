@@ -15,6 +15,14 @@ export function durableSubject(scheme: SubjectScheme, partition: number, streamP
   return `${scheme.durablePrefix}.${partition}.${streamPathSegments(streamPath).join(".")}`;
 }
 
+/**
+ * Header of a live-lane message: the distinct event types it carries, comma-separated. A
+ * subscriber that wants only some types (the reducer wants the driver's chunks, not the
+ * runtime changes and previews it published itself) drops the others unparsed; a message
+ * without it is parsed and filtered item by item.
+ */
+export const LIVE_TYPES_HEADER = "Agentrt-Live-Types";
+
 export function ephemeralSubject(scheme: SubjectScheme, partition: number, streamPath: string): string {
   return `${scheme.ephemeralPrefix}.${partition}.${streamPathSegments(streamPath).join(".")}`;
 }

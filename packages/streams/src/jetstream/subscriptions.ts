@@ -7,11 +7,12 @@
 
 import { type AgentEvent, AgentRuntimeError, parseStoredEvent } from "@agentrt/contract";
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription as CoreSubscription } from "@nats-io/nats-core";
+import type { Msg, NatsConnection, Subscription as CoreSubscription } from "@nats-io/nats-core";
 import { AsyncQueue } from "../async-queue.ts";
 import type { FeedBatch } from "../event-store.ts";
 import { classifyNatsError } from "./errors.ts";
 import { type RecordReader, eventsOf, toStoredRecord } from "./records.ts";
+import { LIVE_TYPES_HEADER } from "./subjects.ts";
 
 const decoder = new TextDecoder();
 
@@ -302,11 +303,12 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
     private readonly types: ReadonlySet<string> | undefined,
     private readonly detach: (self: Closable) => void,
   ) {
-    this.subscriptions = subjects.map((subject) => nc.subscribe(subject, { callback: (_err, msg) => this.onMessage(msg.data) }));
+    this.subscriptions = subjects.map((subject) => nc.subscribe(subject, { callback: (_err, msg) => this.onMessage(msg) }));
   }
 
-  private onMessage(data: Uint8Array): void {
-    for (const event of liveEventsOf(data, this.types)) this.queue.push(event);
+  private onMessage(msg: Msg): void {
+    if (this.types !== undefined && !mayCarry(msg, this.types)) return;
+    for (const event of liveEventsOf(msg.data, this.types)) this.queue.push(event);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
@@ -324,6 +326,13 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
 function typeOf(item: unknown): string {
   const type: unknown = typeof item === "object" && item !== null ? (item as { type?: unknown }).type : undefined;
   return typeof type === "string" ? type : "";
+}
+
+/** False when the message's types header names none of `types` (no header: it may carry any). */
+function mayCarry(msg: Msg, types: ReadonlySet<string>): boolean {
+  if (!msg.headers) return true;
+  const named = msg.headers.get(LIVE_TYPES_HEADER);
+  return named === "" || named.split(",").some((type) => types.has(type));
 }
 
 /** The live-lane events of one core-NATS message (a JSON array); anything unreadable is skipped. */
