@@ -11,6 +11,7 @@ import { createRequire } from "node:module";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CODE_CACHE_STATUS_KEY } from "../packages/service-kit/src/run-service.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -119,12 +120,6 @@ const CJS_BANNER = [
   'const __agentrtDirname = (u) => require("node:url").fileURLToPath(new URL(".", u)).replace(/[\\\\/]$/, "");',
 ].join("\n");
 
-/**
- * Where a loader records how its code was compiled: "used" (the build's cache), "own" (a cache
- * this node made in the temp directory because it refused the build's), "rejected" or "absent"
- * (from source; ", own cache written" when it then made its own), "off" (AGENTRT_CODE_CACHE=off).
- */
-export const CODE_CACHE_STATUS = "agentrt.codeCache";
 
 /** How long after its start a service takes the warm cache of its own (see serviceLoader). */
 const WARM_CACHE_AFTER_MS = 5_000;
@@ -205,7 +200,10 @@ const keepOwn = () => {
 };
 let status = off ? "off" : cachedData === undefined ? "absent" : script.cachedDataRejected ? "rejected" : ownCache === undefined ? "used" : "own";
 if ((status === "absent" || status === "rejected") && keepOwn()) status += ", own cache written";
-globalThis[Symbol.for(${JSON.stringify(CODE_CACHE_STATUS)})] = status;
+// How this code was compiled: "used" (the build's cache), "own" (this node's, made because it
+// refused the build's), "rejected"/"absent" (from source; ", own cache written" when it then made
+// its own), "off" (AGENTRT_CODE_CACHE=off). runService logs it as codeCache.
+globalThis[Symbol.for(${JSON.stringify(CODE_CACHE_STATUS_KEY)})] = status;
 const module = { exports: {} };
 script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
 // A few seconds in, the functions its start and first work compiled are in V8's hands too: a

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleService, ROOT } from "../../scripts/bundling.ts";
+import { CODE_CACHE_STATUS_KEY } from "../../packages/service-kit/src/run-service.ts";
 
 let dir: string;
 let loader: string;
@@ -36,7 +37,7 @@ beforeAll(async () => {
     [
       'import { readFileSync } from "node:fs";',
       "const name = ['computed', 'cjs'].join('.');",
-      "const status: unknown = (globalThis as Record<symbol, unknown>)[Symbol.for('agentrt.codeCache')];",
+      `const status: unknown = (globalThis as Record<symbol, unknown>)[Symbol.for(${JSON.stringify(CODE_CACHE_STATUS_KEY)})];`,
       "void import(`${import.meta.dirname}/${name}`).then((m: { answer: string }) => {",
       "  const data = readFileSync(new URL('./data.txt', import.meta.url), 'utf8');",
       "  process.stdout.write(`${JSON.stringify({ codeCache: status, data, dir: import.meta.dirname, computed: m.answer, argv: process.argv.length })}\\n`);",

@@ -3,6 +3,12 @@
 
 import type { Logger } from "pino";
 
+/**
+ * The global symbol's key under which a service bundle's loader (scripts/bundling.ts) records
+ * how the service's code was compiled; the "started" log line reports it as `codeCache`.
+ */
+export const CODE_CACHE_STATUS_KEY = "agentrt.codeCache";
+
 /** How long stop() may take unless a service says otherwise (the chart's grace periods build on it). */
 export const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 
@@ -28,7 +34,7 @@ export async function runService(options: {
   // How its code was compiled when it runs from a service bundle (scripts/bundling.ts, where
   // the values are listed): from the build's V8 code cache ("used"), from this node's own ("own"),
   // or from source because V8 refused the cache ("rejected, own cache written").
-  const codeCache: unknown = (globalThis as Record<symbol, unknown>)[Symbol.for("agentrt.codeCache")];
+  const codeCache: unknown = (globalThis as Record<symbol, unknown>)[Symbol.for(CODE_CACHE_STATUS_KEY)];
   logger.info(codeCache === undefined ? {} : { codeCache }, `${options.name} started`);
   let stopping = false;
   const stop = (signal: string) => {
