@@ -58,6 +58,15 @@ export async function createTracing(
   return { tracer: provider.getTracer(service), exporting: true, shutdown: () => provider.shutdown() };
 }
 
+/**
+ * What a service hands its components as their tracer: the tracer when spans go somewhere,
+ * nothing otherwise. A span nobody exports still costs CPU on every turn it wraps (the turn's
+ * derived context, two hashes, a span object), and every component skips tracing without one.
+ */
+export function tracerOption(tracing: Tracing): { tracer?: Tracer } {
+  return tracing.exporting ? { tracer: tracing.tracer } : {};
+}
+
 function hex(input: string, length: number): string {
   return createHash("sha256").update(input).digest("hex").slice(0, length);
 }

@@ -1,6 +1,6 @@
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
-import { createTracing, inSpan, triggerOffsetOfRequestKey, turnContext, turnTraceId } from "../src/index.ts";
+import { createTracing, inSpan, tracerOption, triggerOffsetOfRequestKey, turnContext, turnTraceId } from "../src/index.ts";
 
 describe("turn tracing", () => {
   it("puts spans of different services for the same turn into one trace", async () => {
@@ -19,6 +19,18 @@ describe("turn tracing", () => {
       turnTraceId("/agents/a", 30),
     ]);
     expect(spans[0]!.spanContext().traceId).not.toBe(spans[2]!.spanContext().traceId);
+  });
+
+  it("hands components a tracer only when spans go somewhere", async () => {
+    const exporting = await createTracing("x", { exporter: new InMemorySpanExporter() });
+    expect(tracerOption(exporting)).toEqual({ tracer: exporting.tracer });
+    const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    try {
+      expect(tracerOption(await createTracing("x"))).toEqual({});
+    } finally {
+      if (saved !== undefined) process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;
+    }
   });
 
   it("says whether spans go anywhere: an exporter or an endpoint, else nothing exports them", async () => {

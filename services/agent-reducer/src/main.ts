@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
@@ -46,7 +46,7 @@ void runService({
       nc,
       store,
       snapshots,
-      effects: natsReducerEffects({ store, nc, workPublisher, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS, tracer: tracing.tracer }),
+      effects: natsReducerEffects({ store, nc, workPublisher, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS, ...tracerOption(tracing) }),
       logger,
       metrics,
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,

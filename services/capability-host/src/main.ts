@@ -2,7 +2,7 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { readFileSync } from "node:fs";
@@ -40,7 +40,7 @@ void runService({
         : undefined;
     const tracing = await createTracing("capability-host");
     const host = await CapabilityHost.start({
-      tracer: tracing.tracer,
+      ...tracerOption(tracing),
       nc,
       store,
       logger,

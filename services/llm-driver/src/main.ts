@@ -3,7 +3,7 @@
 // ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, startWorkClaims, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, startWorkClaims, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
 import { driverClaimOwner, LlmDriver } from "./driver.ts";
@@ -61,8 +61,7 @@ void runService({
     startup.storeOpened = Date.now();
     const tracing = await createTracing("llm-driver");
     const driver = new LlmDriver({
-      // Spans nobody exports are CPU on every turn for nothing (a span, two hashes, a context).
-      ...(tracing.exporting ? { tracer: tracing.tracer } : {}),
+      ...tracerOption(tracing),
       nc,
       js,
       jsm,

@@ -5,7 +5,7 @@
 // resume from their last offset), then drains NATS.
 
 import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
@@ -60,7 +60,7 @@ void runService({
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
     const tracing = await createTracing("web-gateway");
     const gateway = createHttpGateway({
-      tracer: tracing.tracer,
+      ...tracerOption(tracing),
       store,
       readStore,
       limits: {
