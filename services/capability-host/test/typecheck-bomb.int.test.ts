@@ -1,6 +1,6 @@
 // A typecheck bomb against a capability host process (issue #12 item 2): 16 kB of recursive
 // type aliases that hold a checker for minutes. The host's checker runs in worker threads
-// terminated at the budget, so the bomb settles `typecheck` within budget + 1 s, another
+// (terminated once a check has used its budget of CPU), so the bomb settles `typecheck` within budget + 1 s, another
 // agent's `return 2` settles within 1 s meanwhile, `/healthz` answers within 100 ms
 // throughout, and a fresh checker serves the next script. Also: readiness does not wait for
 // the checkers to warm (scripts do).
@@ -81,7 +81,8 @@ describe("capability host: typecheck off the host's thread", () => {
     // The terminated checker was replaced: the bomb's agent is served again.
     const next = await requestScript(fx, bombPath, "return 'after the bomb';");
     expect((await waitSettled(fx.store, bombPath, next.executionId, 30_000)).payload.settlement).toEqual({ status: "succeeded", result: "after the bomb" });
-    expect(host.logs.some((l) => l.msg === "replaced a typecheck worker" && l.reason === "timed-out")).toBe(true);
+    // Terminated once the bomb has used its budget of CPU: at once on a quiet machine, later on a busy one.
+    await waitFor(() => host!.logs.some((l) => l.msg === "replaced a typecheck worker" && l.reason === "timed-out"), { timeoutMs: 30_000 });
 
     probing = false;
     await prober;

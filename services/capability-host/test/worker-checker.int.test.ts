@@ -1,11 +1,13 @@
 // Given the checker pool in worker threads, when a script's types hold a checker past its
 // budget, then the check answers `timed-out` at the budget (not when TypeScript gets round to
-// its cancellation token), the worker is terminated and a warm replacement serves the next
-// check, and the other worker answers other checks meanwhile. A worker that dies answers its
-// check `checker-lost`, naming why.
+// its cancellation token), the worker is terminated once it has used its budget of CPU and a
+// warm replacement serves the next check, and the other worker answers other checks meanwhile.
+// A check the machine kept off the CPU is answered `timed-out` at the budget too, but its warm
+// worker is kept. A worker that dies answers its check `checker-lost`, naming why.
 
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadItxDeclarations, type ScriptSourceParts, WorkerChecker } from "../src/index.ts";
+import { STARVED_WALL_FACTOR } from "../src/typecheck/thread-cpu.ts";
 import { typeBomb } from "./fixtures/type-bomb.ts";
 
 const parts = (code: string): ScriptSourceParts => ({ preamble: "", resultsPreamble: "const results = [] as const;", code, wrapped: `async (itx) => {\n${code}\n}` });
@@ -13,13 +15,14 @@ const parts = (code: string): ScriptSourceParts => ({ preamble: "", resultsPream
 let pool: WorkerChecker | undefined;
 afterEach(async () => pool?.close());
 
-async function warmPool(workers: number, entry?: URL): Promise<{ pool: WorkerChecker; replaced: string[] }> {
+async function warmPool(workers: number, entry?: URL, stallEachCheckMs?: number): Promise<{ pool: WorkerChecker; replaced: string[] }> {
   const replaced: string[] = [];
   const warm: number[] = [];
   const created = new WorkerChecker({
     workers,
     itxDeclarations: loadItxDeclarations(),
     ...(entry === undefined ? {} : { entry }),
+    ...(stallEachCheckMs === undefined ? {} : { stallEachCheckMs }),
     onWarm: (ms) => warm.push(ms),
     onWorkerReplaced: (reason) => replaced.push(reason),
   });
@@ -46,12 +49,28 @@ describe("typecheck in worker threads", () => {
     expect(result.compiled).toBeUndefined();
     expect(elapsed).toBeGreaterThanOrEqual(990);
     expect(elapsed).toBeLessThan(1_500);
-    expect(replaced).toEqual(["timed-out"]);
+    // Terminated once it has used its second of CPU (at once on a quiet machine, later on a busy one).
+    await vi.waitFor(() => expect(replaced).toEqual(["timed-out"]), { timeout: 1_000 * STARVED_WALL_FACTOR });
 
     // The replacement warms; both workers serve again.
     const [a, b] = await Promise.all([pool.check(parts("return 3;"), 30_000), pool.check(parts("itx.chat.sendMesage('x');"), 30_000)]);
     expect(a.kind).toBe("ok");
     expect(b).toMatchObject({ kind: "blocked", problems: [expect.stringContaining("Did you mean 'sendMessage'")] });
+  }, 120_000);
+
+  it.runIf(process.platform === "linux")("answers a check the machine kept off the CPU timed-out at its budget, and keeps its warm worker for the next", async () => {
+    // Each check's thread sleeps 600 ms first (no CPU, as on a starved machine).
+    const { pool, replaced } = await warmPool(1, undefined, 600);
+    const t0 = performance.now();
+    const starved = await pool.check(parts("return 2;"), 200, { compile: true });
+    const answeredMs = performance.now() - t0;
+    expect(starved).toMatchObject({ kind: "timed-out", budgetMs: 200 });
+    expect(answeredMs).toBeGreaterThanOrEqual(190);
+    expect(answeredMs).toBeLessThan(550);
+    // The worker finishes that check (its answer dropped) and takes the next one warm: nothing
+    // was terminated, nothing warms again.
+    expect(await pool.check(parts("itx.chat.sendMesage('x');"), 10_000)).toMatchObject({ kind: "blocked" });
+    expect(replaced).toEqual([]);
   }, 120_000);
 
   it("answers a check whose worker dies checker-lost, naming the exit, and starts another worker", async () => {

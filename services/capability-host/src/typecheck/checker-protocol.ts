@@ -9,6 +9,8 @@ import type { ScriptSourceParts } from "./script-source.ts";
 export interface CheckerWorkerData {
   readonly itxDeclarations: string;
   readonly providerDeclarations: ReadonlyArray<readonly [string, string]>;
+  /** Tests only: the worker sleeps this long before each check, a thread kept off the CPU as a starved machine does. */
+  readonly stallEachCheckMs?: number;
 }
 
 /** The script's JavaScript for the sandbox, or why it could not be compiled (a syntax error). */
@@ -21,4 +23,7 @@ export type ToChecker =
   | { readonly kind: "check"; readonly id: number; readonly parts: ScriptSourceParts; readonly budgetMs: number; readonly compile: boolean }
   | { readonly kind: "providers"; readonly declarations: ReadonlyArray<readonly [string, string]> };
 
-export type FromChecker = { readonly kind: "ready"; readonly warmMs: number } | { readonly kind: "checked"; readonly id: number; readonly result: CheckedScript };
+export type FromChecker =
+  /** `threadStat`: the worker thread's /proc stat file, whose CPU time its checks' budgets count (absent off Linux). */
+  | { readonly kind: "ready"; readonly warmMs: number; readonly threadStat?: string }
+  | { readonly kind: "checked"; readonly id: number; readonly result: CheckedScript };

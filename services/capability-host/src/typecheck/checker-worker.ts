@@ -8,12 +8,17 @@ import { compileScript, ScriptCompileError } from "../sandbox/compile.ts";
 import type { CheckedScript, CheckerWorkerData, FromChecker, ToChecker } from "./checker-protocol.ts";
 import { ScriptChecker } from "./script-checker.ts";
 import { buildScriptSource } from "./script-source.ts";
+import { ownThreadStatPath, threadCpuReader } from "./thread-cpu.ts";
 
 const port = parentPort;
 if (port === null) throw new Error("checker-worker.ts runs as a worker thread");
 const data = workerData as CheckerWorkerData;
 const started = performance.now();
-const checker = new ScriptChecker(data.itxDeclarations);
+// The budgets count this thread's CPU time where it can be read (thread-cpu.ts).
+const threadStat = ownThreadStatPath();
+const cpuMs = threadCpuReader(threadStat);
+const checker = new ScriptChecker(data.itxDeclarations, cpuMs === undefined ? {} : { cpuMs });
+const stall = data.stallEachCheckMs === undefined ? undefined : new Int32Array(new SharedArrayBuffer(4));
 if (data.providerDeclarations.length > 0) checker.setProviderDeclarations(new Map(data.providerDeclarations));
 checker.check({ preamble: "", resultsPreamble: "const results = [] as const;", code: "return 1;", wrapped: "async (itx) => {\nreturn 1;\n}" }, 600_000);
 
@@ -24,6 +29,7 @@ port.on("message", (message: ToChecker) => {
     checker.setProviderDeclarations(new Map(message.declarations));
     return;
   }
+  if (stall !== undefined) Atomics.wait(stall, 0, 0, data.stallEachCheckMs);
   const outcome = checker.check(message.parts, message.budgetMs);
   let result: CheckedScript = outcome;
   if (message.compile && (outcome.kind === "ok" || outcome.kind === "unchecked")) {
@@ -37,4 +43,4 @@ port.on("message", (message: ToChecker) => {
   post({ kind: "checked", id: message.id, result });
 });
 
-post({ kind: "ready", warmMs: performance.now() - started });
+post({ kind: "ready", warmMs: performance.now() - started, ...(cpuMs === undefined || threadStat === undefined ? {} : { threadStat }) });

@@ -12,6 +12,7 @@ import { dirname, join } from "node:path";
 import type ts from "typescript";
 import { buildScriptSource, type ScriptSourceParts } from "./script-source.ts";
 import { typescript } from "./typescript-compiler.ts";
+import { budgetVerdict, STARVED_WALL_FACTOR } from "./thread-cpu.ts";
 import {
   DID_YOU_MEAN_NAME,
   DID_YOU_MEAN_PROPERTY,
@@ -59,8 +60,13 @@ export class ScriptChecker {
   private readonly libCache = new Map<string, ts.IScriptSnapshot>();
   private readonly service: ts.LanguageService;
   private deadline = Number.POSITIVE_INFINITY;
+  /** The running check's budget, in this thread's CPU time where `cpuMs` reads it (thread-cpu.ts). */
+  private budget: { readonly budgetMs: number; readonly started: number; readonly cpuAtStart: number | undefined } | undefined;
 
-  constructor(itxDeclarations: string) {
+  constructor(
+    itxDeclarations: string,
+    private readonly options: { readonly cpuMs?: () => number | undefined } = {},
+  ) {
     this.setFile(ITX_FILE, itxDeclarations);
     this.setFile(SCRIPT_FILE, "");
     const host: ts.LanguageServiceHost = {
@@ -75,7 +81,7 @@ export class ScriptChecker {
         const snap = this.files.get(name)?.snapshot ?? this.libSnapshot(name);
         return snap?.getText(0, snap.getLength());
       },
-      getCancellationToken: () => ({ isCancellationRequested: () => performance.now() > this.deadline }),
+      getCancellationToken: () => ({ isCancellationRequested: () => this.cancellationRequested() }),
     };
     this.service = typescript().createLanguageService(host, typescript().createDocumentRegistry());
   }
@@ -95,6 +101,7 @@ export class ScriptChecker {
     const source = buildScriptSource(parts);
     this.setFile(SCRIPT_FILE, source.text);
     this.deadline = started + budgetMs;
+    this.budget = { budgetMs, started, cpuAtStart: this.options.cpuMs?.() };
     try {
       const syntactic = this.service.getSyntacticDiagnostics(SCRIPT_FILE);
       const semantic = syntactic.some((d) => d.start !== undefined && d.start >= source.codeStart)
@@ -124,7 +131,26 @@ export class ScriptChecker {
       return { kind: "unchecked", reason: `checker crashed: ${String(error)}`, durationMs: elapsed() };
     } finally {
       this.deadline = Number.POSITIVE_INFINITY;
+      this.budget = undefined;
     }
+  }
+
+  /** Past the wall-clock deadline, the CPU this thread used decides (budgetVerdict); the clock is read only then. */
+  private cancellationRequested(): boolean {
+    const now = performance.now();
+    if (now <= this.deadline) return false;
+    const budget = this.budget;
+    if (budget === undefined) return true;
+    const cpu = budget.cpuAtStart === undefined ? undefined : this.options.cpuMs?.();
+    const verdict = budgetVerdict({
+      budgetMs: budget.budgetMs,
+      wallMs: now - budget.started,
+      cpuMs: cpu === undefined || budget.cpuAtStart === undefined ? undefined : cpu - budget.cpuAtStart,
+      wallCapMs: budget.budgetMs * STARVED_WALL_FACTOR,
+    });
+    if (verdict.kind === "stop") return true;
+    this.deadline = now + verdict.moreMs;
+    return false;
   }
 
   private isProvable(d: ts.Diagnostic, sourceFile: ts.SourceFile, checker: ts.TypeChecker | undefined): boolean {

@@ -4,10 +4,17 @@
 // terminated (TypeScript cannot be interrupted otherwise) and a replacement starts warming at
 // once. Workers warm in the background: the host accepts work at start-up and checks wait for
 // a warm worker (the budget counts from when a worker takes the script, not while it waits).
+// A check is answered `timed-out` when its budget has passed on the wall clock, as ever; its
+// worker is terminated only once the check has used its budget in the worker thread's CPU time
+// (where Linux reports it, thread-cpu.ts) or STARVED_WALL_FACTOR times the budget in wall time.
+// On a starved machine a worker that was merely kept off the CPU finishes the check (its answer
+// is dropped) and stays warm: terminating it cost 15–30 s of warm-up on that machine while
+// every script waited (the chaos soak under load).
 
 import { Worker } from "node:worker_threads";
 import type { CheckedScript, CheckerWorkerData, FromChecker, ToChecker } from "./checker-protocol.ts";
 import type { ScriptSourceParts } from "./script-source.ts";
+import { budgetVerdict, STARVED_WALL_FACTOR, threadCpuReader } from "./thread-cpu.ts";
 
 /** What the script runner and `itx.docs.typecheck` need from a checker, wherever it runs. */
 export interface ScriptCheckService {
@@ -27,6 +34,8 @@ export interface WorkerCheckerOptions {
   readonly entry?: URL;
   readonly onWarm?: (warmMs: number) => void;
   readonly onWorkerReplaced?: (reason: CheckerReplacedReason, detail: string) => void;
+  /** Tests only: each check's worker sleeps this long first (a thread a starved machine keeps off the CPU). */
+  readonly stallEachCheckMs?: number;
 }
 
 interface Pending {
@@ -42,7 +51,10 @@ interface Pending {
 interface Slot {
   worker: Worker | undefined;
   warm: boolean;
-  current: (Pending & { startedAt: number; budgetTimer: NodeJS.Timeout }) | undefined;
+  /** The worker thread's CPU milliseconds (undefined where they cannot be read: the wall clock decides). */
+  cpuMs: (() => number | undefined) | undefined;
+  /** The check the worker is running; `answered` once its caller had `timed-out` and the worker was kept. */
+  current: (Pending & { startedAt: number; cpuAtStart: number | undefined; budgetTimer: NodeJS.Timeout; answered: boolean }) | undefined;
   /** Consecutive deaths before becoming warm (a broken install must not respawn in a hot loop). */
   failures: number;
 }
@@ -59,7 +71,7 @@ export class WorkerChecker implements ScriptCheckService {
 
   constructor(private readonly options: WorkerCheckerOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${options.workers}`);
-    for (let i = 0; i < options.workers; i++) this.slots.push({ worker: undefined, warm: false, current: undefined, failures: 0 });
+    for (let i = 0; i < options.workers; i++) this.slots.push({ worker: undefined, warm: false, cpuMs: undefined, current: undefined, failures: 0 });
     // One warms first, the others once it is warm: warming is seconds of CPU, and on a busy
     // machine parallel warm-ups would delay the first warm checker, which the first script awaits.
     this.spawn(this.slots[0] as Slot);
@@ -116,7 +128,11 @@ export class WorkerChecker implements ScriptCheckService {
   }
 
   private spawn(slot: Slot): void {
-    const workerData: CheckerWorkerData = { itxDeclarations: this.options.itxDeclarations, providerDeclarations: this.providers };
+    const workerData: CheckerWorkerData = {
+      itxDeclarations: this.options.itxDeclarations,
+      providerDeclarations: this.providers,
+      ...(this.options.stallEachCheckMs === undefined ? {} : { stallEachCheckMs: this.options.stallEachCheckMs }),
+    };
     const worker = new Worker(this.options.entry ?? ENTRY, {
       workerData,
       resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? 1_024 },
@@ -124,10 +140,12 @@ export class WorkerChecker implements ScriptCheckService {
     worker.unref();
     slot.worker = worker;
     slot.warm = false;
+    slot.cpuMs = undefined;
     worker.on("message", (message: FromChecker) => {
       if (slot.worker !== worker) return;
       if (message.kind === "ready") {
         slot.warm = true;
+        slot.cpuMs = threadCpuReader(message.threadStat);
         slot.failures = 0;
         this.options.onWarm?.(message.warmMs);
         for (const wake of this.warmWaiters.splice(0)) wake();
@@ -164,30 +182,51 @@ export class WorkerChecker implements ScriptCheckService {
       const worker = slot.worker;
       const budgetTimer = setTimeout(() => this.stopAtBudget(slot, pending.id), pending.budgetMs);
       budgetTimer.unref();
-      slot.current = { ...pending, startedAt: performance.now(), budgetTimer };
+      slot.current = { ...pending, startedAt: performance.now(), cpuAtStart: slot.cpuMs?.(), budgetTimer, answered: false };
       const message: ToChecker = { kind: "check", id: pending.id, parts: pending.parts, budgetMs: pending.budgetMs, compile: pending.compile };
       worker.postMessage(message);
     }
   }
 
-  /** The budget ran out: answer `timed-out`, terminate the worker, start warming a new one. */
+  /**
+   * The budget's time has passed on the wall clock: the caller is answered `timed-out`. The
+   * worker is terminated (and a new one starts warming) once the check has used its budget of
+   * CPU or the wall cap; until then it may finish, its answer dropped, and take the next check.
+   */
   private stopAtBudget(slot: Slot, id: number): void {
     const current = slot.current;
     if (current === undefined || current.id !== id) return;
+    const wallMs = performance.now() - current.startedAt;
+    if (!current.answered) {
+      current.answered = true;
+      current.resolve({ kind: "timed-out", budgetMs: current.budgetMs, durationMs: wallMs });
+    }
+    const cpuNow = current.cpuAtStart === undefined ? undefined : slot.cpuMs?.();
+    const cpuMs = cpuNow === undefined || current.cpuAtStart === undefined ? undefined : cpuNow - current.cpuAtStart;
+    const verdict = budgetVerdict({ budgetMs: current.budgetMs, wallMs, cpuMs, wallCapMs: current.budgetMs * STARVED_WALL_FACTOR });
+    if (verdict.kind === "continue") {
+      current.budgetTimer = setTimeout(() => this.stopAtBudget(slot, id), verdict.moreMs);
+      current.budgetTimer.unref();
+      return;
+    }
     const worker = slot.worker;
     slot.worker = undefined;
-    this.finish(slot, { kind: "timed-out", budgetMs: current.budgetMs, durationMs: performance.now() - current.startedAt });
-    this.options.onWorkerReplaced?.("timed-out", `no answer within ${current.budgetMs} ms`);
+    slot.current = undefined;
+    this.options.onWorkerReplaced?.(
+      "timed-out",
+      cpuMs === undefined ? `no answer within ${current.budgetMs} ms` : `no answer after ${Math.round(cpuMs)} ms of CPU in ${Math.round(wallMs)} ms (budget ${current.budgetMs} ms)`,
+    );
     void worker?.terminate();
     this.spawn(slot);
     this.dispatch();
   }
 
+  /** Ends the slot's check; its caller gets `result` unless it was answered `timed-out` already. */
   private finish(slot: Slot, result: CheckedScript): void {
     const current = slot.current;
     if (current === undefined) return;
     slot.current = undefined;
     clearTimeout(current.budgetTimer);
-    current.resolve(result);
+    if (!current.answered) current.resolve(result);
   }
 }
