@@ -141,7 +141,7 @@ function isStreamNotFound(error: unknown): boolean {
 const encoder = new TextEncoder();
 
 /**
- * Hands a work item to the queue. Given a `JetStreamPublisher` (the reducer passes its store's),
+ * Hands a work item to the queue. Given a `JetStreamPublisher` (the reducer passes one of its own),
  * the item goes out as a plain publish acknowledged on that publisher's inbox, without the
  * per-request timer and `Error` of `js.publish`: the reducer publishes one per turn.
  */
