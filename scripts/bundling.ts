@@ -120,7 +120,6 @@ const CJS_BANNER = [
   'const __agentrtDirname = (u) => require("node:url").fileURLToPath(new URL(".", u)).replace(/[\\\\/]$/, "");',
 ].join("\n");
 
-
 /** How long after its start a service takes the warm cache of its own (see serviceLoader). */
 const WARM_CACHE_AFTER_MS = 5_000;
 

@@ -4,7 +4,7 @@
 
 import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
-import { budgetVerdict, cpuMsOfStat, ownThreadStatPath, threadCpuReader } from "../src/typecheck/thread-cpu.ts";
+import { budgetVerdict, CheckBudget, cpuMsOfStat, ownThreadStatPath, threadCpuReader } from "../src/typecheck/thread-cpu.ts";
 
 describe("a thread's CPU time", () => {
   it("given a stat line whose command holds spaces and parentheses, then utime + stime ticks are read after the last parenthesis", () => {
@@ -64,5 +64,25 @@ describe("a check past its budget's wall time", () => {
 
   it("given almost all of its CPU used, then it waits at least one clock tick before asking again", () => {
     expect(budgetVerdict({ budgetMs: 2_000, wallMs: 2_000, cpuMs: 1_999, wallCapMs: 30_000 })).toEqual({ kind: "continue", moreMs: 10 });
+  });
+});
+
+describe("a check's budget", () => {
+  it("given a thread's CPU clock, then it counts the CPU used since the check started and judges with it", () => {
+    let cpu = 1_000;
+    const budget = new CheckBudget(200, () => cpu);
+    cpu = 1_050;
+    expect(budget.cpuUsedMs()).toBe(50);
+    expect(budget.verdict()).toMatchObject({ kind: "continue", moreMs: 150, cpuMs: 50 });
+    cpu = 1_200;
+    expect(budget.verdict()).toMatchObject({ kind: "stop", cpuMs: 200 });
+  });
+
+  it("given no CPU clock, or one that stops answering, then the wall clock decides: stop", () => {
+    expect(new CheckBudget(200, undefined).verdict()).toMatchObject({ kind: "stop", cpuMs: undefined });
+    let cpu: number | undefined = 0;
+    const budget = new CheckBudget(200, () => cpu);
+    cpu = undefined;
+    expect(budget.verdict()).toMatchObject({ kind: "stop", cpuMs: undefined });
   });
 });

@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import type ts from "typescript";
 import { buildScriptSource, type ScriptSourceParts } from "./script-source.ts";
 import { typescript } from "./typescript-compiler.ts";
-import { budgetVerdict, STARVED_WALL_FACTOR } from "./thread-cpu.ts";
+import { CheckBudget } from "./thread-cpu.ts";
 import {
   DID_YOU_MEAN_NAME,
   DID_YOU_MEAN_PROPERTY,
@@ -61,7 +61,7 @@ export class ScriptChecker {
   private readonly service: ts.LanguageService;
   private deadline = Number.POSITIVE_INFINITY;
   /** The running check's budget, in this thread's CPU time where `cpuMs` reads it (thread-cpu.ts). */
-  private budget: { readonly budgetMs: number; readonly started: number; readonly cpuAtStart: number | undefined } | undefined;
+  private budget: CheckBudget | undefined;
 
   constructor(
     itxDeclarations: string,
@@ -101,7 +101,7 @@ export class ScriptChecker {
     const source = buildScriptSource(parts);
     this.setFile(SCRIPT_FILE, source.text);
     this.deadline = started + budgetMs;
-    this.budget = { budgetMs, started, cpuAtStart: this.options.cpuMs?.() };
+    this.budget = new CheckBudget(budgetMs, this.options.cpuMs);
     try {
       const syntactic = this.service.getSyntacticDiagnostics(SCRIPT_FILE);
       const semantic = syntactic.some((d) => d.start !== undefined && d.start >= source.codeStart)
@@ -135,20 +135,12 @@ export class ScriptChecker {
     }
   }
 
-  /** Past the wall-clock deadline, the CPU this thread used decides (budgetVerdict); the clock is read only then. */
+  /** Past the wall-clock deadline, the CPU this thread used decides (CheckBudget); the clock is read only then. */
   private cancellationRequested(): boolean {
     const now = performance.now();
     if (now <= this.deadline) return false;
-    const budget = this.budget;
-    if (budget === undefined) return true;
-    const cpu = budget.cpuAtStart === undefined ? undefined : this.options.cpuMs?.();
-    const verdict = budgetVerdict({
-      budgetMs: budget.budgetMs,
-      wallMs: now - budget.started,
-      cpuMs: cpu === undefined || budget.cpuAtStart === undefined ? undefined : cpu - budget.cpuAtStart,
-      wallCapMs: budget.budgetMs * STARVED_WALL_FACTOR,
-    });
-    if (verdict.kind === "stop") return true;
+    const verdict = this.budget?.verdict();
+    if (verdict === undefined || verdict.kind === "stop") return true;
     this.deadline = now + verdict.moreMs;
     return false;
   }

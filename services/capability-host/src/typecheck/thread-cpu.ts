@@ -65,3 +65,38 @@ export function budgetVerdict(check: { readonly budgetMs: number; readonly wallM
 
 /** How far past its budget a starved check may run in wall time (the budget × this). */
 export const STARVED_WALL_FACTOR = 15;
+
+/**
+ * One check's budget from the moment it starts: its wall time, and its thread's CPU time where
+ * `cpuMs` reads it. The worker's cancellation token and the host's termination timer both ask
+ * it, once the budget has passed on the wall clock, whether the check may go on.
+ */
+export class CheckBudget {
+  private readonly startedAt = performance.now();
+  private readonly cpuAtStart: number | undefined;
+
+  constructor(
+    readonly budgetMs: number,
+    private readonly cpuMs: (() => number | undefined) | undefined,
+  ) {
+    this.cpuAtStart = cpuMs?.();
+  }
+
+  get wallMs(): number {
+    return performance.now() - this.startedAt;
+  }
+
+  /** The CPU milliseconds used since the start, or undefined without a reading. */
+  cpuUsedMs(): number | undefined {
+    if (this.cpuAtStart === undefined) return undefined;
+    const now = this.cpuMs?.();
+    return now === undefined ? undefined : now - this.cpuAtStart;
+  }
+
+  /** budgetVerdict for this check now, with the readings it was made from. */
+  verdict(): ReturnType<typeof budgetVerdict> & { readonly wallMs: number; readonly cpuMs: number | undefined } {
+    const wallMs = this.wallMs;
+    const cpuMs = this.cpuUsedMs();
+    return { ...budgetVerdict({ budgetMs: this.budgetMs, wallMs, cpuMs, wallCapMs: this.budgetMs * STARVED_WALL_FACTOR }), wallMs, cpuMs };
+  }
+}

@@ -14,7 +14,7 @@
 import { Worker } from "node:worker_threads";
 import type { CheckedScript, CheckerWorkerData, FromChecker, ToChecker } from "./checker-protocol.ts";
 import type { ScriptSourceParts } from "./script-source.ts";
-import { budgetVerdict, STARVED_WALL_FACTOR, threadCpuReader } from "./thread-cpu.ts";
+import { CheckBudget, threadCpuReader } from "./thread-cpu.ts";
 
 /** What the script runner and `itx.docs.typecheck` need from a checker, wherever it runs. */
 export interface ScriptCheckService {
@@ -54,7 +54,7 @@ interface Slot {
   /** The worker thread's CPU milliseconds (undefined where they cannot be read: the wall clock decides). */
   cpuMs: (() => number | undefined) | undefined;
   /** The check the worker is running; `answered` once its caller had `timed-out` and the worker was kept. */
-  current: (Pending & { startedAt: number; cpuAtStart: number | undefined; budgetTimer: NodeJS.Timeout; answered: boolean }) | undefined;
+  current: (Pending & { budget: CheckBudget; budgetTimer: NodeJS.Timeout; answered: boolean }) | undefined;
   /** Consecutive deaths before becoming warm (a broken install must not respawn in a hot loop). */
   failures: number;
 }
@@ -162,7 +162,7 @@ export class WorkerChecker implements ScriptCheckService {
       if (slot.worker !== worker || this.closed) return;
       slot.worker = undefined;
       if (!slot.warm) slot.failures++;
-      this.finish(slot, { kind: "checker-lost", reason, durationMs: slot.current === undefined ? 0 : performance.now() - slot.current.startedAt });
+      this.finish(slot, { kind: "checker-lost", reason, durationMs: slot.current?.budget.wallMs ?? 0 });
       this.options.onWorkerReplaced?.("died", reason);
       const backoffMs = slot.failures === 0 ? 0 : Math.min(30_000, 250 * 2 ** Math.min(slot.failures, 7));
       setTimeout(() => {
@@ -182,7 +182,7 @@ export class WorkerChecker implements ScriptCheckService {
       const worker = slot.worker;
       const budgetTimer = setTimeout(() => this.stopAtBudget(slot, pending.id), pending.budgetMs);
       budgetTimer.unref();
-      slot.current = { ...pending, startedAt: performance.now(), cpuAtStart: slot.cpuMs?.(), budgetTimer, answered: false };
+      slot.current = { ...pending, budget: new CheckBudget(pending.budgetMs, slot.cpuMs), budgetTimer, answered: false };
       const message: ToChecker = { kind: "check", id: pending.id, parts: pending.parts, budgetMs: pending.budgetMs, compile: pending.compile };
       worker.postMessage(message);
     }
@@ -196,14 +196,12 @@ export class WorkerChecker implements ScriptCheckService {
   private stopAtBudget(slot: Slot, id: number): void {
     const current = slot.current;
     if (current === undefined || current.id !== id) return;
-    const wallMs = performance.now() - current.startedAt;
+    const verdict = current.budget.verdict();
+    const { wallMs, cpuMs } = verdict;
     if (!current.answered) {
       current.answered = true;
       current.resolve({ kind: "timed-out", budgetMs: current.budgetMs, durationMs: wallMs });
     }
-    const cpuNow = current.cpuAtStart === undefined ? undefined : slot.cpuMs?.();
-    const cpuMs = cpuNow === undefined || current.cpuAtStart === undefined ? undefined : cpuNow - current.cpuAtStart;
-    const verdict = budgetVerdict({ budgetMs: current.budgetMs, wallMs, cpuMs, wallCapMs: current.budgetMs * STARVED_WALL_FACTOR });
     if (verdict.kind === "continue") {
       current.budgetTimer = setTimeout(() => this.stopAtBudget(slot, id), verdict.moreMs);
       current.budgetTimer.unref();
