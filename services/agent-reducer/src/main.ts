@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
+import { DEFAULT_PUBLISH_TIMEOUT_MS, JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
 import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { reducerConfigSchema } from "./config.ts";
@@ -15,8 +15,6 @@ import { ReducerService } from "./reducer-service.ts";
 import { openSnapshotStore } from "./snapshots.ts";
 
 const config = loadConfig(reducerConfigSchema);
-/** As long as a work item's publish waits for JetStream's ack (the store's appends wait as long). */
-const WORK_PUBLISH_TIMEOUT_MS = 5_000;
 const logger = createLogger("agent-reducer", config.LOG_LEVEL);
 
 // Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
@@ -39,7 +37,8 @@ void runService({
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused,
     }), waiting);
-    const workPublisher = new JetStreamPublisher(nc, WORK_PUBLISH_TIMEOUT_MS);
+    // A work item's publish waits for JetStream's ack as long as the store's appends do.
+    const workPublisher = new JetStreamPublisher(nc, DEFAULT_PUBLISH_TIMEOUT_MS);
     const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
     const reducer = new ReducerService({
       id: config.REDUCER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,

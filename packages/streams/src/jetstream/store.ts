@@ -66,6 +66,8 @@ export interface JetStreamEventStoreOptions {
 }
 
 const encoder = new TextEncoder();
+/** How long a publish waits for JetStream's ack by default (`publishTimeoutMs`). */
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
 /** Last records fetched at once by a listing (each at most one batch, MAX_BATCH_BYTES). */
 const LIST_PARALLEL_GETS = 4;
 
@@ -113,7 +115,7 @@ export class JetStreamEventStore implements EventStore {
     const partitionCount = validatePartitionCount(options.partitionCount ?? 64);
     const streamName = options.streamName ?? "AGENT_EVENTS";
     const scheme = { durablePrefix: options.subjectPrefix ?? "ev", ephemeralPrefix: options.ephemeralPrefix ?? "eph" };
-    const publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
+    const publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
     return await classified(`open event store ${streamName}`, async () => {
       const jsm = await jetstreamManager(nc, { timeout: publishTimeoutMs });
       await ensureEventStream(jsm, {
