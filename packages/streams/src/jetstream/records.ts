@@ -82,6 +82,17 @@ export class RecordReader {
   }
 
   /**
+   * The value of header `name` on the subject's first message: `{ value: undefined }` when it
+   * has no such header, undefined when the subject has no message.
+   */
+  async firstHeader(subject: string, name: string): Promise<{ value: string | undefined } | undefined> {
+    const msg = await this.get({ next_by_subj: subject, seq: 1 });
+    if (msg === null) return undefined;
+    const value = msg.header?.get(name);
+    return { value: value === undefined || value === "" ? undefined : value };
+  }
+
+  /**
    * The sequence of the record holding `offset` — binary search over stream sequences with
    * `next_by_subj`, so the cost is O(log sequences) round trips, independent of `offset`.
    * Returns undefined when the stream's last offset is below `offset`.
@@ -184,6 +195,7 @@ export class RecordReader {
         let done = false;
         try {
           const batch = await consumer.fetch({ max_bytes: Math.round(Math.min(IN_FLIGHT_BYTES, Math.max(MIN_PULL_BYTES, expectedBytes))), expires: PULL_EXPIRES_MS });
+          void this.countHeartbeatWakeUps(batch);
           const messages = endAtByteLimit(untilStalled(batch, this.stallMs, () => (lost = true)), () => delivered);
           for await (const msg of messages) {
             delivered++;
@@ -206,6 +218,9 @@ export class RecordReader {
               done = true;
               break;
             }
+            // The server has ended this pull (see PULL_MESSAGES); the client would notice only
+            // after two missed heartbeats. The next pull continues from here.
+            if (delivered >= PULL_MESSAGES) break;
           }
         } catch {
           // The caller's abort ends the scan; anything the consumer threw (a pull refused, the
@@ -226,6 +241,20 @@ export class RecordReader {
     // A consumer that was lost is finished the same way (gets need no consumer).
     if (lost) this.scansFinishedByGets++;
     if (this.consistentReads || lost) yield* this.byGets(subject, lastSeen + 1, untilSeq, signal);
+  }
+
+  /**
+   * Pulls that ended only when the client missed the consumer's heartbeats (a pull waiting for
+   * messages the server will not send), counted from the pull's own notifications.
+   */
+  pullsWokenByHeartbeats = 0;
+
+  private async countHeartbeatWakeUps(batch: { status(): AsyncIterable<{ type: string }> }): Promise<void> {
+    try {
+      for await (const notification of batch.status()) if (notification.type === "heartbeats_missed") this.pullsWokenByHeartbeats++;
+    } catch {
+      // The pull's own iterator reports its failures.
+    }
   }
 
   /** Records on `subject` from `fromSeq` through `untilSeq` by gets alone, one round trip each. */
@@ -336,6 +365,15 @@ export const SCAN_STALL_MS = 5_000;
  * the consumer did not deliver is finished through the leader below.
  */
 const PULL_EXPIRES_MS = 1_000;
+
+/**
+ * How many messages one byte-bounded pull asks the server for: nats.js requests 100 when it is
+ * given a byte budget and no message count (the two are exclusive in its API). After that many
+ * the server has ended the pull, but the client keeps waiting until it misses two idle
+ * heartbeats (1.5 s here): a whole-stream read of 10 000 records waited 150 s so. A scan ends
+ * such a pull itself and asks for the next at once.
+ */
+const PULL_MESSAGES = 100;
 
 const turnOfEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Record bytes handed over between two turns of the event loop during a scan. */
