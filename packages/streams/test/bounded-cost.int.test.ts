@@ -113,11 +113,12 @@ it("a stream written before the key index existed is indexed once, and its keys 
   expect((await other.append(path, [note("new again", "cost/new")])).status).toBe("duplicate");
 });
 
-it("a new stream's first append does not wait for the index's mark, and without the mark another store still finds its keys", async () => {
+it("a new stream's first append with its keys reserved alongside does not wait for the index's mark, and without the mark another store still finds its keys", async () => {
+  // (A first record whose keys were reserved before it says so itself: first-record-indexed.int.test.ts.)
   const unmarked = "/cost/unmarked/one";
   const bucket = "EV_COST_KEYS_UNMARKED";
   const { store, nc } = await freshStore({ keyIndexBucket: bucket });
-  expect((await store.append(unmarked, [note("first", "unmarked/1")])).status).toBe("committed");
+  expect((await store.append(unmarked, [note("first", "unmarked/1")], { expectedLastOffset: 0, keysNewAtHead: true })).status).toBe("committed");
   // The mark never landed (the store died, or NATS lost the put): remove it once it is there.
   const kv = await new Kvm(nc).open(bucket);
   await waitFor(async () => (await kv.get("m.cost.unmarked.one")) !== null, { timeoutMs: 5_000, intervalMs: 20 });

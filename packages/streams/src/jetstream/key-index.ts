@@ -5,10 +5,15 @@
 // is checked against the record it names (writer.ts decides what a reservation means).
 //
 // A stream is "indexed" once every key of its history is in the index: a stream whose first
-// record was written by this store is indexed from the start (the marker is written after that
-// first publish); an older stream is scanned once, by the first keyed append that needs it.
+// record was written by this store is indexed from the start, and says so in that record's
+// `Agentrt-Keys-Indexed` header (the index's epoch, see below) or, when its keys were reserved
+// only alongside the publish, in a marker entry written once they are; an older stream is
+// scanned once, by the first keyed append that needs it, and marked.
+//
+// The epoch is a random id kept in the bucket itself: a bucket deleted and created again, or
+// purged, gets a new one, so a header written for an index that is gone claims nothing.
 
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { streamPathSegments } from "@agentrt/contract";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
@@ -25,6 +30,9 @@ export interface Reservation {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** The entry holding the index's epoch (entries of streams start with `k.` or `m.`). */
+const EPOCH_KEY = "epoch";
+
 export class KeyIndex {
   /** The bucket's subject prefix: `$KV.<bucket>`, as the KV client writes it. */
   private readonly subjectPrefix: string;
@@ -33,6 +41,8 @@ export class KeyIndex {
     private readonly kv: KV,
     bucket: string,
     private readonly publisher: JetStreamPublisher,
+    /** This index's epoch: what a stream's first record names when its keys are all here. */
+    readonly epoch: string,
   ) {
     this.subjectPrefix = `$KV.${bucket}`;
   }
@@ -44,7 +54,7 @@ export class KeyIndex {
    */
   static async open(js: JetStreamClient, publisher: JetStreamPublisher, bucket: string, replicas: number): Promise<KeyIndex> {
     const kv = await new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 });
-    return new KeyIndex(kv, bucket, publisher);
+    return new KeyIndex(kv, bucket, publisher, await epochOf(kv));
   }
 
   async lookup(streamPath: string, key: string): Promise<Reservation | undefined> {
@@ -93,6 +103,19 @@ export class KeyIndex {
 
   async markIndexed(streamPath: string): Promise<void> {
     await this.publisher.publish(`${this.subjectPrefix}.${markerOf(streamPath)}`, encoder.encode("1"));
+  }
+}
+
+/** The bucket's epoch, created by the first store to open it (two racing agree on the winner's). */
+async function epochOf(kv: KV): Promise<string> {
+  for (;;) {
+    const entry = await kv.get(EPOCH_KEY);
+    if (entry !== null && entry.operation === "PUT" && entry.value.length > 0) return entry.string();
+    try {
+      await kv.create(EPOCH_KEY, encoder.encode(randomUUID()));
+    } catch (error) {
+      if (!isWrongLastSequence(error)) throw error;
+    }
   }
 }
 

@@ -16,6 +16,8 @@ export interface PublishExpectations {
   readonly lastSubjectSequence?: number;
   /** Reject a "duplicate" answer with PublishDuplicateError instead of resolving its sequence. */
   readonly duplicateIsError?: boolean;
+  /** Headers stored with the message. */
+  readonly headers?: ReadonlyArray<readonly [name: string, value: string]>;
 }
 
 /** The server refused the publish (e.g. wrong last sequence); `errCode` is JetStream's. */
@@ -84,6 +86,7 @@ export class JetStreamPublisher {
     let h: MsgHdrs | undefined;
     if (expect.msgID !== undefined) (h ??= newHeaders()).set("Nats-Msg-Id", expect.msgID);
     if (expect.lastSubjectSequence !== undefined) (h ??= newHeaders()).set("Nats-Expected-Last-Subject-Sequence", String(expect.lastSubjectSequence));
+    for (const [name, value] of expect.headers ?? []) (h ??= newHeaders()).set(name, value);
     return new Promise<number>((resolve, reject) => {
       this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs, duplicateIsError: expect.duplicateIsError === true });
       try {

@@ -23,6 +23,12 @@ export function durableSubject(scheme: SubjectScheme, partition: number, streamP
  */
 export const LIVE_TYPES_HEADER = "Agentrt-Live-Types";
 
+/**
+ * On a stream's first record: the key index's epoch, when the store that wrote it had reserved
+ * its keys before publishing it, so every key of the stream is in that index (key-index.ts).
+ */
+export const KEYS_INDEXED_HEADER = "Agentrt-Keys-Indexed";
+
 export function ephemeralSubject(scheme: SubjectScheme, partition: number, streamPath: string): string {
   return `${scheme.ephemeralPrefix}.${partition}.${streamPathSegments(streamPath).join(".")}`;
 }

@@ -15,11 +15,12 @@ import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendHint, type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
-import { type JetStreamPublisher, PublishDuplicateError, PublishUnconfirmedError } from "./publisher.ts";
+import { type JetStreamPublisher, PublishDuplicateError, type PublishExpectations, PublishUnconfirmedError } from "./publisher.ts";
 import { checkKeys, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
 import type { KeyIndex } from "./key-index.ts";
 import { type RecordReader, eventsOf } from "./records.ts";
 import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
+import { KEYS_INDEXED_HEADER } from "./subjects.ts";
 
 /** A claim of an offset still being stored by another writer: wait a moment before looking. */
 const DUPLICATE_RETRY_MS = 50;
@@ -246,7 +247,10 @@ export class BatchWriter {
         continue;
       }
       const body = encoder.encode(recordJson(streamPath, first, committed.length, createdAt, parts.join(",")));
+      // The stream's first record, its keys reserved before it: it says so itself (no marker
+      // entry to write), unless the reservations go out alongside it and may not have landed.
       const wasEmpty = view.lastSeq === 0;
+      const claimsIndex = wasEmpty && !alongside;
       try {
         // The message id claims the OFFSET, not just this attempt: on a replicated stream
         // nats-server 2.9 checks the expected last subject sequence before the write's
@@ -254,7 +258,7 @@ export class BatchWriter {
         // (nats-server#4320) and one event was then lost to every reader. The duplicate check
         // on the message id does see writes still in flight, so only one claim of an offset
         // is ever stored; a retried publish of our own claim is answered "duplicate" too.
-        const ack = await this.publishOnce(subject, body, view.lastSeq, `${subject}@${first}`);
+        const ack = await this.publishOnce(subject, body, view.lastSeq, `${subject}@${first}`, claimsIndex ? [[KEYS_INDEXED_HEADER, this.options.index.epoch]] : undefined);
         view.lastSeq = ack;
         view.lastOffset += committed.length;
       } catch (error) {
@@ -274,12 +278,12 @@ export class BatchWriter {
       // Committed with a reservation that did not take: an entry of an earlier attempt that lost
       // (no record before `first` carries the key) now points at this record.
       if (reserving !== undefined && !(await reserving)) await pointKeysAt(this.options.index, streamPath, committedKeys, first);
-      // This store wrote the stream's first record (its keys reserved before it), so its whole
-      // history is in the index. The mark tells other stores so; the append does not wait for
-      // it: without the mark, another store's keyed append reads the stream once and marks it.
-      if (wasEmpty && !writer.indexed) {
+      // This store wrote the stream's first record, so its whole history is in the index. When
+      // the record could not say so, the marker does; the append does not wait for it: without
+      // it, another store's keyed append reads the stream once and marks it.
+      if (wasEmpty) {
         writer.indexed = true;
-        void this.options.index.markIndexed(streamPath).catch(() => undefined);
+        if (!claimsIndex) void this.options.index.markIndexed(streamPath).catch(() => undefined);
       }
       return outcomes;
     }
@@ -292,12 +296,15 @@ export class BatchWriter {
 
   /**
    * Makes sure the key index holds every key of the stream's history. An empty stream has
-   * none; an older stream written before the index existed is read once, here, and its keys
-   * recorded — the only whole-stream read a keyed append can ever cause.
+   * none (every writer reserves its keys); a stream whose first record names this index's
+   * epoch, or that is marked, has them all; an older stream written before the index existed
+   * is read once, here, and its keys recorded — the only whole-stream read a keyed append can
+   * ever cause.
    */
   private async ensureIndexed(writer: StreamWriter, streamPath: string): Promise<void> {
     const { index, reader } = this.options;
-    if (await index.isIndexed(streamPath)) {
+    const first = await reader.firstHeader(writer.subject, KEYS_INDEXED_HEADER);
+    if (first === undefined || first.value === index.epoch || (await index.isIndexed(streamPath))) {
       writer.indexed = true;
       return;
     }
@@ -338,10 +345,10 @@ export class BatchWriter {
   }
 
   /** Publishes one message; an unconfirmed publish is retried with the same Nats-Msg-Id, so it lands once. */
-  private async publishOnce(subject: string, body: Uint8Array, lastSubjectSequence: number, msgID: string): Promise<number> {
+  private async publishOnce(subject: string, body: Uint8Array, lastSubjectSequence: number, msgID: string, headers?: PublishExpectations["headers"]): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.options.publisher.publish(subject, body, { msgID, lastSubjectSequence, duplicateIsError: true });
+        return await this.options.publisher.publish(subject, body, { msgID, lastSubjectSequence, duplicateIsError: true, ...(headers === undefined ? {} : { headers }) });
       } catch (error) {
         if (attempt < 2 && error instanceof PublishUnconfirmedError) continue;
         throw error;
