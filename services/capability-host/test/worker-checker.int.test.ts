@@ -15,14 +15,13 @@ const parts = (code: string): ScriptSourceParts => ({ preamble: "", resultsPream
 let pool: WorkerChecker | undefined;
 afterEach(async () => pool?.close());
 
-async function warmPool(workers: number, entry?: URL, stallEachCheckMs?: number): Promise<{ pool: WorkerChecker; replaced: string[] }> {
+async function warmPool(workers: number, entry?: URL): Promise<{ pool: WorkerChecker; replaced: string[] }> {
   const replaced: string[] = [];
   const warm: number[] = [];
   const created = new WorkerChecker({
     workers,
     itxDeclarations: loadItxDeclarations(),
     ...(entry === undefined ? {} : { entry }),
-    ...(stallEachCheckMs === undefined ? {} : { stallEachCheckMs }),
     onWarm: (ms) => warm.push(ms),
     onWorkerReplaced: (reason) => replaced.push(reason),
   });
@@ -59,8 +58,11 @@ describe("typecheck in worker threads", () => {
   }, 120_000);
 
   it.runIf(process.platform === "linux")("answers a check the machine kept off the CPU timed-out at its budget, and keeps its warm worker for the next", async () => {
-    // Each check's thread sleeps 600 ms first (no CPU, as on a starved machine).
-    const { pool, replaced } = await warmPool(1, undefined, 600);
+    // Each check's thread sleeps 600 ms first (no CPU, as on a starved machine). A worker's
+    // environment is copied when it is created.
+    process.env.CHECKER_STALL_MS = "600";
+    const { pool, replaced } = await warmPool(1, new URL("./fixtures/stalled-checker-worker.mjs", import.meta.url));
+    delete process.env.CHECKER_STALL_MS;
     const t0 = performance.now();
     const starved = await pool.check(parts("return 2;"), 200, { compile: true });
     const answeredMs = performance.now() - t0;

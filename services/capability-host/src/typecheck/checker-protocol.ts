@@ -9,8 +9,6 @@ import type { ScriptSourceParts } from "./script-source.ts";
 export interface CheckerWorkerData {
   readonly itxDeclarations: string;
   readonly providerDeclarations: ReadonlyArray<readonly [string, string]>;
-  /** Tests only: the worker sleeps this long before each check, a thread kept off the CPU as a starved machine does. */
-  readonly stallEachCheckMs?: number;
 }
 
 /** The script's JavaScript for the sandbox, or why it could not be compiled (a syntax error). */

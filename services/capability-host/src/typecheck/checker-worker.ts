@@ -18,7 +18,6 @@ const started = performance.now();
 const threadStat = ownThreadStatPath();
 const cpuMs = threadCpuReader(threadStat);
 const checker = new ScriptChecker(data.itxDeclarations, cpuMs === undefined ? {} : { cpuMs });
-const stall = data.stallEachCheckMs === undefined ? undefined : new Int32Array(new SharedArrayBuffer(4));
 if (data.providerDeclarations.length > 0) checker.setProviderDeclarations(new Map(data.providerDeclarations));
 checker.check({ preamble: "", resultsPreamble: "const results = [] as const;", code: "return 1;", wrapped: "async (itx) => {\nreturn 1;\n}" }, 600_000);
 
@@ -29,7 +28,6 @@ port.on("message", (message: ToChecker) => {
     checker.setProviderDeclarations(new Map(message.declarations));
     return;
   }
-  if (stall !== undefined) Atomics.wait(stall, 0, 0, data.stallEachCheckMs);
   const outcome = checker.check(message.parts, message.budgetMs);
   let result: CheckedScript = outcome;
   if (message.compile && (outcome.kind === "ok" || outcome.kind === "unchecked")) {

@@ -34,8 +34,6 @@ export interface WorkerCheckerOptions {
   readonly entry?: URL;
   readonly onWarm?: (warmMs: number) => void;
   readonly onWorkerReplaced?: (reason: CheckerReplacedReason, detail: string) => void;
-  /** Tests only: each check's worker sleeps this long first (a thread a starved machine keeps off the CPU). */
-  readonly stallEachCheckMs?: number;
 }
 
 interface Pending {
@@ -128,11 +126,7 @@ export class WorkerChecker implements ScriptCheckService {
   }
 
   private spawn(slot: Slot): void {
-    const workerData: CheckerWorkerData = {
-      itxDeclarations: this.options.itxDeclarations,
-      providerDeclarations: this.providers,
-      ...(this.options.stallEachCheckMs === undefined ? {} : { stallEachCheckMs: this.options.stallEachCheckMs }),
-    };
+    const workerData: CheckerWorkerData = { itxDeclarations: this.options.itxDeclarations, providerDeclarations: this.providers };
     const worker = new Worker(this.options.entry ?? ENTRY, {
       workerData,
       resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? 1_024 },
