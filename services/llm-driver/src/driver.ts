@@ -10,7 +10,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { consumeWork, type Logger, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome } from "@agentrt/service-kit";
+import { consumeWork, type Logger, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
@@ -68,6 +68,10 @@ export class LlmDriver {
   private interrupts: Subscription | undefined;
   private readonly cache: StreamCache | undefined;
   private readonly openai = new OpenAiModelClient();
+  /** Requests handed over in this process (`runHandedOver`) being run now. */
+  private readonly handedOver = new Set<Promise<WorkOutcome>>();
+  /** Aborted by stop(): handed-over runs stop retrying their settlement. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly deps: LlmDriverDeps) {
     const offline = new OfflineModelClient();
@@ -126,7 +130,7 @@ export class LlmDriver {
       logger: this.deps.logger,
       ackWaitMs: this.deps.work?.ackWaitMs ?? DEFAULT_WORK_ACK_WAIT_MS,
       heartbeatMs: this.deps.work?.heartbeatMs ?? DEFAULT_WORK_HEARTBEAT_MS,
-      concurrency: this.deps.work?.concurrency ?? 32,
+      concurrency: this.concurrency,
       ...(this.claims === undefined ? {} : { claims: this.claims }),
       handler: async (item, context): Promise<WorkOutcome> => {
         const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);
@@ -136,14 +140,50 @@ export class LlmDriver {
     });
   }
 
+  /**
+   * Runs a request handed over by the agent-reducer in this process, without a work item: the
+   * run a delivered item gets (it re-reads the stream, so an offset that holds no open request
+   * is acked as such). Undefined when this driver is at its concurrency or stopping: the caller
+   * puts the item on the work queue instead. Resolves to what the queue would have been told,
+   * so a run that must be tried again (stopped by shutdown, its request not read yet) goes to
+   * the queue, where any driver takes it.
+   */
+  runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined {
+    if (this.stopping.signal.aborted || this.handedOver.size >= this.concurrency) return undefined;
+    const run: Promise<WorkOutcome> = this.runner
+      .run(streamPath, requestOffset, this.stopping.signal)
+      .then(
+        (outcome) => {
+          this.deps.metrics.workItem(outcome);
+          return workOutcome(outcome);
+        },
+        (error: unknown) => {
+          this.deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request failed to run; it goes to the work queue");
+          return workOutcomeOfError(error, 1);
+        },
+      )
+      .finally(() => {
+        this.handedOver.delete(run);
+      });
+    this.handedOver.add(run);
+    return run;
+  }
+
+  private get concurrency(): number {
+    return this.deps.work?.concurrency ?? 32;
+  }
+
   /** Claiming turns from the work queue (readiness). */
   consuming(): boolean {
     return this.consumer?.running() ?? false;
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort();
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();
+    // Stopped above, so each ends at once (a settlement in flight finishes first).
+    await Promise.allSettled([...this.handedOver]);
     await this.ownClaims?.stop();
     this.interrupts?.unsubscribe();
     await this.cache?.stop();

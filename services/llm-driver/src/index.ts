@@ -16,3 +16,4 @@ export * from "./request-runner.ts";
 export * from "./interrupts.ts";
 export * from "./driver.ts";
 export * from "./config.ts";
+export * from "./start.ts";

@@ -1,13 +1,10 @@
-// Composition root of the llm-driver: config, logger, NATS, the JetStream event store, the
-// work-queue stream, providers (or the offline model, announced loudly), the driver and the
-// ops endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
+// Composition root of the llm-driver: config, logger, metrics, the driver (start.ts: NATS, the
+// JetStream event store, the work-queue stream, providers or the offline model) and the ops
+// endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
 
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStream, loadConfig, natsConnectionOptions, runService, startOpsServer, startWorkClaims, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
-import { openServiceStore } from "@agentrt/streams/jetstream";
-import { contextWindowsFromConfig, driverConfigSchema, providersFromConfig } from "./config.ts";
-import { driverClaimOwner, LlmDriver } from "./driver.ts";
-import { createDriverMetrics } from "./metrics.ts";
+import { createLogger, createMetrics, loadConfig, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { driverConfigSchema } from "./config.ts";
+import { startLlmDriver } from "./start.ts";
 
 // Start-up phases in epoch ms, logged with "ready": a restarted driver is how a killed one's
 // turn resumes when it was the only one, so where its start-up goes is worth seeing.
@@ -20,72 +17,11 @@ void runService({
   name: "llm-driver",
   logger,
   async start() {
-    const providers = providersFromConfig(config);
-    const contextWindows = contextWindowsFromConfig(config);
-    if (Object.keys(providers).length === 0) {
-      logger.warn(
-        "NO MODEL PROVIDER CONFIGURED (set OPENAI_API_KEY / OPENAI_BASE_URL or LLM_PROVIDERS): every turn is answered by the built-in OFFLINE model, a deterministic stand-in labelled [offline model]",
-      );
-    } else {
-      logger.info({ providers: Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, { baseUrl: p.baseUrl, api: p.api }])) }, "model providers");
-    }
     const metrics = createMetrics("llm-driver");
-    const nc = await connectNats({ ...natsConnectionOptions(config), name: "llm-driver", logger });
-    startup.natsConnected = Date.now();
-    // Started while NATS elects leaders (a node restarting), each step waits for an answer.
-    const waiting = { logger };
-    // Claims first: when this is a driver restarted after a crash, perhaps the only one, the dead
-    // incarnation's items go back to the queue while the rest starts, and the first fetch takes them.
-    const claimsStarted = startWorkClaims({ nc, kind: "llm", owner: driverClaimOwner(), logger, probeEveryMs: config.LLM_CLAIM_PROBE_MS, replicas: config.NATS_STREAM_REPLICAS }).then((claims) => {
-      startup.claimsWatching = Date.now();
-      return claims;
-    });
-    const js = jetstream(nc);
-    // Registered once: a start-up step may run more than once while NATS does not answer.
-    const onRefused = countRefusedAppends(metrics, "llm-driver");
-    const [jsm, store, claims] = await Promise.all([
-      untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting).then(async (jsm) => {
-        await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, "llm", { replicas: config.NATS_STREAM_REPLICAS, logger }), waiting);
-        return jsm;
-      }),
-      untilNatsAnswers("event store", () => openServiceStore(nc, {
-        service: "llm-driver",
-        partitionCount: config.PARTITION_COUNT,
-        replicas: config.NATS_STREAM_REPLICAS,
-        onRefused,
-      }), waiting),
-      claimsStarted,
-    ]);
-    // The cache follows the feed from the store's current head: older batches are read on demand.
-    const head = config.LLM_STREAM_CACHE === "on" ? (await untilNatsAnswers("event store head", () => jsm.streams.info(store.streamName), waiting)).state.last_seq : undefined;
-    startup.storeOpened = Date.now();
-    const tracing = await createTracing("llm-driver");
-    const driver = new LlmDriver({
-      ...tracerOption(tracing),
-      nc,
-      js,
-      jsm,
-      store,
-      providers,
-      logger,
-      metrics: createDriverMetrics(metrics),
-      settings: { idleTimeoutMs: config.LLM_IDLE_TIMEOUT_MS, contextWindows },
-      ...(head === undefined ? {} : {
-            streamCache: {
-              afterSequence: head,
-              maxStreams: config.LLM_STREAM_CACHE_MAX_STREAMS,
-              maxBytes: config.LLM_STREAM_CACHE_MAX_BYTES,
-              idleMs: config.LLM_STREAM_CACHE_IDLE_MS,
-            },
-          }),
-      work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY },
-      startedClaims: claims,
-    });
-    await driver.start();
-    startup.workStarted = Date.now();
-    const readiness = trackReadiness(nc, [() => driver.consuming()]);
+    const started = await startLlmDriver({ config, logger, metrics, startup });
+    const readiness = trackReadiness(started.nc, [() => started.driver.consuming()]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
-    logger.info({ opsPort: ops.port, offline: driver.offline, startup }, "llm-driver ready");
-    return stopInOrder(readiness, () => driver.stop(), () => claims.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
+    logger.info({ opsPort: ops.port, offline: started.driver.offline, startup }, "llm-driver ready");
+    return stopInOrder(readiness, () => started.stop(), () => ops.close());
   },
 });
