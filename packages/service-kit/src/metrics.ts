@@ -17,10 +17,14 @@ export function createMetrics(service: string, options: { collectDefaults?: bool
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: "agentrt_" });
+  // A name asked for again gets the metric already registered (an llm-driver run inside the
+  // reducer's process shares its registry, and both count refused appends).
+  const existing = <M>(name: string): M | undefined => registry.getSingleMetric(name) as M | undefined;
   return {
     registry,
-    counter: (name, help, labelNames = []) => new Counter({ name, help, labelNames: [...labelNames], registers: [registry] }),
+    counter: (name, help, labelNames = []) => existing<Counter<string>>(name) ?? new Counter({ name, help, labelNames: [...labelNames], registers: [registry] }),
     gauge: (name, help, labelNames = [], read) =>
+      existing<Gauge<string>>(name) ??
       new Gauge({
         name,
         help,
@@ -35,7 +39,7 @@ export function createMetrics(service: string, options: { collectDefaults?: bool
             }),
       }),
     histogram: (name, help, labelNames = [], buckets = LATENCY_BUCKETS_SECONDS) =>
-      new Histogram({ name, help, labelNames: [...labelNames], buckets, registers: [registry] }),
+      existing<Histogram<string>>(name) ?? new Histogram({ name, help, labelNames: [...labelNames], buckets, registers: [registry] }),
   };
 }
 
