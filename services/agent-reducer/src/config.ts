@@ -1,5 +1,5 @@
 // The reducer's environment, parsed once at start-up.
-import { DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema } from "@agentrt/service-kit";
+import { ConfigError, DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema, loadConfig } from "@agentrt/service-kit";
 import { DEFAULT_REDRIVE_AFTER_MS } from "@agentrt/agent-core";
 import { z } from "zod";
 
@@ -26,6 +26,30 @@ export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
    */
   REDUCER_REDRIVE_AFTER_MS: z.coerce.number().int().min(100).default(DEFAULT_REDRIVE_AFTER_MS),
   REDUCER_INTERRUPT_TIMEOUT_MS: z.coerce.number().int().min(50).default(1500),
+  /**
+   * `queue`: every request goes to the llm-drivers through the work queue. `in-process`: this
+   * process also runs an llm-driver (configured by the driver's own variables, LLM_* and
+   * OPENAI_*), which takes the requests of this replica's agents directly while it has room,
+   * and the queue's items like any driver.
+   */
+  REDUCER_LLM_DRIVER: z.enum(["queue", "in-process"]).default("queue"),
+  /** The in-process driver's NATS user (its own permissions); required when NATS_USER is set. */
+  LLM_DRIVER_NATS_USER: z.string().min(1).optional(),
+  LLM_DRIVER_NATS_PASSWORD: z.string().min(1).optional(),
 });
 
 export type ReducerConfig = z.infer<typeof reducerConfigSchema>;
+
+/**
+ * The reducer's config from the environment: the schema, and what no single key can say (the
+ * schema stays a plain object, which the chart's drift test reads key by key).
+ */
+export function loadReducerConfig(env: NodeJS.ProcessEnv = process.env): ReducerConfig {
+  const config = loadConfig(reducerConfigSchema, env);
+  if (config.REDUCER_LLM_DRIVER === "in-process" && config.NATS_USER !== undefined && config.LLM_DRIVER_NATS_USER === undefined) {
+    const problem =
+      "LLM_DRIVER_NATS_USER: REDUCER_LLM_DRIVER=in-process with NATS_USER set needs the driver's own NATS user (LLM_DRIVER_NATS_USER, LLM_DRIVER_NATS_PASSWORD): the reducer's may not write a driver's events";
+    throw new ConfigError(`Invalid configuration: ${problem}`, { problems: [problem] });
+  }
+  return config;
+}

@@ -6,7 +6,7 @@
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
 import { RESERVED_KEY_NAMESPACES, isAgentRuntimeError } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
-import { inSpan, publishWork, requestInterrupt, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import { inSpan, publishWork, requestInterrupt, triggerOffsetOfRequestKey, turnContext, type WorkOutcome } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { JetStreamPublisher } from "@agentrt/streams/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -38,6 +38,12 @@ export interface ReducerEffects {
   publishPreviews(streamPath: string, deltas: readonly EventInput[], foldedOffset: number): Promise<void>;
 }
 
+/** A driver running in the reducer's own process (REDUCER_LLM_DRIVER=in-process): the llm-driver's `runHandedOver`. */
+export interface InProcessDriver {
+  /** Undefined when it cannot take the request now (at capacity, stopping): the item goes to the queue. */
+  runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined;
+}
+
 export function natsReducerEffects(deps: {
   store: EventStore;
   nc: NatsConnection;
@@ -47,8 +53,20 @@ export function natsReducerEffects(deps: {
   interruptTimeoutMs: number;
   tracer?: Tracer;
   now?: () => number;
-}): ReducerEffects {
-  const { store, nc, workPublisher } = deps;
+  /**
+   * Requests go to this driver directly, not through the work queue, while it has room: no work
+   * item to store, deliver, claim and ack, and no hop between processes before the model call.
+   * A re-drive still goes to the queue (whoever runs the request now has shown no progress), and
+   * so does a handed-over run that must be tried again. A request of a process that dies is
+   * re-driven by the reducer that takes its partition over, like one whose item was lost.
+   */
+  inProcessDriver?: InProcessDriver;
+}): ReducerEffects & { handOversSettled(): Promise<void> } {
+  const { store, nc, workPublisher, inProcessDriver } = deps;
+  /** Handed-over runs with what follows them (a re-queue), until done. */
+  const handOvers = new Set<Promise<void>>();
+  const queueLlmWork = (streamPath: string, requestOffset: number, options?: { redrive?: boolean }) =>
+    publishWork(workPublisher, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options);
   return {
     now: deps.now ?? Date.now,
     async append(streamPath, batch) {
@@ -73,7 +91,27 @@ export function natsReducerEffects(deps: {
         return outcome;
       });
     },
-    publishLlmWork: (streamPath, requestOffset, options) => publishWork(workPublisher, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options),
+    async publishLlmWork(streamPath, requestOffset, options) {
+      const run = options?.redrive === true ? undefined : inProcessDriver?.runHandedOver(streamPath, requestOffset);
+      if (run === undefined) return queueLlmWork(streamPath, requestOffset, options);
+      const handOver = run
+        .then(async (outcome) => {
+          if (outcome.type !== "retry") return;
+          await new Promise((resolve) => setTimeout(resolve, outcome.delayMs));
+          // Under a new message id: the queue has not seen this item, but a re-issue must not meet an earlier one's id.
+          await queueLlmWork(streamPath, requestOffset, { redrive: true });
+        })
+        .catch((error: unknown) => {
+          // The re-drive (quiet time) issues it again.
+          deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request could not be put on the work queue");
+        })
+        .finally(() => handOvers.delete(handOver));
+      handOvers.add(handOver);
+    },
+    /** Resolves when every handed-over run has ended and what it left for the queue is published (shutdown: before the publisher closes). */
+    async handOversSettled() {
+      await Promise.all([...handOvers]);
+    },
     publishScriptWork: (streamPath, requestedOffset, executionId, options) =>
       publishWork(workPublisher, "script", store.partitionOf(streamPath), { streamPath, requestedOffset, executionId }, options),
     async interruptDriver(streamPath, requestOffset) {

@@ -9,13 +9,23 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { DEFAULT_PUBLISH_TIMEOUT_MS, JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
 import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
-import { reducerConfigSchema } from "./config.ts";
+import { driverConfigSchema, startLlmDriver, type StartedLlmDriver } from "@agentrt/llm-driver";
+import { loadReducerConfig } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
 import { openSnapshotStore } from "./snapshots.ts";
 
-const config = loadConfig(reducerConfigSchema);
+const config = loadReducerConfig();
 const logger = createLogger("agent-reducer", config.LOG_LEVEL);
+// The in-process driver reads the driver's variables, connecting as its own NATS user.
+const driverConfig =
+  config.REDUCER_LLM_DRIVER === "in-process"
+    ? loadConfig(driverConfigSchema, {
+        ...process.env,
+        NATS_USER: config.LLM_DRIVER_NATS_USER,
+        NATS_PASSWORD: config.LLM_DRIVER_NATS_PASSWORD,
+      })
+    : undefined;
 
 // Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
 void runService({
@@ -40,12 +50,24 @@ void runService({
     // A work item's publish waits for JetStream's ack as long as the store's appends do.
     const workPublisher = new JetStreamPublisher(nc, DEFAULT_PUBLISH_TIMEOUT_MS);
     const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    // Before the reducer: the first requests it decides are handed to it.
+    const inProcess: StartedLlmDriver | undefined =
+      driverConfig === undefined ? undefined : await startLlmDriver({ config: driverConfig, logger: logger.child({ driver: "in-process" }), metrics });
+    const effects = natsReducerEffects({
+      store,
+      nc,
+      workPublisher,
+      logger,
+      interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS,
+      ...tracerOption(tracing),
+      ...(inProcess === undefined ? {} : { inProcessDriver: inProcess.driver }),
+    });
     const reducer = new ReducerService({
       id: config.REDUCER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
       nc,
       store,
       snapshots,
-      effects: natsReducerEffects({ store, nc, workPublisher, logger, interruptTimeoutMs: config.REDUCER_INTERRUPT_TIMEOUT_MS, ...tracerOption(tracing) }),
+      effects,
       logger,
       metrics,
       leaseTtlMs: config.REDUCER_LEASE_TTL_MS,
@@ -62,8 +84,10 @@ void runService({
       }),
     });
     await reducer.start();
-    const readiness = trackReadiness(nc, [() => reducer.running()]);
+    const readiness = trackReadiness(nc, [() => reducer.running(), ...(inProcess === undefined ? [] : [() => inProcess.driver.consuming() && !inProcess.nc.isClosed()])]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
-    return stopInOrder(readiness, () => reducer.stop(), () => ops.close(), () => store.close(), async () => workPublisher.close(), () => nc.drain(), () => tracing.shutdown());
+    if (inProcess !== undefined) logger.info({ offline: inProcess.driver.offline, startup: inProcess.startup }, "in-process llm-driver ready");
+    // The driver first: the runs it stops go back to the queue through the reducer's publisher.
+    return stopInOrder(readiness, async () => inProcess?.stop(), () => effects.handOversSettled(), () => reducer.stop(), () => ops.close(), () => store.close(), async () => workPublisher.close(), () => nc.drain(), () => tracing.shutdown());
   },
 });

@@ -35,7 +35,14 @@ export interface NatsUsersSystem {
 export const TEST_USER = { user: "test", password: randomBytes(12).toString("hex") };
 
 export async function startNatsUsersSystem(
-  options: { model?: FakeModelOptions; env?: Record<string, string>; /** Overrides of the gateway's env (e.g. auth on). */ gatewayEnv?: Record<string, string> } = {},
+  options: {
+    model?: FakeModelOptions;
+    env?: Record<string, string>;
+    /** Overrides of the gateway's env (e.g. auth on). */
+    gatewayEnv?: Record<string, string>;
+    /** No llm-driver process: the reducer runs its driver (REDUCER_LLM_DRIVER=in-process), connecting as the driver's user. */
+    inProcessDriver?: boolean;
+  } = {},
 ): Promise<NatsUsersSystem> {
   const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((u) => [u, randomBytes(18).toString("base64url")])) as Record<NatsServiceUser, string>;
   // The whole server log goes to a file: the harness keeps only its last lines, and a violation
@@ -48,7 +55,13 @@ export async function startNatsUsersSystem(
     repoProvider: { openPulls: 3 },
     natsExtraConfig: `log_file: ${JSON.stringify(logFile)}\n${renderNatsAuthorization({ passwords, unrestricted: [TEST_USER] })}`,
     testUser: TEST_USER,
-    envFor: (service) => as(service === "repo-provider" ? "capability-provider" : service),
+    envFor: (service) => ({
+      ...as(service === "repo-provider" ? "capability-provider" : service),
+      ...(service === "agent-reducer" && options.inProcessDriver === true
+        ? { REDUCER_LLM_DRIVER: "in-process", LLM_DRIVER_NATS_USER: "llm-driver", LLM_DRIVER_NATS_PASSWORD: passwords["llm-driver"] }
+        : {}),
+    }),
+    ...(options.inProcessDriver === true ? { drivers: 0 } : {}),
     // Snapshots every few events, so the reducer's object-store grant is exercised too.
     env: { REDUCER_SNAPSHOT_EVERY_EVENTS: "5", ...options.env },
     ...(options.model === undefined ? {} : { model: options.model }),

@@ -1,0 +1,154 @@
+// A reducer that runs its llm-driver in its own process (REDUCER_LLM_DRIVER=in-process), on a
+// real nats-server with the reducer's real effects, a real driver (the `openai` client against
+// the fake model's HTTP server) and the real work queue: a request reaches the driver without a
+// work item; when the driver has no room, or a handed-over run must be tried again (stopped by
+// shutdown), the request goes to the queue and a driver takes it from there, settled once.
+
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamEventStore, JetStreamPublisher } from "@agentrt/streams/jetstream";
+import { createLogger, createMetrics, ensureWorkStreams, WORK_STREAMS } from "@agentrt/service-kit";
+import { createDriverMetrics, DEFAULT_CONTEXT_WINDOWS, LlmDriver } from "@agentrt/llm-driver";
+import type { AgentEvent } from "@agentrt/contract";
+import { type FakeModel, type NatsServer, startFakeModel, startNatsServer, waitFor } from "@agentrt/testing";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { natsReducerEffects } from "../src/effects.ts";
+import { PartitionWorker } from "../src/partition-worker.ts";
+import { openSnapshotStore } from "../src/snapshots.ts";
+import { createBareAgent, lastUserContent, say } from "../../../test/support/turns.ts";
+
+const logger = createLogger("test", "silent");
+let server: NatsServer;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let store: JetStreamEventStore;
+let model: FakeModel;
+let running: Array<{ stop(): Promise<unknown> }> = [];
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  nc = await connect({ servers: server.url });
+  jsm = await jetstreamManager(nc);
+  await ensureWorkStreams(jsm);
+  store = await JetStreamEventStore.open(nc, { partitionCount: 4 });
+  // "slow …" is answered over about a second, anything else at once.
+  model = await startFakeModel({
+    defaultReply: (request) => {
+      const said = lastUserContent(request.body);
+      return said.startsWith("slow") ? { text: `answer to ${said} in many small words that take their time`, tokensPerSecond: 12 } : { text: `answer to ${said}` };
+    },
+  });
+});
+
+afterEach(async () => {
+  for (const r of running.reverse()) await r.stop();
+  running = [];
+});
+
+afterAll(async () => {
+  await model?.close();
+  await store?.close();
+  await nc?.close();
+  await server?.stop();
+});
+
+async function startDriver(concurrency: number): Promise<LlmDriver> {
+  const driver = new LlmDriver({
+    nc,
+    js: jetstream(nc),
+    jsm,
+    store,
+    providers: { openai: { baseUrl: model.url, apiKey: "test-key", api: "chat", promptCacheKey: true } },
+    logger,
+    metrics: createDriverMetrics(createMetrics("llm-driver", { collectDefaults: false })),
+    settings: { idleTimeoutMs: 45_000, contextWindows: DEFAULT_CONTEXT_WINDOWS },
+    streamCache: { afterSequence: (await jsm.streams.info(store.streamName)).state.last_seq },
+    work: { ackWaitMs: 5_000, heartbeatMs: 1_000, concurrency },
+  });
+  await driver.start();
+  running.push(driver);
+  return driver;
+}
+
+/** The reducer's partition workers, handing requests to `driver` in its process. */
+async function startReducer(driver: LlmDriver): Promise<void> {
+  const snapshots = await openSnapshotStore(nc);
+  const workPublisher = new JetStreamPublisher(nc, 5_000);
+  const effects = natsReducerEffects({ store, nc, workPublisher, logger, interruptTimeoutMs: 500, inProcessDriver: driver });
+  for (let partition = 0; partition < store.partitionCount; partition += 1) {
+    const worker = new PartitionWorker({ partition, store, snapshots, effects, logger });
+    await worker.start();
+    running.push(worker);
+  }
+  running.push({ stop: async () => workPublisher.close() });
+}
+
+/** Messages ever stored on the llm work stream (items are removed when acked; the sequence stays). */
+const llmItemsEverQueued = async () => (await jsm.streams.info(WORK_STREAMS.llm)).state.last_seq;
+
+const settlementsOf = (events: readonly AgentEvent[]) => events.filter((e) => e.type === "agent/llm-request-settled");
+
+async function untilAnswered(path: string, answer: string): Promise<AgentEvent[]> {
+  let events: AgentEvent[] = [];
+  await waitFor(
+    async () => {
+      events = await store.read(path);
+      return events.some((e) => e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.content.includes(answer));
+    },
+    { timeoutMs: 20_000, intervalMs: 50 },
+  );
+  return events;
+}
+
+describe("a reducer with its llm-driver in its own process", () => {
+  it("hands a request to the driver directly: answered, and no work item is ever queued", async () => {
+    const driver = await startDriver(4);
+    await startReducer(driver);
+    const before = await llmItemsEverQueued();
+    const path = "/agents/in-process/direct";
+    await createBareAgent(store, path, 0);
+    await say(store, path, "hello");
+    const events = await untilAnswered(path, "answer to hello");
+    await say(store, path, "and again");
+    const later = await untilAnswered(path, "answer to and again");
+    expect(settlementsOf(later).map((e) => e.type === "agent/llm-request-settled" && e.payload.result.status)).toEqual(["succeeded", "succeeded"]);
+    expect(settlementsOf(events)).toHaveLength(1);
+    expect(await llmItemsEverQueued()).toBe(before);
+  });
+
+  it("puts a request on the work queue when the driver has no room, and the driver takes it from there", async () => {
+    const driver = await startDriver(1);
+    await startReducer(driver);
+    const before = await llmItemsEverQueued();
+    const paths = ["/agents/in-process/full-a", "/agents/in-process/full-b"];
+    for (const path of paths) await createBareAgent(store, path, 0);
+    await say(store, paths[0]!, "slow first");
+    await waitFor(() => model.requests.some((r) => r.rawBody.includes("slow first")), { timeoutMs: 10_000 });
+    await say(store, paths[1]!, "second");
+    const [a, b] = await Promise.all([untilAnswered(paths[0]!, "answer to slow first"), untilAnswered(paths[1]!, "answer to second")]);
+    expect(settlementsOf(a)).toHaveLength(1);
+    expect(settlementsOf(b)).toHaveLength(1);
+    // The first was handed over, the second queued while the first ran.
+    expect(await llmItemsEverQueued()).toBe(before + 1);
+  });
+
+  it("puts a handed-over request its driver stopped running (shutdown) on the queue, where another driver settles it once", async () => {
+    const inProcess = await startDriver(4);
+    await startReducer(inProcess);
+    const before = await llmItemsEverQueued();
+    const path = "/agents/in-process/handed-back";
+    await createBareAgent(store, path, 0);
+    await say(store, path, "slow and interrupted by a shutdown");
+    await waitFor(() => model.requests.some((r) => r.rawBody.includes("slow and interrupted") && r.progress.tokensSent > 0), { timeoutMs: 10_000 });
+    await inProcess.stop();
+    running = running.filter((r) => r !== inProcess);
+    expect(inProcess.runHandedOver(path, 1)).toBeUndefined(); // a stopped driver takes nothing
+    await waitFor(async () => (await llmItemsEverQueued()) === before + 1, { timeoutMs: 5_000 });
+    // Another driver (another process's) takes the item from the queue.
+    await startDriver(4);
+    const events = await untilAnswered(path, "answer to slow and interrupted");
+    expect(settlementsOf(events)).toHaveLength(1);
+    expect(model.requests.filter((r) => r.rawBody.includes("slow and interrupted"))).toHaveLength(2);
+  });
+});
