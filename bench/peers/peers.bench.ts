@@ -5,7 +5,10 @@
 // BENCHMARKS.md; a peer that cannot run is skipped with the reason.
 //
 //   pnpm bench peers [--rounds 3] [--sequential 50] [--loads 200x5x50,1000x5x100]
-//                    [--only agentrt,langgraph,restate,dbos,openai] [--no-kill]
+//                    [--only agentrt,agentrt-1p,langgraph,restate,dbos,openai] [--no-kill]
+//
+// agentrt runs in two shapes: `agentrt` (a reducer and a driver, each its own process, the work
+// queue between them) and `agentrt-1p` (one reducer process running its driver, REDUCER_LLM_DRIVER=in-process).
 //
 // BENCH_CPU_SPLIT=1: each contender's processes' CPU and write system calls per turn, per load
 // (runner.ts). BENCH_PROFILE_DIR=/tmp/prof: agentrt's services write CPU profiles there.
@@ -30,19 +33,20 @@ const ROUNDS = numberArg("rounds", 3);
 const SEQUENTIAL = numberArg("sequential", 50);
 const LOADS = stringArg("loads", "200x5x50,1000x5x100");
 const KILL = !process.argv.includes("--no-kill");
-const ALL = ["agentrt", "langgraph", "restate", "dbos", "openai"] as const;
+const ALL = ["agentrt", "agentrt-1p", "langgraph", "restate", "dbos", "openai"] as const;
 type Name = (typeof ALL)[number];
 const ONLY = stringArg("only", ALL.join(",")).split(",") as Name[];
 
 // agentrt runs from its service bundles (as the quickstart and the image do): build them from the
 // current sources first.
-if (ONLY.includes("agentrt")) {
+if (ONLY.includes("agentrt") || ONLY.includes("agentrt-1p")) {
   const built = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "build-services.ts")], { cwd: repoRoot, stdio: "inherit" });
   if (built.status !== 0) throw new Error("building the service bundles failed (scripts/build-services.ts)");
 }
 
 const labels: Record<Name, string> = {
   agentrt: "agentrt",
+  "agentrt-1p": "agentrt, one process",
   langgraph: "LangGraph (Postgres)",
   restate: "Restate",
   dbos: "DBOS",
@@ -52,7 +56,8 @@ const labels: Record<Name, string> = {
 /** The command that runs a contender's runner; Restate's server checks for updates over the
  * network at start, so it, its endpoint and its client run in a namespace with only loopback. */
 function runnerCommand(name: Name): string[] {
-  const node = [process.execPath, "--import", "tsx", join(here, "contenders", `${name}.ts`)];
+  // agentrt-1p is agentrt's runner in its other shape (it reads PEER_NAME).
+  const node = [process.execPath, "--import", "tsx", join(here, "contenders", `${name === "agentrt-1p" ? "agentrt" : name}.ts`)];
   return name === "restate" ? ["unshare", "--net", "--fork", "bash", "-c", 'ip link set lo up && exec "$@"', "_", ...node] : node;
 }
 
@@ -199,17 +204,22 @@ const measures: Measure[] = [
 ];
 const header = (cols: string[]) => `| measure | ${cols.join(" | ")} |\n|---|${cols.map(() => "---:").join("|")}|`;
 const valueTable = [header(shown.map((n) => labels[n])), ...measures.map((m) => `| ${m.label} | ${shown.map((n) => m.cell(rows.get(n)!)).join(" | ")} |`)].join("\n");
-const peers = shown.filter((n) => n !== "agentrt" && n !== "openai");
-const base = rows.get("agentrt");
-const ratioTable = base
-  ? [
-      header(peers.map((n) => `${labels[n]} ÷ agentrt`)),
+const ours: Name[] = ["agentrt", "agentrt-1p"];
+const peers = shown.filter((n) => !ours.includes(n) && n !== "openai");
+const ratioTables = ours
+  .filter((n) => rows.has(n))
+  .map((baseName) => {
+    const base = rows.get(baseName)!;
+    return [
+      `Ratios (peer ÷ ${labels[baseName]}; for turns/s above 1× means the peer is faster, for the others below 1× does):`,
+      "",
+      header(peers.map((n) => `${labels[n]} ÷ ${labels[baseName]}`)),
       ...measures.map((m) => {
-        const ours = m.value(base);
-        return `| ${m.label} | ${peers.map((n) => { const v = m.value(rows.get(n)!); return ours === undefined || v === undefined ? "–" : `${(v / ours).toFixed(2)}×`; }).join(" | ")} |`;
+        const mine = m.value(base);
+        return `| ${m.label} | ${peers.map((n) => { const v = m.value(rows.get(n)!); return mine === undefined || v === undefined ? "–" : `${(v / mine).toFixed(2)}×`; }).join(" | ")} |`;
       }),
-    ].join("\n")
-  : "(agentrt did not run: no ratios)";
+    ].join("\n");
+  });
 const fmtLoad = (l: number[]) => l.map((x) => x.toFixed(2)).join(", ");
 const maxLoad = Math.max(...loadAverages.map((l) => l[0]!));
 process.stdout.write(
@@ -220,9 +230,7 @@ process.stdout.write(
     "",
     valueTable,
     "",
-    "Ratios (peer ÷ agentrt; for turns/s above 1× means the peer is faster, for the others below 1× does):",
-    "",
-    ratioTable,
+    ratioTables.length > 0 ? ratioTables.join("\n\n") : "(agentrt did not run: no ratios)",
     "",
     ...failures.map((f) => `Failed round (left out of the figures): ${f}`),
     ...[...skipped].map(([n, why]) => `Skipped ${labels[n]}: ${why.split("\n").slice(-6).join(" ").slice(0, 600)}`),

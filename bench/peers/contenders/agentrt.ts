@@ -1,5 +1,7 @@
 // agentrt as the stack runs it: nats-server, one reducer and one driver as processes started
-// from their precompiled bundles (the test/support system), 0 ms debounce. A turn is one appended user message; it is durably
+// from their precompiled bundles (the test/support system), 0 ms debounce. As `agentrt-1p`:
+// nats-server and one reducer that runs its llm-driver in its own process
+// (REDUCER_LLM_DRIVER=in-process), so requests reach the driver without the work queue. A turn is one appended user message; it is durably
 // accepted when the append is acknowledged and its reply is stored when the assistant item
 // is committed to the agent's stream (seen on the store's feed).
 
@@ -10,13 +12,14 @@ import { type Contender, nowMs, runContender } from "../runner.ts";
 import { userMessage } from "@agentrt/testing";
 
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const ONE_PROCESS = process.env.PEER_NAME === "agentrt-1p";
 
 await runContender(async (config) => {
   // startSystem also starts its own in-process fake model; the services are pointed at the
   // shared one instead, so that one stays idle.
   const system = await startSystem({
     reducers: 1,
-    drivers: 1,
+    drivers: ONE_PROCESS ? 0 : 1,
     // As the quickstart and the image run them: a restarted driver starts in what production's does.
     fromBundles: true,
     // BENCH_PROFILE_DIR=/tmp/prof: every service writes a CPU profile there when it stops.
@@ -24,6 +27,7 @@ await runContender(async (config) => {
     env: {
       LOG_LEVEL: "error",
       LLM_CONCURRENCY: "128",
+      ...(ONE_PROCESS ? { REDUCER_LLM_DRIVER: "in-process" } : {}),
       OPENAI_BASE_URL: config.modelUrl,
     },
   });
@@ -44,7 +48,8 @@ await runContender(async (config) => {
   const path = (agent: string) => `/agents/peers/${agent}`;
   const say = (agent: string, marker: string) =>
     system.store.append(path(agent), [userMessage(marker)]);
-  const driver = system.processes.byService("llm-driver")[0]!;
+  // What is killed mid-reply: the process running the driver.
+  const driver = system.processes.byService(ONE_PROCESS ? "agent-reducer" : "llm-driver")[0]!;
   const contender: Contender = {
     async pids() {
       return [system.nats?.pid, ...system.processes.all.map((p) => p.pid)].filter((p): p is number => p !== undefined);
@@ -72,7 +77,7 @@ await runContender(async (config) => {
       const storedAt = await Promise.race([reply, new Promise<undefined>((r) => setTimeout(() => r(undefined), 120_000))]);
       return storedAt === undefined
         ? { note: "reply not stored within 120 s" }
-        : { recoveredMs: storedAt - killAt, note: "driver SIGKILLed and restarted at once" };
+        : { recoveredMs: storedAt - killAt, note: `${ONE_PROCESS ? "reducer with its driver" : "driver"} SIGKILLed and restarted at once` };
     },
     async stop() {
       await feed.close();
