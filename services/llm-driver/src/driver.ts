@@ -70,6 +70,8 @@ export class LlmDriver {
   private readonly openai = new OpenAiModelClient();
   /** Requests handed over in this process (`runHandedOver`) being run now. */
   private readonly handedOver = new Set<Promise<WorkOutcome>>();
+  /** Work items from the queue being run now. */
+  private queueRuns = 0;
   /** Aborted by stop(): handed-over runs stop retrying their settlement. */
   private readonly stopping = new AbortController();
 
@@ -133,9 +135,14 @@ export class LlmDriver {
       concurrency: this.concurrency,
       ...(this.claims === undefined ? {} : { claims: this.claims }),
       handler: async (item, context): Promise<WorkOutcome> => {
-        const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);
-        this.deps.metrics.workItem(outcome);
-        return workOutcome(outcome);
+        this.queueRuns += 1;
+        try {
+          const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);
+          this.deps.metrics.workItem(outcome);
+          return workOutcome(outcome);
+        } finally {
+          this.queueRuns -= 1;
+        }
       },
     });
   }
@@ -143,13 +150,15 @@ export class LlmDriver {
   /**
    * Runs a request handed over by the agent-reducer in this process, without a work item: the
    * run a delivered item gets (it re-reads the stream, so an offset that holds no open request
-   * is acked as such). Undefined when this driver is at its concurrency or stopping: the caller
+   * is acked as such). Undefined when this driver is stopping, or runs as many requests as its
+   * concurrency, handed over and from the queue together (the queue's consumer is bounded by
+   * the concurrency on its own, so a backlog there can add as many again): the caller
    * puts the item on the work queue instead. Resolves to what the queue would have been told,
    * so a run that must be tried again (stopped by shutdown, its request not read yet) goes to
    * the queue, where any driver takes it.
    */
   runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined {
-    if (this.stopping.signal.aborted || this.handedOver.size >= this.concurrency) return undefined;
+    if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.concurrency) return undefined;
     const run: Promise<WorkOutcome> = this.runner
       .run(streamPath, requestOffset, this.stopping.signal)
       .then(
