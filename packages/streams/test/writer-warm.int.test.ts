@@ -76,6 +76,33 @@ it("a writer advanced by a feed it follows stays exact: keys, offsets, other wri
   expect((await a.read(path)).map((e) => e.idempotencyKey)).toEqual(["f1", "f2", "f3", "f4", "f5"]);
 });
 
+it("a writer that meets a stream on its feed before it ever appended or read there appends with one publish (a driver's first turn of an agent)", async () => {
+  const a = await store();
+  const b = await store();
+  const path = "/agents/warm/fed-first";
+  await a.append(path, [note("one", "ff1")]);
+  await a.append(path, [note("two", "ff2")]);
+  const feed = b.feed({ partitions: [b.partitionOf(path)] });
+  const seen: number[] = [];
+  const following = (async () => {
+    for await (const batch of feed) for (const e of batch.events) if (batch.streamPath === path) seen.push(e.offset);
+  })();
+  const deadline = Date.now() + 5000;
+  while (!seen.includes(2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(seen).toEqual([1, 2]);
+  const nc = connections.at(-1) as NatsConnection;
+  const sent = nc.stats().outMsgs;
+  const result = await b.append(path, [note("three", "ff3")]);
+  expect(result.events.map((e) => e.offset)).toEqual([3]);
+  // Whether the key index holds the stream's history (its first record's header, once per
+  // stream), the key's reservation and the publish: no catch-up read, no publish refused as
+  // behind, no key look-ups after it (a writer that did not take the feed's record sent 12).
+  expect(nc.stats().outMsgs - sent).toBe(3);
+  await feed.close();
+  await following;
+  expect((await a.read(path)).map((e) => e.idempotencyKey)).toEqual(["ff1", "ff2", "ff3"]);
+});
+
 it("a writer primed with what another client knew (a record and the key index) appends after it, and catches up when the record was not the last", async () => {
   const a = await store();
   const path = "/agents/warm/primed";

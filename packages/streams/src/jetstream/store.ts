@@ -281,11 +281,12 @@ export class JetStreamEventStore implements EventStore {
     );
     this.open.add(feed);
     const writer = this.writer;
+    const subjectOf = (path: string) => this.subjectOf(path);
     return {
       close: () => feed.close(),
       async *[Symbol.asyncIterator]() {
         for await (const batch of feed) {
-          writer.observe(batch.streamPath, batch.sequence, batch.events);
+          writer.observe(batch.streamPath, subjectOf, batch.sequence, batch.events);
           yield batch;
         }
       },

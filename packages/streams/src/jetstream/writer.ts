@@ -107,18 +107,20 @@ export class BatchWriter {
   }
 
   /**
-   * Advances an idle writer's view by a record seen on a feed, when that record directly
-   * follows what the view knows (offsets are dense, so the view is then exactly current).
-   * A reducer folds the records it is about to react to: its next append needs no read.
+   * Takes a record seen on a feed as the view of an idle writer that knows less (its stream's
+   * writer is made when there is none): a record's sequence and last offset are a view that is
+   * on the stream's end or behind it, never ahead. A reducer folds the records it is about to
+   * react to, and a driver reads the request it is about to settle: their next append then
+   * needs no read. A driver's first turn of an agent reads the stream while the feed brings the
+   * request; the read's older end (`warm`) does not move the view back.
    */
-  observe(streamPath: string, seq: number, events: readonly AgentEvent[]): void {
-    const writer = this.writers.get(streamPath);
-    const first = events[0];
-    if (writer === undefined || first === undefined || writer.running || writer.pending.length > 0) return;
-    const view = writer.view;
-    if (seq <= view.lastSeq || first.offset !== view.lastOffset + 1 || view.lastSeq === 0) return;
-    view.lastSeq = seq;
-    view.lastOffset = (events.at(-1) as AgentEvent).offset;
+  observe(streamPath: string, subjectOf: (streamPath: string) => string, seq: number, events: readonly AgentEvent[]): void {
+    const last = events.at(-1);
+    if (last === undefined) return;
+    const writer = this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath));
+    if (writer.running || writer.pending.length > 0 || seq <= writer.view.lastSeq) return;
+    writer.view.lastSeq = seq;
+    writer.view.lastOffset = Math.max(writer.view.lastOffset, last.offset);
   }
 
   /**
