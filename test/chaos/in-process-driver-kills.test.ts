@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem, waitForAnswer } from "../support/system.ts";
 import { prng } from "@agentrt/testing";
+import { killInTurn } from "../support/kills.ts";
 import { auditStream, createBareAgent, lastUserContent, say, sumAudits } from "../support/turns.ts";
 
 const AGENTS = 6;
@@ -35,24 +36,8 @@ describe("chaos: reducers running their drivers in their own processes, killed m
   it("settles every request exactly once and answers every message", async () => {
     const reducers = system.processes.byService("agent-reducer");
     const paths = Array.from({ length: AGENTS }, (_, i) => `/agents/chaos/in-process-${i}`);
+    const killer = killInTurn(reducers, () => 1500 + random() * 1500);
     let kills = 0;
-    let running = true;
-    const killer = (async () => {
-      let next = 0;
-      while (running) {
-        await new Promise((r) => setTimeout(r, 1500 + random() * 1500));
-        if (!running) break;
-        // In turn, never the last one serving: on two shared cores a fresh one needs seconds to boot.
-        if (reducers.filter((r) => r.ready).length < 2) continue;
-        let victim = reducers[next % reducers.length]!;
-        while (!victim.ready) victim = reducers[++next % reducers.length]!;
-        next += 1;
-        await victim.signal("SIGKILL");
-        victim.start();
-        kills += 1;
-        void victim.waitReady(120_000).catch(() => undefined);
-      }
-    })();
     try {
       await Promise.all(
         paths.map(async (path, agent) => {
@@ -65,8 +50,7 @@ describe("chaos: reducers running their drivers in their own processes, killed m
         }),
       );
     } finally {
-      running = false;
-      await killer;
+      kills = await killer.stop();
     }
     const audit = sumAudits(await Promise.all(paths.map(async (p) => auditStream(await system.store.read(p)))));
     process.stdout.write(`in-process driver chaos (seed ${seed}): ${kills} kills, ${JSON.stringify(audit)}\n`);

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem, waitForAnswer } from "../support/system.ts";
 import { prng } from "@agentrt/testing";
+import { killInTurn } from "../support/kills.ts";
 import { auditStream, createBareAgent, lastUserContent, say, sumAudits } from "../support/turns.ts";
 
 const AGENTS = 10;
@@ -30,24 +31,8 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
   it("gives every trigger exactly one request", async () => {
     const reducers = system.processes.byService("agent-reducer");
     const paths = Array.from({ length: AGENTS }, (_, i) => `/agents/chaos/reducer-${i}`);
-    let kills = 0;
-    let running = true;
-    const killer = (async () => {
-      let next = 0;
-      while (running) {
-        await new Promise((r) => setTimeout(r, 1000 + random() * 1500));
-        if (!running) break;
-        // In turn: the next replica in rotation that is serving, never the last one serving.
-        if (reducers.filter((r) => r.ready).length < 2) continue;
-        let victim = reducers[next % reducers.length]!;
-        while (!victim.ready) victim = reducers[++next % reducers.length]!;
-        next += 1;
-        await victim.signal("SIGKILL");
-        victim.start();
-        kills += 1;
-        void victim.waitReady(120_000).catch(() => undefined);
-      }
-    })();
+    // In turn: the next replica in rotation that is serving, never the last one serving.
+    const killer = killInTurn(reducers, () => 1000 + random() * 1500);
 
     const triggers: Array<[string, number]> = [];
     let longestStallMs = 0;
@@ -57,7 +42,7 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
         await createBareAgent(system.store, path, DEBOUNCE_MS);
         // At least TURNS turns, and on until three kills have landed: a failover is now fast
         // enough that five turns can end before the third kill.
-        for (let turn = 1; turn <= TURNS || (kills < 3 && turn <= 10 * TURNS); turn += 1) {
+        for (let turn = 1; turn <= TURNS || (killer.kills < 3 && turn <= 10 * TURNS); turn += 1) {
           const message = `${path} message ${turn}`;
           const sent = await say(system.store, path, message);
           triggers.push([path, sent.offset]);
@@ -66,8 +51,7 @@ describe("chaos: reducer replicas killed during debounce windows", () => {
         }
       }),
     );
-    running = false;
-    await killer;
+    const kills = await killer.stop();
 
     let missing = 0;
     let duplicated = 0;
