@@ -16,7 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { natsReducerEffects } from "../src/effects.ts";
 import { PartitionWorker } from "../src/partition-worker.ts";
 import { openSnapshotStore } from "../src/snapshots.ts";
-import { createBareAgent, lastUserContent, say } from "../../../test/support/turns.ts";
+import { createBareAgent, lastUserContent, say, waitForAssistant } from "../../../test/support/turns.ts";
 
 const logger = createLogger("test", "silent");
 let server: NatsServer;
@@ -89,16 +89,10 @@ const llmItemsEverQueued = async () => (await jsm.streams.info(WORK_STREAMS.llm)
 
 const settlementsOf = (events: readonly AgentEvent[]) => events.filter((e) => e.type === "agent/llm-request-settled");
 
+/** The stream once its reply containing `answer` is stored. */
 async function untilAnswered(path: string, answer: string): Promise<AgentEvent[]> {
-  let events: AgentEvent[] = [];
-  await waitFor(
-    async () => {
-      events = await store.read(path);
-      return events.some((e) => e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.content.includes(answer));
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  );
-  return events;
+  await waitForAssistant(store, path, answer, 20_000);
+  return store.read(path);
 }
 
 describe("a reducer with its llm-driver in its own process", () => {
