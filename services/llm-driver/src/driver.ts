@@ -137,9 +137,7 @@ export class LlmDriver {
       handler: async (item, context): Promise<WorkOutcome> => {
         this.queueRuns += 1;
         try {
-          const outcome = await this.runner.run(item.streamPath, item.requestOffset, context.signal);
-          this.deps.metrics.workItem(outcome);
-          return workOutcome(outcome);
+          return await this.runItem(item.streamPath, item.requestOffset, context.signal);
         } finally {
           this.queueRuns -= 1;
         }
@@ -159,23 +157,23 @@ export class LlmDriver {
    */
   runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined {
     if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.concurrency) return undefined;
-    const run: Promise<WorkOutcome> = this.runner
-      .run(streamPath, requestOffset, this.stopping.signal)
-      .then(
-        (outcome) => {
-          this.deps.metrics.workItem(outcome);
-          return workOutcome(outcome);
-        },
-        (error: unknown) => {
-          this.deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request failed to run; it goes to the work queue");
-          return workOutcomeOfError(error, 1);
-        },
-      )
+    const run: Promise<WorkOutcome> = this.runItem(streamPath, requestOffset, this.stopping.signal)
+      .catch((error: unknown) => {
+        this.deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request failed to run; it goes to the work queue");
+        return workOutcomeOfError(error, 1);
+      })
       .finally(() => {
         this.handedOver.delete(run);
       });
     this.handedOver.add(run);
     return run;
+  }
+
+  /** One run of a request, delivered or handed over, counted, and what the queue is told of it. */
+  private async runItem(streamPath: string, requestOffset: number, signal: AbortSignal): Promise<WorkOutcome> {
+    const outcome = await this.runner.run(streamPath, requestOffset, signal);
+    this.deps.metrics.workItem(outcome);
+    return workOutcome(outcome);
   }
 
   private get concurrency(): number {
