@@ -18,6 +18,10 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const result = schema.safeParse(cleaned);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
-  throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`, { problems });
+  throw invalidConfig(result.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`));
+}
+
+/** The error for configuration problems, each `<VARIABLE>: <rule it broke>` (also for rules across variables). */
+export function invalidConfig(problems: readonly string[]): ConfigError {
+  return new ConfigError(`Invalid configuration: ${problems.join("; ")}`, { problems });
 }

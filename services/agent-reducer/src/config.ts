@@ -1,5 +1,5 @@
 // The reducer's environment, parsed once at start-up.
-import { ConfigError, DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema, loadConfig } from "@agentrt/service-kit";
+import { DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema, invalidConfig, loadConfig } from "@agentrt/service-kit";
 import { DEFAULT_REDRIVE_AFTER_MS } from "@agentrt/agent-core";
 import { z } from "zod";
 
@@ -47,9 +47,9 @@ export type ReducerConfig = z.infer<typeof reducerConfigSchema>;
 export function loadReducerConfig(env: NodeJS.ProcessEnv = process.env): ReducerConfig {
   const config = loadConfig(reducerConfigSchema, env);
   if (config.REDUCER_LLM_DRIVER === "in-process" && config.NATS_USER !== undefined && config.LLM_DRIVER_NATS_USER === undefined) {
-    const problem =
-      "LLM_DRIVER_NATS_USER: REDUCER_LLM_DRIVER=in-process with NATS_USER set needs the driver's own NATS user (LLM_DRIVER_NATS_USER, LLM_DRIVER_NATS_PASSWORD): the reducer's may not write a driver's events";
-    throw new ConfigError(`Invalid configuration: ${problem}`, { problems: [problem] });
+    throw invalidConfig([
+      "LLM_DRIVER_NATS_USER: REDUCER_LLM_DRIVER=in-process with NATS_USER set needs the driver's own NATS user (LLM_DRIVER_NATS_USER, LLM_DRIVER_NATS_PASSWORD): the reducer's may not write a driver's events",
+    ]);
   }
   return config;
 }
