@@ -11,12 +11,18 @@
 // The same feed also tells a running turn about new events on its stream (`watch`), so a
 // turn needs no JetStream consumer of its own to notice that someone else settled it.
 //
+// It follows the store's feed of every partition itself, or is fed by its caller: an
+// agent-reducer that runs the llm-driver in its own process hands the driver's cache the
+// batches of the partitions it owns, which it receives anyway (one delivery and one decode of
+// each record in that process, not two). Then only those partitions' streams are cached and
+// watched; a stream of any other partition is read on every ask and watched by the caller.
+//
 // It holds nothing for an idle agent: an entry unused for `idleMs` is dropped (its next read
 // goes to the stream once again), and all entries together stay under `maxBytes` (their
 // events' JSON size), least recently used dropped first.
 
 import { type AgentEvent, isRetryable } from "@agentrt/contract";
-import type { EventStore, FeedSubscription } from "@agentrt/streams";
+import type { EventStore, FeedBatch, FeedSubscription } from "@agentrt/streams";
 import type { Logger } from "./logger.ts";
 
 interface Entry {
@@ -34,8 +40,12 @@ interface Entry {
 export interface StreamCacheOptions {
   readonly store: EventStore;
   readonly logger: Logger;
-  /** Feed position to follow from (the store's current head); older batches are not needed. */
-  readonly afterSequence: number;
+  /**
+   * Feed position to follow the store's feed from (the store's current head; older batches are
+   * not needed), or `"fed by caller"`: the caller hands it batches (`followPartition`,
+   * `feedBatch`, `unfollowPartition`) and it follows no feed of its own.
+   */
+  readonly afterSequence: number | "fed by caller";
   readonly maxStreams?: number;
   /** Bound on the cached events' JSON size, all streams together. */
   readonly maxBytes?: number;
@@ -51,6 +61,16 @@ export interface StreamCacheOptions {
   readonly now?: () => number;
 }
 
+/**
+ * What feeds a stream cache fed by its caller (`afterSequence: "fed by caller"`): the agent-reducer
+ * hands its in-process driver's cache the batches of the partitions it owns.
+ */
+export interface PartitionBatchSink {
+  followPartition(partition: number): void;
+  feedBatch(batch: FeedBatch): void;
+  unfollowPartition(partition: number): void;
+}
+
 /** Called with each batch of a watched stream's events, in stream order. */
 export type StreamWatcher = (events: readonly AgentEvent[]) => void;
 
@@ -61,10 +81,12 @@ export const STREAM_CACHE_DEFAULTS = { maxStreams: 2_000, maxBytes: 64 * 1024 * 
 
 const jsonSize = (events: readonly AgentEvent[]) => events.reduce((sum, e) => sum + JSON.stringify(e).length, 0);
 
-export class StreamCache {
+export class StreamCache implements PartitionBatchSink {
   private readonly entries = new Map<string, Entry>();
   private readonly watchers = new Map<string, Set<StreamWatcher>>();
   private feedRunning = false;
+  /** Fed by its caller: the partitions whose batches it is handed now. */
+  private readonly fedPartitions: Set<number> | undefined;
   private stopping = false;
   private readonly maxStreams: number;
   private readonly maxBytes: number;
@@ -82,17 +104,65 @@ export class StreamCache {
     this.idleMs = options.idleMs ?? STREAM_CACHE_DEFAULTS.idleMs;
     this.feedWaitMs = options.feedWaitMs ?? 1_000;
     this.now = options.now ?? Date.now;
+    if (options.afterSequence === "fed by caller") this.fedPartitions = new Set();
   }
 
   start(): void {
     this.feedRunning = true;
-    this.following = this.follow(this.options.afterSequence).finally(() => {
+    this.sweeper = setInterval(() => this.dropIdle(), Math.max(10, Math.floor(this.idleMs / 4)));
+    this.sweeper.unref();
+    const after = this.options.afterSequence;
+    if (after === "fed by caller") return;
+    this.following = this.follow(after).finally(() => {
       this.feedRunning = false;
       // Watchers learn nothing more from here: let them fall back to their own subscriptions.
       this.watchers.clear();
     });
-    this.sweeper = setInterval(() => this.dropIdle(), Math.max(10, Math.floor(this.idleMs / 4)));
-    this.sweeper.unref();
+  }
+
+  /**
+   * Fed by its caller: the partition's batches come from now on, in feed order, from the
+   * caller's own feed of it (which may begin behind the head, or start over from an earlier
+   * batch: what the cache has already is skipped, a gap forgets the stream).
+   */
+  followPartition(partition: number): void {
+    // Not once it gave up (or stopped): it caches nothing from then on.
+    if (this.feedRunning) this.fedPartitions?.add(partition);
+  }
+
+  /**
+   * Fed by its caller: the partition's batches stop coming (its reducer lost the lease). Its
+   * streams are forgotten, and their watchers hear nothing more: a turn then running on one of
+   * them learns of someone else's settlement when its own commits nothing (keyed).
+   */
+  unfollowPartition(partition: number): void {
+    if (this.fedPartitions?.delete(partition) !== true) return;
+    for (const [path, entry] of this.entries) if (this.options.store.partitionOf(path) === partition) this.drop(path, entry);
+    for (const path of [...this.watchers.keys()]) if (this.options.store.partitionOf(path) === partition) this.watchers.delete(path);
+  }
+
+  /**
+   * Fed by its caller: one batch of a followed partition's feed. The store's view of the
+   * stream's end learns of it too, as it does from a feed of the store's own: the driver's
+   * settlement then appends without looking the end up.
+   */
+  feedBatch(batch: FeedBatch): void {
+    if (this.stopping || this.fedPartitions?.has(this.options.store.partitionOf(batch.streamPath)) !== true) return;
+    const last = batch.events.at(-1);
+    if (last === undefined) return;
+    this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset: last.offset } });
+    try {
+      this.apply(batch.streamPath, batch.events);
+    } catch (error) {
+      // Our own fault, and the caller's feed must go on whatever the cache does with it.
+      this.giveUp(error);
+    }
+  }
+
+  /** Whether the feed brings this stream's batches (so it may be cached and watched). */
+  private follows(streamPath: string): boolean {
+    if (this.fedPartitions === undefined) return this.feed !== undefined;
+    return this.feedRunning && !this.stopping && this.fedPartitions.has(this.options.store.partitionOf(streamPath));
   }
 
   /**
@@ -138,12 +208,18 @@ export class StreamCache {
     this.options.logger.error({ err: error }, "stream cache feed ended; every turn reads its stream from now on");
     // Nothing is cached from here: an entry would never learn its stream's new events.
     this.feed = undefined;
+    if (this.fedPartitions !== undefined) {
+      this.fedPartitions.clear();
+      this.feedRunning = false;
+      this.watchers.clear();
+    }
     this.entries.clear();
     this.totalBytes = 0;
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.feedRunning = false;
     if (this.sweeper) clearInterval(this.sweeper);
     await this.feed?.close();
     await this.following;
@@ -155,7 +231,7 @@ export class StreamCache {
    * then watches the stream itself. Returns the function that stops watching.
    */
   watch(streamPath: string, fromOffset: number, watcher: StreamWatcher): (() => void) | undefined {
-    if (!this.feedRunning) return undefined;
+    if (!this.feedRunning || (this.fedPartitions !== undefined && !this.follows(streamPath))) return undefined;
     let set = this.watchers.get(streamPath);
     if (set === undefined) {
       set = new Set();
@@ -203,7 +279,7 @@ export class StreamCache {
 
   private async load(streamPath: string): Promise<readonly AgentEvent[]> {
     const entry: Entry = { events: [], last: 0, bytes: 0, usedAtMs: this.now(), pending: [], waiters: new Set() };
-    if (this.feed !== undefined) this.insert(streamPath, entry);
+    if (this.follows(streamPath)) this.insert(streamPath, entry);
     let events: AgentEvent[];
     try {
       events = await this.options.store.read(streamPath);

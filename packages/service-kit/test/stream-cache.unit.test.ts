@@ -1,4 +1,4 @@
-import { MemoryEventStore } from "@agentrt/streams";
+import { type AppendHint, type FeedBatch, MemoryEventStore } from "@agentrt/streams";
 import { testLogger, waitFor } from "@agentrt/testing";
 import { AgentRuntimeError } from "@agentrt/contract";
 import { afterEach, describe, expect, it } from "vitest";
@@ -241,5 +241,128 @@ describe("stream cache, when its feed ends", () => {
     expect(store.reads).toBe(2);
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(store.feeds).toBe(1);
+  });
+});
+
+/** Counts reads and feeds, and records what the cache told the store of streams' ends. */
+class FedStore extends CountingStore {
+  feeds = 0;
+  readonly primed: { streamPath: string; hint: AppendHint }[] = [];
+  override feed(...args: Parameters<MemoryEventStore["feed"]>) {
+    this.feeds += 1;
+    return super.feed(...args);
+  }
+  override primeAppend(streamPath: string, hint: AppendHint): void {
+    this.primed.push({ streamPath, hint });
+  }
+}
+
+describe("stream cache fed by its caller (the reducer's partitions, for its in-process driver)", () => {
+  const fedOpen = (store: MemoryEventStore, feedWaitMs = 200) => {
+    cache = new StreamCache({ store, logger: testLogger("test"), afterSequence: "fed by caller", feedWaitMs });
+    cache.start();
+    return cache;
+  };
+  let sequence = 0;
+  /** Appends and returns the batch a partition feed would deliver for it. */
+  const appended = async (store: MemoryEventStore, streamPath: string, ...contents: string[]): Promise<FeedBatch> => {
+    const result = await store.append(streamPath, contents.map(note));
+    return { sequence: (sequence += 1), streamPath, events: result.events };
+  };
+  const otherPath = (store: MemoryEventStore) => {
+    for (let i = 0; ; i++) if (store.partitionOf(`/agents/test/other-${i}`) !== store.partitionOf(path)) return `/agents/test/other-${i}`;
+  };
+
+  it("given a followed partition, when its batches are fed, then a cached stream stays current without a read or a feed of its own, and the store learns each record", async () => {
+    const store = new FedStore();
+    const c = fedOpen(store);
+    c.followPartition(store.partitionOf(path));
+    c.feedBatch(await appended(store, path, "a", "b"));
+    expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
+    const waiting = c.eventsThrough(path, 3);
+    const third = await appended(store, path, "c");
+    c.feedBatch(third);
+    expect((await waiting).map((e) => e.offset)).toEqual([1, 2, 3]);
+    expect([store.reads, store.feeds]).toEqual([1, 0]);
+    expect(store.primed.at(-1)).toEqual({ streamPath: path, hint: { record: { sequence: third.sequence, lastOffset: 3 } } });
+  });
+
+  it("given a followed partition, when a batch is fed, then a watcher of its stream hears of it; and replayed batches are skipped, a gap forgets the stream", async () => {
+    const store = new FedStore();
+    const c = fedOpen(store, 20);
+    c.followPartition(store.partitionOf(path));
+    const first = await appended(store, path, "a");
+    await c.eventsThrough(path, 1);
+    const seen: number[] = [];
+    c.watch(path, 2, (events) => seen.push(...events.filter((e) => e.offset >= 2).map((e) => e.offset)));
+    const second = await appended(store, path, "b");
+    c.feedBatch(second);
+    expect(seen).toEqual([2]);
+    // A feed that starts over from an earlier batch (a takeover's checkpoint): nothing twice.
+    c.feedBatch(first);
+    c.feedBatch(second);
+    expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
+    expect(store.reads).toBe(1);
+    // A batch missed (offset 3 never fed): the stream is forgotten and read again.
+    await appended(store, path, "c");
+    c.feedBatch(await appended(store, path, "d"));
+    expect((await c.eventsThrough(path, 4)).map((e) => e.offset)).toEqual([1, 2, 3, 4]);
+    expect(store.reads).toBe(2);
+  });
+
+  it("given a stream of a partition not followed, then it is read on every ask, never cached, and not watched (the caller watches it itself)", async () => {
+    const store = new FedStore();
+    const c = fedOpen(store, 20);
+    c.followPartition(store.partitionOf(path));
+    const other = otherPath(store);
+    const batch = await appended(store, other, "a");
+    c.feedBatch(batch); // not followed: ignored
+    expect((await c.eventsThrough(other, 1)).map((e) => e.offset)).toEqual([1]);
+    expect((await c.eventsThrough(other, 1)).map((e) => e.offset)).toEqual([1]);
+    expect([store.reads, c.size]).toEqual([2, 0]);
+    expect(c.watch(other, 1, () => undefined)).toBeUndefined();
+    expect(c.watch(path, 1, () => undefined)).toBeTypeOf("function");
+    expect(store.primed).toEqual([]);
+  });
+
+  it("given a partition it stops following (the lease lost), then its streams are forgotten, its watchers hear nothing more and later batches are ignored", async () => {
+    const store = new FedStore();
+    const c = fedOpen(store, 20);
+    const partition = store.partitionOf(path);
+    c.followPartition(partition);
+    c.feedBatch(await appended(store, path, "a"));
+    await c.eventsThrough(path, 1);
+    const seen: number[] = [];
+    c.watch(path, 2, (events) => seen.push(...events.map((e) => e.offset)));
+    expect(c.size).toBe(1);
+    c.unfollowPartition(partition);
+    expect(c.size).toBe(0);
+    c.feedBatch(await appended(store, path, "b"));
+    expect(seen).toEqual([]);
+    expect(c.watch(path, 1, () => undefined)).toBeUndefined();
+    expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
+    expect([store.reads, c.size]).toEqual([2, 0]);
+    // Followed again (the lease back): cached again.
+    c.followPartition(partition);
+    await c.eventsThrough(path, 2);
+    expect(c.size).toBe(1);
+  });
+
+  it("given a watcher that throws on a fed batch, then the cache gives up and the caller's feed goes on", async () => {
+    const store = new FedStore();
+    const c = fedOpen(store, 20);
+    c.followPartition(store.partitionOf(path));
+    c.feedBatch(await appended(store, path, "a"));
+    await c.eventsThrough(path, 1);
+    c.watch(path, 1, (events) => {
+      if (events.some((e) => e.offset === 2)) throw new Error("a watcher's bug");
+    });
+    const batch = await appended(store, path, "b");
+    expect(() => c.feedBatch(batch)).not.toThrow();
+    expect(c.size).toBe(0);
+    expect(c.watch(path, 1, () => undefined)).toBeUndefined();
+    c.followPartition(store.partitionOf(path));
+    await c.eventsThrough(path, 2);
+    expect(c.size).toBe(0);
   });
 });

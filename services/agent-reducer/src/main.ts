@@ -52,7 +52,7 @@ void runService({
     const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
     // Before the reducer: the first requests it decides are handed to it.
     const inProcess: StartedLlmDriver | undefined =
-      driverConfig === undefined ? undefined : await startLlmDriver({ config: driverConfig, logger: logger.child({ driver: "in-process" }), metrics });
+      driverConfig === undefined ? undefined : await startLlmDriver({ config: driverConfig, logger: logger.child({ driver: "in-process" }), metrics, streamCacheFedByCaller: true });
     const effects = natsReducerEffects({
       store,
       nc,
@@ -78,6 +78,8 @@ void runService({
         evictIdleMs: config.REDUCER_EVICT_IDLE_MS,
       },
       kvReplicas: config.NATS_STREAM_REPLICAS,
+      // Its driver's stream cache learns of new events from this replica's feeds, not a feed of its own.
+      ...(inProcess?.driver.streamFeed === undefined ? {} : { partitionBatches: inProcess.driver.streamFeed }),
       policy: reactionPolicy({
         projectWorker: config.PROJECT_WORKER === "on",
         ...(config.PROJECT_AGENTS_MD_FILE ? { texts: { agentsMd: readFileSync(config.PROJECT_AGENTS_MD_FILE, "utf8").trim() } } : {}),

@@ -10,7 +10,7 @@
 // The worker also follows the partition's live lane for reply previews.
 
 import type { EventStore, FeedBatch, FeedSubscription, LiveFeed } from "@agentrt/streams";
-import type { Logger } from "@agentrt/service-kit";
+import type { Logger, PartitionBatchSink } from "@agentrt/service-kit";
 import type { ReactionPolicy } from "@agentrt/agent-core";
 import type { ReducerEffects } from "./effects.ts";
 import { SNAPSHOT_FORMAT, type SnapshotStore } from "./snapshots.ts";
@@ -49,6 +49,8 @@ export interface PartitionWorkerOptions {
   /** Quiet time before an agent's outstanding work is issued again (`REDUCER_REDRIVE_AFTER_MS`). */
   readonly redriveAfterMs?: number;
   readonly onEvents?: (count: number) => void;
+  /** Is handed every batch of the partition's feed as it arrives (the in-process driver's stream cache). */
+  readonly batchSink?: PartitionBatchSink;
   readonly onRetention?: (what: "snapshot" | "evicted" | "rebuilt" | "checkpoint") => void;
 }
 
@@ -119,6 +121,7 @@ export class PartitionWorker {
       this.waking = this.wakePending([...checkpoint.pending]);
       logger.info({ partition, sequence: checkpoint.sequence, pending: checkpoint.pending.length }, "following the partition from its checkpoint");
     }
+    this.options.batchSink?.followPartition(partition);
     this.feed = this.options.store.feed({ partitions: [partition], afterSequence: this.sequence });
     this.loop = this.follow(this.feed);
     // Reply chunks are all it previews: the rest of the lane (its own runtime changes and
@@ -244,6 +247,7 @@ export class PartitionWorker {
         for await (const batch of feed) {
           if (this.stopped) break;
           failures = 0;
+          this.options.batchSink?.feedBatch(batch);
           await this.fold(batch);
           this.sequence = batch.sequence;
           this.options.onEvents?.(batch.events.length);
@@ -405,6 +409,7 @@ export class PartitionWorker {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.options.batchSink?.unfollowPartition(this.partition);
     if (this.maintainTimer) clearInterval(this.maintainTimer);
     await this.maintaining;
     await this.waking;

@@ -4,7 +4,7 @@
 // others from their own snapshots when their next event arrives.
 
 import type { EventStore } from "@agentrt/streams";
-import { type Metrics, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
+import { type Metrics, type PartitionBatchSink, type PartitionLeases, startPartitionLeases } from "@agentrt/service-kit";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "@agentrt/service-kit";
 import type { ReactionPolicy } from "@agentrt/agent-core";
@@ -27,6 +27,11 @@ export interface ReducerServiceOptions {
   readonly policy?: ReactionPolicy;
   /** Quiet time before an agent's outstanding work is issued again. */
   readonly redriveAfterMs?: number;
+  /**
+   * Is handed every batch of the partitions this replica owns, as its workers receive them: the
+   * stream cache of the llm-driver in this process (REDUCER_LLM_DRIVER=in-process).
+   */
+  readonly partitionBatches?: PartitionBatchSink;
 }
 
 export class ReducerService {
@@ -82,6 +87,7 @@ export class ReducerService {
           ...(options.policy ? { policy: options.policy } : {}),
           ...(options.redriveAfterMs === undefined ? {} : { redriveAfterMs: options.redriveAfterMs }),
           onEvents: (count) => this.eventsFolded?.inc(count),
+          ...(options.partitionBatches === undefined ? {} : { batchSink: options.partitionBatches }),
           onRetention: (what) => this.retentionEvents?.inc({ what }),
         });
         this.workers.set(partition, worker);

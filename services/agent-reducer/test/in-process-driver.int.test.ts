@@ -53,17 +53,17 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function startDriver(concurrency: number): Promise<LlmDriver> {
+async function startDriver(concurrency: number, options: { store?: JetStreamEventStore; fedByReducer?: boolean } = {}): Promise<LlmDriver> {
   const driver = new LlmDriver({
     nc,
     js: jetstream(nc),
     jsm,
-    store,
+    store: options.store ?? store,
     providers: { openai: { baseUrl: model.url, apiKey: "test-key", api: "chat", promptCacheKey: true } },
     logger,
     metrics: createDriverMetrics(createMetrics("llm-driver", { collectDefaults: false })),
     settings: { idleTimeoutMs: 45_000, contextWindows: DEFAULT_CONTEXT_WINDOWS },
-    streamCache: { afterSequence: (await jsm.streams.info(store.streamName)).state.last_seq },
+    streamCache: { afterSequence: options.fedByReducer === true ? "fed by caller" : (await jsm.streams.info(store.streamName)).state.last_seq },
     work: { ackWaitMs: 5_000, heartbeatMs: 1_000, concurrency },
   });
   await driver.start();
@@ -76,8 +76,9 @@ async function startReducer(driver: LlmDriver): Promise<void> {
   const snapshots = await openSnapshotStore(nc);
   const workPublisher = new JetStreamPublisher(nc, 5_000);
   const effects = natsReducerEffects({ store, nc, workPublisher, logger, interruptTimeoutMs: 500, inProcessDriver: driver });
+  const batchSink = driver.streamFeed;
   for (let partition = 0; partition < store.partitionCount; partition += 1) {
-    const worker = new PartitionWorker({ partition, store, snapshots, effects, logger });
+    const worker = new PartitionWorker({ partition, store, snapshots, effects, logger, ...(batchSink === undefined ? {} : { batchSink }) });
     await worker.start();
     running.push(worker);
   }
@@ -109,6 +110,32 @@ describe("a reducer with its llm-driver in its own process", () => {
     expect(settlementsOf(later).map((e) => e.type === "agent/llm-request-settled" && e.payload.result.status)).toEqual(["succeeded", "succeeded"]);
     expect(settlementsOf(events)).toHaveLength(1);
     expect(await llmItemsEverQueued()).toBe(before);
+  });
+
+  it("feeds the driver's stream cache from its own partition feeds: the driver follows no feed and reads an agent's stream once", async () => {
+    // The driver's own store client (its NATS user's, in production), counted.
+    const driverStore = await JetStreamEventStore.open(nc, { partitionCount: 4 });
+    running.push({ stop: () => driverStore.close() });
+    const calls = { read: 0, feed: 0 };
+    for (const name of ["read", "feed"] as const) {
+      const original = (driverStore[name] as (...args: unknown[]) => unknown).bind(driverStore);
+      (driverStore as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+        calls[name] += 1;
+        return original(...args);
+      };
+    }
+    const driver = await startDriver(4, { store: driverStore, fedByReducer: true });
+    expect(driver.streamFeed).toBeDefined();
+    await startReducer(driver);
+    const path = "/agents/in-process/fed";
+    await createBareAgent(store, path, 0);
+    for (const said of ["one", "two", "three"]) {
+      await say(store, path, said);
+      await untilAnswered(path, `answer to ${said}`);
+    }
+    expect(settlementsOf(await store.read(path)).map((e) => e.type === "agent/llm-request-settled" && e.payload.result.status)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    // The first turn read the stream; the others were served from what the reducer fed.
+    expect(calls).toEqual({ read: 1, feed: 0 });
   });
 
   it("puts a request on the work queue when the driver has no room, and the driver takes it from there", async () => {

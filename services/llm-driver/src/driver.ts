@@ -10,7 +10,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { consumeWork, type Logger, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
+import { consumeWork, type Logger, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
@@ -52,8 +52,9 @@ export interface LlmDriverDeps {
   /**
    * Follow the store's partition feed from this position and keep recently driven streams in
    * memory, so a turn need not re-read its stream. Omit to read the stream on every turn.
+   * `"fed by caller"`: the reducer in this process feeds it its partitions' batches (`streamFeed`).
    */
-  readonly streamCache?: { readonly afterSequence: number; readonly maxStreams?: number; readonly maxBytes?: number; readonly idleMs?: number };
+  readonly streamCache?: { readonly afterSequence: number | "fed by caller"; readonly maxStreams?: number; readonly maxBytes?: number; readonly idleMs?: number };
   /** Replaces the model clients (defaults: the OpenAI adapter, or the offline model when no provider is configured). */
   readonly modelFor?: (route: ModelRoute | null) => ModelClient;
 }
@@ -100,6 +101,14 @@ export class LlmDriver {
       ...(deps.tracer === undefined ? {} : { tracer: deps.tracer }),
       modelFor: deps.modelFor ?? ((route) => (route === null ? offline : this.openai)),
     });
+  }
+
+  /**
+   * Where the reducer in this process feeds the driver's stream cache the batches of the
+   * partitions it owns (`streamCache.afterSequence: "fed by caller"`); undefined otherwise.
+   */
+  get streamFeed(): PartitionBatchSink | undefined {
+    return this.deps.streamCache?.afterSequence === "fed by caller" ? this.cache : undefined;
   }
 
   get offline(): boolean {

@@ -28,6 +28,11 @@ export async function startLlmDriver(options: {
   /** The NATS connection's name (`llm-driver`). */
   readonly connectionName?: string;
   readonly startup?: Record<string, number>;
+  /**
+   * Its stream cache follows no feed of its own: an agent-reducer in this process feeds it the
+   * batches of the partitions it owns (`driver.streamFeed`), which it receives anyway.
+   */
+  readonly streamCacheFedByCaller?: boolean;
 }): Promise<StartedLlmDriver> {
   const { config, logger, metrics } = options;
   const startup = options.startup ?? {};
@@ -66,8 +71,14 @@ export async function startLlmDriver(options: {
     }), waiting),
     claimsStarted,
   ]);
-  // The cache follows the feed from the store's current head: older batches are read on demand.
-  const head = config.LLM_STREAM_CACHE === "on" ? (await untilNatsAnswers("event store head", () => jsm.streams.info(store.streamName), waiting)).state.last_seq : undefined;
+  // The cache follows the feed from the store's current head (older batches are read on demand),
+  // or is fed by the reducer in this process.
+  const head =
+    config.LLM_STREAM_CACHE !== "on"
+      ? undefined
+      : options.streamCacheFedByCaller === true
+        ? ("fed by caller" as const)
+        : (await untilNatsAnswers("event store head", () => jsm.streams.info(store.streamName), waiting)).state.last_seq;
   startup.storeOpened = Date.now();
   const tracing = await createTracing("llm-driver");
   const driver = new LlmDriver({
