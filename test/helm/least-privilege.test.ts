@@ -54,6 +54,16 @@ describe("service NetworkPolicies (default values)", () => {
     expect(egress("llm-driver")).toEqual([dns, "pods:nats 4222/TCP", "ip:0.0.0.0/0-3 443/TCP"]);
   });
 
+  it("with llmDriver.placement agent-reducer: the reducer, which runs the driver, also reaches the model endpoints; there is no driver policy", async () => {
+    const manifests = await renderChart({ valuesFiles: [`${chartDir}/values-driver-in-reducer.yaml`] });
+    const pods = podTemplates(manifests);
+    const egress = (service: string) => egressOf(policiesOf(manifests, findOne(pods, (p) => p.component === service))[0]!.spec as PolicySpec, pods);
+    const dns = 'ns:{"kubernetes.io/metadata.name":"kube-system"} 53/UDP,53/TCP';
+    expect(egress("agent-reducer")).toEqual([dns, "pods:nats 4222/TCP", "ip:0.0.0.0/0-3 443/TCP"]);
+    expect(egress("capability-host")).toEqual([dns, "pods:nats 4222/TCP"]);
+    expect(byKind(manifests, "NetworkPolicy").map((p) => p.metadata.name)).not.toContain("rt-agentrt-llm-driver");
+  });
+
   it("admit the gateway's HTTP and gRPC only from the ingress controller and the helm test pod; nothing else reaches the workers", async () => {
     const manifests = await renderChart();
     const pods = podTemplates(manifests);

@@ -208,6 +208,7 @@ export const valuesSchema: Schema = {
     llmDriver: serviceSection(
       "llm-driver",
       {
+        placement: str("Where drivers run: their own Deployment, or inside each agent-reducer pod.", { enum: ["deployment", "agent-reducer"] }),
         providers: {
           type: "object",
           description: "LLM_PROVIDERS without keys (llm-driver's providers.ts schema minus apiKey).",

@@ -1,6 +1,7 @@
 // The reducer's environment, parsed once at start-up.
 import { DEFAULT_LEASE_TTL_MS, baseServiceConfigSchema, invalidConfig, loadConfig } from "@agentrt/service-kit";
 import { DEFAULT_REDRIVE_AFTER_MS } from "@agentrt/agent-core";
+import { type DriverConfig, driverConfigSchema } from "@agentrt/llm-driver";
 import { z } from "zod";
 
 export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
@@ -52,4 +53,13 @@ export function loadReducerConfig(env: NodeJS.ProcessEnv = process.env): Reducer
     ]);
   }
   return config;
+}
+
+/**
+ * The in-process driver's config (REDUCER_LLM_DRIVER=in-process), undefined otherwise: the
+ * driver's own variables from the same environment, connecting as its own NATS user.
+ */
+export function inProcessDriverConfig(config: ReducerConfig, env: NodeJS.ProcessEnv = process.env): DriverConfig | undefined {
+  if (config.REDUCER_LLM_DRIVER !== "in-process") return undefined;
+  return loadConfig(driverConfigSchema, { ...env, NATS_USER: config.LLM_DRIVER_NATS_USER, NATS_PASSWORD: config.LLM_DRIVER_NATS_PASSWORD });
 }

@@ -8,9 +8,9 @@ import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { DEFAULT_PUBLISH_TIMEOUT_MS, JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
-import { driverConfigSchema, startLlmDriver, type StartedLlmDriver } from "@agentrt/llm-driver";
-import { loadReducerConfig } from "./config.ts";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { startLlmDriver, type StartedLlmDriver } from "@agentrt/llm-driver";
+import { inProcessDriverConfig, loadReducerConfig } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
 import { openSnapshotStore } from "./snapshots.ts";
@@ -18,14 +18,7 @@ import { openSnapshotStore } from "./snapshots.ts";
 const config = loadReducerConfig();
 const logger = createLogger("agent-reducer", config.LOG_LEVEL);
 // The in-process driver reads the driver's variables, connecting as its own NATS user.
-const driverConfig =
-  config.REDUCER_LLM_DRIVER === "in-process"
-    ? loadConfig(driverConfigSchema, {
-        ...process.env,
-        NATS_USER: config.LLM_DRIVER_NATS_USER,
-        NATS_PASSWORD: config.LLM_DRIVER_NATS_PASSWORD,
-      })
-    : undefined;
+const driverConfig = inProcessDriverConfig(config);
 
 // Not awaited at the top level: the bundle is CommonJS (scripts/bundling.ts), and runService settles its own errors.
 void runService({

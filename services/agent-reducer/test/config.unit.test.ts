@@ -2,7 +2,7 @@
 // driver run in the reducer's process needs its own NATS user whenever users are on.
 
 import { describe, expect, it } from "vitest";
-import { loadReducerConfig } from "../src/config.ts";
+import { inProcessDriverConfig, loadReducerConfig } from "../src/config.ts";
 
 describe("REDUCER_LLM_DRIVER", () => {
   it("given nothing, when the config loads, then requests go through the work queue", () => {
@@ -26,5 +26,22 @@ describe("REDUCER_LLM_DRIVER", () => {
 
   it("given an unknown value, when the config loads, then it fails naming REDUCER_LLM_DRIVER", () => {
     expect(() => loadReducerConfig({ REDUCER_LLM_DRIVER: "both" })).toThrow(/REDUCER_LLM_DRIVER/);
+  });
+});
+
+describe("the in-process driver's config", () => {
+  it("given queue, when the driver's config is asked for, then there is none", () => {
+    expect(inProcessDriverConfig(loadReducerConfig({}), {})).toBeUndefined();
+  });
+
+  it("given in-process with both users, when the driver's config is built, then it reads the driver's variables and connects as the driver's user", () => {
+    const env = { REDUCER_LLM_DRIVER: "in-process", NATS_USER: "agent-reducer", NATS_PASSWORD: "p", LLM_DRIVER_NATS_USER: "llm-driver", LLM_DRIVER_NATS_PASSWORD: "q", LLM_CONCURRENCY: "7" };
+    const driver = inProcessDriverConfig(loadReducerConfig(env), env);
+    expect([driver?.NATS_USER, driver?.NATS_PASSWORD, driver?.LLM_CONCURRENCY]).toEqual(["llm-driver", "q", 7]);
+  });
+
+  it("given in-process with a driver variable it refuses, when the driver's config is built, then it fails naming that variable", () => {
+    const env = { REDUCER_LLM_DRIVER: "in-process", LLM_CONCURRENCY: "zero" };
+    expect(() => inProcessDriverConfig(loadReducerConfig(env), env)).toThrow(/LLM_CONCURRENCY/);
   });
 });

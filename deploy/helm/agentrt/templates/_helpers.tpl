@@ -164,3 +164,38 @@ How long a service's stop() may run before it exits anyway: service-kit's runSer
 (DEFAULT_STOP_TIMEOUT_MS; test/helm pins the two together).
 */}}
 {{- define "agentrt.stopTimeoutMs" -}}10000{{- end }}
+
+{{/*
+What an llm-driver needs in its pod, as YAML {env, envFrom, volumes, volumeMounts, checksum}:
+the provider table (a ConfigMap, or a Secret's file), context windows, OPENAI_BASE_URL,
+LLM_CONCURRENCY and the model keys Secret. Its own Deployment's pods get it, or, with
+llmDriver.placement "agent-reducer", the agent-reducer's pods, which run the driver in-process.
+*/}}
+{{- define "agentrt.llmDriverPodParts" -}}
+{{- $c := .Values.llmDriver }}
+{{- $cm := printf "%s-llm-driver" (include "agentrt.fullname" .) }}
+{{- $providersDir := "/etc/agentrt/llm-providers" }}
+{{- $env := list }}
+{{- $volumes := list }}
+{{- $mounts := list }}
+{{- if $c.providersSecret.existingSecret }}
+{{- $env = append $env (dict "name" "LLM_PROVIDERS" "value" (printf "%s/%s" $providersDir $c.providersSecret.key)) }}
+{{- $volumes = append $volumes (dict "name" "llm-providers" "secret" (dict "secretName" $c.providersSecret.existingSecret "defaultMode" 288)) }}
+{{- $mounts = append $mounts (dict "name" "llm-providers" "mountPath" $providersDir "readOnly" true) }}
+{{- else if $c.providers }}
+{{- $env = append $env (dict "name" "LLM_PROVIDERS" "valueFrom" (dict "configMapKeyRef" (dict "name" $cm "key" "LLM_PROVIDERS"))) }}
+{{- end }}
+{{- if $c.contextWindows }}
+{{- $env = append $env (dict "name" "LLM_CONTEXT_WINDOWS" "valueFrom" (dict "configMapKeyRef" (dict "name" $cm "key" "LLM_CONTEXT_WINDOWS"))) }}
+{{- end }}
+{{- if $c.openaiBaseUrl }}
+{{- $env = append $env (dict "name" "OPENAI_BASE_URL" "value" $c.openaiBaseUrl) }}
+{{- end }}
+{{- $env = append $env (dict "name" "LLM_CONCURRENCY" "value" ($c.concurrency | toString)) }}
+{{- $envFrom := list }}
+{{- with include "agentrt.modelKeysSecretName" . }}
+{{- $envFrom = append $envFrom (dict "secretRef" (dict "name" .)) }}
+{{- end }}
+{{- $checksum := cat (include (print $.Template.BasePath "/configmap.yaml") .) (include (print $.Template.BasePath "/secrets.yaml") .) | sha256sum }}
+{{- toYaml (dict "env" $env "envFrom" $envFrom "volumes" $volumes "volumeMounts" $mounts "checksum" $checksum) }}
+{{- end }}
