@@ -6,7 +6,11 @@
 // in epoch ms from the driver's own log lines (its "ready" line carries its start-up phases)
 // and the fake model's receive time, and printed as ms after the kill, median over the kills.
 //
-// Run: pnpm bench recovery [--kills 5]
+// With --in-process: nats-server and one reducer that runs its driver (REDUCER_LLM_DRIVER=in-process,
+// the peers bench's `agentrt-1p`); the reducer is what is killed, and its restart takes the
+// partition leases back, wakes the agents with work pending and hands their requests to its driver.
+//
+// Run: pnpm bench recovery [--kills 5] [--in-process]
 
 import { loadavg } from "node:os";
 import type { AgentEvent } from "@agentrt/contract";
@@ -15,16 +19,19 @@ import { startSystem } from "../../test/support/system.ts";
 
 const argIndex = process.argv.indexOf("--kills");
 const KILLS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 5;
+const IN_PROCESS = process.argv.includes("--in-process");
+/** The process killed: the driver's, or the reducer that runs it. */
+const KILLED = IN_PROCESS ? "agent-reducer" : "llm-driver";
 const MARKER = /mk-[a-z0-9-]+/g;
 const markerOf = (body: string) => body.match(MARKER)?.at(-1);
 
 const seen = new Set<string>();
 const system = await startSystem({
   reducers: 1,
-  drivers: 1,
+  drivers: IN_PROCESS ? 0 : 1,
   fromBundles: true,
-  env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128" },
-  envFor: (service): Record<string, string> => (service === "llm-driver" ? { LOG_LEVEL: "info" } : {}),
+  env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128", ...(IN_PROCESS ? { REDUCER_LLM_DRIVER: "in-process" } : {}) },
+  envFor: (service): Record<string, string> => (service === KILLED ? { LOG_LEVEL: "info" } : {}),
   model: {
     // The kill turn streams at 10 tok/s the first time (2.2 s), at full speed when asked again.
     defaultReply: (request: FakeModelRequest) => {
@@ -63,8 +70,8 @@ const modelReceived = async (marker: string, nth: number): Promise<number> => {
   }
 };
 
-type Line = { msg?: string; time?: number; startup?: Record<string, number> } & Record<string, unknown>;
-const driver = system.processes.byService("llm-driver")[0]!;
+type Line = { msg?: string; time?: number; startup?: Record<string, number>; inProcessDriver?: { startup?: Record<string, number> } } & Record<string, unknown>;
+const driver = system.processes.byService(KILLED)[0]!;
 const phases: Record<string, number[]> = {};
 const note = (phase: string, ms: number | undefined) => {
   if (ms !== undefined && Number.isFinite(ms)) (phases[phase] ??= []).push(ms);
@@ -104,11 +111,19 @@ try {
         }
       });
     const at = (msg: string) => lines.find((l) => l.msg === msg)?.time;
-    const ready = lines.find((l) => l.msg === "llm-driver ready");
+    const lastAt = (msg: string) => lines.findLast((l) => l.msg === msg)?.time;
+    const ready = lines.find((l) => l.msg === `${KILLED} ready`);
     note("spawn() returned", spawnedAt - killAt);
     for (const [phase, epochMs] of Object.entries(ready?.startup ?? {})) note(`start-up: ${phase}`, epochMs - killAt);
-    note("ready logged", at("llm-driver ready")! - killAt);
-    note("dead claim handed back", at("the claimant of a work item is gone; handed the item back to the queue")! - killAt);
+    for (const [phase, epochMs] of Object.entries(ready?.inProcessDriver?.startup ?? {})) note(`its driver's start-up: ${phase}`, epochMs - killAt);
+    note("ready logged", at(`${KILLED} ready`)! - killAt);
+    if (IN_PROCESS) {
+      note("first lease acquired", at("lease acquired")! - killAt);
+      note("last lease acquired", lastAt("lease acquired")! - killAt);
+      note("last partition resumed from its checkpoint", lastAt("resumed the partition from its checkpoint")! - killAt);
+    } else {
+      note("dead claim handed back", at("the claimant of a work item is gone; handed the item back to the queue")! - killAt);
+    }
     note("driving request", at("driving request")! - killAt);
     note("model received", modelAt - killAt);
     note("settled (driver log)", at("request settled: succeeded")! - killAt);
@@ -122,7 +137,7 @@ try {
 
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
 const order = Object.entries(phases).sort((a, b) => median(a[1]) - median(b[1]));
-process.stdout.write(`\nCommand: pnpm bench recovery --kills ${KILLS} — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC; 1-min load average at each kill: ${loads.join(", ")}\n\n`);
+process.stdout.write(`\nCommand: pnpm bench recovery --kills ${KILLS}${IN_PROCESS ? " --in-process" : ""} — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC; 1-min load average at each kill: ${loads.join(", ")}\n\n`);
 process.stdout.write(`| phase (ms after the kill) | median | min | max |\n|---|---:|---:|---:|\n`);
 for (const [phase, v] of order) process.stdout.write(`| ${phase} | ${median(v)} | ${Math.min(...v)} | ${Math.max(...v)} |\n`);
 process.exit(0);

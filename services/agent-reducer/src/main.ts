@@ -15,6 +15,9 @@ import { natsReducerEffects } from "./effects.ts";
 import { ReducerService } from "./reducer-service.ts";
 import { openSnapshotStore } from "./snapshots.ts";
 
+// Start-up phases in epoch ms, logged with "ready": a restarted reducer is how a killed one's
+// agents resume when it was the only one (with its driver in-process, their turns too).
+const startup: Record<string, number> = { processStarted: Math.round(performance.timeOrigin), modulesLoaded: Date.now() };
 const config = loadReducerConfig();
 const logger = createLogger("agent-reducer", config.LOG_LEVEL);
 // The in-process driver reads the driver's variables, connecting as its own NATS user.
@@ -28,6 +31,7 @@ void runService({
     const metrics = createMetrics("agent-reducer");
     const tracing = await createTracing("agent-reducer");
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger });
+    startup.natsConnected = Date.now();
     // Started while NATS elects leaders (a node restarting), each step waits for an answer.
     const waiting = { logger };
     const jsm = await untilNatsAnswers("JetStream manager", () => jetstreamManager(nc), waiting);
@@ -43,9 +47,11 @@ void runService({
     // A work item's publish waits for JetStream's ack as long as the store's appends do.
     const workPublisher = new JetStreamPublisher(nc, DEFAULT_PUBLISH_TIMEOUT_MS);
     const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    startup.storesOpened = Date.now();
     // Before the reducer: the first requests it decides are handed to it.
     const inProcess: StartedLlmDriver | undefined =
       driverConfig === undefined ? undefined : await startLlmDriver({ config: driverConfig, logger: logger.child({ driver: "in-process" }), metrics, streamCacheFedByCaller: true });
+    if (inProcess !== undefined) startup.driverStarted = Date.now();
     const effects = natsReducerEffects({
       store,
       nc,
@@ -79,9 +85,13 @@ void runService({
       }),
     });
     await reducer.start();
+    startup.leasesStarted = Date.now();
     const readiness = trackReadiness(nc, [() => reducer.running(), ...(inProcess === undefined ? [] : [() => inProcess.driver.consuming() && !inProcess.nc.isClosed()])]);
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
-    if (inProcess !== undefined) logger.info({ offline: inProcess.driver.offline, startup: inProcess.startup }, "in-process llm-driver ready");
+    logger.info(
+      { opsPort: ops.port, startup, ...(inProcess === undefined ? {} : { inProcessDriver: { offline: inProcess.driver.offline, startup: inProcess.startup } }) },
+      "agent-reducer ready",
+    );
     // The driver first: the runs it stops go back to the queue through the reducer's publisher.
     return stopInOrder(readiness, async () => inProcess?.stop(), () => effects.handOversSettled(), () => reducer.stop(), () => ops.close(), () => store.close(), async () => workPublisher.close(), () => nc.drain(), () => tracing.shutdown());
   },
