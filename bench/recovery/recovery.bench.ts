@@ -10,7 +10,7 @@
 // the peers bench's `agentrt-1p`); the reducer is what is killed, and its restart takes the
 // partition leases back, wakes the agents with work pending and hands their requests to its driver.
 //
-// Run: pnpm bench recovery [--kills 5] [--in-process]
+// Run: pnpm bench recovery [--kills 5] [--in-process] [--preload 1000x5]
 
 import { loadavg } from "node:os";
 import type { AgentEvent } from "@agentrt/contract";
@@ -20,6 +20,10 @@ import { startSystem } from "../../test/support/system.ts";
 const argIndex = process.argv.indexOf("--kills");
 const KILLS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 5;
 const IN_PROCESS = process.argv.includes("--in-process");
+const preloadIndex = process.argv.indexOf("--preload");
+/** `<agents>x<turns>`: a load run before the kills (100 agents at a time), as the peers bench's loads leave the system. */
+const PRELOAD = preloadIndex > 0 ? (process.argv[preloadIndex + 1] as string) : "0x0";
+const [PRELOAD_AGENTS, PRELOAD_TURNS] = PRELOAD.split("x").map(Number) as [number, number];
 /** The process killed: the driver's, or the reducer that runs it. */
 const KILLED = IN_PROCESS ? "agent-reducer" : "llm-driver";
 const MARKER = /mk-[a-z0-9-]+/g;
@@ -45,9 +49,12 @@ const system = await startSystem({
 
 const stored = new Map<string, (at: number) => void>();
 const feed = system.store.feed({});
+/** The newest feed sequence this bench has seen: the store's head, give or take a batch. */
+let head = 0;
 void (async () => {
   for await (const batch of feed) {
     const at = Date.now();
+    head = batch.sequence;
     for (const e of batch.events as AgentEvent[]) {
       if (e.type === "agents/context-added" && e.payload.role === "assistant") {
         const marker = /^re:(mk-[a-z0-9-]+)/.exec(e.payload.content)?.[1];
@@ -79,6 +86,18 @@ const note = (phase: string, ms: number | undefined) => {
 const loads: string[] = [];
 
 try {
+  const preload = Array.from({ length: PRELOAD_AGENTS }, (_, i) => `p${i}`);
+  await Promise.all(
+    Array.from({ length: Math.min(100, PRELOAD_AGENTS) }, async () => {
+      for (let agent = preload.shift(); agent !== undefined; agent = preload.shift()) {
+        await system.store.append(`/agents/recovery/${agent}`, [
+          { type: "agent/created", payload: {} },
+          { type: "agent/configured", payload: { config: { llmRequestDebounceMs: 0 } } },
+        ]);
+        for (let turn = 0; turn < PRELOAD_TURNS; turn += 1) await say(agent, `mk-${agent}-load${turn}`);
+      }
+    }),
+  );
   for (let k = 0; k < KILLS; k += 1) {
     const agent = `a${k}`;
     await system.store.append(`/agents/recovery/${agent}`, [
@@ -94,6 +113,7 @@ try {
     loads.push(loadavg()[0]!.toFixed(2));
     await driver.signal("SIGKILL");
     const killAt = Date.now();
+    const headAtKill = head;
     driver.start();
     const spawnedAt = Date.now();
     const storedAt = await reply;
@@ -121,6 +141,11 @@ try {
       note("first lease acquired", at("lease acquired")! - killAt);
       note("last lease acquired", lastAt("lease acquired")! - killAt);
       note("last partition resumed from its checkpoint", lastAt("resumed the partition from its checkpoint")! - killAt);
+      // How far behind the head the partitions' checkpoints were: the feed replayed after the restart.
+      const checkpoints = lines.filter((l) => l.msg === "following the partition from its checkpoint").map((l) => Number(l.sequence));
+      if (checkpoints.length > 0) note("oldest checkpoint behind the head (feed batches)", headAtKill - Math.min(...checkpoints));
+      // How many agents the checkpoints listed as having work pending (each rebuilt at takeover).
+      note("agents woken at takeover (count)", lines.filter((l) => l.msg === "resumed the partition from its checkpoint").reduce((sum, l) => sum + Number(l.pending ?? 0), 0));
     } else {
       note("dead claim handed back", at("the claimant of a work item is gone; handed the item back to the queue")! - killAt);
     }
@@ -137,7 +162,7 @@ try {
 
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
 const order = Object.entries(phases).sort((a, b) => median(a[1]) - median(b[1]));
-process.stdout.write(`\nCommand: pnpm bench recovery --kills ${KILLS}${IN_PROCESS ? " --in-process" : ""} — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC; 1-min load average at each kill: ${loads.join(", ")}\n\n`);
+process.stdout.write(`\nCommand: pnpm bench recovery --kills ${KILLS}${IN_PROCESS ? " --in-process" : ""}${PRELOAD_AGENTS > 0 ? ` --preload ${PRELOAD}` : ""} — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC; 1-min load average at each kill: ${loads.join(", ")}\n\n`);
 process.stdout.write(`| phase (ms after the kill) | median | min | max |\n|---|---:|---:|---:|\n`);
 for (const [phase, v] of order) process.stdout.write(`| ${phase} | ${median(v)} | ${Math.min(...v)} | ${Math.max(...v)} |\n`);
 process.exit(0);

@@ -15,6 +15,11 @@ export const reducerConfigSchema = baseServiceConfigSchema(9464).extend({
   REDUCER_SNAPSHOT_EVERY_EVENTS: z.coerce.number().int().min(1).default(2000),
   /** …or once it has been quiet this long. */
   REDUCER_SNAPSHOT_IDLE_MS: z.coerce.number().int().min(1).default(1000),
+  /**
+   * How often each partition's checkpoint is written when it moved: what a replica that takes
+   * the partition over after a crash replays from (every agent in the replay is brought in).
+   */
+  REDUCER_CHECKPOINT_EVERY_MS: z.coerce.number().int().min(20).default(200),
   /** An agent with nothing pending is dropped from memory after this long idle (rebuilt from its snapshot on its next event). */
   REDUCER_EVICT_IDLE_MS: z.coerce.number().int().min(1).default(30_000),
   PROJECT_WORKER: z.enum(["on", "off"]).default("on"),

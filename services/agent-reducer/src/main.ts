@@ -75,6 +75,7 @@ void runService({
         snapshotEveryEvents: config.REDUCER_SNAPSHOT_EVERY_EVENTS,
         snapshotIdleMs: config.REDUCER_SNAPSHOT_IDLE_MS,
         evictIdleMs: config.REDUCER_EVICT_IDLE_MS,
+        checkpointEveryMs: config.REDUCER_CHECKPOINT_EVERY_MS,
       },
       kvReplicas: config.NATS_STREAM_REPLICAS,
       // Its driver's stream cache learns of new events from this replica's feeds, not a feed of its own.

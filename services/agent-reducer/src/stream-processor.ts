@@ -103,6 +103,12 @@ export class StreamProcessor {
     this.observedProgressAtMs = this.lastActivityMs;
   }
 
+  /**
+   * Called when a flush leaves nothing queued: every event folded so far has been reacted to
+   * (the partition worker's checkpoint may then move past this agent's batches).
+   */
+  onIdle: (() => void) | undefined;
+
   /** Folds one delivered event and records what must follow from it. */
   apply(event: AgentEvent): void {
     if (event.offset <= this.state.lastFoldedOffset) return; // replayed twice: once each
@@ -224,6 +230,7 @@ export class StreamProcessor {
       this.flushing = false;
       this.lastActivityMs = this.effects.now();
     }
+    if (this.isIdle()) this.onIdle?.();
   }
 
   private async appendReactions(): Promise<void> {

@@ -14,6 +14,7 @@ import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReducerEffects } from "../src/effects.ts";
 import { effectsOver, note } from "./worker-support.ts";
+import { createBareAgent, say } from "../../../test/support/turns.ts";
 import { PartitionWorker, type RetentionPolicy } from "../src/partition-worker.ts";
 import { openSnapshotStore, SNAPSHOT_BUCKET, type SnapshotStore } from "../src/snapshots.ts";
 
@@ -133,6 +134,24 @@ describe("per-agent snapshots and partition checkpoints", () => {
     await successor.stop();
   });
 
+  it("given maintenance rounds far apart, then the checkpoint follows the feed on its own cadence", async () => {
+    const path = "/agents/snap/checkpoint-cadence";
+    const partition = store.partitionOf(path);
+    const snapshots = await openSnapshotStore(nc);
+    const w = worker(partition, snapshots, { maintainEveryMs: 600_000, checkpointEveryMs: 50 });
+    await w.start();
+    try {
+      await bear(path, 3);
+      const head = (await store.read(path)).length;
+      await waitFor(() => w.processor(path)?.state.lastFoldedOffset === head, { what: "the agent folded" });
+      const before = (await snapshots.loadCheckpoint(partition))?.sequence ?? 0;
+      await store.append(path, [note(99)]);
+      await waitFor(async () => ((await snapshots.loadCheckpoint(partition))?.sequence ?? 0) > before, { timeoutMs: 5_000, what: "a checkpoint past the last note, with no maintenance round" });
+    } finally {
+      await w.stop();
+    }
+  });
+
   it("evicts an idle agent and rebuilds it from its snapshot when its next event arrives", async () => {
     const path = "/agents/snap/idle";
     const partition = store.partitionOf(path);
@@ -202,5 +221,44 @@ describe("per-agent snapshots and partition checkpoints", () => {
     expect(w.processor(path)!.state).toEqual(await foldedFromEvents(path));
     expect(w.processor(path)!.state.summary.title).toBeUndefined();
     await w.stop();
+  });
+  it("given an agent that is reacting whenever a checkpoint is written but idle in between, then the checkpoint moves past the batches it finished", async () => {
+    // Busy agents under load are rarely idle at the moment a checkpoint is taken: the checkpoint
+    // must learn that an agent reacted to its batches when it happens, not only when it looks.
+    // Last in this file: the agent is left with an open request, which a later worker of its
+    // partition would wake and keep resident.
+    const path = "/agents/snap/never-idle-at-checkpoints";
+    const partition = store.partitionOf(path);
+    const batches: { sequence: number; content: unknown }[] = [];
+    const feed = store.feed({ partitions: [partition] });
+    void (async () => {
+      for await (const batch of feed) batches.push({ sequence: batch.sequence, content: (batch.events[0]?.payload as { content?: unknown }).content });
+    })();
+    // Each user message after the first interrupts the open request: held here until released.
+    const interrupting = (content: string) =>
+      store.append(path, [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" }, llmRequestPolicy: { behaviour: "interrupt-current-request" } } }]);
+    const held: Array<() => void> = [];
+    const gated: ReducerEffects = { ...effects, interruptDriver: () => new Promise((resolve) => held.push(() => resolve(undefined))) };
+    const w = new PartitionWorker({ partition, store, snapshots: await openSnapshotStore(nc), effects: gated, logger, retention: { maintainEveryMs: 600_000, checkpointEveryMs: 600_000 } });
+    await w.start();
+    try {
+      await createBareAgent(store, path, 0);
+      await say(store, path, "first");
+      await waitFor(async () => (await store.read(path)).some((e) => e.type === "agent/llm-request-requested"), { what: "the first request" });
+      await interrupting("second");
+      await waitFor(() => held.length === 1, { what: "the second message's interrupt" });
+      held.shift()!();
+      await waitFor(() => w.processor(path)?.state.openRequest !== null && w.processor(path)?.isIdle() === true && (w.processor(path)?.state.lastFoldedOffset ?? 0) > 5, { what: "the second request, the agent idle" });
+      await interrupting("third");
+      await waitFor(() => held.length === 1, { what: "the third message's interrupt" });
+      const third = await waitFor(() => batches.find((b) => b.content === "third"), { what: "the third message on the feed" });
+      // The agent is reacting to "third" now, and was reacting at no checkpoint before: the
+      // checkpoint stands right before its batch, not before its first.
+      expect(await w.checkpoint()).toBe(third.sequence - 1);
+    } finally {
+      for (const release of held) release();
+      await w.stop();
+      await feed.close();
+    }
   });
 });
