@@ -48,7 +48,7 @@ const commandEncoder = new TextEncoder();
  * everything issued while the loop handles one round of I/O leaves in one write (1.8–3.1 per
  * turn in the same loads), in the same order; the loop never waits in poll while an immediate is
  * pending, so an idle connection's command still leaves at once. A buffer past nats.js's own
- * limit is flushed inline, as before.
+ * limit is flushed inline, as before, and close() flushes what is waiting first.
  *
  * It replaces the connection's internal `protocol.sendCommand` (nats-core 3.x): when that shape
  * is not there (another version), the connection is left as it is and this returns false;
@@ -70,6 +70,12 @@ export function coalesceWrites(nc: NatsConnection): boolean {
         protocol.flushPending();
       });
     } else if (protocol.outbound.size() >= protocol.pendingLimit) protocol.flushPending();
+  };
+  // What is still waiting for its turn leaves before the connection closes (drain flushes anyway).
+  const close = nc.close.bind(nc);
+  nc.close = () => {
+    protocol.flushPending();
+    return close();
   };
   return true;
 }

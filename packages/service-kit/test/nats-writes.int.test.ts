@@ -95,6 +95,17 @@ describe("NATS writes per turn of the event loop", () => {
     expect(performance.now() - started).toBeLessThan(250);
   });
 
+  it("given a command issued just before close(), then it still reaches the server", async () => {
+    const nc = await connectNats({ url: server.url, name: "writes-close", logger: testLogger("test") });
+    const listener = await connect({ servers: server.url });
+    open.push(listener);
+    const { seen, done } = await received(listener, "writes.last", 1);
+    nc.publish("writes.last", "goodbye");
+    await nc.close();
+    await done;
+    expect(seen).toEqual(["goodbye"]);
+  });
+
   it("reports whether it could patch the connection (this nats.js version's internals are what it expects)", async () => {
     const nc = await connect({ servers: server.url });
     open.push(nc);
