@@ -39,15 +39,16 @@ export async function connectNats(options: { url: string; name: string; user?: s
 const commandEncoder = new TextEncoder();
 
 /**
- * Makes a nats.js connection write what it sends once per turn of the event loop instead of
+ * Makes a nats.js connection write what it sends at most twice per turn of the event loop, instead of
  * once per microtask burst. nats.js flushes its outbound buffer in a microtask queued by the
  * first command after a flush, so commands issued from different async steps of one piece of
  * work (an append's publish, its key reservations, a work item, an ack) each became a socket
  * write of their own; on loopback a write also runs the receiver's side of TCP, and the peers
- * bench counted 6.3 writes per turn in the one-process reducer. Flushed from `setImmediate`,
- * everything issued while the loop handles one round of I/O leaves in one write (1.8–3.1 per
- * turn in the same loads), in the same order; the loop never waits in poll while an immediate is
- * pending, so an idle connection's command still leaves at once. A buffer past nats.js's own
+ * bench counted 6.3 writes per turn in the one-process reducer. Now the first burst of a turn
+ * of the loop is flushed as nats.js would (a microtask later, so a lone command waits for
+ * nothing), and every later burst of that turn waits for its end (`setImmediate`) and leaves
+ * with the others in one write, in the same order. Flushing every burst at the turn's end cut
+ * the writes more but cost a sequential turn 1 ms (one extra turn of the loop per hop). A buffer past nats.js's own
  * limit is flushed inline, as before, and close() flushes what is waiting first.
  *
  * It replaces the connection's internal `protocol.sendCommand` (nats-core 3.x): when that shape
@@ -59,16 +60,30 @@ export function coalesceWrites(nc: NatsConnection): boolean {
     | { sendCommand: (cmd: string | Uint8Array, ...payloads: Uint8Array[]) => void; outbound: { length(): number; size(): number; fill(buf: Uint8Array, ...payloads: Uint8Array[]): void }; flushPending(): void; pendingLimit: number }
     | undefined;
   if (protocol === undefined || typeof protocol.sendCommand !== "function" || typeof protocol.flushPending !== "function" || typeof protocol.outbound?.fill !== "function") return false;
-  let scheduled = false;
+  // The first burst of a turn of the loop leaves as nats.js sends it (a microtask later: no
+  // added latency for a lone command); bursts after it in the same turn wait for its end.
+  let flushedThisTurn = false;
+  let deferred = false;
+  const flushNow = (): void => {
+    protocol.flushPending();
+    if (flushedThisTurn) return;
+    flushedThisTurn = true;
+    setImmediate(() => {
+      flushedThisTurn = false;
+    });
+  };
   protocol.sendCommand = function (cmd, ...payloads) {
     const len = protocol.outbound.length();
     protocol.outbound.fill(typeof cmd === "string" ? commandEncoder.encode(cmd) : cmd, ...payloads);
-    if (len === 0 && !scheduled) {
-      scheduled = true;
-      setImmediate(() => {
-        scheduled = false;
-        protocol.flushPending();
-      });
+    if (len === 0 && !deferred) {
+      if (!flushedThisTurn) queueMicrotask(flushNow);
+      else {
+        deferred = true;
+        setImmediate(() => {
+          deferred = false;
+          protocol.flushPending();
+        });
+      }
     } else if (protocol.outbound.size() >= protocol.pendingLimit) protocol.flushPending();
   };
   // What is still waiting for its turn leaves before the connection closes (drain flushes anyway).
