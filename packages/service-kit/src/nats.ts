@@ -39,8 +39,8 @@ export async function connectNats(options: { url: string; name: string; user?: s
 const commandEncoder = new TextEncoder();
 
 /**
- * Makes a nats.js connection write what it sends at most twice per turn of the event loop, instead of
- * once per microtask burst. nats.js flushes its outbound buffer in a microtask queued by the
+ * Makes a nats.js connection write what it sends at most twice per turn of the event loop,
+ * instead of once per microtask burst. nats.js flushes its outbound buffer in a microtask queued by the
  * first command after a flush, so commands issued from different async steps of one piece of
  * work (an append's publish, its key reservations, a work item, an ack) each became a socket
  * write of their own; on loopback a write also runs the receiver's side of TCP, and the peers
@@ -48,12 +48,13 @@ const commandEncoder = new TextEncoder();
  * of the loop is flushed as nats.js would (a microtask later, so a lone command waits for
  * nothing), and every later burst of that turn waits for its end (`setImmediate`) and leaves
  * with the others in one write, in the same order. Flushing every burst at the turn's end cut
- * the writes more but cost a sequential turn 1 ms (one extra turn of the loop per hop). A buffer past nats.js's own
- * limit is flushed inline, as before, and close() flushes what is waiting first.
+ * the writes more but cost a sequential turn 1 ms (one extra turn of the loop per hop). A
+ * buffer past nats.js's own limit is flushed inline, as before, and close() flushes what is
+ * waiting first.
  *
  * It replaces the connection's internal `protocol.sendCommand` (nats-core 3.x): when that shape
  * is not there (another version), the connection is left as it is and this returns false;
- * `test/nats-writes.int.test.ts` fails on such an upgrade.
+ * `packages/service-kit/test/nats-writes.int.test.ts` fails on such an upgrade.
  */
 export function coalesceWrites(nc: NatsConnection): boolean {
   const protocol = (nc as unknown as { protocol?: Record<string, unknown> }).protocol as
