@@ -117,10 +117,7 @@ export class BatchWriter {
   observe(streamPath: string, subjectOf: (streamPath: string) => string, seq: number, events: readonly AgentEvent[]): void {
     const last = events.at(-1);
     if (last === undefined) return;
-    const writer = this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath));
-    if (writer.running || writer.pending.length > 0 || seq <= writer.view.lastSeq) return;
-    writer.view.lastSeq = seq;
-    writer.view.lastOffset = Math.max(writer.view.lastOffset, last.offset);
+    takeRecord(this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath)), seq, last.offset);
   }
 
   /**
@@ -151,10 +148,7 @@ export class BatchWriter {
     if (hint.keysIndexed !== true && hint.record === undefined) return;
     const writer = this.writerFor(streamPath, subject);
     if (hint.keysIndexed === true) writer.indexed = true;
-    const record = hint.record;
-    if (record === undefined || writer.running || writer.pending.length > 0 || record.sequence <= writer.view.lastSeq) return;
-    writer.view.lastSeq = record.sequence;
-    writer.view.lastOffset = record.lastOffset;
+    if (hint.record !== undefined) takeRecord(writer, hint.record.sequence, hint.record.lastOffset);
   }
 
   /** How many streams' views are held (tests). */
@@ -404,4 +398,15 @@ function decideGroup(view: StreamViewState, group: readonly PendingAppend[], cre
     }
   }
   return { outcomes, committed, parts };
+}
+
+/**
+ * A record of the stream (its feed sequence, its last event's offset) as an idle writer's view,
+ * when it is newer than the view: a stored record is on the stream's end or behind it, never
+ * ahead, and offsets grow with sequences, so a newer record's offset is never lower.
+ */
+function takeRecord(writer: StreamWriter, sequence: number, lastOffset: number): void {
+  if (writer.running || writer.pending.length > 0 || sequence <= writer.view.lastSeq) return;
+  writer.view.lastSeq = sequence;
+  writer.view.lastOffset = lastOffset;
 }
