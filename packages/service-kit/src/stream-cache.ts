@@ -67,7 +67,8 @@ export interface StreamCacheOptions {
  */
 export interface PartitionBatchSink {
   followPartition(partition: number): void;
-  feedBatch(batch: FeedBatch): void;
+  /** One batch of the partition's feed; the caller's own feed is of that one partition. */
+  feedBatch(partition: number, batch: FeedBatch): void;
   unfollowPartition(partition: number): void;
 }
 
@@ -146,8 +147,8 @@ export class StreamCache implements PartitionBatchSink {
    * stream's end learns of it too, as it does from a feed of the store's own: the driver's
    * settlement then appends without looking the end up.
    */
-  feedBatch(batch: FeedBatch): void {
-    if (this.stopping || this.fedPartitions?.has(this.options.store.partitionOf(batch.streamPath)) !== true) return;
+  feedBatch(partition: number, batch: FeedBatch): void {
+    if (this.stopping || this.fedPartitions?.has(partition) !== true) return;
     const last = batch.events.at(-1);
     if (last === undefined) return;
     this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset: last.offset } });
@@ -231,7 +232,7 @@ export class StreamCache implements PartitionBatchSink {
    * then watches the stream itself. Returns the function that stops watching.
    */
   watch(streamPath: string, fromOffset: number, watcher: StreamWatcher): (() => void) | undefined {
-    if (!this.feedRunning || (this.fedPartitions !== undefined && !this.follows(streamPath))) return undefined;
+    if (!this.feedRunning || !this.follows(streamPath)) return undefined;
     let set = this.watchers.get(streamPath);
     if (set === undefined) {
       set = new Set();

@@ -277,11 +277,11 @@ describe("stream cache fed by its caller (the reducer's partitions, for its in-p
     const store = new FedStore();
     const c = fedOpen(store);
     c.followPartition(store.partitionOf(path));
-    c.feedBatch(await appended(store, path, "a", "b"));
+    c.feedBatch(store.partitionOf(path), await appended(store, path, "a", "b"));
     expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
     const waiting = c.eventsThrough(path, 3);
     const third = await appended(store, path, "c");
-    c.feedBatch(third);
+    c.feedBatch(store.partitionOf(path), third);
     expect((await waiting).map((e) => e.offset)).toEqual([1, 2, 3]);
     expect([store.reads, store.feeds]).toEqual([1, 0]);
     expect(store.primed.at(-1)).toEqual({ streamPath: path, hint: { record: { sequence: third.sequence, lastOffset: 3 } } });
@@ -296,16 +296,16 @@ describe("stream cache fed by its caller (the reducer's partitions, for its in-p
     const seen: number[] = [];
     c.watch(path, 2, (events) => seen.push(...events.filter((e) => e.offset >= 2).map((e) => e.offset)));
     const second = await appended(store, path, "b");
-    c.feedBatch(second);
+    c.feedBatch(store.partitionOf(path), second);
     expect(seen).toEqual([2]);
     // A feed that starts over from an earlier batch (a takeover's checkpoint): nothing twice.
-    c.feedBatch(first);
-    c.feedBatch(second);
+    c.feedBatch(store.partitionOf(path), first);
+    c.feedBatch(store.partitionOf(path), second);
     expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
     expect(store.reads).toBe(1);
     // A batch missed (offset 3 never fed): the stream is forgotten and read again.
     await appended(store, path, "c");
-    c.feedBatch(await appended(store, path, "d"));
+    c.feedBatch(store.partitionOf(path), await appended(store, path, "d"));
     expect((await c.eventsThrough(path, 4)).map((e) => e.offset)).toEqual([1, 2, 3, 4]);
     expect(store.reads).toBe(2);
   });
@@ -316,7 +316,7 @@ describe("stream cache fed by its caller (the reducer's partitions, for its in-p
     c.followPartition(store.partitionOf(path));
     const other = otherPath(store);
     const batch = await appended(store, other, "a");
-    c.feedBatch(batch); // not followed: ignored
+    c.feedBatch(store.partitionOf(other), batch); // not followed: ignored
     expect((await c.eventsThrough(other, 1)).map((e) => e.offset)).toEqual([1]);
     expect((await c.eventsThrough(other, 1)).map((e) => e.offset)).toEqual([1]);
     expect([store.reads, c.size]).toEqual([2, 0]);
@@ -330,14 +330,14 @@ describe("stream cache fed by its caller (the reducer's partitions, for its in-p
     const c = fedOpen(store, 20);
     const partition = store.partitionOf(path);
     c.followPartition(partition);
-    c.feedBatch(await appended(store, path, "a"));
+    c.feedBatch(store.partitionOf(path), await appended(store, path, "a"));
     await c.eventsThrough(path, 1);
     const seen: number[] = [];
     c.watch(path, 2, (events) => seen.push(...events.map((e) => e.offset)));
     expect(c.size).toBe(1);
     c.unfollowPartition(partition);
     expect(c.size).toBe(0);
-    c.feedBatch(await appended(store, path, "b"));
+    c.feedBatch(store.partitionOf(path), await appended(store, path, "b"));
     expect(seen).toEqual([]);
     expect(c.watch(path, 1, () => undefined)).toBeUndefined();
     expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
@@ -352,13 +352,13 @@ describe("stream cache fed by its caller (the reducer's partitions, for its in-p
     const store = new FedStore();
     const c = fedOpen(store, 20);
     c.followPartition(store.partitionOf(path));
-    c.feedBatch(await appended(store, path, "a"));
+    c.feedBatch(store.partitionOf(path), await appended(store, path, "a"));
     await c.eventsThrough(path, 1);
     c.watch(path, 1, (events) => {
       if (events.some((e) => e.offset === 2)) throw new Error("a watcher's bug");
     });
     const batch = await appended(store, path, "b");
-    expect(() => c.feedBatch(batch)).not.toThrow();
+    expect(() => c.feedBatch(store.partitionOf(path), batch)).not.toThrow();
     expect(c.size).toBe(0);
     expect(c.watch(path, 1, () => undefined)).toBeUndefined();
     c.followPartition(store.partitionOf(path));

@@ -266,7 +266,7 @@ export class PartitionWorker {
         for await (const batch of feed) {
           if (this.stopped) break;
           failures = 0;
-          this.options.batchSink?.feedBatch(batch);
+          this.options.batchSink?.feedBatch(this.partition, batch);
           await this.fold(batch);
           this.sequence = batch.sequence;
           this.options.onEvents?.(batch.events.length);
