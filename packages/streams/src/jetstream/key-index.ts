@@ -19,6 +19,7 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
+import { DirectGets } from "./direct-get.ts";
 
 export interface Reservation {
   /** First offset of the record meant to carry the key. */
@@ -33,9 +34,17 @@ const decoder = new TextDecoder();
 /** The entry holding the index's epoch (entries of streams start with `k.` or `m.`). */
 const EPOCH_KEY = "epoch";
 
+/** An entry as a lookup needs it. */
+interface Entry {
+  readonly operation: "PUT" | "DEL" | "PURGE";
+  readonly value: Uint8Array;
+  readonly revision: number;
+}
+
 export class KeyIndex {
   /** The bucket's subject prefix: `$KV.<bucket>`, as the KV client writes it. */
   private readonly subjectPrefix: string;
+  private readonly streamName: string;
 
   private constructor(
     private readonly kv: KV,
@@ -43,8 +52,11 @@ export class KeyIndex {
     private readonly publisher: JetStreamPublisher,
     /** This index's epoch: what a stream's first record names when its keys are all here. */
     readonly epoch: string,
+    /** Direct gets on the publisher's inbox, for a bucket that allows them (not replicated). */
+    private readonly direct: DirectGets | undefined,
   ) {
     this.subjectPrefix = `$KV.${bucket}`;
+    this.streamName = `KV_${bucket}`;
   }
 
   /**
@@ -54,11 +66,20 @@ export class KeyIndex {
    */
   static async open(js: JetStreamClient, publisher: JetStreamPublisher, bucket: string, replicas: number): Promise<KeyIndex> {
     const kv = await new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 });
-    return new KeyIndex(kv, bucket, publisher, await epochOf(kv));
+    return new KeyIndex(kv, bucket, publisher, await epochOf(kv), replicas === 1 ? new DirectGets(publisher.requests) : undefined);
+  }
+
+  /** An entry, read as the KV client reads it (a direct get of the key's last message). */
+  private async entry(name: string): Promise<Entry | null> {
+    if (this.direct === undefined) return await this.kv.get(name);
+    const msg = await this.direct.get(this.streamName, { last_by_subj: `${this.subjectPrefix}.${name}` });
+    if (msg === null) return null;
+    const operation = msg.header.get("KV-Operation");
+    return { operation: operation === "DEL" || operation === "PURGE" ? operation : "PUT", value: msg.data, revision: msg.seq };
   }
 
   async lookup(streamPath: string, key: string): Promise<Reservation | undefined> {
-    const entry = await this.kv.get(keyOf(streamPath, key));
+    const entry = await this.entry(keyOf(streamPath, key));
     if (entry === null || entry.operation !== "PUT") return undefined;
     // A malformed entry names no record (first 0): it reads as stale and is replaced.
     return { first: parseFirst(entry.value) ?? 0, revision: entry.revision };
@@ -81,9 +102,11 @@ export class KeyIndex {
       if (revision !== undefined) return false;
     }
     // A create refused: the key has an entry, or a delete or purge marker (the store never
-    // removes an entry; an operator may), which the KV client's create replaces.
+    // removes an entry; an operator may), which is replaced as the KV client's create does.
+    const current = await this.entry(entry);
+    if (current !== null && current.operation === "PUT") return false;
     try {
-      await this.kv.create(entry, value);
+      await this.publisher.publish(`${this.subjectPrefix}.${entry}`, value, { lastSubjectSequence: current?.revision ?? 0 });
       return true;
     } catch (error) {
       if (isWrongLastSequence(error)) return false;
@@ -97,7 +120,7 @@ export class KeyIndex {
   }
 
   async isIndexed(streamPath: string): Promise<boolean> {
-    const entry = await this.kv.get(markerOf(streamPath));
+    const entry = await this.entry(markerOf(streamPath));
     return entry !== null && entry.operation === "PUT";
   }
 

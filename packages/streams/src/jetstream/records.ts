@@ -5,6 +5,7 @@
 import type { AgentEvent } from "@agentrt/contract";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { type BatchRecord, decodeRecordJson, readRecordHead, recordEvents } from "../batch.ts";
+import type { DirectGets } from "./direct-get.ts";
 
 /** One stored batch message: where it sits and which offsets it holds. */
 export interface StoredRecord {
@@ -59,6 +60,8 @@ export class RecordReader {
     private readonly stallMs = SCAN_STALL_MS,
     /** How long a scan waits for its consumer to be created before it reads the range by gets (see `scan`). */
     private readonly openWaitMs = SCAN_OPEN_WAIT_MS,
+    /** The store's direct gets on its inbox; without them, nats.js's (a request each). */
+    private readonly direct?: DirectGets,
   ) {}
 
   /** Scans that finished their range by gets because their consumer could not be had or went quiet. */
@@ -67,7 +70,9 @@ export class RecordReader {
   private get(query: { last_by_subj: string } | { next_by_subj: string; seq: number }) {
     return this.consistentReads
       ? this.jsm.streams.getMessage(this.streamName, query as Parameters<JetStreamManager["streams"]["getMessage"]>[1])
-      : this.jsm.direct.getMessage(this.streamName, query);
+      : this.direct !== undefined
+        ? this.direct.get(this.streamName, query)
+        : this.jsm.direct.getMessage(this.streamName, query);
   }
 
   async last(subject: string): Promise<StoredRecord | undefined> {

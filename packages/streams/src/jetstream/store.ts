@@ -31,6 +31,7 @@ import { classified } from "./errors.ts";
 import { KeyIndex } from "./key-index.ts";
 import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
 import { JetStreamPublisher } from "./publisher.ts";
+import { DirectGets } from "./direct-get.ts";
 import { ensureEventStream } from "./stream-setup.ts";
 import { type Closable, LivePartitionFeed, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
 import { LIVE_TYPES_HEADER, type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
@@ -98,7 +99,7 @@ export class JetStreamEventStore implements EventStore {
     this.scheme = options.scheme;
     this.now = options.now;
     this.maxEventBytes = options.maxEventBytes;
-    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads);
+    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads, undefined, undefined, new DirectGets(options.publisher.requests));
     this.publisher = options.publisher;
     this.writer = new BatchWriter({
       publisher: this.publisher,
