@@ -46,7 +46,7 @@ void runService({
     }), waiting);
     // A work item's publish waits for JetStream's ack as long as the store's appends do.
     const workPublisher = new JetStreamPublisher(nc, DEFAULT_PUBLISH_TIMEOUT_MS);
-    const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS }), waiting);
+    const snapshots = await untilNatsAnswers("snapshot store", () => openSnapshotStore(nc, { replicas: config.NATS_STREAM_REPLICAS, publisher: workPublisher }), waiting);
     startup.storesOpened = Date.now();
     // Before the reducer: the first requests it decides are handed to it.
     const inProcess: StartedLlmDriver | undefined =

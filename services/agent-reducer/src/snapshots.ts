@@ -12,6 +12,7 @@
 
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { DirectGets, type JetStreamPublisher } from "@agentrt/streams/jetstream";
 import type { AgentState } from "@agentrt/agent-core";
 
 /** Bump when AgentState or this envelope changes shape: older snapshots are then rebuilt from events. */
@@ -72,26 +73,47 @@ function parseCheckpoint(bytes: Uint8Array, partition: number): PartitionCheckpo
   }
 }
 
-export async function openSnapshotStore(nc: NatsConnection, options: { bucket?: string; replicas?: number } = {}): Promise<SnapshotStore> {
-  const kv: KV = await new Kvm(nc).create(options.bucket ?? SNAPSHOT_BUCKET, { history: 1, replicas: options.replicas ?? 1 });
+/**
+ * The snapshot bucket. With the reducer's `publisher`, snapshots are written and (when the bucket
+ * allows direct gets) read on its inbox, as the event store's records are, instead of a nats.js
+ * request each; the bytes and subjects are the KV client's.
+ */
+export async function openSnapshotStore(nc: NatsConnection, options: { bucket?: string; replicas?: number; publisher?: JetStreamPublisher } = {}): Promise<SnapshotStore> {
+  const bucket = options.bucket ?? SNAPSHOT_BUCKET;
+  const kv: KV = await new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 });
   const maxBytes = Math.max(1024, nc.info?.max_payload ?? 1_048_576) - 4096;
+  const publisher = options.publisher;
+  const direct = publisher !== undefined && (await kv.status()).streamInfo.config.allow_direct === true ? new DirectGets(publisher.requests) : undefined;
+  const read = async (key: string): Promise<Uint8Array | null> => {
+    if (direct === undefined) {
+      const entry = await kv.get(key);
+      return entry === null || entry.operation !== "PUT" ? null : entry.value;
+    }
+    const msg = await direct.get(`KV_${bucket}`, { last_by_subj: `$KV.${bucket}.${key}` });
+    const operation = msg?.header.get("KV-Operation");
+    return msg === null || operation === "DEL" || operation === "PURGE" ? null : msg.data;
+  };
+  const write = async (key: string, bytes: Uint8Array): Promise<void> => {
+    if (publisher === undefined) await kv.put(key, bytes);
+    else await publisher.publish(`$KV.${bucket}.${key}`, bytes);
+  };
   return {
     async loadAgent(streamPath) {
-      const entry = await kv.get(agentKey(streamPath));
-      return entry === null || entry.operation !== "PUT" ? null : parseAgent(entry.value, streamPath);
+      const value = await read(agentKey(streamPath));
+      return value === null ? null : parseAgent(value, streamPath);
     },
     async saveAgent(snapshot) {
       const bytes = new TextEncoder().encode(JSON.stringify(snapshot));
       if (bytes.length > maxBytes) return false;
-      await kv.put(agentKey(snapshot.streamPath), bytes);
+      await write(agentKey(snapshot.streamPath), bytes);
       return true;
     },
     async loadCheckpoint(partition) {
-      const entry = await kv.get(checkpointKey(partition));
-      return entry === null || entry.operation !== "PUT" ? null : parseCheckpoint(entry.value, partition);
+      const value = await read(checkpointKey(partition));
+      return value === null ? null : parseCheckpoint(value, partition);
     },
     async saveCheckpoint(checkpoint) {
-      await kv.put(checkpointKey(checkpoint.partition), new TextEncoder().encode(JSON.stringify(checkpoint)));
+      await write(checkpointKey(checkpoint.partition), new TextEncoder().encode(JSON.stringify(checkpoint)));
     },
   };
 }
