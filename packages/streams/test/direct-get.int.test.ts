@@ -100,6 +100,32 @@ describe("a direct get on the inbox", () => {
   });
 });
 
+describe("a KV entry read by a direct get", () => {
+  it("is what the KV client reads: a value with its revision, a delete or purge marker, or nothing", async () => {
+    const kv = await new Kvm(nc).create("DG_KV", { history: 1, allow_direct: true });
+    await kv.put("put", new TextEncoder().encode("v1"));
+    await kv.put("put", new TextEncoder().encode("v2"));
+    await kv.put("deleted", new TextEncoder().encode("x"));
+    await kv.delete("deleted");
+    await kv.put("purged", new TextEncoder().encode("y"));
+    await kv.purge("purged");
+    for (const key of ["put", "deleted", "purged"]) {
+      const ours = await gets.kvEntry("DG_KV", key);
+      const theirs = await kv.get(key);
+      expect(ours).not.toBeNull();
+      expect({ operation: ours!.operation, value: new TextDecoder().decode(ours!.value), revision: ours!.revision }).toEqual({
+        operation: theirs!.operation,
+        value: theirs!.string(),
+        revision: theirs!.revision,
+      });
+    }
+    expect((await gets.kvEntry("DG_KV", "put"))?.operation).toBe("PUT");
+    expect((await gets.kvEntry("DG_KV", "deleted"))?.operation).toBe("DEL");
+    expect((await gets.kvEntry("DG_KV", "purged"))?.operation).toBe("PURGE");
+    expect(await gets.kvEntry("DG_KV", "never")).toBeNull();
+  });
+});
+
 describe("the store's reads and key lookups", () => {
   it("make no nats.js request once the store is open", async () => {
     const own = await connect({ servers: server.url });

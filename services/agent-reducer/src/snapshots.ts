@@ -89,9 +89,8 @@ export async function openSnapshotStore(nc: NatsConnection, options: { bucket?: 
       const entry = await kv.get(key);
       return entry === null || entry.operation !== "PUT" ? null : entry.value;
     }
-    const msg = await direct.get(`KV_${bucket}`, { last_by_subj: `$KV.${bucket}.${key}` });
-    const operation = msg?.header.get("KV-Operation");
-    return msg === null || operation === "DEL" || operation === "PURGE" ? null : msg.data;
+    const entry = await direct.kvEntry(bucket, key);
+    return entry === null || entry.operation !== "PUT" ? null : entry.value;
   };
   const write = async (key: string, bytes: Uint8Array): Promise<void> => {
     if (publisher === undefined) await kv.put(key, bytes);

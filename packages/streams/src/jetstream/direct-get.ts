@@ -18,6 +18,13 @@ export interface DirectMessage {
   readonly header: MsgHdrs;
 }
 
+/** A KV entry as the KV client reads it: a delete or purge marker is an entry with that operation. */
+export interface DirectKvEntry {
+  readonly operation: "PUT" | "DEL" | "PURGE";
+  readonly value: Uint8Array;
+  readonly revision: number;
+}
+
 /** The server answered a direct get with a status other than "not found" or "no responders". */
 export class DirectGetError extends Error {
   constructor(
@@ -54,6 +61,14 @@ export class DirectGets {
         unanswered: (why) => reject(why === "timeout" ? new errors.TimeoutError() : new errors.ClosedConnectionError()),
       });
     });
+  }
+
+  /** The entry of `key` in KV bucket `bucket` (its last message, `KV-Operation` read), or null when it never had one. */
+  async kvEntry(bucket: string, key: string): Promise<DirectKvEntry | null> {
+    const msg = await this.get(`KV_${bucket}`, { last_by_subj: `$KV.${bucket}.${key}` });
+    if (msg === null) return null;
+    const operation = msg.header.get("KV-Operation");
+    return { operation: operation === "DEL" || operation === "PURGE" ? operation : "PUT", value: msg.data, revision: msg.seq };
   }
 }
 

@@ -19,7 +19,7 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
-import { DirectGets } from "./direct-get.ts";
+import { type DirectKvEntry, DirectGets } from "./direct-get.ts";
 
 export interface Reservation {
   /** First offset of the record meant to carry the key. */
@@ -34,21 +34,14 @@ const decoder = new TextDecoder();
 /** The entry holding the index's epoch (entries of streams start with `k.` or `m.`). */
 const EPOCH_KEY = "epoch";
 
-/** An entry as a lookup needs it. */
-interface Entry {
-  readonly operation: "PUT" | "DEL" | "PURGE";
-  readonly value: Uint8Array;
-  readonly revision: number;
-}
 
 export class KeyIndex {
   /** The bucket's subject prefix: `$KV.<bucket>`, as the KV client writes it. */
   private readonly subjectPrefix: string;
-  private readonly streamName: string;
 
   private constructor(
     private readonly kv: KV,
-    bucket: string,
+    private readonly bucket: string,
     private readonly publisher: JetStreamPublisher,
     /** This index's epoch: what a stream's first record names when its keys are all here. */
     readonly epoch: string,
@@ -56,7 +49,6 @@ export class KeyIndex {
     private readonly direct: DirectGets | undefined,
   ) {
     this.subjectPrefix = `$KV.${bucket}`;
-    this.streamName = `KV_${bucket}`;
   }
 
   /**
@@ -70,12 +62,9 @@ export class KeyIndex {
   }
 
   /** An entry, read as the KV client reads it (a direct get of the key's last message). */
-  private async entry(name: string): Promise<Entry | null> {
+  private async entry(name: string): Promise<DirectKvEntry | null> {
     if (this.direct === undefined) return await this.kv.get(name);
-    const msg = await this.direct.get(this.streamName, { last_by_subj: `${this.subjectPrefix}.${name}` });
-    if (msg === null) return null;
-    const operation = msg.header.get("KV-Operation");
-    return { operation: operation === "DEL" || operation === "PURGE" ? operation : "PUT", value: msg.data, revision: msg.seq };
+    return await this.direct.kvEntry(this.bucket, name);
   }
 
   async lookup(streamPath: string, key: string): Promise<Reservation | undefined> {
