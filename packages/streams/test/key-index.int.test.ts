@@ -43,7 +43,7 @@ it("a reservation for an offset another record took is stale: the key commits, o
   const path = "/keys/stale";
   await store.append(path, [note("one")]);
   // A writer reserved k for offset 2, then lost the race to an unkeyed record.
-  expect(await index.reserve(path, "k", 2, undefined)).toBe(true);
+  expect(await index.reserve(path, "k", 2, undefined)).toBeGreaterThan(0);
   await store.append(path, [note("two")]);
   const first = await store.append(path, [note("keyed", "k")]);
   expect(first.status).toBe("committed");
@@ -57,7 +57,7 @@ it("a reservation past the stream's end is pending: the next writer there carrie
   const path = "/keys/pending";
   await store.append(path, [note("one")]);
   // A writer reserved k for offset 2 and died before publishing.
-  expect(await index.reserve(path, "k", 2, undefined)).toBe(true);
+  expect(await index.reserve(path, "k", 2, undefined)).toBeGreaterThan(0);
   const committed = await store.append(path, [note("keyed", "k")]);
   expect(committed.status).toBe("committed");
   expect(committed.events.map((e) => e.offset)).toEqual([2]);
@@ -83,14 +83,17 @@ it("a malformed entry reads as stale and is replaced", async () => {
 
 it("a reservation is compare-and-set: a taken key or a moved revision refuses it", async () => {
   const path = "/keys/cas";
-  expect(await index.reserve(path, "c", 1, undefined)).toBe(true);
+  const created = await index.reserve(path, "c", 1, undefined);
   const entry = await index.lookup(path, "c");
   expect(entry?.first).toBe(1);
+  // A reservation resolves to the revision it wrote: the entry's, for a later compare-and-set.
+  expect(created).toBe(entry?.revision);
   // A second create of the same key, and an update from a revision that is no longer the last.
-  expect(await index.reserve(path, "c", 2, undefined)).toBe(false);
-  expect(await index.reserve(path, "c", 3, entry?.revision as number)).toBe(true);
-  expect(await index.reserve(path, "c", 4, entry?.revision as number)).toBe(false);
-  expect((await index.lookup(path, "c"))?.first).toBe(3);
+  expect(await index.reserve(path, "c", 2, undefined)).toBeUndefined();
+  const replaced = await index.reserve(path, "c", 3, entry?.revision as number);
+  expect(replaced).toBeGreaterThan(entry?.revision as number);
+  expect(await index.reserve(path, "c", 4, entry?.revision as number)).toBeUndefined();
+  expect(await index.lookup(path, "c")).toEqual({ first: 3, revision: replaced });
 });
 
 it("a key whose entry an operator deleted is reserved again (the delete marker is replaced)", async () => {
@@ -99,6 +102,7 @@ it("a key whose entry an operator deleted is reserved again (the delete marker i
   const kv = await new Kvm(jetstream(nc)).open("EV_KEYS_KEYS");
   for await (const k of await kv.keys()) if (k.startsWith("k.keys.deleted.")) await kv.delete(k);
   expect(await index.lookup(path, "d")).toBeUndefined();
-  expect(await index.reserve(path, "d", 5, undefined)).toBe(true);
-  expect((await index.lookup(path, "d"))?.first).toBe(5);
+  const revision = await index.reserve(path, "d", 5, undefined);
+  expect(revision).toBeGreaterThan(0);
+  expect(await index.lookup(path, "d")).toEqual({ first: 5, revision });
 });

@@ -141,7 +141,7 @@ it("points a reservation left by a lost attempt at the committed record, so the 
   const path = "/agents/head/stale";
   await store.append(path, [note("one")]);
   // An earlier attempt reserved k for offset 2 and lost it to an unkeyed record.
-  expect(await index.reserve(path, "k", 2, undefined)).toBe(true);
+  expect(await index.reserve(path, "k", 2, undefined)).toBeGreaterThan(0);
   await store.append(path, [note("two")]);
   const committed = await store.append(path, [note("request", "k")], atHead(2));
   expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[3, "k"]]);

@@ -62,18 +62,23 @@ async function eventAt(reader: RecordReader, subject: string, offset: number, ke
 }
 
 /**
- * Reserves every key of a record about to be published at `first`. False when another writer
- * moved a reservation first (check again), or a pending one is not for `first`.
+ * Reserves every key of a record about to be published at `first`. Resolves to the revisions of
+ * the entries it wrote (a pending reservation for `first` is carried as it is, nothing written),
+ * or undefined when another writer moved a reservation first (check again), or a pending one
+ * is not for `first`.
  */
-export async function reserveKeys(index: KeyIndex, streamPath: string, keys: readonly string[], verdicts: Map<string, KeyVerdict>, first: number): Promise<boolean> {
+export async function reserveKeys(index: KeyIndex, streamPath: string, keys: readonly string[], verdicts: Map<string, KeyVerdict>, first: number): Promise<Map<string, number> | undefined> {
+  const written = new Map<string, number>();
   const results = await Promise.all(
     keys.map(async (key) => {
       const verdict = verdicts.get(key) ?? { kind: "absent" };
       switch (verdict.kind) {
         case "absent":
-          return await index.reserve(streamPath, key, first, undefined);
-        case "stale":
-          return await index.reserve(streamPath, key, first, verdict.revision);
+        case "stale": {
+          const revision = await index.reserve(streamPath, key, first, verdict.kind === "stale" ? verdict.revision : undefined);
+          if (revision !== undefined) written.set(key, revision);
+          return revision !== undefined;
+        }
         case "pending":
           return verdict.first === first;
         case "taken":
@@ -85,7 +90,7 @@ export async function reserveKeys(index: KeyIndex, streamPath: string, keys: rea
       }
     }),
   );
-  return results.every(Boolean);
+  return results.every(Boolean) ? written : undefined;
 }
 
 /** A reservation that would not settle on the committed record after this many tries. */
@@ -104,7 +109,7 @@ export async function pointKeysAt(index: KeyIndex, streamPath: string, keys: rea
       for (let attempt = 0; attempt < REPOINT_ATTEMPTS; attempt++) {
         const reservation = await index.lookup(streamPath, key);
         if (reservation?.first === first) return;
-        if (await index.reserve(streamPath, key, first, reservation?.revision)) return;
+        if ((await index.reserve(streamPath, key, first, reservation?.revision)) !== undefined) return;
       }
       throw new AgentRuntimeError("unavailable", `The reservation of key ${JSON.stringify(key)} on ${streamPath} kept changing; it does not name offset ${first}, which committed; retry.`, {
         retryable: true,

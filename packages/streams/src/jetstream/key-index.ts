@@ -76,29 +76,28 @@ export class KeyIndex {
 
   /**
    * Reserves `key` for the record starting at `first`: creates the entry when `revision` is
-   * undefined, else replaces exactly that revision. False when another writer changed it first.
+   * undefined, else replaces exactly that revision. Resolves to the entry's new revision, or
+   * undefined when another writer changed it first.
    */
-  async reserve(streamPath: string, key: string, first: number, revision: number | undefined): Promise<boolean> {
+  async reserve(streamPath: string, key: string, first: number, revision: number | undefined): Promise<number | undefined> {
     const value = encoder.encode(JSON.stringify({ first }));
     const entry = keyOf(streamPath, key);
     try {
       // What the KV client's create and update send (a put expecting the key's last revision,
       // 0 for none), through the store's publisher: every keyed append makes one.
-      await this.publisher.publish(`${this.subjectPrefix}.${entry}`, value, { lastSubjectSequence: revision ?? 0 });
-      return true;
+      return await this.publisher.publish(`${this.subjectPrefix}.${entry}`, value, { lastSubjectSequence: revision ?? 0 });
     } catch (error) {
       if (!isWrongLastSequence(error)) throw error;
-      if (revision !== undefined) return false;
+      if (revision !== undefined) return undefined;
     }
     // A create refused: the key has an entry, or a delete or purge marker (the store never
     // removes an entry; an operator may), which is replaced as the KV client's create does.
     const current = await this.entry(entry);
-    if (current !== null && current.operation === "PUT") return false;
+    if (current !== null && current.operation === "PUT") return undefined;
     try {
-      await this.publisher.publish(`${this.subjectPrefix}.${entry}`, value, { lastSubjectSequence: current?.revision ?? 0 });
-      return true;
+      return await this.publisher.publish(`${this.subjectPrefix}.${entry}`, value, { lastSubjectSequence: current?.revision ?? 0 });
     } catch (error) {
-      if (isWrongLastSequence(error)) return false;
+      if (isWrongLastSequence(error)) return undefined;
       throw error;
     }
   }

@@ -19,8 +19,12 @@ function applyRecord(view: StreamViewState, record: StoredRecord): void {
   view.lastOffset = Math.max(view.lastOffset, lastOffsetOf(record));
 }
 
-/** Brings a view up to the stream's current end: one `last_by_subj`, whatever the stream's length. */
-export async function catchUp(reader: RecordReader, subject: string, view: StreamViewState): Promise<void> {
+/**
+ * Brings a view up to the stream's current end: one `last_by_subj`, whatever the stream's
+ * length. Resolves to that last record (undefined: the stream is empty).
+ */
+export async function catchUp(reader: RecordReader, subject: string, view: StreamViewState): Promise<StoredRecord | undefined> {
   const last = await reader.last(subject);
   if (last !== undefined) applyRecord(view, last);
+  return last;
 }

@@ -10,6 +10,8 @@
 // stream costs a few lookups, never a read of the stream's history; new keys (the common case)
 // are reserved without looking them up first, and those of an at-head append whose caller
 // vouches that they are new (the reducer, `keysNewAtHead`) in the same breath as the publish.
+// A record that loses its offset to another writer's keeps its keys' entries: the next attempt
+// moves them from the revisions it wrote, without looking them up again.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
@@ -18,7 +20,7 @@ import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
 import { type JetStreamPublisher, PublishDuplicateError, type PublishExpectations, PublishUnconfirmedError } from "./publisher.ts";
 import { checkKeys, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
 import type { KeyIndex } from "./key-index.ts";
-import { type RecordReader, eventsOf } from "./records.ts";
+import { type RecordReader, type StoredRecord, eventsOf } from "./records.ts";
 import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
 import { KEYS_INDEXED_HEADER } from "./subjects.ts";
 
@@ -206,6 +208,10 @@ export class BatchWriter {
     if (group.some((m) => m.options?.expectedLastOffset !== undefined && m.options.expectedLastOffset > view.lastOffset)) {
       await catchUp(this.options.reader, subject, view);
     }
+    // Keys whose entries this group wrote for a record that then lost its offset to another
+    // writer's record, with the revisions written: still ours (see heldAfterLoss), so the next
+    // attempt replaces them compare-and-set without looking them up and reading that record.
+    let held = new Map<string, number>();
     for (let attempt = 0; attempt < this.options.maxAttempts; attempt++) {
       let verdicts = new Map<string, KeyVerdict>();
       // First try: take every key as new and reserve it outright (a create fails if the key has
@@ -215,12 +221,18 @@ export class BatchWriter {
       // like the reservation of a writer that lost its publish.
       const guessing = attempt === 0 && keys.length > 0;
       if (keys.length > 0 && !guessing) {
-        const check = await checkKeys(this.options, streamPath, subject, view, keys);
-        if (check.retry) {
+        const unheld = keys.filter((key) => !held.has(key));
+        const check = unheld.length === 0 ? undefined : await checkKeys(this.options, streamPath, subject, view, unheld);
+        if (check?.retry === true) {
+          held = new Map();
           await catchUp(this.options.reader, subject, view);
           continue;
         }
-        verdicts = check.verdicts;
+        verdicts = check?.verdicts ?? new Map();
+        // Replaced from the revision we wrote: a writer that moved the entry since makes the
+        // compare-and-set fail, and the next attempt looks the key up.
+        for (const [key, revision] of held) verdicts.set(key, { kind: "stale", revision });
+        held = new Map();
       }
       const createdAt = this.options.now().toISOString();
       const { outcomes, committed, parts } = decideGroup(view, group, createdAt, verdicts);
@@ -236,8 +248,14 @@ export class BatchWriter {
       // caller folded, so a key cannot land twice; what a reservation that did not take means
       // is settled once the outcome is known (below).
       const alongside = guessing && committedKeys.length > 0 && group.every((m) => m.options?.keysNewAtHead === true && m.options.expectedLastOffset !== undefined);
-      const reserving = alongside ? reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first).catch(() => false) : undefined;
-      if (!alongside && committedKeys.length > 0 && !(await reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first))) {
+      const reserving = alongside
+        ? reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first).then(
+            (written) => written !== undefined,
+            () => false,
+          )
+        : undefined;
+      const reserved = alongside || committedKeys.length === 0 ? undefined : await reserveKeys(this.options.index, streamPath, committedKeys, verdicts, first);
+      if (!alongside && committedKeys.length > 0 && reserved === undefined) {
         // After a wrong guess the lookups decide (and catch up when a reservation says to).
         if (!guessing) await catchUp(this.options.reader, subject, view);
         continue;
@@ -265,7 +283,8 @@ export class BatchWriter {
           await catchUp(this.options.reader, subject, view);
         } else if (error instanceof PublishDuplicateError || isWrongLastSequence(error)) {
           // Another writer holds this offset: catch up and decide again.
-          await catchUp(this.options.reader, subject, view);
+          const last = await catchUp(this.options.reader, subject, view);
+          if (reserved !== undefined) held = heldAfterLoss(reserved, first, last);
           continue;
         } else {
           throw error;
@@ -409,4 +428,19 @@ function takeRecord(writer: StreamWriter, sequence: number, lastOffset: number):
   if (writer.running || writer.pending.length > 0 || sequence <= writer.view.lastSeq) return;
   writer.view.lastSeq = sequence;
   writer.view.lastOffset = lastOffset;
+}
+
+/**
+ * The entries a lost publish leaves ours: those it wrote (`written`, by revision) for a record
+ * at `first`, when the stream's last record, just caught up, is the one record that took
+ * `first` and carries none of their keys. Nobody else can have stored such a key: a writer
+ * stores a key only after replacing its entry (which moves the revision, so our
+ * compare-and-set fails) or by carrying a reservation pending for exactly its own record's
+ * offset, which is `first` (key-check.ts). When the last record is not the one at `first`,
+ * or carries a key, nothing is held and the lookups decide.
+ */
+function heldAfterLoss(written: ReadonlyMap<string, number>, first: number, last: StoredRecord | undefined): Map<string, number> {
+  if (written.size === 0 || last === undefined || last.first !== first) return new Map();
+  if (eventsOf(last).some((e) => e.idempotencyKey !== undefined && written.has(e.idempotencyKey))) return new Map();
+  return new Map(written);
 }

@@ -1,0 +1,123 @@
+// A keyed append whose record loses its offset to another writer's record (a reducer's reaction
+// racing a user's message): the key's entry it wrote is still its own, so the next attempt
+// replaces that entry from the revision it wrote — no lookup of the key, no read of the record
+// that took the offset beyond the catch-up that found it. Unless that record carries the key
+// (a writer may carry a reservation pending for exactly its offset): then it is a duplicate.
+
+import { type NatsServer, startNatsServer } from "@agentrt/testing";
+import { jetstream } from "@nats-io/jetstream";
+import { type NatsConnection, connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { KeyIndex } from "../src/jetstream/key-index.ts";
+import { JetStreamPublisher } from "../src/jetstream/publisher.ts";
+
+let server: NatsServer;
+const connections: NatsConnection[] = [];
+const stores: JetStreamEventStore[] = [];
+let publisher: JetStreamPublisher;
+let index: KeyIndex;
+const names = { streamName: "EV_LOST", subjectPrefix: "evl", ephemeralPrefix: "ephl", partitionCount: 4 };
+
+const note = (content: string, idempotencyKey?: string) => ({
+  type: "agents/context-added",
+  payload: { role: "user", content },
+  ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+});
+
+interface Wire {
+  /** What the store sent, in order: `read` (a direct get), `reserve` (a key entry written), `publish` (a record). */
+  readonly sent: string[];
+  /** Runs before the store's next record publish goes out (once). */
+  beforeNextPublish?: () => Promise<void>;
+}
+
+/** A store whose connection reports what it sends, and can hold a record's publish back. */
+async function openStore(wire?: Wire): Promise<JetStreamEventStore> {
+  const nc = await connect({ servers: server.url });
+  connections.push(nc);
+  const watched =
+    wire === undefined
+      ? nc
+      : new Proxy(nc, {
+          get(target, property) {
+            if (property === "publish") {
+              return (subject: string, ...rest: unknown[]) => {
+                const send = () => (target.publish as (...args: unknown[]) => unknown).call(target, subject, ...rest);
+                if (subject.startsWith("$JS.API.DIRECT.GET.")) wire.sent.push("read");
+                else if (subject.startsWith("$KV.")) wire.sent.push("reserve");
+                else if (subject.startsWith(`${names.subjectPrefix}.`)) {
+                  wire.sent.push("publish");
+                  const before = wire.beforeNextPublish;
+                  if (before !== undefined) {
+                    wire.beforeNextPublish = undefined;
+                    // Sent once the other writer is done; the ack is awaited on the inbox as usual.
+                    void before().then(send);
+                    return undefined;
+                  }
+                }
+                return send();
+              };
+            }
+            const value: unknown = Reflect.get(target, property, target);
+            return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+          },
+        });
+  const store = await JetStreamEventStore.open(watched, names);
+  stores.push(store);
+  return store;
+}
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  const nc = await connect({ servers: server.url });
+  connections.push(nc);
+  stores.push(await JetStreamEventStore.open(nc, names));
+  publisher = new JetStreamPublisher(nc, 5_000);
+  index = await KeyIndex.open(jetstream(nc), publisher, `${names.streamName}_KEYS`, 1);
+});
+afterAll(async () => {
+  publisher?.close();
+  for (const store of stores) await store.close();
+  for (const nc of connections) await nc.close();
+  await server?.stop();
+});
+
+it("takes its key's entry over from the revision it wrote: one catch-up read, no lookups", async () => {
+  const wire: Wire = { sent: [] };
+  const reducer = await openStore(wire);
+  const user = await openStore();
+  const path = "/agents/lost/reaction";
+  await reducer.append(path, [note("reply")]);
+  // The user's next message takes offset 2 while the reducer's view still ends at 1.
+  await user.append(path, [note("next message")]);
+  wire.sent.length = 0;
+  const committed = await reducer.append(path, [note("reaction", "react@1")]);
+  expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[3, "react@1"]]);
+  // Guessed reservation; the publish refused (offset 2's message id is the user's record); that
+  // record read (it is not ours) and the catch-up; the entry replaced; the publish.
+  expect(wire.sent).toEqual(["reserve", "publish", "read", "read", "reserve", "publish"]);
+  expect((await index.lookup(path, "react@1"))?.first).toBe(3);
+  expect((await user.append(path, [note("again", "react@1")])).status).toBe("duplicate");
+  expect((await user.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "react@1"]);
+});
+
+it("is a duplicate when the record that took its offset carries the key (it found the reservation pending)", async () => {
+  const wire: Wire = { sent: [] };
+  const a = await openStore(wire);
+  const b = await openStore();
+  const path = "/agents/lost/carried";
+  await a.append(path, [note("one")]);
+  await b.read(path); // b's view ends at 1 too
+  let carried: Awaited<ReturnType<typeof b.append>> | undefined;
+  // a has reserved k for offset 2; before its record goes out, b appends k: its guess is
+  // refused, its lookup finds a's reservation pending for exactly its offset, so it carries it.
+  wire.beforeNextPublish = async () => {
+    carried = await b.append(path, [note("from b", "k")]);
+  };
+  const outcome = await a.append(path, [note("from a", "k")]);
+  expect(carried?.status).toBe("committed");
+  expect(carried?.events.map((e) => e.offset)).toEqual([2]);
+  expect(outcome).toEqual({ status: "duplicate", events: carried?.events });
+  expect((await b.read(path)).filter((e) => e.idempotencyKey === "k").map((e) => e.offset)).toEqual([2]);
+});
