@@ -22,7 +22,8 @@ export interface HeadAppendResult {
 
 export interface ReducerEffects {
   now(): number;
-  append(streamPath: string, batch: readonly EventInput[]): Promise<void>;
+  /** Resolves to the events the batch put on the stream (a duplicate: the stored originals of its keys). */
+  append(streamPath: string, batch: readonly EventInput[]): Promise<readonly AgentEvent[]>;
   /** Appends only if the stream's last offset is still `expectedLastOffset`. */
   appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendResult>;
   /** Hands work to the queue; a re-drive is a new item even within the queue's duplicate window. */
@@ -70,7 +71,7 @@ export function natsReducerEffects(deps: {
   return {
     now: deps.now ?? Date.now,
     async append(streamPath, batch) {
-      await store.append(streamPath, batch);
+      return (await store.append(streamPath, batch)).events;
     },
     async appendAtHead(streamPath, batch, expectedLastOffset) {
       const attempt = async (): Promise<HeadAppendResult> => {
