@@ -22,8 +22,7 @@ export interface HeadAppendResult {
 
 export interface ReducerEffects {
   now(): number;
-  /** Resolves to the events the batch put on the stream (a duplicate: the stored originals of its keys). */
-  append(streamPath: string, batch: readonly EventInput[]): Promise<readonly AgentEvent[]>;
+  append(streamPath: string, batch: readonly EventInput[]): Promise<void>;
   /** Appends only if the stream's last offset is still `expectedLastOffset`. */
   appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendResult>;
   /** Hands work to the queue; a re-drive is a new item even within the queue's duplicate window. */
@@ -71,7 +70,7 @@ export function natsReducerEffects(deps: {
   return {
     now: deps.now ?? Date.now,
     async append(streamPath, batch) {
-      return (await store.append(streamPath, batch)).events;
+      await store.append(streamPath, batch);
     },
     async appendAtHead(streamPath, batch, expectedLastOffset) {
       const attempt = async (): Promise<HeadAppendResult> => {

@@ -238,36 +238,23 @@ export class StreamProcessor {
       const batch = this.pendingReactions[0]!;
       const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
       if (keys.length === 0 || !keys.every((k) => this.seenKeys.has(k))) {
-        const stored = await this.effects.append(this.streamPath, batch).catch((error: unknown) => {
+        await this.effects.append(this.streamPath, batch).catch((error: unknown) => {
           if (isAgentRuntimeError(error) && !error.retryable) {
             this.logger.error({ err: error, streamPath: this.streamPath, batch }, "dropping a reaction the store rejects");
-            return [];
+            return;
           }
           throw error;
         });
-        this.foldStored(stored);
       }
       this.pendingReactions.shift();
     }
-  }
-
-  /**
-   * Folds events this agent's appends just put on the stream (or found there), as soon as the
-   * store acknowledges them, where they continue exactly what is folded: the next decision sees
-   * them without waiting for the feed to bring them back. A reaction that lost its offset to a
-   * new message otherwise left that message's request to be decided at a head that had moved,
-   * refused, and decided again one delivery later. Events past a gap are left to the feed,
-   * which folds in order; the feed's copy of an event folded here is skipped.
-   */
-  private foldStored(events: readonly AgentEvent[]): void {
-    for (const event of events) if (event.offset === this.state.lastFoldedOffset + 1) this.apply(event);
   }
 
   private async runInterrupts(): Promise<void> {
     while (this.pendingInterrupts.length > 0) {
       const requestOffset = this.pendingInterrupts[0]!;
       const partialText = await this.effects.interruptDriver(this.streamPath, requestOffset);
-      this.foldStored(await this.effects.append(this.streamPath, interruptBatch(requestOffset, partialText)));
+      await this.effects.append(this.streamPath, interruptBatch(requestOffset, partialText));
       this.pendingInterrupts.shift();
     }
   }
@@ -350,7 +337,6 @@ export class StreamProcessor {
       // The stream moved on (a conflict) or the work was done already: decide again when the
       // newer events arrive, which they do through the feed.
       if (outcome.status !== "committed") return;
-      this.foldStored(outcome.events);
       const request = outcome.events.find((e) => e.type === "agent/llm-request-requested");
       if (request === undefined || request.offset === this.publishedRequestOffset) continue;
       // The work item is deduplicated, so handing the request over again later is a no-op.
