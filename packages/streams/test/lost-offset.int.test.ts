@@ -30,10 +30,12 @@ interface Wire {
   readonly sent: string[];
   /** Runs before the store's next record publish goes out (once). */
   beforeNextPublish?: () => Promise<void>;
+  /** The store's next record publish lands, but its acknowledgement is lost. */
+  dropNextAck?: boolean;
 }
 
 /** A store whose connection reports what it sends, and can hold a record's publish back. */
-async function openStore(wire?: Wire): Promise<JetStreamEventStore> {
+async function openStore(wire?: Wire, publishTimeoutMs?: number): Promise<JetStreamEventStore> {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
   const watched =
@@ -48,6 +50,11 @@ async function openStore(wire?: Wire): Promise<JetStreamEventStore> {
                 else if (subject.startsWith("$KV.")) wire.sent.push("reserve");
                 else if (subject.startsWith(`${names.subjectPrefix}.`)) {
                   wire.sent.push("publish");
+                  if (wire.dropNextAck === true) {
+                    wire.dropNextAck = false;
+                    const [data, options] = rest as [unknown, Record<string, unknown>];
+                    return target.publish(subject, data as Uint8Array, { ...options, reply: "dropped.ack" });
+                  }
                   const before = wire.beforeNextPublish;
                   if (before !== undefined) {
                     wire.beforeNextPublish = undefined;
@@ -63,7 +70,7 @@ async function openStore(wire?: Wire): Promise<JetStreamEventStore> {
             return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
           },
         });
-  const store = await JetStreamEventStore.open(watched, names);
+  const store = await JetStreamEventStore.open(watched, { ...names, ...(publishTimeoutMs === undefined ? {} : { publishTimeoutMs }) });
   stores.push(store);
   return store;
 }
@@ -94,9 +101,9 @@ it("takes its key's entry over from the revision it wrote: one catch-up read, no
   wire.sent.length = 0;
   const committed = await reducer.append(path, [note("reaction", "react@1")]);
   expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[3, "react@1"]]);
-  // Guessed reservation; the publish refused (offset 2's message id is the user's record); that
-  // record read (it is not ours) and the catch-up; the entry replaced; the publish.
-  expect(wire.sent).toEqual(["reserve", "publish", "read", "read", "reserve", "publish"]);
+  // Guessed reservation; the publish refused (offset 2's message id names the user's record,
+  // not ours: it answered a first send); the catch-up; the entry replaced; the publish.
+  expect(wire.sent).toEqual(["reserve", "publish", "read", "reserve", "publish"]);
   expect((await index.lookup(path, "react@1"))?.first).toBe(3);
   expect((await user.append(path, [note("again", "react@1")])).status).toBe("duplicate");
   expect((await user.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "react@1"]);
@@ -120,4 +127,20 @@ it("is a duplicate when the record that took its offset carries the key (it foun
   expect(carried?.events.map((e) => e.offset)).toEqual([2]);
   expect(outcome).toEqual({ status: "duplicate", events: carried?.events });
   expect((await b.read(path)).filter((e) => e.idempotencyKey === "k").map((e) => e.offset)).toEqual([2]);
+});
+
+it("finds its own record behind a duplicate answer to a resend (the first send landed, its ack was lost)", async () => {
+  const wire: Wire = { sent: [] };
+  const a = await openStore(wire, 300);
+  const path = "/agents/lost/resent";
+  await a.append(path, [note("one")]);
+  wire.sent.length = 0;
+  wire.dropNextAck = true;
+  const committed = await a.append(path, [note("keyed", "r")]);
+  expect(committed.status).toBe("committed");
+  expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[2, "r"]]);
+  // The resend was answered "duplicate": the record was read and found to be ours.
+  expect(wire.sent.filter((s) => s === "publish")).toHaveLength(2);
+  expect(wire.sent).toContain("read");
+  expect((await a.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, "r"]);
 });

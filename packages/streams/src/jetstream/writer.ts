@@ -279,7 +279,7 @@ export class BatchWriter {
         // Our own reservations are settled before the lookups of a next attempt read them: one
         // that took names an offset another record holds now, which reads as stale.
         await reserving;
-        if (error instanceof PublishDuplicateError && (await this.isOurClaim(subject, first, body, error.seq))) {
+        if (error instanceof PublishDuplicateError && (await this.isOurClaim(subject, first, body, error.seq, error instanceof DuplicateOfResend))) {
           await catchUp(this.options.reader, subject, view);
         } else if (error instanceof PublishDuplicateError || isWrongLastSequence(error)) {
           // Another writer holds this offset: catch up and decide again.
@@ -338,10 +338,13 @@ export class BatchWriter {
   }
 
   /**
-   * After a "duplicate" answer: is the stored claim of `offset` ours (a retried publish that
-   * had landed)? A claim still in flight (seq 0) is looked for again a few times.
+   * After a "duplicate" answer: is the stored claim of `offset` ours (a resent publish whose
+   * first send had landed)? The answer to a first send names another writer's claim: nothing to
+   * read, unless that claim is still in flight (seq 0), which is waited for (looked for again a
+   * few times) so that the catch-up that follows sees it.
    */
-  private async isOurClaim(subject: string, offset: number, body: Uint8Array, seq: number): Promise<boolean> {
+  private async isOurClaim(subject: string, offset: number, body: Uint8Array, seq: number, resent: boolean): Promise<boolean> {
+    if (!resent && seq !== 0) return false;
     for (let look = 0; look < DUPLICATE_LOOKS; look++) {
       if (await this.isOurRecord(subject, offset, body)) return true;
       if (seq !== 0) return false;
@@ -366,11 +369,15 @@ export class BatchWriter {
         return await this.options.publisher.publish(subject, body, { msgID, lastSubjectSequence, duplicateIsError: true, ...(headers === undefined ? {} : { headers }) });
       } catch (error) {
         if (attempt < 2 && error instanceof PublishUnconfirmedError) continue;
+        if (attempt > 0 && error instanceof PublishDuplicateError) throw new DuplicateOfResend(error.seq);
         throw error;
       }
     }
   }
 }
+
+/** A "duplicate" answer to a resend: the claim it names may be the first send's, ours. */
+class DuplicateOfResend extends PublishDuplicateError {}
 
 /** Takes the next group: at least one append, then as many as fit in one message. */
 function takeGroup(pending: PendingAppend[]): PendingAppend[] {
