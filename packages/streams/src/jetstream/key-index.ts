@@ -34,7 +34,6 @@ const decoder = new TextDecoder();
 /** The entry holding the index's epoch (entries of streams start with `k.` or `m.`). */
 const EPOCH_KEY = "epoch";
 
-
 export class KeyIndex {
   /** The bucket's subject prefix: `$KV.<bucket>`, as the KV client writes it. */
   private readonly subjectPrefix: string;
