@@ -249,6 +249,36 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       expect(stored).toHaveLength(2);
     }, 30_000);
 
+    withStorage("two writers racing keyed records for one offset: every key stored once, each loser told the winner's event", async (storage, a) => {
+      const b = await storage.open();
+      const path = uniquePath("keyed-race");
+      await a.append(path, [note("seed")]);
+      await b.read(path);
+      // Wave after wave, both writers publish a keyed record for the same next offset; one loses
+      // it and goes again with its keys. Every third wave they carry the same key.
+      const outcomes: { key: string; result: AppendResult }[] = [];
+      for (let i = 0; i < 45; i++) {
+        const shared = i % 3 === 0;
+        const wave = [
+          { key: `a${i}`, result: a.append(path, [note(`a ${i}`, `a${i}`)]) },
+          { key: shared ? `a${i}` : `b${i}`, result: b.append(path, [note(`b ${i}`, shared ? `a${i}` : `b${i}`), note(`b ${i} more`)]) },
+        ];
+        for (const { key, result } of wave) outcomes.push({ key, result: await result });
+      }
+      const stored = await a.read(path);
+      expect(stored.map((e) => e.offset)).toEqual(Array.from({ length: stored.length }, (_, i) => i + 1));
+      for (const key of new Set(outcomes.map((o) => o.key))) {
+        const carriers = stored.filter((e) => e.idempotencyKey === key);
+        expect(carriers).toHaveLength(1);
+        const results = outcomes.filter((o) => o.key === key).map((o) => o.result);
+        expect(results.filter((r) => r.status === "committed")).toHaveLength(1);
+        for (const r of results.filter((x) => x.status === "duplicate")) expect(r.events).toEqual(carriers);
+      }
+      // Nothing else was stored: the seed and what each committed append was told it stored.
+      const committed = outcomes.filter((o) => o.result.status === "committed").flatMap((o) => o.result.events);
+      expect(committed.sort((x, y) => x.offset - y.offset)).toEqual(stored.slice(1));
+    }, 60_000);
+
     withStorage("a reader tailing live while two writers append sees every offset exactly once, in order", async (storage, a) => {
       const b = await storage.open();
       const reader = await storage.open();
