@@ -443,8 +443,10 @@ function takeRecord(writer: StreamWriter, sequence: number, lastOffset: number):
  * `first` and carries none of their keys. Nobody else can have stored such a key: a writer
  * stores a key only after replacing its entry (which moves the revision, so our
  * compare-and-set fails) or by carrying a reservation pending for exactly its own record's
- * offset, which is `first` (key-check.ts). When the last record is not the one at `first`,
- * or carries a key, nothing is held and the lookups decide.
+ * offset, which is `first` (key-check.ts). (Keys reserved alongside their publish are only
+ * ever appended at the head, and an append at the head that lost is refused, never retried
+ * here.) When the last record is not the one at `first`, or carries a key, nothing is held and
+ * the lookups decide.
  */
 function heldAfterLoss(written: ReadonlyMap<string, number>, first: number, last: StoredRecord | undefined): Map<string, number> {
   if (written.size === 0 || last === undefined || last.first !== first) return new Map();
