@@ -42,7 +42,10 @@ export interface AppendOptions {
    * trip less); the publish's expected-last-sequence check still lets it commit only onto the
    * stream the caller folded. A reservation left by an earlier attempt that lost is pointed at
    * the committed record before the append resolves; until then a writer trusting the index
-   * could take the key for free, hence the second condition.
+   * could take the key for free, hence the second condition. A stream that has moved past
+   * `expectedLastOffset` answers `conflict` without looking the keys up, even when the newer
+   * records carry them (another store may answer `duplicate`): the caller decides again from
+   * those records, and its fold then holds the keys.
    */
   readonly keysNewAtHead?: boolean;
 }

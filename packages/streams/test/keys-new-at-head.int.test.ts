@@ -59,6 +59,8 @@ async function openStore(traffic?: Traffic): Promise<JetStreamEventStore> {
             if (property === "publish") {
               return (subject: string, data: unknown, options?: { reply?: string }) => {
                 if (subject.startsWith(`${names.subjectPrefix}.`)) traffic.log.push("publish sent");
+                // A key lookup is a direct get of the index bucket; a direct get of the events' stream is a read.
+                if (subject.startsWith("$JS.API.DIRECT.GET.")) traffic.log.push(subject.startsWith("$JS.API.DIRECT.GET.KV_") ? "lookup sent" : "read sent");
                 // A reservation goes out as a publish whose ack comes back on the publisher's inbox.
                 if (subject.startsWith("$KV.") && options?.reply !== undefined) {
                   traffic.log.push("reserve sent");
@@ -166,6 +168,29 @@ it("a writer whose view is behind gets a conflict; deciding again at the new hea
   expect((await index.lookup(path, "r"))?.first).toBe(3);
   expect((await other.append(path, [note("request again", "r")])).status).toBe("duplicate");
   expect((await other.read(path)).filter((e) => e.idempotencyKey === "r").map((e) => e.offset)).toEqual([3]);
+});
+
+it("a batch past its head is refused at once: no key lookup, whether the view or the publish finds the stream moved", async () => {
+  const traffic: Traffic = { log: [] };
+  const reducer = await openStore(traffic);
+  const other = await openStore();
+  const path = "/agents/head/past";
+  await reducer.append(path, [note("one")]);
+  await other.append(path, [note("two", "t")]);
+  // The publish finds the stream moved (the reducer's view is at 1): one publish, no lookup.
+  traffic.log.length = 0;
+  expect((await rejection(reducer.append(path, [note("request", "p")], atHead(1)))).code).toBe("conflict");
+  expect(traffic.log.filter((t) => t === "publish sent")).toHaveLength(1);
+  expect(traffic.log).not.toContain("lookup sent");
+  // The view knows it (the refused publish caught it up): nothing is sent at all, even for a
+  // batch whose key the newer record carries; the caller's fold of that record holds the key.
+  traffic.log.length = 0;
+  expect((await rejection(reducer.append(path, [note("request", "t")], atHead(1)))).code).toBe("conflict");
+  expect(traffic.log).toEqual([]);
+  // At the head the batch commits, and a key already on the stream is still a duplicate for
+  // any writer that does not vouch for it.
+  expect((await reducer.append(path, [note("request", "p")], atHead(2))).events.map((e) => e.offset)).toEqual([3]);
+  expect((await reducer.append(path, [note("plain", "t")])).status).toBe("duplicate");
 });
 
 it("two writers racing at the same head with the same key store it once, and the reservation names it", async () => {

@@ -221,7 +221,8 @@ export class BatchWriter {
       // like the reservation of a writer that lost its publish.
       const guessing = attempt === 0 && keys.length > 0;
       if (keys.length > 0 && !guessing) {
-        const unheld = keys.filter((key) => !held.has(key));
+        // A batch past its head is refused whatever its keys' entries say: no lookup for them.
+        const unheld = group.flatMap((m) => (pastItsHead(m, view) ? [] : m.batch.keys)).filter((key) => !held.has(key));
         const check = unheld.length === 0 ? undefined : await checkKeys(this.options, streamPath, subject, view, unheld);
         if (check?.retry === true) {
           held = new Map();
@@ -238,8 +239,9 @@ export class BatchWriter {
       const { outcomes, committed, parts } = decideGroup(view, group, createdAt, verdicts);
       // A refusal made while guessing may be wrong: an append whose keys are all taken is a
       // duplicate whatever its expected offset says (a retried create answers its originals, not
-      // a conflict). Only the lookups know, so they decide.
-      if (guessing && outcomes.some((o) => o.kind === "error")) continue;
+      // a conflict). Only the lookups know, so they decide — except for a batch past its head,
+      // whose conflict stands either way.
+      if (guessing && outcomes.some((o, i) => o.kind === "error" && !pastItsHead(group[i] as PendingAppend, view))) continue;
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
       const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
@@ -396,6 +398,17 @@ function takeGroup(pending: PendingAppend[]): PendingAppend[] {
 }
 
 /** Decides each append of a group in order, as if they were committed one after another. */
+/**
+ * An append whose keys the caller vouched new at its head (`keysNewAtHead`) when the stream is
+ * no longer at that head: it is refused with a conflict, and the caller decides again from the
+ * newer records, in whose fold a key they carry shows. So neither the lookups nor a second try
+ * are spent on telling it "duplicate" instead (AppendOptions.keysNewAtHead).
+ */
+function pastItsHead(member: PendingAppend, view: StreamViewState): boolean {
+  const expected = member.options?.expectedLastOffset;
+  return member.options?.keysNewAtHead === true && expected !== undefined && expected !== view.lastOffset;
+}
+
 function decideGroup(view: StreamViewState, group: readonly PendingAppend[], createdAt: string, verdicts: ReadonlyMap<string, KeyVerdict>) {
   const findTaken = (key: string): AgentEvent | undefined => {
     const verdict = verdicts.get(key);
