@@ -35,15 +35,18 @@ export interface PreparedBatch {
 export function assertEventSizes(events: readonly unknown[], maxEventBytes: number): void {
   events.forEach((event, index) => {
     const bytes = jsonBytes(event);
-    if (bytes <= maxEventBytes) return;
-    const type = typeof event === "object" && event !== null && typeof (event as { type?: unknown }).type === "string" ? (event as { type: string }).type : undefined;
-    throw new ContractViolationError(
-      "event_too_large",
-      `events[${index}]${type === undefined ? "" : ` (${type})`} takes ${bytes} bytes of JSON; an event may take at most ${maxEventBytes}. Put large data in a file and reference it.`,
-      [{ path: `events[${index}]`, message: `at most ${maxEventBytes} bytes of JSON` }],
-      { index, ...(type === undefined ? {} : { type }), bytes, maxEventBytes },
-    );
+    if (bytes > maxEventBytes) throw eventTooLarge(event, index, bytes, maxEventBytes);
   });
+}
+
+function eventTooLarge(event: unknown, index: number, bytes: number, maxEventBytes: number): ContractViolationError {
+  const type = typeof event === "object" && event !== null && typeof (event as { type?: unknown }).type === "string" ? (event as { type: string }).type : undefined;
+  return new ContractViolationError(
+    "event_too_large",
+    `events[${index}]${type === undefined ? "" : ` (${type})`} takes ${bytes} bytes of JSON; an event may take at most ${maxEventBytes}. Put large data in a file and reference it.`,
+    [{ path: `events[${index}]`, message: `at most ${maxEventBytes} bytes of JSON` }],
+    { index, ...(type === undefined ? {} : { type }), bytes, maxEventBytes },
+  );
 }
 
 /** UTF-8 bytes of a value's JSON (0 for something JSON cannot encode). */
@@ -70,7 +73,13 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[], ma
     );
   }
   const inputs = events.map((raw, index) => parseEventInput(raw, index));
-  assertEventSizes(inputs, maxEventBytes);
+  // Each event's JSON once: its size is checked, and the batch's JSON is made of them.
+  const eventJson = inputs.map((input, index) => {
+    const json = JSON.stringify(input);
+    const bytes = Buffer.byteLength(json);
+    if (bytes > maxEventBytes) throw eventTooLarge(input, index, bytes, maxEventBytes);
+    return json;
+  });
   const ephemeralCount = inputs.filter((e) => e.ephemeral === true).length;
   if (ephemeralCount > 0 && ephemeralCount < inputs.length) {
     throw new ContractViolationError(
@@ -95,7 +104,7 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[], ma
     keys.push(input.idempotencyKey);
   });
   // Parsed durable inputs are exactly {type, payload, idempotencyKey?}: the stored form.
-  const eventsJson = JSON.stringify(inputs);
+  const eventsJson = `[${eventJson.join(",")}]`;
   const bytes = Buffer.byteLength(eventsJson) + Buffer.byteLength(path) + RECORD_ENVELOPE_BYTES;
   if (bytes > MAX_BATCH_BYTES) {
     throw new ContractViolationError(

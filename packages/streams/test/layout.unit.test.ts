@@ -45,4 +45,14 @@ describe("batch records", () => {
     expect(Buffer.byteLength(json)).toBeLessThanOrEqual(batch.bytes);
     expect(readRecordHead(encode("not a record"))).toBeUndefined();
   });
+
+  it("hold the events' JSON exactly as stored, and measure each event in UTF-8 bytes", () => {
+    const events = [note("é and 🙂", "k1"), note('"quoted"\n')];
+    const batch = prepareBatch("/a/b", events);
+    expect(batch.eventsJson).toBe(JSON.stringify(batch.inputs));
+    // An event of exactly the limit passes; one byte more (a two-byte character for a one-byte one) does not.
+    const size = Buffer.byteLength(JSON.stringify(note("aé")));
+    expect(prepareBatch("/a/b", [note("a"), note("aé")], size).inputs).toHaveLength(2);
+    expect(() => prepareBatch("/a/b", [note("a"), note("éé")], size)).toThrow(/events\[1\] \(agents\/context-added\) takes \d+ bytes/);
+  });
 });
