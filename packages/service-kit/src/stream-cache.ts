@@ -28,12 +28,12 @@ import type { Logger } from "./logger.ts";
 interface Entry {
   events: AgentEvent[];
   last: number;
-  /** The events' JSON size. */
+  /** The events' encoded size: their records' bytes where the feed gave them, else their JSON's length. */
   bytes: number;
   /** When a turn last asked for this stream (epoch ms). */
   usedAtMs: number;
   /** Feed batches that arrived while the first read was in flight. */
-  pending: AgentEvent[][] | null;
+  pending: FeedBatch[] | null;
   waiters: Set<() => void>;
 }
 
@@ -153,7 +153,7 @@ export class StreamCache implements PartitionBatchSink {
     if (last === undefined) return;
     this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset: last.offset } });
     try {
-      this.apply(batch.streamPath, batch.events);
+      this.apply(batch);
     } catch (error) {
       // Our own fault, and the caller's feed must go on whatever the cache does with it.
       this.giveUp(error);
@@ -182,7 +182,7 @@ export class StreamCache implements PartitionBatchSink {
         for await (const batch of feed) {
           after = batch.sequence;
           try {
-            this.apply(batch.streamPath, batch.events);
+            this.apply(batch);
           } catch (error) {
             // Our own fault, not the feed's: following again would meet it again.
             this.giveUp(error);
@@ -293,24 +293,26 @@ export class StreamCache implements PartitionBatchSink {
     entry.last = events.at(-1)?.offset ?? 0;
     entry.pending = null;
     if (this.entries.get(streamPath) === entry) this.grow(entry, jsonSize(events));
-    for (const batch of pending) this.extend(streamPath, entry, batch);
+    for (const batch of pending) this.extend(streamPath, entry, batch.events, batch.bytes);
     this.trim(streamPath);
     return events.slice();
   }
 
-  private apply(streamPath: string, events: readonly AgentEvent[]): void {
+  private apply(batch: FeedBatch): void {
+    const { streamPath, events } = batch;
     const watchers = this.watchers.get(streamPath);
     if (watchers !== undefined) for (const watcher of [...watchers]) watcher(events);
     const entry = this.entries.get(streamPath);
     if (entry === undefined) return;
-    if (entry.pending !== null) entry.pending.push([...events]);
+    if (entry.pending !== null) entry.pending.push(batch);
     else {
-      this.extend(streamPath, entry, events);
+      this.extend(streamPath, entry, events, batch.bytes);
       this.trim(streamPath);
     }
   }
 
-  private extend(streamPath: string, entry: Entry, events: readonly AgentEvent[]): void {
+  /** `bytes`: the record's size when the feed gave it (then the events need not be encoded again to be counted). */
+  private extend(streamPath: string, entry: Entry, events: readonly AgentEvent[], bytes?: number): void {
     const fresh = events.filter((e) => e.offset > entry.last);
     if (fresh.length === 0) return;
     if ((fresh[0] as AgentEvent).offset !== entry.last + 1) {
@@ -319,7 +321,7 @@ export class StreamCache implements PartitionBatchSink {
       return;
     }
     entry.events.push(...fresh);
-    if (this.entries.get(streamPath) === entry) this.grow(entry, jsonSize(fresh));
+    if (this.entries.get(streamPath) === entry) this.grow(entry, bytes !== undefined && fresh.length === events.length ? bytes : jsonSize(fresh));
     entry.last = (fresh.at(-1) as AgentEvent).offset;
     for (const wake of [...entry.waiters]) wake();
   }

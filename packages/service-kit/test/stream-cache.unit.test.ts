@@ -166,6 +166,34 @@ describe("stream cache", () => {
   });
 });
 
+/** A store whose feed gives each batch's record size, as the JetStream store's does. */
+class SizedFeedStore extends CountingStore {
+  override feed(...args: Parameters<MemoryEventStore["feed"]>) {
+    const inner = super.feed(...args);
+    return Object.assign(Object.create(inner) as typeof inner, {
+      async *[Symbol.asyncIterator]() {
+        for await (const batch of inner) yield { ...batch, bytes: 4242 };
+      },
+      close: () => inner.close(),
+    });
+  }
+}
+
+describe("stream cache, counting what the feed brings", () => {
+  it("given a feed that gives each record's size, when a batch arrives, then the cache counts that size instead of encoding the events again", async () => {
+    const store = new SizedFeedStore();
+    await store.append(path, [note("a")]);
+    const c = open(store);
+    const [first] = await c.eventsThrough(path, 1);
+    const before = c.bytes;
+    expect(before).toBe(JSON.stringify(first).length);
+    await store.append(path, [note("b"), note("c")]);
+    expect((await c.eventsThrough(path, 3)).map((e) => e.offset)).toEqual([1, 2, 3]);
+    expect(c.bytes).toBe(before + 4242);
+    expect(store.reads).toBe(1);
+  });
+});
+
 /** A store whose first feed ends retryably after `batches` batches, as one whose consumer died with its NATS node. */
 class FeedEndingStore extends CountingStore {
   feeds = 0;

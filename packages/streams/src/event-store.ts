@@ -104,6 +104,8 @@ export interface FeedBatch {
   readonly sequence: number;
   readonly streamPath: string;
   readonly events: readonly AgentEvent[];
+  /** The stored record's size in bytes, when the store has it at hand (a cache counts it instead of encoding the events again). */
+  readonly bytes?: number;
 }
 
 export interface FeedOptions {

@@ -281,7 +281,7 @@ export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
           if (streamPath === undefined) return;
           const record = toStoredRecord(msg);
           if (record === undefined) return;
-          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record) });
+          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record), bytes: msg.data.length });
         }),
       `feed ${spec.filter}`,
     );
