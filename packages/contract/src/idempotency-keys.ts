@@ -103,3 +103,27 @@ export function reservedKeyNamespaceOf(idempotencyKey: string): { name: KeyNames
   }
   return undefined;
 }
+
+/**
+ * Keys that only ever travel in one batch with their request's settlement key, `agent/settle/R`
+ * (contract: the settlement batches of the driver, and the reducer's expiry and interrupt): the
+ * assistant context, the token usage, the failure and expiry errors, the interrupted partial.
+ */
+const RIDES_WITH_SETTLEMENT: readonly KeyNamespaceName[] = ["assistantContext", "tokenUsage", "failureError", "expiryError", "renderInterruptedPartial"];
+
+/**
+ * The key this key is only ever appended with, in the same batch: `agent/settle/R` for a key
+ * that rides with request R's settlement, undefined for any other key. A keyed batch is
+ * all-or-nothing, so such a key is on a stream at most once whenever its settlement key is:
+ * a store need only check and reserve the settlement key (one key-index entry per settlement,
+ * not three). Stores refuse a batch that carries a riding key without its settlement key.
+ */
+export function settlementKeyRiddenBy(idempotencyKey: string): string | undefined {
+  for (const name of RIDES_WITH_SETTLEMENT) {
+    const prefix = RESERVED_KEY_NAMESPACES[name].prefix;
+    if (!idempotencyKey.startsWith(prefix)) continue;
+    const rest = idempotencyKey.slice(prefix.length);
+    return /^\d+$/.test(rest) ? idempotencyKeys.settle(Number(rest)) : undefined;
+  }
+  return undefined;
+}

@@ -13,6 +13,8 @@ import {
   parseEventInput,
   parseStoredEvent,
   parseStreamPath,
+  idempotencyKeys,
+  settlementKeyRiddenBy,
 } from "../src/index.ts";
 
 const schemaDir = join(dirname(fileURLToPath(import.meta.url)), "..", "json-schema");
@@ -26,6 +28,26 @@ function violation(fn: () => unknown): ContractViolationError {
   }
   throw new Error("expected a ContractViolationError");
 }
+
+describe("keys that ride with a settlement", () => {
+  it("given a request's assistant context, usage, failure, expiry or interrupted-partial key, then it rides with that request's settlement key", () => {
+    for (const key of [
+      idempotencyKeys.assistantContext(7),
+      idempotencyKeys.tokenUsage(7),
+      idempotencyKeys.failureError(7),
+      idempotencyKeys.expiryError(7),
+      idempotencyKeys.renderInterruptedPartial(7),
+    ]) {
+      expect(settlementKeyRiddenBy(key)).toBe("agent/settle/7");
+    }
+  });
+
+  it("given any other key, or a riding namespace without a request offset, then it rides with nothing", () => {
+    for (const key of [idempotencyKeys.settle(7), idempotencyKeys.request(7), idempotencyKeys.codemodeProse(7), "agent/token-usage@x", "agent/token-usage@", "my-key"]) {
+      expect(settlementKeyRiddenBy(key)).toBeUndefined();
+    }
+  });
+});
 
 describe("the contract", () => {
   it("is version 7.0.0", () => {

@@ -10,6 +10,7 @@ import {
   parseEventInput,
   parseStoredEvent,
   parseStreamPath,
+  settlementKeyRiddenBy,
 } from "@agentrt/contract";
 import { type AppendOptions, DEFAULT_MAX_EVENT_BYTES, MAX_BATCH_BYTES, MAX_BATCH_EVENTS, type ReadOptions } from "./event-store.ts";
 
@@ -21,6 +22,11 @@ export interface PreparedBatch {
   /** True when every event rides the live lane (a batch is never mixed). */
   readonly ephemeral: boolean;
   readonly keys: readonly string[];
+  /**
+   * The keys a store with a key index checks and reserves: all but those riding with a
+   * settlement key of the same batch (`settlementKeyRiddenBy`), which is unique for them.
+   */
+  readonly indexKeys: readonly string[];
   /** The events as they are stored (JSON), computed once so size checks and commits agree. */
   readonly eventsJson: string;
   /** Worst-case encoded size of the record (UTF-8 bytes). */
@@ -103,6 +109,17 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[], ma
     seen.set(input.idempotencyKey, index);
     keys.push(input.idempotencyKey);
   });
+  const indexKeys = keys.filter((key) => {
+    const settlement = settlementKeyRiddenBy(key);
+    if (settlement === undefined) return true;
+    if (seen.has(settlement)) return false;
+    const index = seen.get(key) as number;
+    throw new ContractViolationError(
+      "invalid_event",
+      `events[${index}].idempotencyKey ${JSON.stringify(key)} is only appended in one batch with its request's settlement, ${JSON.stringify(settlement)}; this batch does not carry it.`,
+      [{ path: `events[${index}].idempotencyKey`, message: `must travel with ${settlement}` }],
+    );
+  });
   // Parsed durable inputs are exactly {type, payload, idempotencyKey?}: the stored form.
   const eventsJson = `[${eventJson.join(",")}]`;
   const bytes = Buffer.byteLength(eventsJson) + Buffer.byteLength(path) + RECORD_ENVELOPE_BYTES;
@@ -114,7 +131,7 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[], ma
       { bytes, maxBytes: MAX_BATCH_BYTES },
     );
   }
-  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, eventsJson, bytes };
+  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, indexKeys, eventsJson, bytes };
 }
 
 /** Worst-case bytes of a record around its path and events: the largest offsets and a full-length timestamp. */

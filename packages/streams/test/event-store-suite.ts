@@ -32,6 +32,21 @@ export const chunk = (text: string, sequence = 0) => ({
   payload: { chunks: [text], llmRequestOffset: 1, sequence },
 });
 
+/** A driver's success settlement of request R: assistant context, settlement and usage, each keyed. */
+export const settlementBatch = (requestOffset: number, text: string) => [
+  { type: "agents/context-added", payload: { role: "assistant", content: text, llmRequestOffset: requestOffset }, idempotencyKey: `agent/assistant-context@${requestOffset}` },
+  {
+    type: "agent/llm-request-settled",
+    payload: { requestOffset, durationMs: 5, result: { status: "succeeded", text } },
+    idempotencyKey: `agent/settle/${requestOffset}`,
+  },
+  {
+    type: "agent/token-usage-reported",
+    payload: { llmRequestOffset: requestOffset, model: "m", maxContextTokens: 128000, inputTokens: 3, outputTokens: 2 },
+    idempotencyKey: `agent/token-usage@${requestOffset}`,
+  },
+];
+
 const contentOf = (e: AgentEvent) => (e.type === "agents/context-added" ? e.payload.content : `<${e.type}>`);
 
 async function rejection(promise: Promise<unknown>): Promise<AgentRuntimeError> {
@@ -210,6 +225,38 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       expect(other.status).toBe("committed");
       const fresh = await store.append(path, [note("k2 now", "k2")]);
       expect(fresh.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[4, "k2"]]);
+    });
+
+    withStorage("a settlement's riding keys are taken with its key: a second settlement is a duplicate answering every original", async (storage, store) => {
+      const path = uniquePath("settlement-keys");
+      await store.append(path, [note("hello")]);
+      const success = await store.append(path, settlementBatch(1, "the reply"));
+      expect(success.events.map((e) => e.idempotencyKey)).toEqual(["agent/assistant-context@1", "agent/settle/1", "agent/token-usage@1"]);
+      // A zombie driver's own settlement, from another writer: nothing of it lands, every original is told.
+      const zombie = await storage.open();
+      expect(await zombie.append(path, settlementBatch(1, "a zombie's reply"))).toEqual({ status: "duplicate", events: success.events });
+      // A failure settlement of the same request shares only the settlement key.
+      const failure = [
+        { type: "agent/llm-request-settled", payload: { requestOffset: 1, result: { status: "failed", errorMessage: "late" } }, idempotencyKey: "agent/settle/1" },
+        { type: "stream/error-occurred", payload: { message: "late" }, idempotencyKey: "agent/failure-error/1" },
+      ];
+      expect(await zombie.append(path, failure)).toEqual({ status: "duplicate", events: [success.events[1]] });
+      expect((await store.read(path)).map((e) => e.offset)).toEqual([1, 2, 3, 4]);
+      // The next request's settlement is its own.
+      expect((await zombie.append(path, settlementBatch(5, "next"))).status).toBe("committed");
+    });
+
+    withStorage("refuses a riding key without its settlement key in the batch, naming the event and the key it needs", async (_s, store) => {
+      const path = uniquePath("settlement-riders");
+      const [assistant, settled, usage] = settlementBatch(1, "the reply");
+      for (const batch of [[usage], [assistant, note("other", "agent/settle/2")], [settled, assistant, usage].slice(1)]) {
+        const error = await rejection(store.append(path, batch));
+        expect(error).toBeInstanceOf(ContractViolationError);
+        expect(error.code).toBe("invalid_event");
+        expect(error.message).toContain("agent/settle/1");
+        expect(error.message).toMatch(/events\[\d\]\.idempotencyKey "agent\/(token-usage|assistant-context)@1"/);
+      }
+      expect(await store.read(path)).toEqual([]);
     });
 
     withStorage("two writers racing 1000 appends on one stream: dense offsets, every batch contiguous", async (storage, a) => {

@@ -30,6 +30,11 @@ export async function checkKeys(
   subject: string,
   view: StreamViewState,
   keys: readonly string[],
+  /**
+   * Keys riding with a settlement key among `keys` (settlementKeyRiddenBy), by that key: not
+   * looked up, they are taken exactly when it is, by the events of the record that carries it.
+   */
+  riders: ReadonlyMap<string, readonly string[]> = new Map(),
 ): Promise<KeyCheck> {
   const found = await Promise.all(keys.map(async (key) => ({ key, reservation: await deps.index.lookup(streamPath, key) })));
   const verdicts = new Map<string, KeyVerdict>();
@@ -45,20 +50,25 @@ export async function checkKeys(
       if (reservation.first !== view.lastOffset + 1) retry = true;
       verdicts.set(key, { kind: "pending", first: reservation.first });
     } else {
-      const original = await eventAt(deps.reader, subject, reservation.first, key);
+      const events = await eventsAt(deps.reader, subject, reservation.first);
+      const original = events.find((e) => e.idempotencyKey === key);
       verdicts.set(key, original === undefined ? { kind: "stale", revision: reservation.revision } : { kind: "taken", event: original });
+      if (original === undefined) continue;
+      for (const rider of riders.get(key) ?? []) {
+        const event = events.find((e) => e.idempotencyKey === rider);
+        if (event !== undefined) verdicts.set(rider, { kind: "taken", event });
+      }
     }
   }
   return { verdicts, retry };
 }
 
-/** The event carrying `key` in the record holding `offset`, if that record carries it. */
-async function eventAt(reader: RecordReader, subject: string, offset: number, key: string): Promise<AgentEvent | undefined> {
+/** The events of the record holding `offset` (none when there is no such record). */
+async function eventsAt(reader: RecordReader, subject: string, offset: number): Promise<readonly AgentEvent[]> {
   const located = await reader.locate(subject, offset);
-  if (located === undefined) return undefined;
+  if (located === undefined) return [];
   const record = located.first?.seq === located.startSeq ? located.first : located.last.seq === located.startSeq ? located.last : await reader.nextFrom(subject, located.startSeq);
-  if (record === undefined) return undefined;
-  return eventsOf(record).find((e) => e.idempotencyKey === key);
+  return record === undefined ? [] : eventsOf(record);
 }
 
 /**

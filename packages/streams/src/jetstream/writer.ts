@@ -13,7 +13,7 @@
 // A record that loses its offset to another writer's keeps its keys' entries: the next attempt
 // moves them from the revisions it wrote, without looking them up again.
 
-import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
+import { type AgentEvent, AgentRuntimeError, settlementKeyRiddenBy } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendHint, type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
@@ -203,7 +203,8 @@ export class BatchWriter {
   private async commitGroup(writer: StreamWriter, group: readonly PendingAppend[]): Promise<Outcome[]> {
     const { view, subject } = writer;
     const streamPath = (group[0] as PendingAppend).batch.streamPath;
-    const keys = group.flatMap((m) => m.batch.keys);
+    // The keys the index holds: a key riding with its settlement key is unique when that is.
+    const keys = group.flatMap((m) => m.batch.indexKeys);
     if (keys.length > 0 && !writer.indexed) await this.ensureIndexed(writer, streamPath);
     if (group.some((m) => m.options?.expectedLastOffset !== undefined && m.options.expectedLastOffset > view.lastOffset)) {
       await catchUp(this.options.reader, subject, view);
@@ -222,8 +223,8 @@ export class BatchWriter {
       const guessing = attempt === 0 && keys.length > 0;
       if (keys.length > 0 && !guessing) {
         // A batch past its head is refused whatever its keys' entries say: no lookup for them.
-        const unheld = group.flatMap((m) => (pastItsHead(m, view) ? [] : m.batch.keys)).filter((key) => !held.has(key));
-        const check = unheld.length === 0 ? undefined : await checkKeys(this.options, streamPath, subject, view, unheld);
+        const unheld = group.flatMap((m) => (pastItsHead(m, view) ? [] : m.batch.indexKeys)).filter((key) => !held.has(key));
+        const check = unheld.length === 0 ? undefined : await checkKeys(this.options, streamPath, subject, view, unheld, ridersOf(group));
         if (check?.retry === true) {
           held = new Map();
           await catchUp(this.options.reader, subject, view);
@@ -244,7 +245,7 @@ export class BatchWriter {
       if (guessing && outcomes.some((o, i) => o.kind === "error" && !pastItsHead(group[i] as PendingAppend, view))) continue;
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
-      const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
+      const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined || settlementKeyRiddenBy(e.idempotencyKey) !== undefined ? [] : [e.idempotencyKey]));
       // Keys new at the head (the caller's word, see AppendOptions): the reservations go out
       // with the publish, not before it. The publish still commits only onto the view the
       // caller folded, so a key cannot land twice; what a reservation that did not take means
@@ -398,6 +399,21 @@ function takeGroup(pending: PendingAppend[]): PendingAppend[] {
 }
 
 /** Decides each append of a group in order, as if they were committed one after another. */
+/** The group's keys riding with a settlement key of their batch, by that key (see checkKeys). */
+function ridersOf(group: readonly PendingAppend[]): Map<string, string[]> {
+  const riders = new Map<string, string[]>();
+  for (const member of group) {
+    for (const key of member.batch.keys) {
+      const settlement = settlementKeyRiddenBy(key);
+      if (settlement === undefined) continue;
+      const list = riders.get(settlement);
+      if (list === undefined) riders.set(settlement, [key]);
+      else list.push(key);
+    }
+  }
+  return riders;
+}
+
 /**
  * An append whose keys the caller vouched new at its head (`keysNewAtHead`) when the stream is
  * no longer at that head: it is refused with a conflict, and the caller decides again from the
