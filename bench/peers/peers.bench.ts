@@ -6,6 +6,10 @@
 //
 //   pnpm bench peers [--rounds 3] [--sequential 50] [--loads 200x5x50,1000x5x100]
 //                    [--only agentrt,agentrt-1p,langgraph,restate,dbos,openai] [--no-kill]
+//                    [--warm-load 1000x5x100]
+//
+// --warm-load: every contender runs that load first, unmeasured, so the figures are those of
+// warm, long-running processes rather than of the first thousand turns after a start (JIT).
 //
 // agentrt runs in two shapes: `agentrt` (a reducer and a driver, each its own process, the work
 // queue between them) and `agentrt-1p` (one reducer process running its driver, REDUCER_LLM_DRIVER=in-process).
@@ -33,6 +37,7 @@ const ROUNDS = numberArg("rounds", 3);
 const SEQUENTIAL = numberArg("sequential", 50);
 const LOADS = stringArg("loads", "200x5x50,1000x5x100");
 const KILL = !process.argv.includes("--no-kill");
+const WARM_LOAD = stringArg("warm-load", "");
 const ALL = ["agentrt", "agentrt-1p", "langgraph", "restate", "dbos", "openai"] as const;
 type Name = (typeof ALL)[number];
 const ONLY = stringArg("only", ALL.join(",")).split(",") as Name[];
@@ -97,6 +102,7 @@ async function runOnce(name: Name, round: number): Promise<RunnerResult | string
       PEER_ROUND: String(round),
       PEER_SEQUENTIAL: String(SEQUENTIAL),
       PEER_LOADS: LOADS,
+      PEER_WARM_LOAD: WARM_LOAD,
       PEER_KILL: KILL ? "1" : "0",
       PEER_MODEL_URL: modelUrl,
       PEER_MODEL_SOCKET: modelSocket,
@@ -224,7 +230,7 @@ const fmtLoad = (l: number[]) => l.map((x) => x.toFixed(2)).join(", ");
 const maxLoad = Math.max(...loadAverages.map((l) => l[0]!));
 process.stdout.write(
   [
-    `Command: \`pnpm bench peers --rounds ${ROUNDS} --sequential ${SEQUENTIAL} --loads ${LOADS}${KILL ? "" : " --no-kill"}${process.argv.includes("--only") ? ` --only ${ONLY.join(",")}` : ""}\` — ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min.`,
+    `Command: \`pnpm bench peers --rounds ${ROUNDS} --sequential ${SEQUENTIAL} --loads ${LOADS}${WARM_LOAD === "" ? "" : ` --warm-load ${WARM_LOAD}`}${KILL ? "" : " --no-kill"}${process.argv.includes("--only") ? ` --only ${ONLY.join(",")}` : ""}\` — ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, ${((Date.now() - started.getTime()) / 60000).toFixed(1)} min.`,
     `Machine: nproc ${os.cpus().length}, ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${os.release()}. Load average at start ${fmtLoad(loadAverages[0]!)}, at the end ${fmtLoad(loadAverages[loadAverages.length - 1]!)}, highest 1-min ${maxLoad.toFixed(2)}.`,
     `${ROUNDS} rounds, contenders alternated; sequential figures pool ${SEQUENTIAL} turns × ${ROUNDS} rounds; throughput (lowest–highest round in brackets), CPU and recovery are the median of the rounds.`,
     "",

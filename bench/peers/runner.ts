@@ -3,10 +3,11 @@
 // round and feeds it, on stdin, the fake model's `R <marker> <epoch ms>` lines, so the
 // runner knows exactly when the model received each turn. It prints one `RESULT {json}` line.
 //
-// Phases: warm-up; sequential turns (submit → model receives, durable accept → model
-// receives, submit → reply durably stored); two throughput runs (agents × turns at a
-// concurrency, each agent's turns in order); CPU over all the contender's processes during
-// the larger run (from /proc); a turn whose handler is SIGKILLed while the model streams.
+// Phases: warm-up (twelve turns, and the `--warm-load` when given, none measured); sequential
+// turns (submit → model receives, durable accept → model receives, submit → reply durably
+// stored); two throughput runs (agents × turns at a concurrency, each agent's turns in order);
+// CPU over all the contender's processes during each run (from /proc); a turn whose handler is
+// SIGKILLed while the model streams.
 
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -43,9 +44,18 @@ export interface RunnerConfig {
   readonly round: number;
   readonly sequential: number;
   readonly loads: readonly { agents: number; turns: number; concurrency: number }[];
+  /** A load run before every measured phase and not measured (`--warm-load`): the steady state of long-running processes. */
+  readonly warmLoad?: { agents: number; turns: number; concurrency: number };
   readonly kill: boolean;
   readonly modelUrl: string;
   readonly modelSocket: string;
+}
+
+/** `<agents>x<turns>x<concurrency>`. */
+function parseLoad(spec: string): { agents: number; turns: number; concurrency: number } {
+  const [agents, turns, concurrency] = spec.split("x").map(Number);
+  if (![agents, turns, concurrency].every((n) => Number.isInteger(n) && (n as number) > 0)) throw new Error(`a load is <agents>x<turns>x<concurrency> of positive integers, got ${JSON.stringify(spec)}`);
+  return { agents: agents!, turns: turns!, concurrency: concurrency! };
 }
 
 export function runnerConfig(): RunnerConfig {
@@ -54,13 +64,8 @@ export function runnerConfig(): RunnerConfig {
     name: env("PEER_NAME", "x"),
     round: Number(env("PEER_ROUND", "1")),
     sequential: Number(env("PEER_SEQUENTIAL", "50")),
-    loads: env("PEER_LOADS", "200x5x50,1000x5x100")
-      .split(",")
-      .filter(Boolean)
-      .map((s) => {
-        const [agents, turns, concurrency] = s.split("x").map(Number);
-        return { agents: agents!, turns: turns!, concurrency: concurrency! };
-      }),
+    loads: env("PEER_LOADS", "200x5x50,1000x5x100").split(",").filter(Boolean).map(parseLoad),
+    ...(env("PEER_WARM_LOAD", "") === "" ? {} : { warmLoad: parseLoad(env("PEER_WARM_LOAD", "")) }),
     kill: env("PEER_KILL", "1") === "1",
     modelUrl: env("PEER_MODEL_URL", ""),
     modelSocket: env("PEER_MODEL_SOCKET", ""),
@@ -154,6 +159,14 @@ export async function runContender(make: (config: RunnerConfig) => Promise<Conte
     for (let a = 0; a < 4; a += 1) {
       await contender.createAgent(`${id}-w${a}`);
       for (let t = 0; t < 3; t += 1) await contender.turn(`${id}-w${a}`, `mk-${id}-w${a}-${t}`);
+    }
+    const warm = config.warmLoad;
+    if (warm !== undefined) {
+      const agents = Array.from({ length: warm.agents }, (_, i) => `${id}-wl${i}`);
+      await pool(agents, Math.min(50, warm.concurrency), (agent) => contender.createAgent(agent));
+      await pool(agents, warm.concurrency, async (agent) => {
+        for (let t = 0; t < warm.turns; t += 1) await contender.turn(agent, `mk-${agent}-t${t}`);
+      });
     }
 
     const sequential: SequentialSample[] = [];
