@@ -2,7 +2,9 @@
 // carry the key, so a keyed append checks its keys with a few lookups instead of reading the
 // stream's whole history. Entries are RESERVATIONS written (compare-and-set) before the record
 // is published, never after, so "no entry" proves "no such key" on an indexed stream; an entry
-// is checked against the record it names (writer.ts decides what a reservation means).
+// is checked against the record it names (writer.ts decides what a reservation means). A key
+// that only ever rides in one batch with a settlement key (`settlementKeyRiddenBy`) has no entry:
+// it is taken exactly when that key is, and told from the same record.
 //
 // A stream is "indexed" once every key of its history is in the index: a stream whose first
 // record was written by this store is indexed from the start, and says so in that record's

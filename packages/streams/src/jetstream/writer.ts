@@ -11,7 +11,8 @@
 // are reserved without looking them up first, and those of an at-head append whose caller
 // vouches that they are new (the reducer, `keysNewAtHead`) in the same breath as the publish.
 // A record that loses its offset to another writer's keeps its keys' entries: the next attempt
-// moves them from the revisions it wrote, without looking them up again.
+// moves them from the revisions it wrote, without looking them up again. Keys that ride with a
+// settlement key in their batch have no entries of their own (PreparedBatch.indexKeys).
 
 import { type AgentEvent, AgentRuntimeError, settlementKeyRiddenBy } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
