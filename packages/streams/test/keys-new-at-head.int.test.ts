@@ -4,20 +4,12 @@
 // ends up naming the committed record, a writer whose view is behind gets a conflict, and two
 // writers racing for the same offset with the same key store the key once.
 
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
 import { AgentRuntimeError } from "@agentrt/contract";
-import { jetstream } from "@nats-io/jetstream";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { KeyIndex } from "../src/jetstream/key-index.ts";
-import { JetStreamPublisher } from "../src/jetstream/publisher.ts";
+import type { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
 
-let server: NatsServer;
-const connections: NatsConnection[] = [];
-const stores: JetStreamEventStore[] = [];
-const closers: (() => void)[] = [];
-let index: KeyIndex;
+let fx: KeyIndexFixture;
 const names = { streamName: "EV_HEAD", subjectPrefix: "evh", ephemeralPrefix: "ephh", partitionCount: 4 };
 
 const note = (content: string, idempotencyKey?: string) => ({
@@ -37,8 +29,7 @@ interface Traffic {
  * answered, and its event publishes: enough to tell whether a publish waited for a reservation.
  */
 async function openStore(traffic?: Traffic): Promise<JetStreamEventStore> {
-  const nc = await connect({ servers: server.url });
-  connections.push(nc);
+  const nc = await fx.connect();
   const reservationReplies = new Set<string>();
   const watched =
     traffic === undefined
@@ -86,9 +77,7 @@ async function openStore(traffic?: Traffic): Promise<JetStreamEventStore> {
             return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
           },
         });
-  const store = await JetStreamEventStore.open(watched, names);
-  stores.push(store);
-  return store;
+  return fx.openStore(watched);
 }
 
 async function rejection(promise: Promise<unknown>): Promise<AgentRuntimeError> {
@@ -102,20 +91,9 @@ async function rejection(promise: Promise<unknown>): Promise<AgentRuntimeError> 
 }
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  const nc = await connect({ servers: server.url });
-  connections.push(nc);
-  stores.push(await JetStreamEventStore.open(nc, names));
-  const publisher = new JetStreamPublisher(nc, 5_000);
-  closers.push(() => publisher.close());
-  index = await KeyIndex.open(jetstream(nc), publisher, `${names.streamName}_KEYS`, 1);
+  fx = await startKeyIndexFixture(names);
 });
-afterAll(async () => {
-  for (const close of closers) close();
-  for (const store of stores) await store.close();
-  for (const nc of connections) await nc.close();
-  await server?.stop();
-});
+afterAll(async () => fx?.stop());
 
 it("sends the key reservation with the publish instead of waiting for it, and commits the key once", async () => {
   const traffic: Traffic = { log: [] };
@@ -129,7 +107,7 @@ it("sends the key reservation with the publish instead of waiting for it, and co
   // The publish went out while the reservation was still unanswered.
   expect(traffic.log.indexOf("publish sent")).toBeGreaterThan(-1);
   expect(traffic.log.indexOf("publish sent")).toBeLessThan(traffic.log.indexOf("reserve answered"));
-  expect((await index.lookup(path, "k1"))?.first).toBe(3);
+  expect((await fx.index.lookup(path, "k1"))?.first).toBe(3);
   // Without the caller's word, the reservation still goes first.
   traffic.log.length = 0;
   await store.append(path, [note("plain", "k2")], { expectedLastOffset: 3 });
@@ -143,12 +121,12 @@ it("points a reservation left by a lost attempt at the committed record, so the 
   const path = "/agents/head/stale";
   await store.append(path, [note("one")]);
   // An earlier attempt reserved k for offset 2 and lost it to an unkeyed record.
-  expect(await index.reserve(path, "k", 2, undefined)).toBeGreaterThan(0);
+  expect(await fx.index.reserve(path, "k", 2, undefined)).toBeGreaterThan(0);
   await store.append(path, [note("two")]);
   const committed = await store.append(path, [note("request", "k")], atHead(2));
   expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[3, "k"]]);
   // Resolved only once the reservation names the record.
-  expect((await index.lookup(path, "k"))?.first).toBe(3);
+  expect((await fx.index.lookup(path, "k"))?.first).toBe(3);
   const another = await openStore();
   expect(await another.append(path, [note("request again", "k")])).toEqual({ status: "duplicate", events: committed.events });
   expect((await store.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "k"]);
@@ -165,7 +143,7 @@ it("a writer whose view is behind gets a conflict; deciding again at the new hea
   // Its reservation (if it took) names offset 2, which holds the other record: stale.
   const committed = await reducer.append(path, [note("request", "r")], atHead(2));
   expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[3, "r"]]);
-  expect((await index.lookup(path, "r"))?.first).toBe(3);
+  expect((await fx.index.lookup(path, "r"))?.first).toBe(3);
   expect((await other.append(path, [note("request again", "r")])).status).toBe("duplicate");
   expect((await other.read(path)).filter((e) => e.idempotencyKey === "r").map((e) => e.offset)).toEqual([3]);
 });
@@ -208,7 +186,7 @@ it("two writers racing at the same head with the same key store it once, and the
     expect(committed.length).toBe(1);
     const stored = (await a.read(path)).filter((e) => e.idempotencyKey === key);
     expect(stored.map((e) => e.offset)).toEqual([2]);
-    expect((await index.lookup(path, key))?.first).toBe(2);
+    expect((await fx.index.lookup(path, key))?.first).toBe(2);
     expect((await a.append(path, [note("again", key)])).status).toBe("duplicate");
   }
 });

@@ -4,19 +4,11 @@
 // that took the offset beyond the catch-up that found it. Unless that record carries the key
 // (a writer may carry a reservation pending for exactly its offset): then it is a duplicate.
 
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
-import { jetstream } from "@nats-io/jetstream";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { KeyIndex } from "../src/jetstream/key-index.ts";
-import { JetStreamPublisher } from "../src/jetstream/publisher.ts";
+import type { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
 
-let server: NatsServer;
-const connections: NatsConnection[] = [];
-const stores: JetStreamEventStore[] = [];
-let publisher: JetStreamPublisher;
-let index: KeyIndex;
+let fx: KeyIndexFixture;
 const names = { streamName: "EV_LOST", subjectPrefix: "evl", ephemeralPrefix: "ephl", partitionCount: 4 };
 
 const note = (content: string, idempotencyKey?: string) => ({
@@ -36,8 +28,7 @@ interface Wire {
 
 /** A store whose connection reports what it sends, and can hold a record's publish back. */
 async function openStore(wire?: Wire, publishTimeoutMs?: number): Promise<JetStreamEventStore> {
-  const nc = await connect({ servers: server.url });
-  connections.push(nc);
+  const nc = await fx.connect();
   const watched =
     wire === undefined
       ? nc
@@ -70,25 +61,13 @@ async function openStore(wire?: Wire, publishTimeoutMs?: number): Promise<JetStr
             return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
           },
         });
-  const store = await JetStreamEventStore.open(watched, { ...names, ...(publishTimeoutMs === undefined ? {} : { publishTimeoutMs }) });
-  stores.push(store);
-  return store;
+  return fx.openStore(watched, publishTimeoutMs === undefined ? {} : { publishTimeoutMs });
 }
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  const nc = await connect({ servers: server.url });
-  connections.push(nc);
-  stores.push(await JetStreamEventStore.open(nc, names));
-  publisher = new JetStreamPublisher(nc, 5_000);
-  index = await KeyIndex.open(jetstream(nc), publisher, `${names.streamName}_KEYS`, 1);
+  fx = await startKeyIndexFixture(names);
 });
-afterAll(async () => {
-  publisher?.close();
-  for (const store of stores) await store.close();
-  for (const nc of connections) await nc.close();
-  await server?.stop();
-});
+afterAll(async () => fx?.stop());
 
 it("takes its key's entry over from the revision it wrote: one catch-up read, no lookups", async () => {
   const wire: Wire = { sent: [] };
@@ -104,7 +83,7 @@ it("takes its key's entry over from the revision it wrote: one catch-up read, no
   // Guessed reservation; the publish refused (offset 2's message id names the user's record,
   // not ours: it answered a first send); the catch-up; the entry replaced; the publish.
   expect(wire.sent).toEqual(["reserve", "publish", "read", "reserve", "publish"]);
-  expect((await index.lookup(path, "react@1"))?.first).toBe(3);
+  expect((await fx.index.lookup(path, "react@1"))?.first).toBe(3);
   expect((await user.append(path, [note("again", "react@1")])).status).toBe("duplicate");
   expect((await user.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "react@1"]);
 });

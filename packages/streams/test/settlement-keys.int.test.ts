@@ -3,50 +3,27 @@
 // so the key index holds the settlement key alone: one entry per settlement, not three, and a
 // second settlement is still refused whole, with every original.
 
-import { type NatsServer, startNatsServer } from "@agentrt/testing";
-import { jetstream } from "@nats-io/jetstream";
-import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { KeyIndex } from "../src/jetstream/key-index.ts";
-import { JetStreamPublisher } from "../src/jetstream/publisher.ts";
+import type { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { note, settlementBatch } from "./event-store-suite.ts";
+import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
 
-let server: NatsServer;
-let nc: NatsConnection;
-let publisher: JetStreamPublisher;
-let index: KeyIndex;
-const stores: JetStreamEventStore[] = [];
-const names = { streamName: "EV_SETTLE", subjectPrefix: "evs", ephemeralPrefix: "ephs", partitionCount: 4 };
-
-async function openStore(): Promise<JetStreamEventStore> {
-  const store = await JetStreamEventStore.open(await connect({ servers: server.url }), names);
-  stores.push(store);
-  return store;
-}
+let fx: KeyIndexFixture;
+const openStore = (): Promise<JetStreamEventStore> => fx.openStore();
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  nc = await connect({ servers: server.url });
-  stores.push(await JetStreamEventStore.open(nc, names));
-  publisher = new JetStreamPublisher(nc, 5_000);
-  index = await KeyIndex.open(jetstream(nc), publisher, `${names.streamName}_KEYS`, 1);
+  fx = await startKeyIndexFixture({ streamName: "EV_SETTLE", subjectPrefix: "evs", ephemeralPrefix: "ephs", partitionCount: 4 });
 });
-afterAll(async () => {
-  publisher?.close();
-  for (const store of stores) await store.close();
-  await nc?.close();
-  await server?.stop();
-});
+afterAll(async () => fx?.stop());
 
 it("reserves only the settlement key of a settlement batch, and still refuses a second settlement whole", async () => {
   const driver = await openStore();
   const path = "/agents/settle/one";
   await driver.append(path, [note("hello")]);
   const settled = await driver.append(path, settlementBatch(1, "the reply"));
-  expect((await index.lookup(path, "agent/settle/1"))?.first).toBe(2);
-  expect(await index.lookup(path, "agent/assistant-context@1")).toBeUndefined();
-  expect(await index.lookup(path, "agent/token-usage@1")).toBeUndefined();
+  expect((await fx.index.lookup(path, "agent/settle/1"))?.first).toBe(2);
+  expect(await fx.index.lookup(path, "agent/assistant-context@1")).toBeUndefined();
+  expect(await fx.index.lookup(path, "agent/token-usage@1")).toBeUndefined();
   // A zombie on its own connection, which never saw the stream: the settlement key's entry
   // names the record, and the riders are told from that record's events.
   const zombie = await openStore();
@@ -66,8 +43,8 @@ it("a stream written before the rule, whose riders have entries, answers a secon
   await store.append(path, [note("hello")]);
   const settled = await store.append(path, settlementBatch(1, "the reply"));
   // As an older store left it: an entry for every key of the record.
-  for (const key of ["agent/assistant-context@1", "agent/token-usage@1"]) expect(await index.reserve(path, key, 2, undefined)).toBeGreaterThan(0);
+  for (const key of ["agent/assistant-context@1", "agent/token-usage@1"]) expect(await fx.index.reserve(path, key, 2, undefined)).toBeGreaterThan(0);
   expect(await (await openStore()).append(path, settlementBatch(1, "again"))).toEqual({ status: "duplicate", events: settled.events });
   expect((await store.append(path, settlementBatch(4, "next"))).events.map((e) => e.offset)).toEqual([5, 6, 7]);
-  expect((await index.lookup(path, "agent/settle/4"))?.first).toBe(5);
+  expect((await fx.index.lookup(path, "agent/settle/4"))?.first).toBe(5);
 });
