@@ -238,7 +238,7 @@ export class BatchWriter {
         held = new Map();
       }
       const createdAt = this.options.now().toISOString();
-      const { outcomes, committed, parts } = decideGroup(view, group, createdAt, verdicts);
+      const { outcomes, committed, committedKeys, parts } = decideGroup(view, group, createdAt, verdicts);
       // A refusal made while guessing may be wrong: an append whose keys are all taken is a
       // duplicate whatever its expected offset says (a retried create answers its originals, not
       // a conflict). Only the lookups know, so they decide — except for a batch past its head,
@@ -246,7 +246,6 @@ export class BatchWriter {
       if (guessing && outcomes.some((o, i) => o.kind === "error" && !pastItsHead(group[i] as PendingAppend, view))) continue;
       if (committed.length === 0) return outcomes;
       const first = view.lastOffset + 1;
-      const committedKeys = committed.flatMap((e) => (e.idempotencyKey === undefined || settlementKeyRiddenBy(e.idempotencyKey) !== undefined ? [] : [e.idempotencyKey]));
       // Keys new at the head (the caller's word, see AppendOptions): the reservations go out
       // with the publish, not before it. The publish still commits only onto the view the
       // caller folded, so a key cannot land twice; what a reservation that did not take means
@@ -433,6 +432,8 @@ function decideGroup(view: StreamViewState, group: readonly PendingAppend[], cre
   };
   const outcomes: Outcome[] = [];
   const committed: AgentEvent[] = [];
+  // The keys the index is to hold for the committed batches (their indexKeys, see prepareBatch).
+  const committedKeys: string[] = [];
   const parts: string[] = [];
   const newKeys = new Map<string, AgentEvent>();
   for (const member of group) {
@@ -447,13 +448,14 @@ function decideGroup(view: StreamViewState, group: readonly PendingAppend[], cre
         committed.push(e);
         if (e.idempotencyKey !== undefined) newKeys.set(e.idempotencyKey, e);
       }
+      committedKeys.push(...member.batch.indexKeys);
       parts.push(member.batch.eventsJson.slice(1, -1));
       outcomes.push({ kind: "result", result: { status: "committed", events: decision.events } });
     } catch (error) {
       outcomes.push({ kind: "error", error });
     }
   }
-  return { outcomes, committed, parts };
+  return { outcomes, committed, committedKeys, parts };
 }
 
 /**
