@@ -27,7 +27,9 @@ export interface PreparedBatch {
    * settlement key of the same batch (`settlementKeyRiddenBy`), which is unique for them.
    */
   readonly indexKeys: readonly string[];
-  /** The events as they are stored (JSON), computed once so size checks and commits agree. */
+  /** Each event as it is stored (JSON), computed once so size checks and commits agree. */
+  readonly eventJson: readonly string[];
+  /** The events as they are stored: `eventJson` as one JSON array. */
   readonly eventsJson: string;
   /** Worst-case encoded size of the record (UTF-8 bytes). */
   readonly bytes: number;
@@ -131,7 +133,7 @@ export function prepareBatch(streamPath: unknown, events: readonly unknown[], ma
       { bytes, maxBytes: MAX_BATCH_BYTES },
     );
   }
-  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, indexKeys, eventsJson, bytes };
+  return { streamPath: path, inputs, ephemeral: ephemeralCount > 0, keys, indexKeys, eventJson, eventsJson, bytes };
 }
 
 /** Worst-case bytes of a record around its path and events: the largest offsets and a full-length timestamp. */
@@ -261,10 +263,20 @@ export function ephemeralEvents(batch: PreparedBatch, lastDurableOffset: number,
         createdAt,
         type: input.type,
         payload: input.payload,
-        ephemeral: true,
         ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+        ephemeral: true,
       }) as AgentEvent,
   );
+}
+
+/**
+ * `ephemeralEvents` as the JSON the live lane carries, made from the batch's encoded events
+ * instead of encoding their payloads again: each stored input is `{"type",…,"ephemeral":true}`
+ * (parseEventInput's order), so the envelope's fields go in front of it.
+ */
+export function ephemeralEventsJson(batch: PreparedBatch, lastDurableOffset: number, createdAt: string): string {
+  const envelope = `{"streamPath":${JSON.stringify(batch.streamPath)},"offset":${lastDurableOffset},"createdAt":${JSON.stringify(createdAt)},`;
+  return `[${batch.eventJson.map((json) => envelope + json.slice(1)).join(",")}]`;
 }
 
 // --- read options ------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // subjects, the record head readers locate offsets with, and the prefix filters of listStreams.
 
 import { describe, expect, it } from "vitest";
-import { decodeRecordJson, prepareBatch, readRecordHead, recordJson } from "../src/batch.ts";
+import { decodeRecordJson, ephemeralEvents, ephemeralEventsJson, prepareBatch, readRecordHead, recordJson } from "../src/batch.ts";
 import { durableSubject, ephemeralSubject, pathOfSubject, prefixFilter } from "../src/jetstream/subjects.ts";
 import { note } from "./event-store-suite.ts";
 
@@ -54,5 +54,21 @@ describe("batch records", () => {
     const size = Buffer.byteLength(JSON.stringify(note("aé")));
     expect(prepareBatch("/a/b", [note("a"), note("aé")], size).inputs).toHaveLength(2);
     expect(() => prepareBatch("/a/b", [note("a"), note("éé")], size)).toThrow(/events\[1\] \(agents\/context-added\) takes \d+ bytes/);
+  });
+
+  it("carry live-lane events as their JSON, made from the batch's JSON without encoding the payloads again", () => {
+    const chunk = (sequence: number, text: string, idempotencyKey?: string) => ({
+      type: "agent/llm-response-chunks",
+      payload: { chunks: [{ choices: [{ delta: { content: text } }] }], llmRequestOffset: 3, sequence },
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+    });
+    const batch = prepareBatch("/agents/web/demo-1", [chunk(0, 'é 🙂 "quoted"\n'), chunk(1, "plain", "k1")]);
+    const json = ephemeralEventsJson(batch, 41, "2026-01-01T00:00:00.000Z");
+    // Byte for byte what encoding the live events would give, and they parse back to them.
+    expect(json).toBe(JSON.stringify(ephemeralEvents(batch, 41, "2026-01-01T00:00:00.000Z")));
+    expect(JSON.parse(json)).toEqual([
+      { streamPath: "/agents/web/demo-1", offset: 41, createdAt: "2026-01-01T00:00:00.000Z", ...chunk(0, 'é 🙂 "quoted"\n'), ephemeral: true },
+      { streamPath: "/agents/web/demo-1", offset: 41, createdAt: "2026-01-01T00:00:00.000Z", ...chunk(1, "plain", "k1"), ephemeral: true },
+    ]);
   });
 });

@@ -9,7 +9,7 @@
 import { type AgentEvent, parseStreamPath } from "@agentrt/contract";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, headers as natsHeaders } from "@nats-io/nats-core";
-import { PageBudget, ephemeralEvents, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
+import { PageBudget, ephemeralEvents, ephemeralEventsJson, knownLastOffsetOf, parsePartitions, parseReadOptions, prepareBatch } from "../batch.ts";
 import {
   type AppendHint,
   type AppendOptions,
@@ -168,11 +168,13 @@ export class JetStreamEventStore implements EventStore {
     return await classified(`publish live events on ${batch.streamPath}`, async () => {
       const known = knownLastOffsetOf(options);
       const last = known === undefined ? await this.reader.last(subject) : undefined;
-      const live = ephemeralEvents(batch, known ?? (last === undefined ? 0 : lastOffsetOf(last)), this.now().toISOString());
+      const offset = known ?? (last === undefined ? 0 : lastOffsetOf(last));
+      const createdAt = this.now().toISOString();
+      const live = ephemeralEvents(batch, offset, createdAt);
       const partition = partitionOfPath(batch.streamPath, this.partitionCount);
       const types = natsHeaders();
       types.set(LIVE_TYPES_HEADER, [...new Set(live.map((e) => e.type))].join(","));
-      this.nc.publish(ephemeralSubject(this.scheme, partition, batch.streamPath), encoder.encode(JSON.stringify(live)), { headers: types });
+      this.nc.publish(ephemeralSubject(this.scheme, partition, batch.streamPath), encoder.encode(ephemeralEventsJson(batch, offset, createdAt)), { headers: types });
       return { status: "committed", events: live };
     });
   }
