@@ -22,7 +22,8 @@ export interface HeadAppendResult {
 
 export interface ReducerEffects {
   now(): number;
-  append(streamPath: string, batch: readonly EventInput[]): Promise<void>;
+  /** Appends (no expected offset); resolves to the stored events: the new ones, or the originals of a duplicate. */
+  append(streamPath: string, batch: readonly EventInput[]): Promise<{ readonly events: readonly AgentEvent[] }>;
   /** Appends only if the stream's last offset is still `expectedLastOffset`. */
   appendAtHead(streamPath: string, batch: readonly EventInput[], expectedLastOffset: number): Promise<HeadAppendResult>;
   /** Hands work to the queue; a re-drive is a new item even within the queue's duplicate window. */
@@ -69,8 +70,8 @@ export function natsReducerEffects(deps: {
     publishWork(workPublisher, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options);
   return {
     now: deps.now ?? Date.now,
-    async append(streamPath, batch) {
-      await store.append(streamPath, batch);
+    append(streamPath, batch) {
+      return store.append(streamPath, batch);
     },
     async appendAtHead(streamPath, batch, expectedLastOffset) {
       const attempt = async (): Promise<HeadAppendResult> => {

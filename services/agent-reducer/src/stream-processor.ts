@@ -68,6 +68,11 @@ export class StreamProcessor {
   /** Work items whose last publish failed: published again under a new message id (see `publishWork`). */
   private readonly unconfirmedWork = new Set<string>();
   private publishedRequestOffset = 0;
+  /**
+   * The highest offset this processor's own appends (reactions, interrupts) are known to have
+   * stored: while it is ahead of the folded state, a decision at the head would be refused.
+   */
+  private appendedThrough = 0;
   private lastRuntimeJson = "";
   private wakeTimer: NodeJS.Timeout | undefined;
   private flushScheduled = false;
@@ -238,13 +243,14 @@ export class StreamProcessor {
       const batch = this.pendingReactions[0]!;
       const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
       if (keys.length === 0 || !keys.every((k) => this.seenKeys.has(k))) {
-        await this.effects.append(this.streamPath, batch).catch((error: unknown) => {
+        const stored = await this.effects.append(this.streamPath, batch).catch((error: unknown) => {
           if (isAgentRuntimeError(error) && !error.retryable) {
             this.logger.error({ err: error, streamPath: this.streamPath, batch }, "dropping a reaction the store rejects");
-            return;
+            return undefined;
           }
           throw error;
         });
+        if (stored !== undefined) this.noteAppended(stored.events);
       }
       this.pendingReactions.shift();
     }
@@ -254,9 +260,13 @@ export class StreamProcessor {
     while (this.pendingInterrupts.length > 0) {
       const requestOffset = this.pendingInterrupts[0]!;
       const partialText = await this.effects.interruptDriver(this.streamPath, requestOffset);
-      await this.effects.append(this.streamPath, interruptBatch(requestOffset, partialText));
+      this.noteAppended((await this.effects.append(this.streamPath, interruptBatch(requestOffset, partialText))).events);
       this.pendingInterrupts.shift();
     }
+  }
+
+  private noteAppended(events: readonly AgentEvent[]): void {
+    for (const event of events) if (event.offset > this.appendedThrough) this.appendedThrough = event.offset;
   }
 
   private async handOffWork(): Promise<void> {
@@ -316,7 +326,12 @@ export class StreamProcessor {
     // The reducer drives no request itself: an open request is handed to the work queue
     // (deduplicated there) and expired by the clock when nobody settles it.
     const decision = decideAtHead(this.state, { nowMs: this.effects.now() });
-    for (const batch of decision.appends) {
+    // Our own reaction landed after what is folded (the user's next message took the offset it
+    // raced for): a decision now would be refused, and its request's speculative hand-off would
+    // name the reaction's offset, a work item a driver reads only to ack. The feed brings the
+    // reaction, and the flush that follows it decides.
+    const behindOwnAppends = this.appendedThrough > this.state.lastFoldedOffset;
+    for (const batch of behindOwnAppends ? [] : decision.appends) {
       const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
       if (keys.length > 0 && keys.every((k) => this.seenKeys.has(k))) continue;
       const expectedLastOffset = this.state.lastFoldedOffset;

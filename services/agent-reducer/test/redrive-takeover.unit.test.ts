@@ -29,7 +29,7 @@ describe("re-issuing work after a takeover", () => {
     const published: Array<{ offset: number; redrive: boolean }> = [];
     const effects: ReducerEffects = {
       now: () => nowMs,
-      append: async (path, batch) => void (await store.append(path, batch)),
+      append: (path, batch) => store.append(path, batch),
       appendAtHead: async (path, batch, expectedLastOffset) => {
         const result = await store.append(path, batch, { expectedLastOffset });
         return result.status === "committed" ? result : { status: result.status, events: [] };

@@ -19,7 +19,7 @@ function memoryEffects(store: MemoryEventStore, options: { partialText?: string;
   const runtimes: PayloadOf<"agent/runtime-changed">[] = [];
   const effects: ReducerEffects = {
     now: options.now ?? Date.now,
-    append: async (path, batch) => void (await store.append(path, batch)),
+    append: (path, batch) => store.append(path, batch),
     appendAtHead: async (path, batch, expectedLastOffset): Promise<HeadAppendResult> => {
       try {
         const result = await store.append(path, batch, { expectedLastOffset });

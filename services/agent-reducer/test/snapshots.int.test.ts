@@ -173,7 +173,7 @@ describe("per-agent snapshots and partition checkpoints", () => {
   it("leaves nothing of an evicted agent behind: no processor, and no view of its stream in the store client it appends through", async () => {
     // A store client of its own, so its cache holds only what this worker put there.
     const own = await JetStreamEventStore.open(nc, { partitionCount: 4 });
-    const ownEffects: ReducerEffects = { ...effects, append: async (path, batch) => void (await own.append(path, batch)), appendAtHead: async (path, batch, expectedLastOffset) => own.append(path, batch, { expectedLastOffset }) };
+    const ownEffects: ReducerEffects = { ...effects, append: (path, batch) => own.append(path, batch), appendAtHead: async (path, batch, expectedLastOffset) => own.append(path, batch, { expectedLastOffset }) };
     const partition = store.partitionOf("/agents/snap/leaves-0");
     const paths = Array.from({ length: 40 }, (_, i) => `/agents/snap/leaves-${i}`).filter((path) => store.partitionOf(path) === partition);
     expect(paths.length).toBeGreaterThan(3);

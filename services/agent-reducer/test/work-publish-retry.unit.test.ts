@@ -16,7 +16,7 @@ function effectsOn(store: MemoryEventStore, failFirst: { llm: number; script: nu
   const published: string[] = [];
   const effects: ReducerEffects = {
     now: () => Date.now(),
-    append: async (path, batch) => void (await store.append(path, batch)),
+    append: (path, batch) => store.append(path, batch),
     appendAtHead: async (path, batch, expectedLastOffset) => {
       const result = await store.append(path, batch, { expectedLastOffset });
       return result.status === "committed" ? result : { status: result.status, events: [] };

@@ -9,7 +9,7 @@ import type { ReducerEffects } from "../src/effects.ts";
 export function effectsOver(through: Pick<EventStore, "append">): ReducerEffects {
   return {
     now: Date.now,
-    append: async (path, batch) => void (await through.append(path, batch)),
+    append: (path, batch) => through.append(path, batch),
     appendAtHead: async (path, batch, expectedLastOffset) => through.append(path, batch, { expectedLastOffset }),
     publishLlmWork: async () => undefined,
     publishScriptWork: async () => undefined,
