@@ -4,6 +4,7 @@
 // that took the offset beyond the catch-up that found it. Unless that record carries the key
 // (a writer may carry a reservation pending for exactly its offset): then it is a duplicate.
 
+import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
@@ -88,25 +89,67 @@ it("takes its key's entry over from the revision it wrote: one catch-up read, no
   expect((await user.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "react@1"]);
 });
 
-it("is a duplicate when the record that took its offset carries the key (it found the reservation pending)", async () => {
+it("takes the record that took its offset from its own feed when the feed has brought it: no read at all", async () => {
   const wire: Wire = { sent: [] };
-  const a = await openStore(wire);
-  const b = await openStore();
-  const path = "/agents/lost/carried";
-  await a.append(path, [note("one")]);
-  await b.read(path); // b's view ends at 1 too
-  let carried: Awaited<ReturnType<typeof b.append>> | undefined;
-  // a has reserved k for offset 2; before its record goes out, b appends k: its guess is
-  // refused, its lookup finds a's reservation pending for exactly its offset, so it carries it.
+  const reducer = await openStore(wire);
+  const user = await openStore();
+  const path = "/agents/lost/fed";
+  await reducer.append(path, [note("reply")]);
+  // The reducer's feed, as a reducer runs one (the test notes the offsets of its own stream).
+  const fed: number[] = [];
+  const feed = reducer.feed({});
+  const following = (async () => {
+    for await (const batch of feed) if (batch.streamPath === path) for (const e of batch.events) fed.push(e.offset);
+  })();
+  await waitFor(() => fed.includes(1));
+  // The user's message takes offset 2 while the reaction is on its way out, and the reducer's
+  // feed brings it before the reaction's publish is answered.
   wire.beforeNextPublish = async () => {
-    carried = await b.append(path, [note("from b", "k")]);
+    await user.append(path, [note("next message")]);
+    await waitFor(() => fed.includes(2));
   };
-  const outcome = await a.append(path, [note("from a", "k")]);
-  expect(carried?.status).toBe("committed");
-  expect(carried?.events.map((e) => e.offset)).toEqual([2]);
-  expect(outcome).toEqual({ status: "duplicate", events: carried?.events });
-  expect((await b.read(path)).filter((e) => e.idempotencyKey === "k").map((e) => e.offset)).toEqual([2]);
+  wire.sent.length = 0;
+  const committed = await reducer.append(path, [note("reaction", "react@1")]);
+  expect(committed.events.map((e) => [e.offset, e.idempotencyKey])).toEqual([[3, "react@1"]]);
+  // Guessed reservation; the publish refused; the entry replaced from the revision it wrote;
+  // the publish. The fed record said where the stream ends and that it carries no such key.
+  expect(wire.sent).toEqual(["reserve", "publish", "reserve", "publish"]);
+  expect((await fx.index.lookup(path, "react@1"))?.first).toBe(3);
+  expect((await user.append(path, [note("again", "react@1")])).status).toBe("duplicate");
+  expect((await user.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "react@1"]);
+  feed.close();
+  await following;
 });
+
+for (const fromFeed of [false, true]) {
+  it(`is a duplicate when the record that took its offset carries the key (it found the reservation pending)${fromFeed ? "; that record from the feed" : ""}`, async () => {
+    const wire: Wire = { sent: [] };
+    const a = await openStore(wire);
+    const b = await openStore();
+    const path = `/agents/lost/carried${fromFeed ? "-fed" : ""}`;
+    await a.append(path, [note("one")]);
+    await b.read(path); // b's view ends at 1 too
+    const fed: number[] = [];
+    const feed = fromFeed ? a.feed({}) : undefined;
+    const following = (async () => {
+      if (feed !== undefined) for await (const batch of feed) if (batch.streamPath === path) for (const e of batch.events) fed.push(e.offset);
+    })();
+    let carried: Awaited<ReturnType<typeof b.append>> | undefined;
+    // a has reserved k for offset 2; before its record goes out, b appends k: its guess is
+    // refused, its lookup finds a's reservation pending for exactly its offset, so it carries it.
+    wire.beforeNextPublish = async () => {
+      carried = await b.append(path, [note("from b", "k")]);
+      if (fromFeed) await waitFor(() => fed.includes(2));
+    };
+    const outcome = await a.append(path, [note("from a", "k")]);
+    expect(carried?.status).toBe("committed");
+    expect(carried?.events.map((e) => e.offset)).toEqual([2]);
+    expect(outcome).toEqual({ status: "duplicate", events: carried?.events });
+    expect((await b.read(path)).filter((e) => e.idempotencyKey === "k").map((e) => e.offset)).toEqual([2]);
+    feed?.close();
+    await following;
+  });
+}
 
 it("finds its own record behind a duplicate answer to a resend (the first send landed, its ack was lost)", async () => {
   const wire: Wire = { sent: [] };

@@ -44,6 +44,22 @@ interface StreamWriter {
   running: boolean;
   /** Known to have every key of its history in the key index. */
   indexed: boolean;
+  /**
+   * The newest record a feed brought for this stream, kept even while an append runs: a publish
+   * that lost its offset takes it instead of reading the stream's last record (`fedPast`).
+   */
+  fed: FedRecord | undefined;
+}
+
+/** A stored record as far as a lost publish needs it: where it sits and which keys it carries. */
+interface RecordKeys {
+  readonly first: number;
+  readonly keys: readonly string[];
+}
+
+interface FedRecord extends RecordKeys {
+  readonly seq: number;
+  readonly lastOffset: number;
 }
 
 type Outcome = { kind: "result"; result: AppendResult } | { kind: "error"; error: unknown };
@@ -120,7 +136,9 @@ export class BatchWriter {
   observe(streamPath: string, subjectOf: (streamPath: string) => string, seq: number, events: readonly AgentEvent[]): void {
     const last = events.at(-1);
     if (last === undefined) return;
-    takeRecord(this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath)), seq, last.offset);
+    const writer = this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath));
+    takeRecord(writer, seq, last.offset);
+    if (seq > (writer.fed?.seq ?? 0)) writer.fed = { seq, first: (events[0] as AgentEvent).offset, lastOffset: last.offset, keys: keysOf(events) };
   }
 
   /**
@@ -166,7 +184,7 @@ export class BatchWriter {
       this.writers.set(streamPath, writer);
       return writer;
     }
-    writer = { subject, view: emptyView(), pending: [], running: false, indexed: false };
+    writer = { subject, view: emptyView(), pending: [], running: false, indexed: false, fed: undefined };
     this.writers.set(streamPath, writer);
     if (this.writers.size > this.options.maxCachedStreams) {
       for (const [path, candidate] of this.writers) {
@@ -285,9 +303,11 @@ export class BatchWriter {
         if (error instanceof PublishDuplicateError && (await this.isOurClaim(subject, first, body, error.seq, error instanceof DuplicateOfResend))) {
           await catchUp(this.options.reader, subject, view);
         } else if (error instanceof PublishDuplicateError || isWrongLastSequence(error)) {
-          // Another writer holds this offset: catch up and decide again.
-          const last = await catchUp(this.options.reader, subject, view);
-          if (reserved !== undefined) held = heldAfterLoss(reserved, first, last);
+          // Another writer holds this offset: catch up and decide again. The record that took it
+          // has usually reached this store's feed already (a reducer's reaction loses to the
+          // user's message it is about to fold), and then no read of the stream's end is needed.
+          const took = fedPast(writer) ?? recordKeys(await catchUp(this.options.reader, subject, view));
+          if (reserved !== undefined) held = heldAfterLoss(reserved, first, took);
           continue;
         } else {
           throw error;
@@ -471,17 +491,38 @@ function takeRecord(writer: StreamWriter, sequence: number, lastOffset: number):
 
 /**
  * The entries a lost publish leaves ours: those it wrote (`written`, by revision) for a record
- * at `first`, when the stream's last record, just caught up, is the one record that took
- * `first` and carries none of their keys. Nobody else can have stored such a key: a writer
- * stores a key only after replacing its entry (which moves the revision, so our
- * compare-and-set fails) or by carrying a reservation pending for exactly its own record's
- * offset, which is `first` (key-check.ts). (Keys reserved alongside their publish are only
- * ever appended at the head, and an append at the head that lost is refused, never retried
- * here.) When the last record is not the one at `first`, or carries a key, nothing is held and
- * the lookups decide.
+ * at `first`, when the record that took `first` — the stream's last record just caught up, or
+ * the newest one its feed brought (`fedPast`) — carries none of their keys. Nobody else can
+ * have stored such a key: a writer stores a key only after replacing its entry (which moves the
+ * revision, so our compare-and-set fails) or by carrying a reservation pending for exactly its
+ * own record's offset, which is `first` (key-check.ts). (Keys reserved alongside their publish
+ * are only ever appended at the head, and an append at the head that lost is refused, never
+ * retried here.) When that record is not the one at `first`, or carries a key, nothing is held
+ * and the lookups decide.
  */
-function heldAfterLoss(written: ReadonlyMap<string, number>, first: number, last: StoredRecord | undefined): Map<string, number> {
-  if (written.size === 0 || last === undefined || last.first !== first) return new Map();
-  if (eventsOf(last).some((e) => e.idempotencyKey !== undefined && written.has(e.idempotencyKey))) return new Map();
+function heldAfterLoss(written: ReadonlyMap<string, number>, first: number, took: RecordKeys | undefined): Map<string, number> {
+  if (written.size === 0 || took === undefined || took.first !== first) return new Map();
+  if (took.keys.some((key) => written.has(key))) return new Map();
   return new Map(written);
+}
+
+/**
+ * The newest record the feed brought, when it is past the writer's view: taken as the view (a
+ * stored record is on the stream's end or behind it, never ahead; a publish onto a view still
+ * behind fails again and catches up).
+ */
+function fedPast(writer: StreamWriter): FedRecord | undefined {
+  const fed = writer.fed;
+  if (fed === undefined || fed.seq <= writer.view.lastSeq) return undefined;
+  writer.view.lastSeq = fed.seq;
+  writer.view.lastOffset = Math.max(writer.view.lastOffset, fed.lastOffset);
+  return fed;
+}
+
+function recordKeys(record: StoredRecord | undefined): RecordKeys | undefined {
+  return record === undefined ? undefined : { first: record.first, keys: keysOf(eventsOf(record)) };
+}
+
+function keysOf(events: readonly AgentEvent[]): string[] {
+  return events.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
 }
