@@ -65,6 +65,22 @@ async function openStore(wire?: Wire, publishTimeoutMs?: number): Promise<JetStr
   return fx.openStore(watched, publishTimeoutMs === undefined ? {} : { publishTimeoutMs });
 }
 
+/** Follows `store`'s feed, as a reducer runs one, noting the offsets it brings of `path`'s records. */
+function followOffsets(store: JetStreamEventStore, path: string): { readonly offsets: number[]; stop(): Promise<void> } {
+  const offsets: number[] = [];
+  const feed = store.feed({});
+  const following = (async () => {
+    for await (const batch of feed) if (batch.streamPath === path) for (const e of batch.events) offsets.push(e.offset);
+  })();
+  return {
+    offsets,
+    async stop() {
+      feed.close();
+      await following;
+    },
+  };
+}
+
 beforeAll(async () => {
   fx = await startKeyIndexFixture(names);
 });
@@ -95,12 +111,7 @@ it("takes the record that took its offset from its own feed when the feed has br
   const user = await openStore();
   const path = "/agents/lost/fed";
   await reducer.append(path, [note("reply")]);
-  // The reducer's feed, as a reducer runs one (the test notes the offsets of its own stream).
-  const fed: number[] = [];
-  const feed = reducer.feed({});
-  const following = (async () => {
-    for await (const batch of feed) if (batch.streamPath === path) for (const e of batch.events) fed.push(e.offset);
-  })();
+  const { offsets: fed, stop } = followOffsets(reducer, path);
   await waitFor(() => fed.includes(1));
   // The user's message takes offset 2 while the reaction is on its way out, and the reducer's
   // feed brings it before the reaction's publish is answered.
@@ -117,8 +128,7 @@ it("takes the record that took its offset from its own feed when the feed has br
   expect((await fx.index.lookup(path, "react@1"))?.first).toBe(3);
   expect((await user.append(path, [note("again", "react@1")])).status).toBe("duplicate");
   expect((await user.read(path)).map((e) => e.idempotencyKey ?? null)).toEqual([null, null, "react@1"]);
-  feed.close();
-  await following;
+  await stop();
 });
 
 for (const fromFeed of [false, true]) {
@@ -129,25 +139,20 @@ for (const fromFeed of [false, true]) {
     const path = `/agents/lost/carried${fromFeed ? "-fed" : ""}`;
     await a.append(path, [note("one")]);
     await b.read(path); // b's view ends at 1 too
-    const fed: number[] = [];
-    const feed = fromFeed ? a.feed({}) : undefined;
-    const following = (async () => {
-      if (feed !== undefined) for await (const batch of feed) if (batch.streamPath === path) for (const e of batch.events) fed.push(e.offset);
-    })();
+    const following = fromFeed ? followOffsets(a, path) : undefined;
     let carried: Awaited<ReturnType<typeof b.append>> | undefined;
     // a has reserved k for offset 2; before its record goes out, b appends k: its guess is
     // refused, its lookup finds a's reservation pending for exactly its offset, so it carries it.
     wire.beforeNextPublish = async () => {
       carried = await b.append(path, [note("from b", "k")]);
-      if (fromFeed) await waitFor(() => fed.includes(2));
+      if (following !== undefined) await waitFor(() => following.offsets.includes(2));
     };
     const outcome = await a.append(path, [note("from a", "k")]);
     expect(carried?.status).toBe("committed");
     expect(carried?.events.map((e) => e.offset)).toEqual([2]);
     expect(outcome).toEqual({ status: "duplicate", events: carried?.events });
     expect((await b.read(path)).filter((e) => e.idempotencyKey === "k").map((e) => e.offset)).toEqual([2]);
-    feed?.close();
-    await following;
+    await following?.stop();
   });
 }
 
