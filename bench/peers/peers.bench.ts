@@ -23,7 +23,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { numberArg, percentile } from "../support/run.ts";
+import { buildServiceBundles, numberArg, percentile } from "../support/run.ts";
 import type { RunnerResult } from "./runner.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -45,8 +45,7 @@ const ONLY = stringArg("only", ALL.join(",")).split(",") as Name[];
 // agentrt runs from its service bundles (as the quickstart and the image do): build them from the
 // current sources first.
 if (ONLY.includes("agentrt") || ONLY.includes("agentrt-1p")) {
-  const built = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "build-services.ts")], { cwd: repoRoot, stdio: "inherit" });
-  if (built.status !== 0) throw new Error("building the service bundles failed (scripts/build-services.ts)");
+  buildServiceBundles();
 }
 
 const labels: Record<Name, string> = {

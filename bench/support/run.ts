@@ -1,7 +1,10 @@
 // What the process-level benchmarks share: their numeric arguments, percentiles, a process's
-// resident memory and a bounded-concurrency loop.
+// resident memory, a bounded-concurrency loop and building the services' bundles.
 
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** `--name N` from the command line, or the fallback. */
 export function numberArg(name: string, fallback: number): number {
@@ -32,4 +35,11 @@ export async function pool<T>(items: readonly T[], limit: number, work: (item: T
       }
     }),
   );
+}
+
+/** Builds the services' bundles from the current sources (scripts/build-services.ts), as the quickstart runs them. */
+export function buildServiceBundles(): void {
+  const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+  const built = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "build-services.ts")], { cwd: repoRoot, stdio: "inherit" });
+  if (built.status !== 0) throw new Error("building the service bundles failed (scripts/build-services.ts)");
 }

@@ -9,24 +9,20 @@
 // includes JetStream's deliveries of a stored record to each consumer; failed publishes (a lost
 // offset) count too, so races show up here as extra publishes and reads.
 
-import { spawnSync } from "node:child_process";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { AgentEvent } from "@agentrt/contract";
 import { userMessage } from "@agentrt/testing";
+import { LIVE_TYPES_HEADER } from "@agentrt/streams/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { startSystem } from "../../test/support/system.ts";
-import { numberArg } from "../support/run.ts";
+import { buildServiceBundles, numberArg } from "../support/run.ts";
 
 const AGENTS = numberArg("agents", 40);
 const TURNS = numberArg("turns", 5);
 const ONE_PROCESS = process.argv.includes("--one-process");
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const decoder = new TextDecoder();
 
 // The services run from their bundles: build them from the current sources first.
-const built = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "build-services.ts")], { cwd: repoRoot, stdio: "inherit" });
-if (built.status !== 0) throw new Error("building the service bundles failed (scripts/build-services.ts)");
+buildServiceBundles();
 
 const system = await startSystem({
   model: { defaultReply: () => ({ tokens: Array.from({ length: 22 }, (_, i) => ` t${i}`), tokensPerSecond: 2_000, usage: false }) },
@@ -68,7 +64,7 @@ const everything = spy.subscribe(">");
 void (async () => {
   for await (const m of everything) {
     if (!counting) continue;
-    const live = m.headers?.get("Agentrt-Live-Types");
+    const live = m.headers?.get(LIVE_TYPES_HEADER);
     count(bySubject, live ? `${kindOf(m.subject)} [${live}]` : kindOf(m.subject));
     if (m.reply?.startsWith("_INBOX.") === true) {
       const sender = m.reply.split(".")[1] ?? "?";

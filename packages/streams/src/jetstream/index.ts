@@ -6,6 +6,8 @@ export { openServiceStore } from "./service-store.ts";
 // The lean acknowledged publish the store appends with, for a service's other hot publishes.
 export { JetStreamPublisher, PublishDuplicateError, PublishRejectedError, PublishUnconfirmedError } from "./publisher.ts";
 export { DirectGets, type DirectKvEntry, type DirectMessage } from "./direct-get.ts";
+// The live lane's header naming the event types a message carries (for tools that watch NATS).
+export { LIVE_TYPES_HEADER } from "./subjects.ts";
 // The one rule for "NATS did not answer; trying again may succeed", for the services' own
 // start-up waits and retries (service-kit) as well as the store's error classification.
 export { isTransient as isTransientNatsError } from "./errors.ts";
