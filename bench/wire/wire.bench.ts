@@ -7,7 +7,9 @@
 // folded), and, for what a connection sent with a reply inbox (publishes, key reservations,
 // direct gets, work items), by the connection that sent it. A message counted on a subject
 // includes JetStream's deliveries of a stored record to each consumer; failed publishes (a lost
-// offset) count too, so races show up here as extra publishes and reads.
+// offset) count too, so races show up here as extra publishes and reads. Last, from nats-server's
+// `/connz`, what each service's connection sent and was sent per turn (a message the server
+// delivers to a connection costs that process a read and a parse even when it drops it).
 
 import type { AgentEvent } from "@agentrt/contract";
 import { userMessage } from "@agentrt/testing";
@@ -91,6 +93,7 @@ for (let agent = 0; agent < AGENTS; agent++) {
   ]);
 }
 await new Promise((resolve) => setTimeout(resolve, 1_000));
+const connectionsBefore = await connections();
 counting = true;
 const started = Date.now();
 await Promise.all(
@@ -104,6 +107,7 @@ await Promise.all(
 );
 await new Promise((resolve) => setTimeout(resolve, 500));
 counting = false;
+const connectionsAfter = await connections();
 
 const turns = AGENTS * TURNS;
 const perTurn = (n: number) => (n / turns).toFixed(2);
@@ -119,6 +123,13 @@ function senderName(sent: Map<string, number>): string {
   if (kinds.some((k) => k.includes("CONSUMER.MSG.NEXT"))) return "a pull consumer";
   return "other";
 }
+/** Every client connection's message counters, by its name, from nats-server's monitoring port. */
+async function connections(): Promise<Map<string, { sent: number; delivered: number }>> {
+  const response = await fetch(`http://127.0.0.1:${system.nats?.monitorPort}/connz?limit=1000`);
+  const connz = (await response.json()) as { connections: { cid: number; name?: string; in_msgs: number; out_msgs: number }[] };
+  return new Map(connz.connections.map((c) => [`${c.name ?? "unnamed"} #${c.cid}`, { sent: c.in_msgs, delivered: c.out_msgs }]));
+}
+const services = [...connectionsAfter].filter(([name]) => /^(agent-reducer|llm-driver)/.test(name));
 const lines = [
   `Command: \`pnpm bench wire --agents ${AGENTS} --turns ${TURNS}${ONE_PROCESS ? " --one-process" : ""}\` — ${new Date(started).toISOString().slice(0, 16).replace("T", " ")} UTC, ${turns} turns in ${((Date.now() - started) / 1000).toFixed(1)} s.`,
   "",
@@ -132,6 +143,13 @@ const lines = [
   ...[...bySender.values()].flatMap((sent) =>
     [...sent].sort((a, b) => a[0].localeCompare(b[0])).filter(([, n]) => n / turns >= 0.01).map(([k, n]) => `| ${perTurn(n)} | ${senderName(sent)} | ${k} |`),
   ),
+  "",
+  "| connection (nats-server's name #id) | sent per turn | delivered to it per turn |",
+  "|---|---:|---:|",
+  ...services.map(([name, after]) => {
+    const before = connectionsBefore.get(name) ?? { sent: 0, delivered: 0 };
+    return `| ${name} | ${perTurn(after.sent - before.sent)} | ${perTurn(after.delivered - before.delivered)} |`;
+  }),
 ];
 process.stdout.write(`${lines.join("\n")}\n`);
 everything.unsubscribe();

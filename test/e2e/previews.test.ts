@@ -2,6 +2,8 @@
 // through the driver, the reducer publishes the prose and the script apart (`render/*-delta`,
 // ephemeral), in order, and none of it is stored. What the web UI's chat shows as it streams.
 import type { AgentEvent } from "@agentrt/contract";
+import { LIVE_TYPES_HEADER } from "@agentrt/streams/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type System, startSystem } from "../support/system.ts";
 import { createBareAgent, say, waitForAssistant } from "../support/turns.ts";
@@ -45,4 +47,45 @@ it("streams the prose and the script of a reply apart, as the reducer's previews
   expect(previews.filter((e) => e.type === "render/script-delta").length).toBeGreaterThan(1);
   expect(previews.every((e) => e.ephemeral === true && (e.payload as { llmRequestOffset: number }).llmRequestOffset === requestOffset)).toBe(true);
   expect((await system.store.read(path)).some((e) => e.type.startsWith("render/"))).toBe(false);
+});
+
+/** How many messages nats-server has delivered to each of the reducer's subscriptions, by subject. */
+async function deliveredToReducer(): Promise<Map<string, number>> {
+  const response = await fetch(`http://127.0.0.1:${system.nats?.monitorPort}/connz?subs=detail&limit=1000`);
+  const connz = (await response.json()) as { connections: { name?: string; subscriptions_list_detail?: { subject: string; msgs: number }[] }[] };
+  const reducer = connz.connections.filter((c) => c.name === "agent-reducer");
+  expect(reducer).toHaveLength(1);
+  return new Map((reducer[0]?.subscriptions_list_detail ?? []).map((s) => [s.subject, s.msgs]));
+}
+
+it("sends the reducer the driver's chunks on the live lane, not its own previews and runtime changes back", { timeout: 60_000 }, async () => {
+  const path = "/agents/previews/echo";
+  await createBareAgent(system.store, path);
+  // Everything on this agent's live lane, by the types its header names.
+  const spy = await connect({ servers: system.natsUrl });
+  const byType = new Map<string, number>();
+  let partition: string | undefined;
+  const lane = spy.subscribe(`eph.*.${path.slice(1).split("/").join(".")}`, {
+    callback: (_error, msg) => {
+      partition = msg.subject.split(".")[1];
+      const types = msg.headers?.get(LIVE_TYPES_HEADER) ?? "";
+      byType.set(types, (byType.get(types) ?? 0) + 1);
+    },
+  });
+  await spy.flush();
+  const before = await deliveredToReducer();
+  await say(system.store, path, "How many open pull requests are there?");
+  await waitForAssistant(system.store, path, PROSE, 30_000);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  lane.unsubscribe();
+  await spy.close();
+  const after = await deliveredToReducer();
+
+  const chunks = byType.get("agent/llm-response-chunks") ?? 0;
+  // The turn published the reducer's own live events too (else the count below proves nothing).
+  expect([...byType.keys()].filter((types) => types !== "agent/llm-response-chunks").length).toBeGreaterThan(0);
+  expect(chunks).toBeGreaterThan(1);
+  const subject = `eph.${partition}.>`;
+  expect(after.has(subject), `the reducer follows ${subject}`).toBe(true);
+  expect((after.get(subject) ?? 0) - (before.get(subject) ?? 0)).toBe(chunks);
 });

@@ -8,7 +8,22 @@ import type { Logger } from "pino";
 
 export type { NatsConnection } from "@nats-io/nats-core";
 
-export async function connectNats(options: { url: string; name: string; user?: string; pass?: string; logger?: Logger }): Promise<NatsConnection> {
+export interface NatsConnectOptions {
+  readonly url: string;
+  readonly name: string;
+  readonly user?: string;
+  readonly pass?: string;
+  readonly logger?: Logger;
+  /**
+   * The server delivers nothing this connection publishes back to its own subscriptions (NATS
+   * `echo: false`). For a process that subscribes to subjects it also publishes on and never
+   * wants its own messages there: each one delivered back is a socket read and a parse for a
+   * message it drops.
+   */
+  readonly noEcho?: boolean;
+}
+
+export async function connectNats(options: NatsConnectOptions): Promise<NatsConnection> {
   const nc = await connect({
     servers: options.url.split(",").map((s) => s.trim()),
     name: options.name,
@@ -21,6 +36,7 @@ export async function connectNats(options: { url: string; name: string; user?: s
     // it fail): measurable CPU on the hot path, where every append and read is a request. A
     // failed request still throws the same error types, with the server's message and cause.
     noAsyncTraces: true,
+    ...(options.noEcho === true ? { noEcho: true } : {}),
   });
   coalesceWrites(nc);
   const logger = options.logger;

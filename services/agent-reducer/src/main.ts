@@ -30,7 +30,12 @@ void runService({
   async start() {
     const metrics = createMetrics("agent-reducer");
     const tracing = await createTracing("agent-reducer");
-    const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger });
+    // No echo: the reducer follows its partitions' live lane for the drivers' reply chunks and
+    // publishes its own runtime changes and previews there, which it would otherwise be sent
+    // back (two to three per turn) only to drop them. Nothing it subscribes to wants its own
+    // messages: feeds, watches and replies come from the server, lease probes of itself are
+    // answered without asking, and an in-process driver has a connection of its own.
+    const nc = await connectNats({ ...natsConnectionOptions(config), name: "agent-reducer", logger, noEcho: true });
     startup.natsConnected = Date.now();
     // Started while NATS elects leaders (a node restarting), each step waits for an answer.
     const waiting = { logger };
