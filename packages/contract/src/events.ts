@@ -90,6 +90,11 @@ export type EventInputOf<T extends EventType> = {
 };
 export type EventInput = { [T in EventType]: EventInputOf<T> }[EventType];
 
+/** The idempotency keys a batch of events (stored or to append) carries, in order. */
+export function idempotencyKeysOf(events: readonly { readonly idempotencyKey?: string }[]): string[] {
+  return events.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
+}
+
 /** Builds a typed event input; a convenience that keeps call sites type-checked. */
 export function eventInput<T extends EventType>(
   type: T,

@@ -13,7 +13,7 @@
 // without a round trip.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
-import { isAgentRuntimeError } from "@agentrt/contract";
+import { idempotencyKeysOf, isAgentRuntimeError } from "@agentrt/contract";
 import {
   type AgentState,
   type LiveLaneState,
@@ -241,7 +241,7 @@ export class StreamProcessor {
   private async appendReactions(): Promise<void> {
     while (this.pendingReactions.length > 0) {
       const batch = this.pendingReactions[0]!;
-      const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
+      const keys = idempotencyKeysOf(batch);
       if (keys.length === 0 || !keys.every((k) => this.seenKeys.has(k))) {
         const stored = await this.effects.append(this.streamPath, batch).catch((error: unknown) => {
           if (isAgentRuntimeError(error) && !error.retryable) {
@@ -332,7 +332,7 @@ export class StreamProcessor {
     // reaction, and the flush that follows it decides.
     const behindOwnAppends = this.appendedThrough > this.state.lastFoldedOffset;
     for (const batch of behindOwnAppends ? [] : decision.appends) {
-      const keys = batch.map((e) => e.idempotencyKey).filter((k): k is string => k !== undefined);
+      const keys = idempotencyKeysOf(batch);
       if (keys.length > 0 && keys.every((k) => this.seenKeys.has(k))) continue;
       const expectedLastOffset = this.state.lastFoldedOffset;
       // A request is handed to the drivers WHILE it is appended, not after: an at-head append

@@ -14,7 +14,7 @@
 // moves them from the revisions it wrote, without looking them up again. Keys that ride with a
 // settlement key in their batch have no entries of their own (PreparedBatch.indexKeys).
 
-import { type AgentEvent, AgentRuntimeError, settlementKeyRiddenBy } from "@agentrt/contract";
+import { type AgentEvent, AgentRuntimeError, idempotencyKeysOf, settlementKeyRiddenBy } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendHint, type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
@@ -138,7 +138,7 @@ export class BatchWriter {
     if (last === undefined) return;
     const writer = this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath));
     takeRecord(writer, seq, last.offset);
-    if (seq > (writer.fed?.seq ?? 0)) writer.fed = { seq, first: (events[0] as AgentEvent).offset, lastOffset: last.offset, keys: keysOf(events) };
+    if (seq > (writer.fed?.seq ?? 0)) writer.fed = { seq, first: (events[0] as AgentEvent).offset, lastOffset: last.offset, keys: idempotencyKeysOf(events) };
   }
 
   /**
@@ -520,9 +520,5 @@ function fedPast(writer: StreamWriter): FedRecord | undefined {
 }
 
 function recordKeys(record: StoredRecord | undefined): RecordKeys | undefined {
-  return record === undefined ? undefined : { first: record.first, keys: keysOf(eventsOf(record)) };
-}
-
-function keysOf(events: readonly AgentEvent[]): string[] {
-  return events.flatMap((e) => (e.idempotencyKey === undefined ? [] : [e.idempotencyKey]));
+  return record === undefined ? undefined : { first: record.first, keys: idempotencyKeysOf(eventsOf(record)) };
 }
