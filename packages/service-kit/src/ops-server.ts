@@ -9,8 +9,11 @@ export interface OpsServerOptions {
   readonly port: number;
   readonly host?: string;
   readonly metrics: Metrics;
-  /** Readiness probe; a thrown error or false answers 503. */
-  readonly ready: () => boolean | Promise<boolean>;
+  /**
+   * Readiness probe: the conditions that do not hold, by name (`Readiness.unmet`). Empty answers
+   * 200; otherwise 503 with the names in the body; a thrown error answers 503 too.
+   */
+  readonly unmet: () => readonly string[] | Promise<readonly string[]>;
 }
 
 export interface OpsServer {
@@ -25,8 +28,11 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       if (path === "/healthz") {
         res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
       } else if (path === "/readyz") {
-        const ready = await Promise.resolve().then(options.ready).catch(() => false);
-        res.writeHead(ready ? 200 : 503, { "content-type": "text/plain" }).end(ready ? "ready\n" : "not ready\n");
+        const unmet = await Promise.resolve()
+          .then(options.unmet)
+          .catch((error: unknown) => [`the readiness probe (it threw: ${error instanceof Error ? error.message : String(error)})`]);
+        if (unmet.length === 0) res.writeHead(200, { "content-type": "text/plain" }).end("ready\n");
+        else res.writeHead(503, { "content-type": "text/plain" }).end(`not ready; unmet: ${unmet.join(", ")}\n`);
       } else if (path === "/metrics") {
         const body = await options.metrics.registry.metrics();
         res.writeHead(200, { "content-type": options.metrics.registry.contentType }).end(body);

@@ -3,12 +3,20 @@
 // stay Ready and keep receiving traffic), every check the service adds holds (its consumers are
 // running), and it has not begun to shut down. `/healthz` stays the liveness signal: a
 // disconnected service is alive and reconnecting, not wedged.
+//
+// Each condition has a name, and a 503 names the ones that do not hold: an operator (or a test
+// harness) waiting on a service that never turns ready reads why from the probe itself.
 
 import type { NatsConnection } from "@nats-io/nats-core";
 
+/** A service's own readiness conditions by name, e.g. `{ "work consumer running": () => … }`. */
+export type ReadinessChecks = Readonly<Record<string, () => boolean>>;
+
 export interface Readiness {
-  /** The probe the ops server calls. */
+  /** True when every condition holds. */
   readonly ready: () => boolean;
+  /** The conditions that do not hold now, by name (empty when ready). */
+  readonly unmet: () => string[];
   /** True while the NATS connection is up (false from a disconnect until the reconnect). */
   readonly natsConnected: () => boolean;
   /** Marks the service as stopping: `/readyz` answers 503 from now on. */
@@ -17,9 +25,9 @@ export interface Readiness {
 
 /**
  * Follows `nc`'s status events. `checks` are the service's own conditions, e.g. "the work
- * consumer is running"; a throwing check counts as not ready.
+ * consumer is running"; a throwing check counts as unmet.
  */
-export function trackReadiness(nc: NatsConnection, checks: ReadonlyArray<() => boolean> = []): Readiness {
+export function trackReadiness(nc: NatsConnection, checks: ReadinessChecks = {}): Readiness {
   let connected = !nc.isClosed();
   let stopping = false;
   void (async () => {
@@ -32,18 +40,25 @@ export function trackReadiness(nc: NatsConnection, checks: ReadonlyArray<() => b
     connected = false;
   });
   const natsConnected = () => connected && !nc.isClosed();
+  const unmet = (): string[] => {
+    const failing: string[] = [];
+    if (stopping) failing.push("stopping");
+    if (!natsConnected()) failing.push("NATS connected");
+    for (const [name, check] of Object.entries(checks)) {
+      let holds = false;
+      try {
+        holds = check();
+      } catch {
+        holds = false;
+      }
+      if (!holds) failing.push(name);
+    }
+    return failing;
+  };
   return {
     natsConnected,
-    ready: () => {
-      if (stopping || !natsConnected()) return false;
-      return checks.every((check) => {
-        try {
-          return check();
-        } catch {
-          return false;
-        }
-      });
-    },
+    unmet,
+    ready: () => unmet().length === 0,
     markStopping: () => {
       stopping = true;
     },

@@ -1,6 +1,7 @@
 // /readyz against a real nats-server: 503 while the connection is down (the client keeps
 // reconnecting, so "not closed" would still say ready), 200 again after the server returns;
-// /healthz stays 200 throughout; a failing service check and shutdown also answer 503.
+// /healthz stays 200 throughout; a failing service check and shutdown also answer 503, and
+// each 503 names the conditions that do not hold.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsServer, startNatsServer, testLogger, waitFor } from "@agentrt/testing";
@@ -23,22 +24,27 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function serve(ready: () => boolean): Promise<string> {
-  const o = await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics("readiness-test", { collectDefaults: false }), ready });
+async function serve(unmet: () => readonly string[]): Promise<string> {
+  const o = await startOpsServer({ host: "127.0.0.1", port: 0, metrics: createMetrics("readiness-test", { collectDefaults: false }), unmet });
   ops.push(o);
   return `http://127.0.0.1:${o.port}`;
 }
 
 const status = async (url: string) => (await fetch(url)).status;
+const answer = async (url: string) => {
+  const response = await fetch(url);
+  return `${response.status} ${await response.text()}`;
+};
 
 describe("readiness follows the NATS connection", () => {
   it("answers 503 while NATS is gone and 200 once it is back; /healthz stays 200", async () => {
     const readiness = trackReadiness(nc);
-    const base = await serve(readiness.ready);
-    expect(await status(`${base}/readyz`)).toBe(200);
+    const base = await serve(readiness.unmet);
+    expect(await answer(`${base}/readyz`)).toBe("200 ready\n");
 
     await server.kill("SIGKILL");
     await waitFor(async () => (await status(`${base}/readyz`)) === 503, { timeoutMs: 15_000, intervalMs: 50 });
+    expect(await answer(`${base}/readyz`)).toBe("503 not ready; unmet: NATS connected\n");
     expect(nc.isClosed(), "the client is reconnecting, not closed").toBe(false);
     expect(await status(`${base}/healthz`)).toBe(200);
 
@@ -47,22 +53,30 @@ describe("readiness follows the NATS connection", () => {
     expect(readiness.natsConnected()).toBe(true);
   });
 
-  it("answers 503 when a service check fails or throws, and from markStopping on", async () => {
+  it("answers 503 naming the service check that fails or throws, and from markStopping on", async () => {
     let consuming = true;
-    const readiness = trackReadiness(nc, [() => consuming]);
-    const base = await serve(readiness.ready);
+    const readiness = trackReadiness(nc, { "work consumer running": () => consuming, "cache warm": () => true });
+    const base = await serve(readiness.unmet);
     expect(await status(`${base}/readyz`)).toBe(200);
     consuming = false;
-    expect(await status(`${base}/readyz`)).toBe(503);
+    expect(await answer(`${base}/readyz`)).toBe("503 not ready; unmet: work consumer running\n");
     consuming = true;
-    const throwing = trackReadiness(nc, [
-      () => {
+    const throwing = trackReadiness(nc, {
+      "lease held": () => {
         throw new Error("boom");
       },
-    ]);
+    });
     expect(throwing.ready()).toBe(false);
+    expect(throwing.unmet()).toEqual(["lease held"]);
     readiness.markStopping();
-    expect(await status(`${base}/readyz`)).toBe(503);
+    expect(await answer(`${base}/readyz`)).toBe("503 not ready; unmet: stopping\n");
+  });
+
+  it("answers 503 naming the probe when the probe itself throws", async () => {
+    const base = await serve(() => {
+      throw new Error("no lease table");
+    });
+    expect(await answer(`${base}/readyz`)).toBe("503 not ready; unmet: the readiness probe (it threw: no lease table)\n");
   });
 
   it("a work consumer is running while it fetches, and not after stop()", async () => {

@@ -92,8 +92,11 @@ void runService({
     });
     await reducer.start();
     startup.leasesStarted = Date.now();
-    const readiness = trackReadiness(nc, [() => reducer.running(), ...(inProcess === undefined ? [] : [() => inProcess.driver.consuming() && !inProcess.nc.isClosed()])]);
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
+    const readiness = trackReadiness(nc, {
+      "partition lease loop running": () => reducer.running(),
+      ...(inProcess === undefined ? {} : { "in-process driver consuming": () => inProcess.driver.consuming() && !inProcess.nc.isClosed() }),
+    });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
     logger.info(
       { opsPort: ops.port, startup, ...(inProcess === undefined ? {} : { inProcessDriver: { offline: inProcess.driver.offline, startup: inProcess.startup } }) },
       "agent-reducer ready",

@@ -79,8 +79,8 @@ void runService({
           }),
     });
     await host.consume();
-    const readiness = trackReadiness(nc, [() => host.consuming()]);
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
+    const readiness = trackReadiness(nc, { "script consumer running": () => host.consuming() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
     logger.info({ opsPort: ops.port }, "capability-host ready");
     return stopInOrder(readiness, () => host.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
   },

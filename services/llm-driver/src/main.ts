@@ -19,8 +19,8 @@ void runService({
   async start() {
     const metrics = createMetrics("llm-driver");
     const started = await startLlmDriver({ config, logger, metrics, startup });
-    const readiness = trackReadiness(started.nc, [() => started.driver.consuming()]);
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
+    const readiness = trackReadiness(started.nc, { "request consumer running": () => started.driver.consuming() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
     logger.info({ opsPort: ops.port, offline: started.driver.offline, startup }, "llm-driver ready");
     return stopInOrder(readiness, () => started.stop(), () => ops.close());
   },

@@ -84,8 +84,8 @@ void runService({
     const grpc = createGrpcServer(gateway.api, auth, logger, { liveLimiter: gateway.liveLimiter, maxJsonDepth: config.MAX_JSON_DEPTH });
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
     // Ready while both connections (appends and live, and reads) are up and the gateway is not stopping.
-    const readiness = trackReadiness(nc, [() => !readNc.isClosed()]);
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, ready: readiness.ready });
+    const readiness = trackReadiness(nc, { "read connection open": () => !readNc.isClosed() });
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
     logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");
     return {
       async stop() {
