@@ -23,9 +23,21 @@ export interface NatsConnectOptions {
   readonly noEcho?: boolean;
 }
 
+/** How often a service still waiting for its first NATS connection says so. */
+export const FIRST_CONNECT_NOTICE_MS = 5_000;
+
 export async function connectNats(options: NatsConnectOptions): Promise<NatsConnection> {
+  const servers = options.url.split(",").map((s) => s.trim());
+  // The first connection is waited for without end (see above), and the client reports nothing
+  // until it has one: without this a service whose NATS is unreachable (a wrong URL, a network
+  // policy) would log nothing at all while its start-up probe fails.
+  const startedAt = Date.now();
+  const notice = options.logger === undefined
+    ? undefined
+    : setInterval(() => options.logger?.warn({ servers: servers.map(withoutCredentials), connection: options.name, waitingMs: Date.now() - startedAt }, "NATS has not answered yet; still trying to connect"), FIRST_CONNECT_NOTICE_MS);
+  notice?.unref();
   const nc = await connect({
-    servers: options.url.split(",").map((s) => s.trim()),
+    servers,
     name: options.name,
     ...(options.user === undefined ? {} : { user: options.user, pass: options.pass ?? "" }),
     maxReconnectAttempts: -1,
@@ -37,7 +49,7 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsConn
     // failed request still throws the same error types, with the server's message and cause.
     noAsyncTraces: true,
     ...(options.noEcho === true ? { noEcho: true } : {}),
-  });
+  }).finally(() => clearInterval(notice));
   coalesceWrites(nc);
   const logger = options.logger;
   if (logger) {
@@ -110,4 +122,9 @@ export function coalesceWrites(nc: NatsConnection): boolean {
     return close();
   };
   return true;
+}
+
+/** A server URL as it may be logged: any `user:password@` in it replaced. */
+export function withoutCredentials(server: string): string {
+  return server.replace(/^([a-z]+:\/\/)?[^@/]*@/i, (_match, scheme: string | undefined) => `${scheme ?? ""}***@`);
 }
