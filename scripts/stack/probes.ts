@@ -15,12 +15,25 @@ export function reachable(host: string, port: number, timeoutMs = 1_000): Promis
   });
 }
 
-export async function answersOk(url: string, timeoutMs = 1_000): Promise<boolean> {
+/** An HTTP probe's outcome: ok on 2xx; `answer` says what came back, for a "still waiting" line. */
+export interface HttpProbe {
+  readonly ok: boolean;
+  /** e.g. `503 not ready; unmet: NATS connected`, or `no answer (connect ECONNREFUSED …)`. */
+  readonly answer: string;
+}
+
+export async function probeHttp(url: string, timeoutMs = 1_000): Promise<HttpProbe> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.body?.cancel();
-    return res.ok;
-  } catch {
-    return false;
+    if (res.ok) {
+      await res.body?.cancel();
+      return { ok: true, answer: String(res.status) };
+    }
+    // A service's /readyz names what it waits for in a short body; anything longer is cut.
+    const body = (await res.text()).trim().replace(/\s+/g, " ").slice(0, 300);
+    return { ok: false, answer: body === "" ? String(res.status) : `${res.status} ${body}` };
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
+    return { ok: false, answer: `no answer (${cause})` };
   }
 }

@@ -6,7 +6,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { log, prefixLines } from "./output.ts";
-import { answersOk, reachable } from "./probes.ts";
+import { probeHttp, reachable } from "./probes.ts";
 
 export type ReadyProbe =
   | { readonly kind: "http"; readonly url: string }
@@ -50,6 +50,8 @@ export class Supervisor {
     private readonly cwd: string,
     private readonly baseEnv: NodeJS.ProcessEnv,
     private readonly graceMs = 10_000,
+    /** How often a child slow to turn ready is reported, with what its probe last answered. */
+    private readonly noticeEveryMs = 10_000,
   ) {}
 
   /** Starts every child in dependency order; resolves once all are ready. */
@@ -111,11 +113,13 @@ export class Supervisor {
     const probe = child.spec.ready;
     let lastNotice = Date.now();
     while (!this.stopping && child.process === proc && proc.exitCode === null && proc.signalCode === null) {
-      const ok = probe.kind === "http" ? await answersOk(probe.url) : probe.kind === "tcp" ? await reachable(probe.host, probe.port) : false;
+      // What an HTTP probe answered goes into the notice: a service's /readyz names what it waits for.
+      const { ok, answer } =
+        probe.kind === "http" ? await probeHttp(probe.url) : probe.kind === "tcp" ? { ok: await reachable(probe.host, probe.port), answer: `port ${probe.port} not accepting` } : { ok: false, answer: "" };
       if (ok) return this.becameReady(child, proc);
-      if (Date.now() - lastNotice > 10_000) {
+      if (Date.now() - lastNotice > this.noticeEveryMs) {
         lastNotice = Date.now();
-        log(`still waiting for ${child.spec.name} to be ready (${((Date.now() - child.startedAt) / 1000).toFixed(0)} s)`);
+        log(`still waiting for ${child.spec.name} to be ready (${((Date.now() - child.startedAt) / 1000).toFixed(0)} s${answer === "" ? "" : `; ${answer}`})`);
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
     }

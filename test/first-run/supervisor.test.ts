@@ -1,7 +1,8 @@
 // The quickstart supervisor (scripts/stack/supervisor.ts) with small real child processes:
 // children start only once what they depend on is ready, a child that crashes is restarted with
-// backoff (and the output says so) while the others keep running, and stop terminates
-// dependents before what they depend on.
+// backoff (and the output says so) while the others keep running, stop terminates
+// dependents before what they depend on, and a child slow to turn ready is reported with what
+// its readiness probe answers.
 
 import { readFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -81,6 +82,25 @@ describe("the quickstart supervisor", () => {
     await supervisor.stop();
     expect(at("host", "stop")!).toBeLessThanOrEqual(at("nats", "stop")!);
     expect(journal().findIndex((e) => e.name === "host" && e.what === "stop")).toBeLessThan(journal().findIndex((e) => e.name === "nats" && e.what === "stop"));
+  });
+
+  it("reports a child that is slow to turn ready with what its /readyz answers", async () => {
+    const out = vi.spyOn(process.stdout, "write");
+    const port = await freeLoopbackPort();
+    // A child whose probe answers 503 naming what it waits for, for 1.5 s, then 200
+    const source = `
+      const started = Date.now();
+      require("node:http").createServer((_q, s) => {
+        if (Date.now() - started < 1500) s.writeHead(503).end("not ready; unmet: NATS connected\\n");
+        else s.end("ready\\n");
+      }).listen(${port}, "127.0.0.1");
+      process.on("SIGTERM", () => process.exit(0));`;
+    supervisor = new Supervisor(dir, process.env, 10_000, 300);
+    await supervisor.start([{ name: "slow", command: process.execPath, args: ["-e", source], env: {}, dependsOn: [], ready: { kind: "http", url: `http://127.0.0.1:${port}/readyz` } }]);
+    const printed = out.mock.calls.map((c) => String(c[0])).join("");
+    out.mockRestore();
+    expect(printed).toMatch(/still waiting for slow to be ready \(\d+ s; 503 not ready; unmet: NATS connected\)/);
+    expect(printed).toMatch(/slow ready in [\d.]+ s/);
   });
 
   it("backs off from 0.5 s, doubling, to at most 10 s between restarts", () => {
