@@ -1,8 +1,11 @@
 // The system harness's own promise to the tests that use it: a system that fails to start leaves
 // nothing running behind it — not its nats-server, not the services that did start. (A soak whose
-// start-up failed had left its processes running until the test process ended.)
+// start-up failed had left its processes running until the test process ended.) And one that
+// hangs says where each service stands, before the test's own hook timeout would cut it short
+// with nothing to show (an e2e start-up once timed out that way in CI, and no one could say why).
 
 import { readFileSync, readdirSync } from "node:fs";
+import { freeLoopbackPort } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import { startSystem } from "../support/system.ts";
 
@@ -36,6 +39,31 @@ describe("startSystem", () => {
     );
     // Then start-up fails naming the reducer, and nothing it started is left running
     expect(String(failure)).toMatch(/reducer-1 exited/);
+    expect(liveChildren()).toEqual(before);
+  }, 180_000);
+
+  it("gives up within its start-up timeout and names each service's state when one never turns ready", async () => {
+    const before = liveChildren();
+    // Given a reducer whose NATS answers nowhere (nothing listens on the port), beside a driver that is fine
+    const nowhere = `nats://127.0.0.1:${await freeLoopbackPort()}`;
+    const startedAt = Date.now();
+    const failure = await startSystem({
+      reducers: 1,
+      drivers: 1,
+      startupTimeoutMs: 8_000,
+      envFor: (service): Record<string, string> => (service === "agent-reducer" ? { NATS_URL: nowhere } : {}),
+    }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    // Then start-up fails at its own deadline (not a hook's), with every service's state: the
+    // reducer running but unready, its ops port not up, and its log saying it waits for NATS
+    const text = String(failure);
+    expect(Date.now() - startedAt).toBeLessThan(60_000);
+    expect(text).toContain("the system was not ready within 8000 ms");
+    expect(text).toMatch(/--- reducer-1: running \d+ ms, not ready; \/readyz: no answer/);
+    expect(text).toContain("NATS has not answered yet; still trying to connect");
+    expect(text).toContain("--- driver-1: ready");
     expect(liveChildren()).toEqual(before);
   }, 180_000);
 });

@@ -50,6 +50,8 @@ export class ServiceProcess {
   private readyIncarnation = -1;
   private incarnation = 0;
   private lastExit = "";
+  /** What `/readyz` last answered while waiting for readiness ("refused" before the ops port listens). */
+  private lastReadyAnswer = "not asked";
   /** Resolves once the current incarnation's output is fully read (after it exited). */
   private outputClosed: Promise<void> = Promise.resolve();
 
@@ -84,10 +86,7 @@ export class ServiceProcess {
         await this.outputClosed;
         throw new Error(`${this.name} exited (${this.lastExit}) before it was ready:\n${this.logs().slice(-3000)}`);
       }
-      const ok =
-        this.opsPort !== undefined
-          ? await fetch(`http://127.0.0.1:${this.opsPort}/readyz`).then((r) => r.ok, () => false)
-          : this.readyPattern === undefined || this.readyPattern.test(this.logs());
+      const ok = this.opsPort !== undefined ? await this.askReady() : this.readyPattern === undefined || this.readyPattern.test(this.logs());
       if (ok) {
         if (incarnation === this.incarnation) this.readyIncarnation = incarnation;
         return;
@@ -95,6 +94,29 @@ export class ServiceProcess {
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`${this.name} was not ready within ${timeoutMs} ms:\n${this.logs().slice(-3000)}`);
+  }
+
+  /** One `/readyz` probe; its answer is kept for `status()`. */
+  private async askReady(): Promise<boolean> {
+    try {
+      const response = await fetch(`http://127.0.0.1:${this.opsPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      this.lastReadyAnswer = `${response.status} ${(await response.text()).trim()}`;
+      return response.ok;
+    } catch (error) {
+      this.lastReadyAnswer = `no answer (${error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)})`;
+      return false;
+    }
+  }
+
+  /**
+   * Where this process stands, for a start-up that timed out: running or exited, ready or not,
+   * what `/readyz` last answered (its 503 names the unmet conditions), and its output's tail.
+   */
+  status(tailChars = 2_000): string {
+    const state = !this.running ? `exited (${this.lastExit || "never started"})` : this.ready ? "ready" : `running ${this.uptimeMs} ms, not ready`;
+    const probe = this.opsPort === undefined ? `waiting for ${String(this.readyPattern)} in its output` : `/readyz: ${this.lastReadyAnswer}`;
+    const output = this.logs().slice(-tailChars).trimEnd();
+    return `--- ${this.name}: ${state}; ${probe}\n${output === "" ? "(no output)" : output}`;
   }
 
   get pid(): number | undefined {
@@ -198,11 +220,13 @@ export class ProcessGroup {
  * Waits for a started process to be ready as its supervisor (Kubernetes) would: a service that
  * fails fast at start-up — NATS still electing leaders after a node died, a fresh R3 cluster —
  * is started again after a one-second back-off. Each such crash is reported to `onCrash`.
+ * `deadline` (epoch ms) bounds all attempts together.
  */
-export async function waitReadySupervised(proc: ServiceProcess, onCrash: (what: string) => void, attempts = 10): Promise<void> {
+export async function waitReadySupervised(proc: ServiceProcess, onCrash: (what: string) => void, attempts = 10, deadline?: number): Promise<void> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      await proc.waitReady(120_000);
+      // Each attempt may take 120 s, unless the caller set an overall deadline.
+      await proc.waitReady(deadline === undefined ? 120_000 : Math.max(0, deadline - Date.now()));
       return;
     } catch (error) {
       if (proc.running || attempt >= attempts) throw error;

@@ -59,7 +59,15 @@ export interface SystemOptions {
   readonly keepAllOutput?: boolean;
   /** Node options every service process starts with (`--cpu-prof`, say). */
   readonly nodeArgs?: readonly string[];
+  /**
+   * How long the services may take, all together, to be ready (default 100 s: under the e2e
+   * hooks' 120 s, so that a start-up that hangs is reported here, with each service's state,
+   * and not as a bare hook timeout).
+   */
+  readonly startupTimeoutMs?: number;
 }
+
+export const DEFAULT_STARTUP_TIMEOUT_MS = 100_000;
 
 export interface System {
   readonly nats: NatsServer | undefined;
@@ -161,21 +169,34 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
     started.push(processes.add(i === 0 ? "gateway" : `gateway-${i + 1}`, "web-gateway", envOf("web-gateway", gatewayEnv), await freeLoopbackPort(), undefined, how));
   }
   const gatewayUrl = gatewayUrls[0];
+  const timeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
+  const left = () => Math.max(0, deadline - Date.now());
   for (const proc of started) proc.start();
   // Nothing is sent until every service answers /readyz: on a loaded machine a cold start
   // takes seconds, and a test must measure the system, not its boot.
   const onCrash = options.onStartupCrash;
-  await Promise.all(started.map((proc) => (onCrash ? waitReadySupervised(proc, onCrash) : proc.waitReady(120_000))));
+  const ready = (proc: ServiceProcess) => (onCrash ? waitReadySupervised(proc, onCrash, undefined, deadline) : proc.waitReady(left()));
   let repoPath: string | undefined;
-  if (options.repoProvider) {
-    // After the host is ready, so the provider's first registration finds it.
-    repoPath = makeTestRepo(options.repoProvider.openPulls);
-    const provider = processes.add("repo-provider", "repo-provider", envOf("repo-provider", { REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }), undefined, /repo-provider ready/, how);
-    provider.start();
-    await (onCrash ? waitReadySupervised(provider, onCrash) : provider.waitReady(60_000));
-  }
-  for (const url of gatewayUrls) {
-    await waitFor(async () => (await fetch(`${url}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: 60_000, intervalMs: 200 });
+  try {
+    await Promise.all(started.map(ready));
+    if (options.repoProvider) {
+      // After the host is ready, so the provider's first registration finds it.
+      repoPath = makeTestRepo(options.repoProvider.openPulls);
+      const provider = processes.add("repo-provider", "repo-provider", envOf("repo-provider", { REPO_DIR: repoPath, PULLS_DIR: join(repoPath, ".pulls") }), undefined, /repo-provider ready/, how);
+      provider.start();
+      await ready(provider);
+    }
+    for (const url of gatewayUrls) {
+      await waitFor(async () => (await fetch(`${url}/v1/openapi.json`).catch(() => undefined))?.ok === true, { timeoutMs: left(), intervalMs: 200 }).catch(() => {
+        throw new Error(`${url}/v1/openapi.json did not answer 200`);
+      });
+    }
+  } catch (error) {
+    // Every service's state, not only the one that failed first: the one that hangs is often
+    // waiting for another.
+    const first = (error instanceof Error ? error.message : String(error)).split("\n")[0]?.replace(/:$/, "");
+    throw new Error(`the system was not ready within ${timeoutMs} ms (first: ${first})\n${processes.all.map((proc) => proc.status()).join("\n")}`, { cause: error });
   }
   return {
     nats,
