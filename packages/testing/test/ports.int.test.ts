@@ -1,10 +1,11 @@
 // Ports for test servers and services come from below the kernel's ephemeral range, where no
 // outgoing connection's local port can take one between the probe and the bind (or while a
-// killed service is down before its restart on the same port).
+// killed service is down before its restart on the same port); each test worker draws from its
+// own band, and a process never hands out the same port twice while the first may not be bound.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { expect, it } from "vitest";
-import { freeLoopbackPorts } from "../src/nats/ports.ts";
+import { freeLoopbackPort, freeLoopbackPorts, portBand } from "../src/nats/ports.ts";
 
 const rangeStart = (() => {
   try {
@@ -26,4 +27,28 @@ it.skipIf(rangeStart === undefined || rangeStart < 11_000)("given the ephemeral 
       server.listen(port, "127.0.0.1", () => server.close(() => resolve()));
     });
   }
+});
+
+it("given vitest's worker numbers, when bands are drawn, then they are disjoint and below the ephemeral range", () => {
+  const bands = [1, 2, 3, 4, 5, 6, 7, 8].map((worker) => portBand(32_768, String(worker))!);
+  for (const [i, band] of bands.entries()) {
+    expect(band.from).toBeGreaterThanOrEqual(10_000);
+    expect(band.to).toBeLessThanOrEqual(32_768);
+    expect(band.to - band.from).toBeGreaterThanOrEqual(2_000);
+    if (i > 0) expect(band.from).toBeGreaterThanOrEqual(bands[i - 1]!.to);
+  }
+  expect(portBand(32_768, "9"), "a ninth worker shares the first's band").toEqual(bands[0]);
+  expect(portBand(32_768, undefined), "outside vitest: the whole range").toEqual({ from: 10_000, to: 32_768 });
+  expect(portBand(undefined, "1"), "range unknown").toBeUndefined();
+  expect(portBand(10_500, "1"), "too little room below the range").toBeUndefined();
+});
+
+it("given ports handed out and not yet bound, when more are asked for, then none is handed out twice", async () => {
+  // 300 draws from one worker's band of ~2 800 ports would repeat one about fifteen times over
+  // if a handed-out port could be drawn again before its server binds it.
+  const ports: number[] = [];
+  for (let i = 0; i < 300; i++) ports.push(await freeLoopbackPort());
+  expect(new Set(ports).size).toBe(300);
+  const band = portBand(rangeStart, process.env.VITEST_POOL_ID);
+  if (band !== undefined) for (const port of ports) expect(port >= band.from && port < band.to, `${port} in [${band.from}, ${band.to})`).toBe(true);
 });

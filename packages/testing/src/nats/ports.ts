@@ -9,6 +9,11 @@
 // held by a service killed and restarted on it, was taken by some client's connection before
 // the service bound it again (the chaos soak saw a reducer fail to start with EADDRINUSE on its
 // ops port, and every reducer fault skipped). Where the range cannot be read, listen(0) it is.
+//
+// Two more ways a port could be handed out twice before anything binds it: two test workers
+// probing the same port at once (each vitest worker draws from its own band of the range, by
+// VITEST_POOL_ID), and one process handing out a port again before the server it was meant for
+// has bound it (a port stays reserved in this process once handed out).
 
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -16,16 +21,44 @@ import { createServer } from "node:net";
 /** Lowest port handed out below the ephemeral range (above the well-known and common service ports). */
 const LOWEST = 10_000;
 const PROBES = 50;
+/** Test workers' bands: the range below the ephemeral one split in this many parts. */
+const BANDS = 8;
+/** Ports this process handed out (most recent last), not handed out again. */
+const handedOut = new Set<number>();
+const REMEMBERED = 1_024;
 
 export async function freeLoopbackPort(): Promise<number> {
-  const below = ephemeralRangeStart();
-  if (below !== undefined && below - LOWEST >= 1_000) {
+  const band = portBand(ephemeralRangeStart(), process.env.VITEST_POOL_ID);
+  if (band !== undefined) {
     for (let probe = 0; probe < PROBES; probe++) {
-      const port = LOWEST + Math.floor(Math.random() * (below - LOWEST));
-      if (await bindable(port)) return port;
+      const port = band.from + Math.floor(Math.random() * (band.to - band.from));
+      if (handedOut.has(port) || !(await bindable(port))) continue;
+      remember(port);
+      return port;
     }
   }
-  return await listenOnAnyPort();
+  const port = await listenOnAnyPort();
+  remember(port);
+  return port;
+}
+
+/**
+ * The ports `[from, to)` this process draws from: below the ephemeral range (starting at
+ * `rangeStart`), and within it a test worker's own band (`poolId` 1, 2, … as vitest numbers its
+ * workers). Undefined when the range is unknown or too small to draw from.
+ */
+export function portBand(rangeStart: number | undefined, poolId: string | undefined): { from: number; to: number } | undefined {
+  if (rangeStart === undefined || rangeStart - LOWEST < 1_000) return undefined;
+  const worker = Number(poolId);
+  if (!Number.isInteger(worker) || worker < 1) return { from: LOWEST, to: rangeStart };
+  const width = Math.floor((rangeStart - LOWEST) / BANDS);
+  const from = LOWEST + ((worker - 1) % BANDS) * width;
+  return { from, to: from + width };
+}
+
+function remember(port: number): void {
+  handedOut.add(port);
+  if (handedOut.size > REMEMBERED) handedOut.delete(handedOut.values().next().value as number);
 }
 
 /** Distinct free ports. */
