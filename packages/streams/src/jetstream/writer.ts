@@ -57,9 +57,11 @@ interface RecordKeys {
   readonly keys: readonly string[];
 }
 
-interface FedRecord extends RecordKeys {
+/** The newest record a feed brought: its keys are only worked out when a publish lost to it. */
+interface FedRecord {
   readonly seq: number;
   readonly lastOffset: number;
+  readonly events: readonly AgentEvent[];
 }
 
 type Outcome = { kind: "result"; result: AppendResult } | { kind: "error"; error: unknown };
@@ -138,7 +140,7 @@ export class BatchWriter {
     if (last === undefined) return;
     const writer = this.writers.get(streamPath) ?? this.writerFor(streamPath, subjectOf(streamPath));
     takeRecord(writer, seq, last.offset);
-    if (seq > (writer.fed?.seq ?? 0)) writer.fed = { seq, first: (events[0] as AgentEvent).offset, lastOffset: last.offset, keys: idempotencyKeysOf(events) };
+    if (seq > (writer.fed?.seq ?? 0)) writer.fed = { seq, lastOffset: last.offset, events };
   }
 
   /**
@@ -511,12 +513,12 @@ function heldAfterLoss(written: ReadonlyMap<string, number>, first: number, took
  * stored record is on the stream's end or behind it, never ahead; a publish onto a view still
  * behind fails again and catches up).
  */
-function fedPast(writer: StreamWriter): FedRecord | undefined {
+function fedPast(writer: StreamWriter): RecordKeys | undefined {
   const fed = writer.fed;
   if (fed === undefined || fed.seq <= writer.view.lastSeq) return undefined;
   writer.view.lastSeq = fed.seq;
   writer.view.lastOffset = Math.max(writer.view.lastOffset, fed.lastOffset);
-  return fed;
+  return { first: (fed.events[0] as AgentEvent).offset, keys: idempotencyKeysOf(fed.events) };
 }
 
 function recordKeys(record: StoredRecord | undefined): RecordKeys | undefined {
