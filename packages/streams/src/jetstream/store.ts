@@ -156,6 +156,15 @@ export class JetStreamEventStore implements EventStore {
     return partitionOfPath(parseStreamPath(streamPath), this.partitionCount);
   }
 
+  /**
+   * The core-NATS subject this stream's live-lane events are published on (for tools that
+   * watch NATS, and tests that count what the lane carried).
+   */
+  liveSubjectOf(streamPath: string): string {
+    const path = parseStreamPath(streamPath);
+    return ephemeralSubject(this.scheme, partitionOfPath(path, this.partitionCount), path);
+  }
+
   private subjectOf(streamPath: string): string {
     return durableSubject(this.scheme, partitionOfPath(streamPath, this.partitionCount), streamPath);
   }
