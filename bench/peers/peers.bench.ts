@@ -16,6 +16,7 @@
 //
 // BENCH_CPU_SPLIT=1: each contender's processes' CPU and write system calls per turn, per load
 // (runner.ts). BENCH_PROFILE_DIR=/tmp/prof: agentrt's services write CPU profiles there.
+// BENCH_NODE_ARGS="--max-semi-space-size=32": node options agentrt's services start with.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

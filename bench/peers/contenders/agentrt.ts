@@ -13,6 +13,10 @@ import { userMessage } from "@agentrt/testing";
 
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const ONE_PROCESS = process.env.PEER_NAME === "agentrt-1p";
+const nodeArgs = [
+  ...(PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`]),
+  ...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
+];
 
 await runContender(async (config) => {
   // startSystem also starts its own in-process fake model; the services are pointed at the
@@ -23,7 +27,8 @@ await runContender(async (config) => {
     // As the quickstart and the image run them: a restarted driver starts in what production's does.
     fromBundles: true,
     // BENCH_PROFILE_DIR=/tmp/prof: every service writes a CPU profile there when it stops.
-    ...(PROFILE_DIR === undefined ? {} : { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] }),
+    // BENCH_NODE_ARGS="--max-semi-space-size=32": node options every service starts with.
+    ...(nodeArgs.length === 0 ? {} : { nodeArgs }),
     env: {
       LOG_LEVEL: "error",
       LLM_CONCURRENCY: "128",
