@@ -37,7 +37,8 @@ export async function freeLoopbackPort(): Promise<number> {
       return port;
     }
   }
-  const port = await listenOnAnyPort();
+  let port = await listenOnAnyPort();
+  for (let probe = 1; probe < PROBES && handedOut.has(port); probe++) port = await listenOnAnyPort();
   remember(port);
   return port;
 }
