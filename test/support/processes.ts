@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { registerChild } from "@agentrt/testing";
 import { BUILD_STAMP, bundleOf } from "../../scripts/build-services.ts";
+import { probeHttp } from "../../scripts/stack/probes.ts";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -96,16 +97,11 @@ export class ServiceProcess {
     throw new Error(`${this.name} was not ready within ${timeoutMs} ms:\n${this.logs().slice(-3000)}`);
   }
 
-  /** One `/readyz` probe; its answer is kept for `status()`. */
+  /** One `/readyz` probe (the quickstart's); its answer is kept for `status()`. */
   private async askReady(): Promise<boolean> {
-    try {
-      const response = await fetch(`http://127.0.0.1:${this.opsPort}/readyz`, { signal: AbortSignal.timeout(5_000) });
-      this.lastReadyAnswer = `${response.status} ${(await response.text()).trim()}`;
-      return response.ok;
-    } catch (error) {
-      this.lastReadyAnswer = `no answer (${error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)})`;
-      return false;
-    }
+    const { ok, answer } = await probeHttp(`http://127.0.0.1:${this.opsPort}/readyz`, 5_000);
+    this.lastReadyAnswer = answer;
+    return ok;
   }
 
   /**
