@@ -10,7 +10,6 @@ import { basename, join } from "node:path";
 interface ProfileNode {
   readonly id: number;
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
-  readonly children?: readonly number[];
 }
 
 interface CpuProfile {
