@@ -94,7 +94,8 @@ export class ServiceProcess {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`${this.name} was not ready within ${timeoutMs} ms:\n${this.logs().slice(-3000)}`);
+    const last = this.opsPort === undefined ? "" : ` (/readyz last answered: ${this.lastReadyAnswer})`;
+    throw new Error(`${this.name} was not ready within ${timeoutMs} ms${last}:\n${this.logs().slice(-3000)}`);
   }
 
   /** One `/readyz` probe (the quickstart's); its answer is kept for `status()`. */

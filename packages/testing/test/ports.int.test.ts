@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { expect, it } from "vitest";
-import { freeLoopbackPort, freeLoopbackPorts, portBand } from "../src/nats/ports.ts";
+import { FETCH_BAD_PORTS, freeLoopbackPort, freeLoopbackPorts, portBand } from "../src/nats/ports.ts";
 
 const rangeStart = (() => {
   try {
@@ -51,4 +51,26 @@ it.skipIf(portBand(rangeStart, process.env.VITEST_POOL_ID) === undefined)("given
   expect(new Set(ports).size).toBe(300);
   const band = portBand(rangeStart, process.env.VITEST_POOL_ID)!;
   for (const port of ports) expect(port >= band.from && port < band.to, `${port} in [${band.from}, ${band.to})`).toBe(true);
+});
+
+it.skipIf(portBand(rangeStart, "1") === undefined)("given node's fetch refuses the Fetch standard's bad ports, when a draw lands on one, then another port is handed out", async () => {
+  // Node's fetch does not even try: a service on such a port could never be probed.
+  for (const port of FETCH_BAD_PORTS) {
+    const refused = await fetch(`http://127.0.0.1:${port}/readyz`).then(() => undefined, (error: Error) => (error.cause as Error | undefined)?.message);
+    expect(refused, `fetch to ${port}`).toBe("bad port");
+  }
+  const poolId = process.env.VITEST_POOL_ID;
+  process.env.VITEST_POOL_ID = "1"; // the band that holds 10 080
+  try {
+    const band = portBand(rangeStart, "1")!;
+    const onBadPort = (10_080 - band.from + 0.5) / (band.to - band.from);
+    let draws = 0;
+    const port = await freeLoopbackPort(() => (draws++ < 3 ? onBadPort : Math.random()));
+    expect(draws, "the draws landing on 10 080 were made").toBeGreaterThan(3);
+    expect(port).not.toBe(10_080);
+    expect(port >= band.from && port < band.to).toBe(true);
+  } finally {
+    if (poolId === undefined) delete process.env.VITEST_POOL_ID;
+    else process.env.VITEST_POOL_ID = poolId;
+  }
 });

@@ -14,6 +14,11 @@
 // probing the same port at once (each vitest worker draws from its own band of the range, by
 // VITEST_POOL_ID), and one process handing out a port again before the server it was meant for
 // has bound it (a port stays reserved in this process once handed out).
+//
+// And never a port `fetch` refuses to connect to (the Fetch standard's "bad ports"): node's
+// fetch answers `bad port` without trying, so a service on one could not be probed (its
+// `/readyz` never answered, and a CI run waited out its 120 s for a host serving on 10080) nor,
+// for the fake model, reached by the `openai` client.
 
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -26,13 +31,16 @@ const BANDS = 8;
 /** Ports this process handed out (most recent last), not handed out again. */
 const handedOut = new Set<number>();
 const REMEMBERED = 1_024;
+/** The Fetch standard's bad ports at or above LOWEST (the rest of that list lies below it). */
+export const FETCH_BAD_PORTS: ReadonlySet<number> = new Set([10_080]);
 
-export async function freeLoopbackPort(): Promise<number> {
+/** A free loopback port; `random` (0 ≤ r < 1) picks where in the band to probe. */
+export async function freeLoopbackPort(random: () => number = Math.random): Promise<number> {
   const band = portBand(ephemeralRangeStart(), process.env.VITEST_POOL_ID);
   if (band !== undefined) {
     for (let probe = 0; probe < PROBES; probe++) {
-      const port = band.from + Math.floor(Math.random() * (band.to - band.from));
-      if (handedOut.has(port) || !(await bindable(port))) continue;
+      const port = band.from + Math.floor(random() * (band.to - band.from));
+      if (handedOut.has(port) || FETCH_BAD_PORTS.has(port) || !(await bindable(port))) continue;
       remember(port);
       return port;
     }
