@@ -5,6 +5,7 @@
 
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { serversWithoutCredentials } from "../../packages/service-kit/src/nats-urls.ts";
 import { type LocalNatsAuth, natsUserEnv, prepareLocalNatsAuth } from "../nats-auth.ts";
 import { log } from "./output.ts";
 import { reachable } from "./probes.ts";
@@ -27,16 +28,17 @@ function hostPort(url: string): { host: string; port: number } {
 export async function planNats(root: string, env: NodeJS.ProcessEnv): Promise<NatsPlan> {
   const configured = env.NATS_URL ?? "nats://127.0.0.1:4222";
   const { host, port } = hostPort(configured);
+  const shown = serversWithoutCredentials(configured);
   if (await reachable(host, port)) {
-    log(`using NATS at ${configured}`);
+    log(`using NATS at ${shown}`);
     log("that NATS is not started by the quickstart, so it cannot add per-service NATS users to it: services connect with the NATS_USER/NATS_PASSWORD of this environment (see docs/security.md)");
     return { url: configured, child: undefined, serviceEnv: () => ({}) };
   }
-  if (env.NATS_URL !== undefined) throw new Error(`NATS_URL=${configured} does not answer`);
+  if (env.NATS_URL !== undefined) throw new Error(`NATS_URL=${shown} does not answer`);
   const dataDir = join(root, ".data", "nats");
   mkdirSync(dataDir, { recursive: true });
   const localPort = Number(env.AGENTRT_LOCAL_NATS_PORT ?? 4222);
-  log(`no NATS at ${configured}; starting a local nats-server on 127.0.0.1:${localPort} (data in ${dataDir})`);
+  log(`no NATS at ${shown}; starting a local nats-server on 127.0.0.1:${localPort} (data in ${dataDir})`);
   const auth: LocalNatsAuth = prepareLocalNatsAuth({ dataDir: join(root, ".data"), port: localPort, storeDir: dataDir });
   log(`NATS users per service (least privilege); passwords in ${auth.secretsPath}`);
   return {

@@ -7,6 +7,7 @@ export * from "./metrics.ts";
 export * from "./ops-server.ts";
 export * from "./readiness.ts";
 export * from "./nats.ts";
+export * from "./nats-urls.ts";
 export * from "./run-service.ts";
 export * from "./work-queue.ts";
 export * from "./transient-retry.ts";

@@ -5,6 +5,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
+import { withoutCredentials } from "./nats-urls.ts";
 
 export type { NatsConnection } from "@nats-io/nats-core";
 
@@ -122,9 +123,4 @@ export function coalesceWrites(nc: NatsConnection): boolean {
     return close();
   };
   return true;
-}
-
-/** A server URL as it may be logged: any `user:password@` in it replaced. */
-export function withoutCredentials(server: string): string {
-  return server.replace(/^([a-z]+:\/\/)?[^@/]*@/i, (_match, scheme: string | undefined) => `${scheme ?? ""}***@`);
 }

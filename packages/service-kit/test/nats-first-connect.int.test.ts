@@ -5,7 +5,7 @@
 import { startNatsServer, type NatsServer } from "@agentrt/testing";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, FIRST_CONNECT_NOTICE_MS, withoutCredentials } from "../src/index.ts";
+import { connectNats, FIRST_CONNECT_NOTICE_MS, serversWithoutCredentials, withoutCredentials } from "../src/index.ts";
 
 let server: NatsServer;
 beforeAll(async () => {
@@ -62,5 +62,9 @@ describe("withoutCredentials", () => {
     expect(withoutCredentials("tls://token@nats.example:4222")).toBe("tls://***@nats.example:4222");
     expect(withoutCredentials("user:pw@127.0.0.1:4222")).toBe("***@127.0.0.1:4222");
     expect(withoutCredentials("nats://127.0.0.1:4222")).toBe("nats://127.0.0.1:4222");
+  });
+
+  it("given a NATS_URL of several servers, when made loggable, then each server's user info is replaced", () => {
+    expect(serversWithoutCredentials("nats://a:pw@n1:4222, nats://n2:4222,tls://tok@n3:4222")).toBe("nats://***@n1:4222,nats://n2:4222,tls://***@n3:4222");
   });
 });
