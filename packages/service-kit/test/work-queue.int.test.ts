@@ -170,6 +170,8 @@ describe("work queues", () => {
     const jsm = await jetstreamManager(nc);
     await publishWork(js, "llm", 6, { streamPath: "/a/retryable", requestOffset: 1 });
     const deliveredAt: number[] = [];
+    /** The delivery count each delivery carried, so a failure says which backoff was asked for. */
+    const counts: number[] = [];
     const consumer = await consumeWork(js, jsm, {
       kind: "llm",
       durable: "retryable",
@@ -179,6 +181,7 @@ describe("work queues", () => {
         // delivered to this new consumer too (it is acked and not timed).
         if (item.streamPath !== "/a/retryable") return { type: "ack" };
         deliveredAt.push(Date.now());
+        counts.push(context.deliveryCount);
         if (context.deliveryCount === 1) throw new AgentRuntimeError("unavailable", "NATS went away", { retryable: true });
         if (context.deliveryCount === 2) throw new Error("a bug nobody classified");
         return { type: "ack" };
@@ -187,8 +190,10 @@ describe("work queues", () => {
     await waitFor(() => deliveredAt.length === 3, { timeoutMs: 15_000, what: "two redeliveries" });
     await consumer.stop();
     await jsm.consumers.delete(workStreamName("llm"), "retryable");
-    expect(deliveredAt[1]! - deliveredAt[0]!).toBeGreaterThanOrEqual(retryBackoffMs(1) - 50);
-    expect(deliveredAt[2]! - deliveredAt[1]!).toBeGreaterThanOrEqual(retryBackoffMs(2) - 50);
+    const seen = `deliveries at +${deliveredAt.map((t) => t - deliveredAt[0]!).join(", +")} ms with delivery counts ${counts.join(", ")}`;
+    expect(counts, seen).toEqual([1, 2, 3]);
+    expect(deliveredAt[1]! - deliveredAt[0]!, seen).toBeGreaterThanOrEqual(retryBackoffMs(1) - 50);
+    expect(deliveredAt[2]! - deliveredAt[1]!, seen).toBeGreaterThanOrEqual(retryBackoffMs(2) - 50);
   });
 });
 
