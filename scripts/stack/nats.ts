@@ -5,7 +5,7 @@
 
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { serversWithoutCredentials } from "../../packages/service-kit/src/nats-urls.ts";
+import { natsServers, serversWithoutCredentials } from "../../packages/service-kit/src/nats-urls.ts";
 import { type LocalNatsAuth, natsUserEnv, prepareLocalNatsAuth } from "../nats-auth.ts";
 import { log } from "./output.ts";
 import { reachable } from "./probes.ts";
@@ -21,7 +21,7 @@ export interface NatsPlan {
 }
 
 function hostPort(url: string): { host: string; port: number } {
-  const parsed = new URL(url.split(",")[0]!.trim().replace(/^nats:/, "http:"));
+  const parsed = new URL(natsServers(url)[0]!.replace(/^nats:/, "http:"));
   return { host: parsed.hostname, port: Number(parsed.port || 4222) };
 }
 

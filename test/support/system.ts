@@ -20,6 +20,7 @@ import {
   waitFor,
 } from "@agentrt/testing";
 import type { AgentEvent } from "@agentrt/contract";
+import { natsServers } from "@agentrt/service-kit";
 import { ProcessGroup, type ServiceName, type ServiceProcess, waitReadySupervised } from "./processes.ts";
 import { waitForAssistant } from "./turns.ts";
 
@@ -133,7 +134,7 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
   if (nats !== undefined) undo.push(() => nats.stop());
   const natsUrl = external ? external.join(",") : nats!.url;
   const credentials = options.testUser === undefined ? {} : { user: options.testUser.user, pass: options.testUser.password };
-  const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250, ...credentials });
+  const nc = await connect({ servers: natsServers(natsUrl), maxReconnectAttempts: -1, reconnectTimeWait: 250, ...credentials });
   undo.push(() => nc.close());
   const replicas = options.replicas ?? (cluster === undefined ? 1 : 3);
   const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas });

@@ -5,7 +5,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
-import { withoutCredentials } from "./nats-urls.ts";
+import { natsServers, withoutCredentials } from "./nats-urls.ts";
 
 export type { NatsConnection } from "@nats-io/nats-core";
 
@@ -28,7 +28,7 @@ export interface NatsConnectOptions {
 export const FIRST_CONNECT_NOTICE_MS = 5_000;
 
 export async function connectNats(options: NatsConnectOptions): Promise<NatsConnection> {
-  const servers = options.url.split(",").map((s) => s.trim());
+  const servers = natsServers(options.url);
   // The first connection is waited for without end (see above), and the client reports nothing
   // until it has one: without this a service whose NATS is unreachable (a wrong URL, a network
   // policy) would log nothing at all while its start-up probe fails.
