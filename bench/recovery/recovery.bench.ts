@@ -11,11 +11,14 @@
 // partition leases back, wakes the agents with work pending and hands their requests to its driver.
 //
 // Run: pnpm bench recovery [--kills 5] [--in-process] [--preload 1000x5]
+// BENCH_PROFILE_DIR=/tmp/prof: the services (and the last restart of the killed one) write CPU
+// profiles there; BENCH_NODE_ARGS: node options they start with (bench/support/run.ts).
 
 import { loadavg } from "node:os";
 import type { AgentEvent } from "@agentrt/contract";
 import { type FakeModelRequest, userMessage } from "@agentrt/testing";
 import { startSystem } from "../../test/support/system.ts";
+import { serviceNodeArgs } from "../support/run.ts";
 
 const argIndex = process.argv.indexOf("--kills");
 const KILLS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 5;
@@ -29,11 +32,13 @@ const KILLED = IN_PROCESS ? "agent-reducer" : "llm-driver";
 const MARKER = /mk-[a-z0-9-]+/g;
 const markerOf = (body: string) => body.match(MARKER)?.at(-1);
 
+const { args: nodeArgs, profiling } = serviceNodeArgs();
 const seen = new Set<string>();
 const system = await startSystem({
   reducers: 1,
   drivers: IN_PROCESS ? 0 : 1,
   fromBundles: true,
+  ...(nodeArgs.length === 0 ? {} : { nodeArgs }),
   env: { LOG_LEVEL: "error", LLM_CONCURRENCY: "128", ...(IN_PROCESS ? { REDUCER_LLM_DRIVER: "in-process" } : {}) },
   envFor: (service): Record<string, string> => (service === KILLED ? { LOG_LEVEL: "info" } : {}),
   model: {
@@ -156,6 +161,8 @@ try {
     process.stdout.write(`kill ${k + 1}/${KILLS} (load ${loads.at(-1)}): kill -> reply stored ${storedAt - killAt} ms\n`);
   }
 } finally {
+  // A profile (BENCH_PROFILE_DIR) is written when its process exits on its own: the last restart's too.
+  if (profiling) for (const p of system.processes.all) await p.signal("SIGTERM");
   await feed.close();
   await system.stop();
 }

@@ -43,3 +43,17 @@ export function buildServiceBundles(): void {
   const built = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "build-services.ts")], { cwd: repoRoot, stdio: "inherit" });
   if (built.status !== 0) throw new Error("building the service bundles failed (scripts/build-services.ts)");
 }
+
+/**
+ * Node options the benches start agentrt's services with: BENCH_PROFILE_DIR=/tmp/prof makes each
+ * write a CPU profile there when it exits on its own (so stop it with SIGTERM, not the harness's
+ * SIGKILL); BENCH_NODE_ARGS="--max-semi-space-size=32" adds options of your own.
+ */
+export function serviceNodeArgs(): { readonly args: readonly string[]; readonly profiling: boolean } {
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  const args = [
+    ...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]),
+    ...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
+  ];
+  return { args, profiling: profileDir !== undefined };
+}

@@ -9,14 +9,11 @@ import type { AgentEvent } from "@agentrt/contract";
 import { startSystem } from "../../../test/support/system.ts";
 import { repliedMarker } from "../model-call.ts";
 import { type Contender, nowMs, runContender } from "../runner.ts";
+import { serviceNodeArgs } from "../../support/run.ts";
 import { userMessage } from "@agentrt/testing";
 
-const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const ONE_PROCESS = process.env.PEER_NAME === "agentrt-1p";
-const nodeArgs = [
-  ...(PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`]),
-  ...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
-];
+const { args: nodeArgs, profiling } = serviceNodeArgs();
 
 await runContender(async (config) => {
   // startSystem also starts its own in-process fake model; the services are pointed at the
@@ -26,8 +23,7 @@ await runContender(async (config) => {
     drivers: ONE_PROCESS ? 0 : 1,
     // As the quickstart and the image run them: a restarted driver starts in what production's does.
     fromBundles: true,
-    // BENCH_PROFILE_DIR=/tmp/prof: every service writes a CPU profile there when it stops.
-    // BENCH_NODE_ARGS="--max-semi-space-size=32": node options every service starts with.
+    // BENCH_PROFILE_DIR / BENCH_NODE_ARGS (serviceNodeArgs).
     ...(nodeArgs.length === 0 ? {} : { nodeArgs }),
     env: {
       LOG_LEVEL: "error",
@@ -87,7 +83,7 @@ await runContender(async (config) => {
     async stop() {
       await feed.close();
       // A profile is written when the process exits on its own: SIGTERM first, not the harness's SIGKILL.
-      if (PROFILE_DIR !== undefined) for (const p of system.processes.all) await p.signal("SIGTERM");
+      if (profiling) for (const p of system.processes.all) await p.signal("SIGTERM");
       await system.stop();
     },
   };
