@@ -24,6 +24,7 @@ export type ErrorCode =
   // The gateway's edge: input rejected before any event is parsed.
   | "invalid_request"
   | "payload_too_large"
+  | "unsupported_media_type"
   | "method_not_allowed"
   // A service's own configuration (environment, provider table) is malformed.
   | "invalid_config"

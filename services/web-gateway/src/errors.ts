@@ -35,6 +35,7 @@ export const ERROR_STATUS: Readonly<Record<GatewayErrorCode, { http: number; grp
   batch_too_large: { http: 413, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   event_too_large: { http: 413, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   payload_too_large: { http: 413, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
   offset_out_of_range: { http: 416, grpc: GrpcStatus.OUT_OF_RANGE },
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   internal: { http: 500, grpc: GrpcStatus.INTERNAL },

@@ -1,7 +1,7 @@
 // Assembles the HTTP side of the gateway: routes, auth, the live streams and the UI, on one
 // node:http server. Transport-only; the operations live in GatewayApi.
 
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "@agentrt/service-kit";
@@ -21,6 +21,7 @@ import { handleHttp, sendError, type PipelineDeps } from "./http/pipeline.ts";
 import type { Route } from "./http/router.ts";
 import { DEFAULT_TIMEOUTS, guardServer, serverOptions, type ConnectionTimeouts } from "./http/server-guards.ts";
 import { serveUi } from "./http/static-ui.ts";
+import { assertDevModeAddressing } from "./http/browser-guards.ts";
 
 export interface GatewayOptions<S> {
   readonly store: EventStore;
@@ -72,7 +73,8 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
   // Each handler settles its own errors; these catches only make a bug a 500 instead of a crash.
   const server = createServer(serverOptions(options.timeouts ?? DEFAULT_TIMEOUTS), (req, res) => {
     const isApi = (req.url ?? "/").startsWith("/v1/");
-    const handled = !isApi && options.uiDistDir !== undefined && req.method === "GET" ? serveUi(options.uiDistDir, req, res) : handleHttp(deps, req, res);
+    const uiDistDir = options.uiDistDir;
+    const handled = !isApi && uiDistDir !== undefined && req.method === "GET" ? serveUiGuarded(deps, uiDistDir, req, res) : handleHttp(deps, req, res);
     handled.catch((error: unknown) => sendError(deps, req, res, error));
   });
   guardServer(server, options.log, options.timeouts ?? DEFAULT_TIMEOUTS);
@@ -93,4 +95,10 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The UI's files answer dev mode's loopback addressing rule as the API does (a rebound name reads nothing). */
+async function serveUiGuarded(deps: PipelineDeps, distDir: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (deps.auth.devMode) assertDevModeAddressing(req.headers);
+  await serveUi(distDir, req, res);
 }

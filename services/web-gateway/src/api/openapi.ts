@@ -34,6 +34,8 @@ function responsesOf(route: Route): Record<string, unknown> {
         : { description: "OK", content: { "application/json": { schema: route.response ? toSchema(route.response, "output") : {} } } };
   const responses: Record<string, unknown> = { [route.kind === "websocket" ? "101" : ok]: success };
   for (const status of ERROR_STATUSES) responses[status] = error;
+  // A body not declared application/json (browser-guards.ts).
+  if (route.body !== undefined) responses["415"] = error;
   return responses;
 }
 

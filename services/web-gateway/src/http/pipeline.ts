@@ -1,6 +1,7 @@
-// The request pipeline every HTTP route goes through, in this order: match (404/405) →
-// authenticate and rate-limit (401/429) → parse params, query and body with the route's zod
-// schemas (400/413) → authorise the scope (403) → handle. Errors leave through classifyError.
+// The request pipeline every HTTP route goes through, in this order: in dev mode, the loopback
+// addressing rule (403, browser-guards.ts) → match (404/405) → authenticate and rate-limit
+// (401/429) → parse params, query and body with the route's zod schemas (400/413; a body must
+// be declared JSON, 415) → authorise the scope (403) → handle. Errors leave through classifyError.
 // The request target is parsed by hand (request-target.ts) and URLs are logged sanitised.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -9,6 +10,7 @@ import type { z } from "zod";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { readJsonBody } from "./body.ts";
+import { assertDevModeAddressing, assertJsonBody } from "./browser-guards.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
 import { LiveSubscriptionLimiter } from "./live-limits.ts";
@@ -73,6 +75,7 @@ export async function prepare(
   kind: "http" | "upgrade",
   onMatched: (route: Route) => void = () => {},
 ): Promise<Prepared<Route>> {
+  if (deps.auth.devMode) assertDevModeAddressing(req.headers);
   const url = parseRequestTarget(req.url);
   const match = matchRoute<Route>(kind === "upgrade" ? deps.routes.filter(isUpgradeRoute) : deps.routes.filter(isHttpRoute), req.method ?? "GET", url.pathname);
   if (match === null) throw new GatewayError("not_found", `No route for ${req.method} ${sanitizeUrl(url.pathname)}.`);
@@ -87,7 +90,7 @@ export async function prepare(
   const principal = route.public === true ? null : deps.auth.authenticate(credential);
   const params = parseWith(route.params, match.rawParams, "path");
   const query = parseWith(route.query, rawQuery, "query");
-  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH), "body");
+  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonOf(deps, req), "body");
   const input: RouteInput = { params, query, body };
   const access = route.access(input);
   if (access !== null && principal !== null) {
@@ -99,6 +102,11 @@ export async function prepare(
     } else Authenticator.authorize(principal, access.verb, access.path);
   }
   return { route, input, principal };
+}
+
+function readJsonOf(deps: PipelineDeps, req: IncomingMessage): Promise<unknown> {
+  assertJsonBody(req.headers);
+  return readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {

@@ -29,11 +29,11 @@ export function ensureUiBuilt(): string {
   return UI_DIST;
 }
 
-function launchChromium(): Promise<Browser> {
+function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", ...extraArgs],
   });
 }
 
@@ -43,8 +43,9 @@ export interface BrowserPage {
   close(): Promise<void>;
 }
 
-export async function openBrowserPage(viewport?: { width: number; height: number }): Promise<BrowserPage> {
-  const browser = await launchChromium();
+/** `extraArgs`: more Chromium switches, such as `--host-resolver-rules` to give a loopback server another site's name. */
+export async function openBrowserPage(viewport?: { width: number; height: number }, extraArgs: readonly string[] = []): Promise<BrowserPage> {
+  const browser = await launchChromium(extraArgs);
   const page = await browser.newPage(viewport === undefined ? {} : { viewport });
   return { page, close: () => browser.close() };
 }

@@ -1,0 +1,89 @@
+// What a web page the user merely visits must not be able to do to a gateway on their machine.
+// A browser sends some requests to any address without asking the target first: a form-like POST
+// (Content-Type text/plain, a form type, or none) and a WebSocket handshake. And a page whose
+// name an attacker re-points at 127.0.0.1 (DNS rebinding) counts as the gateway's own origin, so
+// it may read every answer.
+//
+// - Every request body must be declared JSON (`application/json` or `application/<x>+json`,
+//   UTF-8): a browser asks the server before sending such a POST to another origin, and this
+//   server never says yes (it sends no CORS headers). So a page cannot append through a
+//   visitor's browser, whatever the auth mode.
+// - Dev mode (`AGENTRT_DEV_MODE=1`: no keys, loopback only) also answers only requests addressed
+//   to a loopback name (`Host`), and refuses any that a page of a non-loopback origin sent
+//   (`Origin`, which browsers put on cross-origin fetches, every POST and every WebSocket
+//   handshake). With keys, a page holds none, and the key is what such a request lacks.
+
+import type { IncomingHttpHeaders } from "node:http";
+import { isIP } from "node:net";
+import { GatewayError } from "../errors.ts";
+
+/** `localhost`, a name under `.localhost` (browsers resolve those to loopback themselves), 127.0.0.0/8, or ::1. */
+export function isLoopbackHostname(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, "");
+  if (name === "localhost" || name.endsWith(".localhost")) return true;
+  const bare = name.startsWith("[") && name.endsWith("]") ? name.slice(1, -1) : name;
+  if (isIP(bare) === 4) return bare.startsWith("127.");
+  if (isIP(bare) === 6) return bare === "::1" || bare === "0:0:0:0:0:0:0:1";
+  return false;
+}
+
+/** The host name of a `Host` header value (`name`, `name:port`, `[v6]`, `[v6]:port`), or undefined when malformed. */
+export function hostnameOfHostHeader(value: string): string | undefined {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s]+)(?::\d{1,5})?$/.exec(value.trim());
+  return match?.[1];
+}
+
+function forbidden(path: string, message: string, rule: string): GatewayError {
+  return new GatewayError("forbidden", message, { issues: [{ path, message: rule }] });
+}
+
+/**
+ * Dev mode's addressing rule: `Host` names a loopback host, and `Origin`, when a browser sent
+ * one, is an http(s) origin on a loopback host. 403 naming the header otherwise.
+ */
+export function assertDevModeAddressing(headers: IncomingHttpHeaders): void {
+  const host = headers.host;
+  const hostname = host === undefined ? undefined : hostnameOfHostHeader(host);
+  if (hostname === undefined || !isLoopbackHostname(hostname)) {
+    throw forbidden(
+      "headers.host",
+      `This gateway runs without authentication (AGENTRT_DEV_MODE=1) and answers only requests addressed to a loopback name ` +
+        `(localhost, 127.0.0.1, [::1]); this one was addressed to ${JSON.stringify(host ?? "")}. ` +
+        "Open it as http://127.0.0.1:<port>/, or run the gateway with API keys.",
+      "must name a loopback host in dev mode",
+    );
+  }
+  const origin = headers.origin;
+  if (origin === undefined) return;
+  if (!isLoopbackOrigin(origin)) {
+    throw forbidden(
+      "headers.origin",
+      `This gateway runs without authentication (AGENTRT_DEV_MODE=1) and refuses requests from web pages of other origins; ` +
+        `this one came from ${JSON.stringify(origin)}. Use the UI it serves, a page on a loopback origin, or run the gateway with API keys.`,
+      "must be a loopback origin in dev mode",
+    );
+  }
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  // "null" (a sandboxed frame, a file:// page) is no origin anyone can vouch for.
+  const match = /^https?:\/\/(\[[0-9A-Fa-f:.]+\]|[^:/[\]\s]+)(?::\d{1,5})?$/i.exec(origin.trim());
+  return match !== null && isLoopbackHostname(match[1] as string);
+}
+
+/**
+ * A request body must be declared JSON in UTF-8 (415 naming the header otherwise): the one
+ * media type the API reads, and one a browser will not send to another origin unasked.
+ */
+export function assertJsonBody(headers: IncomingHttpHeaders): void {
+  const declared = headers["content-type"];
+  const [type = "", ...params] = (declared ?? "").split(";").map((part) => part.trim().toLowerCase());
+  const json = type === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+  const charset = params.find((p) => p.startsWith("charset="))?.slice("charset=".length).replace(/^"|"$/g, "");
+  if (json && (charset === undefined || charset === "utf-8" || charset === "utf8")) return;
+  const got = declared === undefined ? "no Content-Type" : `Content-Type ${JSON.stringify(declared)}`;
+  const rule = json ? "JSON bodies are UTF-8" : "must be application/json";
+  throw new GatewayError("unsupported_media_type", `The request body must be sent as Content-Type: application/json (UTF-8); this request has ${got}.`, {
+    issues: [{ path: "headers.content-type", message: rule }],
+  });
+}
