@@ -153,6 +153,16 @@ describe("bad input never commits", () => {
     expect(sse.status).toBe(416);
   });
 
+  it("400 naming a query parameter given twice, on reads and live streams alike (which one counts is never guessed)", async () => {
+    const path = fresh();
+    await seed(path, 3);
+    for (const route of ["events", "subscribe"]) {
+      const twice = await http(gw.url, "GET", `/v1/streams/${enc(path)}/${route}?fromOffset=1&limit=5&fromOffset=3`);
+      expect(twice.status, route).toBe(400);
+      expect(twice.body.error.details.issues).toEqual([{ path: "query.fromOffset", message: "given 2 times; give it once" }]);
+    }
+  });
+
   it("404 for an unknown route, 405 for a wrong method", async () => {
     expect((await http(gw.url, "GET", "/v1/nothing")).status).toBe(404);
     const wrong = await http(gw.url, "DELETE", `/v1/streams/${enc("/a/b")}/events`);

@@ -6,6 +6,7 @@ import { jsonDepthExceeds, parseJsonBounded } from "../src/http/json-limits.ts";
 import { LiveSubscriptionLimiter } from "../src/http/live-limits.ts";
 import { sanitizeUrl } from "../src/http/redact.ts";
 import { MAX_REQUEST_TARGET_CHARS, parseRequestTarget } from "../src/http/request-target.ts";
+import { singleValuedQuery } from "../src/http/pipeline.ts";
 import { DEV_PRINCIPAL } from "../src/auth/authenticator.ts";
 import { asciiJson } from "../src/grpc/server.ts";
 
@@ -32,6 +33,28 @@ describe("parseRequestTarget", () => {
       expect(codeOf(() => parseRequestTarget(bad))).toBe("invalid_request");
     });
   }
+});
+
+describe("singleValuedQuery", () => {
+  it("given each name once, when read, then one value per name, `__proto__` an own property like any other", () => {
+    const query = singleValuedQuery(new URLSearchParams("fromOffset=2&limit=5&__proto__=x"));
+    expect(query).toEqual({ fromOffset: "2", limit: "5", ["__proto__"]: "x" });
+    expect(Object.getPrototypeOf(query)).toBe(Object.prototype);
+  });
+  it("given a name twice, when read, then a 400 naming each repeated name and its count", () => {
+    let caught: unknown;
+    try {
+      singleValuedQuery(new URLSearchParams("a=1&b=2&a=3&b=4&b=5&c=6"));
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(GatewayError);
+    expect((caught as GatewayError).code).toBe("invalid_request");
+    expect((caught as GatewayError).details.issues).toEqual([
+      { path: "query.a", message: "given 2 times; give it once" },
+      { path: "query.b", message: "given 3 times; give it once" },
+    ]);
+  });
 });
 
 describe("JSON depth", () => {

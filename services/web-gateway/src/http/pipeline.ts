@@ -47,6 +47,27 @@ export function acquireLiveSlot(deps: Pick<PipelineDeps, "liveLimiter">, princip
   return deps.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, remoteAddress));
 }
 
+/**
+ * The query as one value per name. A name given twice is a 400 naming it: a proxy or a cache in
+ * front may read the first value where this server would read the last.
+ */
+export function singleValuedQuery(query: URLSearchParams): Record<string, string> {
+  const values = new Map<string, string>();
+  const repeated = new Set<string>();
+  for (const [name, value] of query) {
+    if (values.has(name)) repeated.add(name);
+    values.set(name, value);
+  }
+  if (repeated.size > 0) {
+    throw invalidRequest(
+      "query",
+      [...repeated].map((name) => ({ path: `query.${name}`, message: `given ${query.getAll(name).length} times; give it once` })),
+    );
+  }
+  // fromEntries defines each name as an own property (`__proto__` included), as before.
+  return Object.fromEntries(values);
+}
+
 export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string): T {
   if (schema === undefined) return value as T;
   const result = schema.safeParse(value);
@@ -85,7 +106,7 @@ export async function prepare(
   const route = match.route;
   onMatched(route);
   refuseQueryKey(route, url.query);
-  const rawQuery = Object.fromEntries(url.query.entries());
+  const rawQuery = singleValuedQuery(url.query);
   const credential = Authenticator.credentialFrom(req.headers, rawQuery.apiKey);
   const principal = route.public === true ? null : deps.auth.authenticate(credential);
   const params = parseWith(route.params, match.rawParams, "path");
