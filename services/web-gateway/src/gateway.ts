@@ -21,7 +21,7 @@ import { handleHttp, sendError, type PipelineDeps } from "./http/pipeline.ts";
 import type { Route } from "./http/router.ts";
 import { DEFAULT_TIMEOUTS, guardServer, serverOptions, type ConnectionTimeouts } from "./http/server-guards.ts";
 import { serveUi } from "./http/static-ui.ts";
-import { assertDevModeAddressing } from "./http/browser-guards.ts";
+import { assertDevModeAddressing, setBrowserHeaders } from "./http/browser-guards.ts";
 
 export interface GatewayOptions<S> {
   readonly store: EventStore;
@@ -72,6 +72,7 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
   const upgrades = createUpgradeHandler(deps, options.log);
   // Each handler settles its own errors; these catches only make a bug a 500 instead of a crash.
   const server = createServer(serverOptions(options.timeouts ?? DEFAULT_TIMEOUTS), (req, res) => {
+    setBrowserHeaders(res);
     const isApi = (req.url ?? "/").startsWith("/v1/");
     const uiDistDir = options.uiDistDir;
     const handled = !isApi && uiDistDir !== undefined && req.method === "GET" ? serveUiGuarded(deps, uiDistDir, req, res) : handleHttp(deps, req, res);

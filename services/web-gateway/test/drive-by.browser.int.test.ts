@@ -4,7 +4,8 @@
 // hostile site's DNS can do. The page at attacker.test posts the way a page can without asking
 // (`no-cors`, text/plain) and opens a WebSocket on an agent; rebind.test names the gateway's own
 // port, so the browser treats the gateway as that site (DNS rebinding). Neither may write or read
-// anything; the same WebSocket opened from the gateway's own page does read (the control).
+// anything, nor frame the UI; the same WebSocket opened from the gateway's own page does read,
+// and the UI opened on its own works (the controls).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
@@ -44,6 +45,12 @@ afterAll(async () => {
   await gw?.close();
   await ts?.close();
 });
+
+/** The little of a page's DOM the clickjacking test touches. */
+interface PageDocument {
+  createElement(tag: "iframe"): { src: string; onload: (() => void) | null };
+  readonly body: { append(node: unknown): void };
+}
 
 /** What a script in the current page gets from the gateway's WebSocket on the secret agent within 2 s. */
 function readOverWebSocket(gatewayUrl: string): Promise<string[]> {
@@ -93,6 +100,31 @@ describe("a visited page against the dev-mode gateway", () => {
     await page.goto(gw.url);
     const own = await readOverWebSocket(gw.url);
     expect(own.join("\n")).toContain("the launch code is 0000");
+  });
+
+  it("cannot frame the UI to have the user click in it (clickjacking)", { timeout: 60_000 }, async () => {
+    await page.goto(`http://attacker.test:${attackerPort}/`);
+    await page.evaluate(
+      (src) =>
+        new Promise<void>((resolve) => {
+          // The page's DOM (this file is typed without the DOM library).
+          const page = (globalThis as unknown as { document: PageDocument }).document;
+          const frame = page.createElement("iframe");
+          frame.src = src;
+          frame.onload = () => resolve();
+          page.body.append(frame);
+          setTimeout(resolve, 5_000);
+        }),
+      `${gw.url}/`,
+    );
+    const framed = page.frames().find((f) => f !== page.mainFrame());
+    expect(framed).toBeDefined();
+    // Chromium shows its error page in place of a page that refuses framing.
+    expect(framed!.url()).not.toBe(`${gw.url}/`);
+    expect(await framed!.locator('[data-testid="create-path"]').count()).toBe(0);
+    // The same UI opened as a page of its own works.
+    await page.goto(gw.url);
+    await page.getByTestId("create-path").waitFor({ timeout: 15_000 });
   });
 
   it("cannot read through a DNS name re-pointed at the gateway (rebinding): the page and the API answer 403", { timeout: 60_000 }, async () => {

@@ -119,6 +119,26 @@ describe("dev mode (no keys): only this machine's names and pages", () => {
   });
 });
 
+describe("every answer refuses to be framed or sniffed", () => {
+  it("carries the browser headers on the UI, the API, its errors and the live stream, in both modes", async () => {
+    const answers = [
+      await fetch(`${dev.url}/`),
+      await fetch(`${dev.url}/v1/agents`),
+      await fetch(`${dev.url}/v1/nothing`),
+      await fetch(`${keyed.url}/v1/agents`),
+      await fetch(`${keyed.url}/v1/streams/${enc(SECRET)}/subscribe?fromOffset=1&apiKey=${admin.apiKey}`),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 404, 401, 200]);
+    for (const answer of answers) {
+      expect(answer.headers.get("content-security-policy"), answer.url).toBe("frame-ancestors 'none'");
+      expect(answer.headers.get("x-frame-options"), answer.url).toBe("DENY");
+      expect(answer.headers.get("x-content-type-options"), answer.url).toBe("nosniff");
+      expect(answer.headers.get("referrer-policy"), answer.url).toBe("no-referrer");
+      await answer.body?.cancel();
+    }
+  });
+});
+
 describe("with keys: the key is what a page lacks", () => {
   it("serves a keyed request whatever its Host and Origin (a proxy may rename both), and refuses a body not declared JSON", async () => {
     const auth = { authorization: `Bearer ${admin.apiKey}` };

@@ -12,8 +12,10 @@
 //   to a loopback name (`Host`), and refuses any that a page of a non-loopback origin sent
 //   (`Origin`, which browsers put on cross-origin fetches, every POST and every WebSocket
 //   handshake). With keys, a page holds none, and the key is what such a request lacks.
+// - No answer may be framed by another page (BROWSER_HEADERS), so the UI cannot be laid under a
+//   page's own buttons.
 
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { isIP } from "node:net";
 import { GatewayError } from "../errors.ts";
 
@@ -86,4 +88,20 @@ export function assertJsonBody(headers: IncomingHttpHeaders): void {
   throw new GatewayError("unsupported_media_type", `The request body must be sent as Content-Type: application/json (UTF-8); this request has ${got}.`, {
     issues: [{ path: "headers.content-type", message: rule }],
   });
+}
+
+/**
+ * Headers on every HTTP answer: no page may frame the UI (a visited page could otherwise lay it
+ * under its own and have the user click Send or Pause for it: clickjacking), no answer is
+ * sniffed as another type than it says, and no address leaks in a Referer.
+ */
+export const BROWSER_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": "frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+export function setBrowserHeaders(res: ServerResponse): void {
+  for (const [name, value] of Object.entries(BROWSER_HEADERS)) res.setHeader(name, value);
 }
