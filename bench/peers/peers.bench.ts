@@ -193,20 +193,22 @@ for (const [name, runs] of results) {
 const shown = ONLY.filter((n) => rows.has(n));
 const f = (x: number | undefined, digits = 2) => (x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits));
 const killCell = (r: Row) => (r.killMs !== undefined ? `${(r.killMs / 1000).toFixed(2)} s` : r.kill ?? "–");
-type Measure = { label: string; value: (r: Row) => number | undefined; cell: (r: Row) => string };
+/** Issue #15's goal for a measure, as agentrt ÷ the best peer: at most (times, CPU) or at least (turns/s). */
+type Goal = { readonly atMost: number } | { readonly atLeast: number };
+type Measure = { label: string; value: (r: Row) => number | undefined; cell: (r: Row) => string; goal?: Goal };
 const measures: Measure[] = [
-  { label: "sequential, submit → model receives, p50 ms", value: (r) => r.submitToModel, cell: (r) => f(r.submitToModel) },
+  { label: "sequential, submit → model receives, p50 ms", value: (r) => r.submitToModel, cell: (r) => f(r.submitToModel), goal: { atMost: 0.5 } },
   { label: "sequential, durable accept → model receives, p50 ms", value: (r) => r.acceptToModel, cell: (r) => f(r.acceptToModel) },
-  { label: "sequential, submit → reply durably stored, p50 ms", value: (r) => r.storedP50, cell: (r) => f(r.storedP50, 1) },
-  { label: "sequential, submit → reply durably stored, p99 ms", value: (r) => r.storedP99, cell: (r) => f(r.storedP99, 1) },
+  { label: "sequential, submit → reply durably stored, p50 ms", value: (r) => r.storedP50, cell: (r) => f(r.storedP50, 1), goal: { atMost: 0.7 } },
+  { label: "sequential, submit → reply durably stored, p99 ms", value: (r) => r.storedP99, cell: (r) => f(r.storedP99, 1), goal: { atMost: 0.7 } },
   ...loads.flatMap((l, i): Measure[] => {
     const [a, t, c] = l.split("x");
     return [
-      { label: `${a} agents × ${t} turns, concurrency ${c}: turns/s`, value: (r) => r.loads[i]?.tps, cell: (r) => (r.loads[i] ? `${f(r.loads[i].tps, 0)} (${r.loads[i].tpsRange})` : "–") },
-      { label: `CPU ms per turn at ${a} × ${t}, all processes`, value: (r) => r.loads[i]?.cpu, cell: (r) => f(r.loads[i]?.cpu, 1) },
+      { label: `${a} agents × ${t} turns, concurrency ${c}: turns/s`, value: (r) => r.loads[i]?.tps, cell: (r) => (r.loads[i] ? `${f(r.loads[i].tps, 0)} (${r.loads[i].tpsRange})` : "–"), goal: { atLeast: 1.5 } },
+      { label: `CPU ms per turn at ${a} × ${t}, all processes`, value: (r) => r.loads[i]?.cpu, cell: (r) => f(r.loads[i]?.cpu, 1), goal: { atMost: 0.6 } },
     ];
   }),
-  { label: "handler killed mid-reply: kill → reply stored", value: (r) => r.killMs, cell: killCell },
+  { label: "handler killed mid-reply: kill → reply stored", value: (r) => r.killMs, cell: killCell, goal: { atMost: 0.35 } },
 ];
 const header = (cols: string[]) => `| measure | ${cols.join(" | ")} |\n|---|${cols.map(() => "---:").join("|")}|`;
 const valueTable = [header(shown.map((n) => labels[n])), ...measures.map((m) => `| ${m.label} | ${shown.map((n) => m.cell(rows.get(n)!)).join(" | ")} |`)].join("\n");
@@ -226,6 +228,35 @@ const ratioTables = ours
       }),
     ].join("\n");
   });
+// Issue #15's goals: agentrt ÷ the best peer of each row (the fastest, the least CPU, the most turns/s).
+const measured = (x: number | undefined): x is number => x !== undefined && !Number.isNaN(x);
+const oursShown = ours.filter((n) => rows.has(n));
+const goalTable =
+  oursShown.length === 0 || peers.length === 0
+    ? ""
+    : [
+        `Issue #15's goals: ${oursShown.map((n) => labels[n]).join(" and ")} ÷ the best peer of each row (bold: met):`,
+        "",
+        `| measure | goal | best peer | ${oursShown.map((n) => labels[n]).join(" | ")} |\n|---|---:|---|${oursShown.map(() => "---:").join("|")}|`,
+        ...measures.flatMap((m) => {
+          if (m.goal === undefined) return [];
+          const goal = m.goal;
+          const higherIsBetter = "atLeast" in goal;
+          const best = peers
+            .map((n) => ({ n, v: m.value(rows.get(n)!) }))
+            .filter((p): p is { n: Name; v: number } => measured(p.v))
+            .sort((a, b) => (higherIsBetter ? b.v - a.v : a.v - b.v))[0];
+          const cells = oursShown.map((n) => {
+            const mine = m.value(rows.get(n)!);
+            if (best === undefined || !measured(mine) || best.v === 0) return "–";
+            const ratio = mine / best.v;
+            const met = "atLeast" in goal ? ratio >= goal.atLeast : ratio <= goal.atMost;
+            return met ? `**${ratio.toFixed(2)}×**` : `${ratio.toFixed(2)}×`;
+          });
+          const goalCell = "atLeast" in goal ? `≥ ${goal.atLeast}×` : `≤ ${goal.atMost}×`;
+          return [`| ${m.label} | ${goalCell} | ${best === undefined ? "–" : labels[best.n]} | ${cells.join(" | ")} |`];
+        }),
+      ].join("\n");
 const fmtLoad = (l: number[]) => l.map((x) => x.toFixed(2)).join(", ");
 const maxLoad = Math.max(...loadAverages.map((l) => l[0]!));
 process.stdout.write(
@@ -238,6 +269,7 @@ process.stdout.write(
     "",
     ratioTables.length > 0 ? ratioTables.join("\n\n") : "(agentrt did not run: no ratios)",
     "",
+    ...(goalTable === "" ? [] : [goalTable, ""]),
     ...failures.map((f) => `Failed round (left out of the figures): ${f}`),
     ...[...skipped].map(([n, why]) => `Skipped ${labels[n]}: ${why.split("\n").slice(-6).join(" ").slice(0, 600)}`),
   ].join("\n") + "\n",
