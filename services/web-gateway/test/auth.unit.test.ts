@@ -45,5 +45,9 @@ describe("dev mode", () => {
     expect(() => assertDevModeBindable("::1")).not.toThrow();
     expect(() => assertDevModeBindable("0.0.0.0")).toThrow(/only allowed on loopback/);
     expect(() => assertDevModeBindable("10.1.2.3")).toThrow(/only allowed on loopback/);
+    // A DNS name that merely starts like a loopback address may resolve anywhere.
+    expect(() => assertDevModeBindable("127.0.0.1.evil.example")).toThrow(/only allowed on loopback/);
+    expect(() => assertDevModeBindable("app.localhost")).toThrow(/only allowed on loopback/);
+    expect(() => assertDevModeBindable("localhost")).not.toThrow();
   });
 });

@@ -3,6 +3,7 @@
 // principal; otherwise no key is 401 and a key without the scope is 403.
 
 import { GatewayError } from "../errors.ts";
+import { isLoopbackAddress } from "../http/browser-guards.ts";
 import { scopeAllows, verifyApiKey, type Scope, type StoredKey, type Verb } from "./keys.ts";
 import { RateLimiter, type BucketPolicy } from "./rate-limit.ts";
 
@@ -75,8 +76,7 @@ export class Authenticator {
 
 /** Dev mode runs open, so it refuses any address another machine could reach. */
 export function assertDevModeBindable(host: string): void {
-  const loopback = host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
-  if (!loopback) {
+  if (!isLoopbackAddress(host)) {
     throw new GatewayError(
       "forbidden",
       `AGENTRT_DEV_MODE=1 runs the gateway without authentication and is only allowed on loopback; HTTP_HOST is ${host}.`,

@@ -1,14 +1,17 @@
-// Reads a request body with a hard byte cap (413 past it, checked against Content-Length up
-// front and against the bytes actually received) and parses it as JSON (400 naming the
-// problem when it is not, or when it nests deeper than the depth limit).
+// Reads a request body declared JSON (415 otherwise, before a byte is read: browser-guards.ts)
+// with a hard byte cap (413 past it, checked against Content-Length up front and against the
+// bytes actually received) and parses it as JSON (400 naming the problem when it is not, or
+// when it nests deeper than the depth limit).
 
 import type { IncomingMessage } from "node:http";
 import { GatewayError } from "../errors.ts";
+import { assertJsonBody } from "./browser-guards.ts";
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "./json-limits.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
 export async function readJsonBody(req: IncomingMessage, maxBytes: number, maxDepth: number = DEFAULT_MAX_JSON_DEPTH): Promise<unknown> {
+  assertJsonBody(req.headers);
   const declared = Number(req.headers["content-length"] ?? "NaN");
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(declared, maxBytes);
   const chunks: Buffer[] = [];

@@ -19,14 +19,19 @@ import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { isIP } from "node:net";
 import { GatewayError } from "../errors.ts";
 
-/** `localhost`, a name under `.localhost` (browsers resolve those to loopback themselves), 127.0.0.0/8, or ::1. */
-export function isLoopbackHostname(hostname: string): boolean {
-  const name = hostname.toLowerCase().replace(/\.$/, "");
-  if (name === "localhost" || name.endsWith(".localhost")) return true;
+/** `localhost`, or an address literal in 127.0.0.0/8 or ::1 (bracketed or not): what may be bound in dev mode. */
+export function isLoopbackAddress(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  if (name === "localhost") return true;
   const bare = name.startsWith("[") && name.endsWith("]") ? name.slice(1, -1) : name;
   if (isIP(bare) === 4) return bare.startsWith("127.");
   if (isIP(bare) === 6) return bare === "::1" || bare === "0:0:0:0:0:0:0:1";
   return false;
+}
+
+/** A loopback address, or a name under `.localhost` (browsers resolve those to loopback themselves): what a request may be addressed to. */
+export function isLoopbackHostname(hostname: string): boolean {
+  return isLoopbackAddress(hostname) || hostname.toLowerCase().replace(/\.$/, "").endsWith(".localhost");
 }
 
 /** The host name of a `Host` header value (`name`, `name:port`, `[v6]`, `[v6]:port`), or undefined when malformed. */
@@ -68,9 +73,11 @@ export function assertDevModeAddressing(headers: IncomingHttpHeaders): void {
 }
 
 function isLoopbackOrigin(origin: string): boolean {
-  // "null" (a sandboxed frame, a file:// page) is no origin anyone can vouch for.
-  const match = /^https?:\/\/(\[[0-9A-Fa-f:.]+\]|[^:/[\]\s]+)(?::\d{1,5})?$/i.exec(origin.trim());
-  return match !== null && isLoopbackHostname(match[1] as string);
+  // An http(s) origin is a scheme and what a Host header holds; "null" (a sandboxed frame, a
+  // file:// page) is no origin anyone can vouch for.
+  const authority = /^https?:\/\/([^/]*)$/i.exec(origin.trim())?.[1];
+  const hostname = authority === undefined ? undefined : hostnameOfHostHeader(authority);
+  return hostname !== undefined && isLoopbackHostname(hostname);
 }
 
 /**

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { readJsonBody } from "./body.ts";
-import { assertDevModeAddressing, assertJsonBody } from "./browser-guards.ts";
+import { assertDevModeAddressing } from "./browser-guards.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
 import { LiveSubscriptionLimiter } from "./live-limits.ts";
@@ -111,7 +111,7 @@ export async function prepare(
   const principal = route.public === true ? null : deps.auth.authenticate(credential);
   const params = parseWith(route.params, match.rawParams, "path");
   const query = parseWith(route.query, rawQuery, "query");
-  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonOf(deps, req), "body");
+  const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH), "body");
   const input: RouteInput = { params, query, body };
   const access = route.access(input);
   if (access !== null && principal !== null) {
@@ -123,11 +123,6 @@ export async function prepare(
     } else Authenticator.authorize(principal, access.verb, access.path);
   }
   return { route, input, principal };
-}
-
-function readJsonOf(deps: PipelineDeps, req: IncomingMessage): Promise<unknown> {
-  assertJsonBody(req.headers);
-  return readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
