@@ -26,7 +26,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
 import { ensureWorkStreams, publishWork } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { type FakeModelRequest, natsServerBinary, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
+import { type FakeModelRequest, monotonicMs, natsServerBinary, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const PARTITIONS = 8;
@@ -37,7 +37,7 @@ const WARMUP_TURNS = 10;
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const AGENTS = 10;
 
-const nowMs = (): number => performance.timeOrigin + performance.now();
+const nowMs = monotonicMs;
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
@@ -199,7 +199,7 @@ try {
     const settledSeenAt = nowMs();
     const requested = events.find((e) => e.type === "agent/llm-request-requested");
     if (turn >= WARMUP_TURNS) {
-      samples.push(request.receivedAtMs - ackAt - DEBOUNCE_MS);
+      samples.push(request.receivedAtMonotonicMs - ackAt - DEBOUNCE_MS);
       ackToSettledSeen.push(settledSeenAt - ackAt - DEBOUNCE_MS);
       if (requested) {
         ackToRequested.push(Date.parse(requested.createdAt) - Date.parse((result.events[0] as AgentEvent).createdAt));
@@ -250,7 +250,7 @@ try {
     const request = (await model.waitForRequests(seen + 1, 30_000)).at(-1) as FakeModelRequest;
     if (!request.rawBody.includes(`"${marker}"`)) throw new Error(`the model's request ${seen} is not ${marker}'s`);
     await untilSettled(path, R);
-    if (turn >= WARMUP_TURNS) driverOnly.push(request.receivedAtMs - ackAt);
+    if (turn >= WARMUP_TURNS) driverOnly.push(request.receivedAtMonotonicMs - ackAt);
   }
 
   // --- 2. streaming passthrough ------------------------------------------------------------

@@ -7,7 +7,7 @@
 // Run: pnpm bench driver/model-call [--calls 300] [--rounds 3]
 
 import OpenAI from "openai";
-import { startFakeModel } from "@agentrt/testing";
+import { monotonicMs, startFakeModel } from "@agentrt/testing";
 import { createHttpFetch } from "../../services/llm-driver/src/http-fetch.ts";
 import os from "node:os";
 import { numberArg, percentile } from "../support/run.ts";
@@ -15,7 +15,7 @@ import { numberArg, percentile } from "../support/run.ts";
 const CALLS = numberArg("calls", 300);
 const ROUNDS = numberArg("rounds", 3);
 
-const now = (): number => performance.timeOrigin + performance.now();
+const now = monotonicMs;
 
 const model = await startFakeModel({ defaultReply: { text: "ok, here is the reply to that.", usage: { inputTokens: 100, outputTokens: 8 } } });
 const http = createHttpFetch();
@@ -38,7 +38,7 @@ async function measure(client: OpenAI): Promise<{ wire: number[]; turn: number[]
     }
     const ended = now();
     const request = (await model.waitForRequests(seen + 1, 5_000)).at(-1)!;
-    wire.push(request.receivedAtMs - started);
+    wire.push(request.receivedAtMonotonicMs - started);
     turn.push(ended - started);
   }
   return { wire, turn };

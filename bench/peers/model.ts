@@ -1,9 +1,10 @@
 // The one fake model every contender talks to, as its own process: OpenAI Chat Completions
 // streaming, 22 tokens at 2 000 tok/s. Each request carries a unique marker (`mk-…`) in its
-// newest user message; the process prints `R <marker> <epoch ms>` the moment the whole body
-// has arrived, so "the model received the turn" is exact across processes. A marker starting
-// `mk-slow-` streams at 10 tok/s the first time it is seen (the kill-mid-reply turn), and at
-// full speed when a recovered handler asks again. It also listens on a Unix socket (piped to
+// newest user message; the process prints `R <marker> <ms>` the moment the whole body has
+// arrived, on the machine's monotonic clock (as the runner reads it), so "the model received
+// the turn" is exact across processes. A marker starting `mk-slow-` streams at 10 tok/s the
+// first time it is seen (the kill-mid-reply turn), and at full speed when a recovered handler
+// asks again. It also listens on a Unix socket (piped to
 // the TCP port) for a contender that runs in a network namespace with only loopback.
 //
 //   node --import tsx bench/peers/model.ts SOCKET_PATH   → prints `ready <port>` first
@@ -33,7 +34,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const model = await startFakeModel({
     defaultReply: (request: FakeModelRequest) => {
       const marker = markerOf(request.rawBody) ?? "mk-unknown";
-      process.stdout.write(`R ${marker} ${request.receivedAtMs}\n`);
+      process.stdout.write(`R ${marker} ${request.receivedAtMonotonicMs}\n`);
       const first = !seen.has(marker);
       seen.add(marker);
       return { tokens: replyTokens(marker), tokensPerSecond: marker.startsWith("mk-slow-") && first ? 10 : TOKENS_PER_SECOND, usage: false };

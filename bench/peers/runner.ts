@@ -1,6 +1,6 @@
 // One contender's run, in its own process: the same phases and the same clock for every
 // contender. The orchestrator (peers.bench.ts) starts this process once per contender and
-// round and feeds it, on stdin, the fake model's `R <marker> <epoch ms>` lines, so the
+// round and feeds it, on stdin, the fake model's `R <marker> <monotonic ms>` lines, so the
 // runner knows exactly when the model received each turn. It prints one `RESULT {json}` line.
 //
 // Phases: warm-up (twelve turns, and the `--warm-load` when given, none measured); sequential
@@ -11,9 +11,11 @@
 
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { monotonicMs } from "@agentrt/testing";
 import { pool } from "../support/run.ts";
 
-export const nowMs = (): number => performance.timeOrigin + performance.now();
+/** The clock every stamp of a run is read from: the machine's monotonic clock, one reading in every process (the model's too). */
+export const nowMs = monotonicMs;
 
 /** What a turn's caller saw: when the submission was durably accepted (if the contender has
  * such a moment) and when the reply was durably stored. */

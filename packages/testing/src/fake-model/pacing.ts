@@ -10,8 +10,16 @@ export function splitTokens(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
 }
 
-export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
+/**
+ * The machine's monotonic clock in milliseconds (`process.hrtime`): one reading in every process
+ * on the machine, sub-millisecond, so two processes' stamps can be subtracted. Not
+ * `performance.timeOrigin + performance.now()`: that is the wall clock read once at the
+ * process's start and then advanced on the monotonic clock, and where the two clocks run at
+ * different rates (seen: the wall clock 0.5 % fast, 5 ms a second) two processes started
+ * seconds apart disagree by tens of milliseconds. Not epoch time either; for that, `Date.now()`.
+ */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 export interface PaceOptions {
@@ -31,19 +39,19 @@ export interface PaceOptions {
 export async function paceTokens(options: PaceOptions): Promise<boolean> {
   const { tokens, tokensPerSecond, stallAfterTokens, progress, response, writeToken } = options;
   const limit = stallAfterTokens === undefined ? tokens.length : Math.min(stallAfterTokens, tokens.length);
-  const start = nowMs();
+  const start = monotonicMs();
   let index = 0;
   while (index < limit) {
     if (progress.clientAborted || response.destroyed) return false;
     const dueCount = Number.isFinite(tokensPerSecond)
-      ? Math.min(limit, Math.floor(((nowMs() - start) / 1000) * tokensPerSecond) + 1)
+      ? Math.min(limit, Math.floor(((monotonicMs() - start) / 1000) * tokensPerSecond) + 1)
       : limit;
     let backpressure = false;
     while (index < dueCount) {
       writeToken(tokens[index] as string, index);
       index += 1;
       progress.tokensSent = index;
-      const at = nowMs();
+      const at = monotonicMs();
       progress.firstTokenAtMs ??= at;
       progress.lastTokenAtMs = at;
       if (response.writableNeedDrain) {
@@ -63,7 +71,7 @@ export async function paceTokens(options: PaceOptions): Promise<boolean> {
       });
     } else if (index < limit) {
       const nextDue = start + (index / tokensPerSecond) * 1000;
-      await delay(Math.max(0, nextDue - nowMs()));
+      await delay(Math.max(0, nextDue - monotonicMs()));
     }
   }
   return limit === tokens.length && !progress.clientAborted;

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { chatCompletionJson, streamChat, type StreamContext } from "./chat-stream.ts";
-import { delay, nowMs, splitTokens } from "./pacing.ts";
+import { delay, monotonicMs, splitTokens } from "./pacing.ts";
 import { streamResponses } from "./responses-stream.ts";
 import type { FakeModel, FakeModelOptions, FakeModelRequest, FakeReply, FakeReplySource } from "./types.ts";
 
@@ -30,7 +30,8 @@ export async function startFakeModel(options: FakeModelOptions = {}): Promise<Fa
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const rawBody = await readBody(req);
-    const receivedAtMs = nowMs();
+    const receivedAtMonotonicMs = monotonicMs();
+    const receivedAtMs = Date.now();
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const api = path.endsWith("/chat/completions") ? "chat" : path.endsWith("/responses") ? "responses" : "other";
     const request: FakeModelRequest = {
@@ -42,6 +43,7 @@ export async function startFakeModel(options: FakeModelOptions = {}): Promise<Fa
       body: parseJson(rawBody),
       rawBody,
       receivedAtMs,
+      receivedAtMonotonicMs,
       progress: { tokensSent: 0, clientAborted: false, completed: false },
     };
     requests.push(request);

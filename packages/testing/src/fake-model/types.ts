@@ -49,14 +49,17 @@ export interface FakeModelRequest {
   /** The parsed JSON body (undefined when it was not JSON). */
   readonly body: unknown;
   readonly rawBody: string;
-  /** High-resolution epoch milliseconds at which the whole body had arrived. */
+  /** When the whole body had arrived, in epoch milliseconds (`Date.now()`): comparable with an event's `createdAt` or `Date.now()` in any process. */
   readonly receivedAtMs: number;
+  /** The same moment on the machine's monotonic clock (`monotonicMs`): sub-millisecond, comparable with `monotonicMs()` in any process on this machine. */
+  readonly receivedAtMonotonicMs: number;
   /** Filled in while streaming: how the answer went. */
   readonly progress: FakeRequestProgress;
 }
 
 export interface FakeRequestProgress {
   tokensSent: number;
+  /** When the first and the last token were written, on the monotonic clock (`monotonicMs`). */
   firstTokenAtMs?: number;
   lastTokenAtMs?: number;
   /** The client closed the connection before the answer was complete. */
