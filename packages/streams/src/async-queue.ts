@@ -1,10 +1,12 @@
 // A push-to-pull bridge: producers push items, one consumer iterates them. Ending (or failing)
 // wakes the consumer; items pushed after the end are dropped. Subscriptions of both stores
-// are built on it.
+// are built on it. A producer that can wait (reading history page by page) awaits `below(n)`
+// before producing more, so a consumer that stops taking holds it back.
 
 export class AsyncQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
   private waiter: (() => void) | undefined;
+  private belowWaiters: { readonly limit: number; readonly resolve: () => void }[] = [];
   private ended = false;
   private failure: unknown;
   private readonly onReturn: () => void;
@@ -18,6 +20,17 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     return this.ended;
   }
 
+  /** Items pushed and not yet taken. */
+  get size(): number {
+    return this.items.length;
+  }
+
+  /** Resolves once at most `limit` items are waiting to be taken, or the queue has ended. */
+  below(limit: number): Promise<void> {
+    if (this.ended || this.items.length <= limit) return Promise.resolve();
+    return new Promise((resolve) => this.belowWaiters.push({ limit, resolve }));
+  }
+
   push(item: T): void {
     if (this.ended) return;
     this.items.push(item);
@@ -29,6 +42,17 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     this.ended = true;
     this.failure = failure;
     this.wake();
+    this.releaseBelow();
+  }
+
+  private releaseBelow(): void {
+    if (this.belowWaiters.length === 0) return;
+    const waiting = this.belowWaiters;
+    this.belowWaiters = [];
+    for (const w of waiting) {
+      if (this.ended || this.items.length <= w.limit) w.resolve();
+      else this.belowWaiters.push(w);
+    }
   }
 
   private wake(): void {
@@ -41,7 +65,9 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     try {
       for (;;) {
         if (this.items.length > 0) {
-          yield this.items.shift() as T;
+          const item = this.items.shift() as T;
+          this.releaseBelow();
+          yield item;
           continue;
         }
         if (this.ended) {
@@ -56,6 +82,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
       if (!this.ended) {
         this.ended = true;
         this.onReturn();
+        this.releaseBelow();
       }
     }
   }

@@ -1,10 +1,11 @@
 // The live fan-out hub over the in-memory store: many clients starting at different offsets
 // while events are being appended each get exactly their offsets, in order, once; the store
-// holds one subscription per stream however many clients follow it.
+// holds one subscription per stream however many clients follow it; a client that stops
+// reading holds one history page, and one too far behind is cut off.
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "@agentrt/contract";
-import { MemoryEventStore, type Subscription } from "@agentrt/streams";
-import { LiveHub } from "../src/api/live-hub.ts";
+import { MemoryEventStore, type ReadOptions, type Subscription } from "@agentrt/streams";
+import { HISTORY_PAGE_BYTES, LiveHub, MAX_CLIENT_BACKLOG } from "../src/api/live-hub.ts";
 
 const msg = (i: number) => ({ type: "agents/context-added", payload: { role: "user", content: `m${i}` } });
 
@@ -67,6 +68,64 @@ describe("LiveHub", () => {
     expect([(await next(liveIt)).type, (await next(liveIt)).offset]).toEqual(["agent/llm-response-chunks", 2]);
     await plain.close();
     await live.close();
+    expect(hub.sharedSubscriptions).toBe(0);
+    await store.close();
+  });
+
+  it("reads a client's history at its pace: one that stops reading holds one page, not the stream", async () => {
+    // Given a stream of 2 000 events of ~10 kB (~20 MB of JSON), and a store that counts what it hands out
+    const store = new MemoryEventStore();
+    let eventsRead = 0;
+    const read = store.read.bind(store);
+    store.read = async (path: string, options?: ReadOptions) => {
+      const page = await read(path, options);
+      eventsRead += page.length;
+      return page;
+    };
+    const path = "/agents/hub/big";
+    const filler = "x".repeat(10_000);
+    for (let i = 0; i < 2_000; i += 50) await store.append(path, Array.from({ length: 50 }, (_, k) => ({ type: "agents/context-added", payload: { role: "user", content: `${i + k}:${filler}` } })));
+    const hub = new LiveHub(store);
+    // When a client takes one event and then nothing for a while
+    const sub = hub.subscribe(path, 1, false);
+    const it = sub[Symbol.asyncIterator]();
+    expect((await it.next()).value?.offset).toBe(1);
+    await new Promise((r) => setTimeout(r, 200));
+    // Then the hub has read one page of at most HISTORY_PAGE_BYTES (about 100 of these events), not the 2 000
+    const perPage = Math.ceil(HISTORY_PAGE_BYTES / 10_000);
+    expect(eventsRead).toBeGreaterThan(0);
+    expect(eventsRead).toBeLessThanOrEqual(perPage);
+    // And reading on, the client gets every offset once, in order
+    const offsets = [1];
+    for (let next = await it.next(); !next.done; next = await it.next()) {
+      offsets.push(next.value.offset);
+      if (offsets.length === 2_000) break;
+    }
+    expect(offsets).toEqual(Array.from({ length: 2_000 }, (_, k) => k + 1));
+    expect(eventsRead).toBe(2_000);
+    await sub.close();
+    await store.close();
+  });
+
+  it("cuts off a client that reads history so slowly that the live events waiting for it pass the backlog bound", async () => {
+    // Given a client that has taken one event of a two-page history and stops
+    const store = new MemoryEventStore();
+    const path = "/agents/hub/slow";
+    const filler = "y".repeat(100_000);
+    for (let i = 0; i < 20; i += 1) await store.append(path, [{ type: "agents/context-added", payload: { role: "user", content: `${i}:${filler}` } }]);
+    const hub = new LiveHub(store);
+    const sub = hub.subscribe(path, 1, false);
+    const it = sub[Symbol.asyncIterator]();
+    expect((await it.next()).value?.offset).toBe(1);
+    // When more live events arrive than a backlog may hold
+    for (let i = 0; i <= MAX_CLIENT_BACKLOG; i += 1000) await store.append(path, Array.from({ length: 1000 }, (_, k) => msg(i + k)));
+    await new Promise((r) => setTimeout(r, 50));
+    // Then the client's subscription ends after what it already held: it resumes from its last offset
+    let more = 0;
+    for (let next = await it.next(); !next.done; next = await it.next()) more += 1;
+    expect(more).toBeLessThan(20);
+    // (the gateway's pumps close their subscription when it ends)
+    await sub.close();
     expect(hub.sharedSubscriptions).toBe(0);
     await store.close();
   });

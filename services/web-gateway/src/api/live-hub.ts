@@ -3,7 +3,9 @@
 // starts at offset k is attached to the shared feed first (buffering what arrives), then
 // reads [k, H] from the store, where H is the last offset the shared feed had delivered at the
 // moment of attaching; after that it takes the buffered and live events above H. Attaching is
-// synchronous, so nothing between history and live is missed or repeated.
+// synchronous, so nothing between history and live is missed or repeated. History goes at the
+// client's pace: a page of at most HISTORY_PAGE_BYTES is read only once the client has taken
+// the one before, so a client that stops reading holds one page, not the stream.
 
 import type { AgentEvent } from "@agentrt/contract";
 import { AsyncQueue, type EventStore, type Subscription } from "@agentrt/streams";
@@ -11,6 +13,8 @@ import { AsyncQueue, type EventStore, type Subscription } from "@agentrt/streams
 /** A client this many events behind is cut off; it reconnects from its last offset. */
 export const MAX_CLIENT_BACKLOG = 10_000;
 const HISTORY_PAGE = 500;
+/** A history page's JSON stops before this many bytes (an event larger than it is a page alone). */
+export const HISTORY_PAGE_BYTES = 1024 * 1024;
 
 interface Client {
   readonly ephemeral: boolean;
@@ -71,7 +75,10 @@ export class LiveHub {
     feed.clients.add(client);
     const through = feed.delivered;
     for (let next = fromOffset; next <= through; ) {
-      const page = await this.store.read(streamPath, { fromOffset: next, limit: Math.min(HISTORY_PAGE, through - next + 1) });
+      // The page before is taken (or the client is gone) before the next is read.
+      await client.queue.below(0);
+      if (client.queue.closed) return;
+      const page = await this.store.read(streamPath, { fromOffset: next, limit: Math.min(HISTORY_PAGE, through - next + 1), maxBytes: HISTORY_PAGE_BYTES });
       if (page.length === 0) break;
       for (const event of page) this.push(client, event);
       next = page.at(-1)!.offset + 1;
@@ -89,8 +96,14 @@ export class LiveHub {
       if (event.offset <= client.last) return;
       client.last = event.offset;
     }
-    if (++client.backlog > MAX_CLIENT_BACKLOG) client.queue.end();
+    if (++client.backlog > MAX_CLIENT_BACKLOG) this.cutOff(client);
     else client.queue.push(event);
+  }
+
+  /** Ends a client too far behind (it resumes from its last offset) and drops what it held. */
+  private cutOff(client: Client): void {
+    client.pending = null;
+    client.queue.end();
   }
 
   private feedFor(streamPath: string): Promise<Feed> {
@@ -111,8 +124,10 @@ export class LiveHub {
         for await (const event of feed.upstream) {
           if (event.ephemeral !== true) feed.delivered = event.offset;
           for (const client of feed.clients) {
-            if (client.pending !== null) client.pending.push(event);
-            else this.push(client, event);
+            if (client.pending === null) this.push(client, event);
+            // Still reading history: live events wait, as many as a backlog may hold.
+            else if (client.pending.length >= MAX_CLIENT_BACKLOG) this.cutOff(client);
+            else client.pending.push(event);
           }
         }
         this.endFeed(streamPath, feed);
