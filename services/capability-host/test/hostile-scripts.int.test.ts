@@ -1,12 +1,14 @@
 // Scripts that try to take more than their share of a host (issue #12): an agent's flood waits
 // behind its own per-agent limit while another agent's trivial script is served at once; a
 // script that never awaits is stopped naming the synchronous-slice limit (not the execution
-// deadline); a script over the size bound settles without being checked or run.
+// deadline); a script over the size bound settles without being checked or run; a script's
+// stream read is bounded by bytes, not only by count.
 
 import type { AgentEvent } from "@agentrt/contract";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_SANDBOX_LIMITS } from "../src/index.ts";
+import { ITX_READ_MAX_BYTES } from "../src/itx/host-calls.ts";
 import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
 let fx: HostFixture;
@@ -90,4 +92,25 @@ describe("capability host: hostile and busy scripts", () => {
     });
     expect(await eventsOf(fx.store, path, "capability-host/script-run-started")).toHaveLength(0);
   });
+
+  it("returns at most 4 MiB of events to a script's read of a stream of large events, and the rest from where it left off", async () => {
+    // Given an agent whose stream holds 12 events of ~850 kB (~10 MB)
+    const big = uniquePath("big-read");
+    await fx.store.append(big, [{ type: "agent/created", payload: {}, idempotencyKey: "agent/created" }]);
+    for (let i = 0; i < 12; i++) await fx.store.append(big, [{ type: "agents/context-added", payload: { role: "system", content: `${i}:${"x".repeat(850_000)}` } }]);
+    // When its script reads with the largest limit, then on from the last offset it got
+    const code = [
+      "const me = itx.streams.get(itx.agent.path);",
+      "const first = await me.read({ fromOffset: 1, limit: 1000 });",
+      "const next = await me.read({ fromOffset: first[first.length - 1].offset + 1, limit: 1000 });",
+      "return { first: first.length, firstLast: first[first.length - 1].offset, next: next[0].offset };",
+    ].join("\n");
+    const { executionId } = await requestScript(fx, big, code);
+    const settled = await waitSettled(fx.store, big, executionId, 30_000);
+    // Then the first read stopped before 4 MiB (the created event and four large ones), and the next went on from there
+    expect(settled.payload.settlement.status).toBe("succeeded");
+    const result = (settled.payload.settlement as { result: { first: number; firstLast: number; next: number } }).result;
+    expect(result.first).toBe(1 + Math.floor(ITX_READ_MAX_BYTES / 850_000)); // 1 + 4: a fifth large one would pass 4 MiB
+    expect(result.next).toBe(result.firstLast + 1);
+  }, 60_000);
 });

@@ -41,7 +41,7 @@ interface ItxAgent {
 interface ItxStreamHandle {
   /** One event by offset, or null when there is none. */
   getEvent(args: { offset: number }): Promise<ItxStoredEvent | null>;
-  /** Durable events from `fromOffset` (default 1), at most `limit` (default 100, max 1000). */
+  /** Durable events from `fromOffset` (default 1), at most `limit` (default 100, max 1000) and at most 4 MiB of event JSON (at least one event): read on from the last offset + 1. */
   read(args?: { fromOffset?: number; limit?: number }): Promise<ItxStoredEvent[]>;
 }
 

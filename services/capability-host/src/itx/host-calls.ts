@@ -13,6 +13,9 @@ import { resultSpillPath } from "../codemode.ts";
 import { resolveAgentPath } from "../authority/script-authority.ts";
 
 /** Types a script may not append: the machinery's own lifecycle events. */
+/** The most event JSON one `itx.streams.get(p).read()` returns (at least one event; the script reads on from the last offset + 1). */
+export const ITX_READ_MAX_BYTES = 4 * 1024 * 1024;
+
 const MACHINERY_TYPES: ReadonlySet<string> = new Set([
   "agent/created",
   "agent/llm-request-requested",
@@ -72,7 +75,8 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
         const opts = (args[1] ?? {}) as { fromOffset?: unknown; limit?: unknown };
         const fromOffset = typeof opts.fromOffset === "number" && opts.fromOffset >= 1 ? Math.floor(opts.fromOffset) : 1;
         const limit = typeof opts.limit === "number" && opts.limit >= 1 ? Math.min(1000, Math.floor(opts.limit)) : 100;
-        return deps.store.read(path, { fromOffset, limit });
+        // Bounded by bytes too: a thousand events near the event size cap would be a gigabyte in this process.
+        return deps.store.read(path, { fromOffset, limit, maxBytes: ITX_READ_MAX_BYTES });
       }
       case "agents.create": {
         const path = resolvePath(args[0]);
