@@ -2,13 +2,15 @@
 // behind its own per-agent limit while another agent's trivial script is served at once; a
 // script that never awaits is stopped naming the synchronous-slice limit (not the execution
 // deadline); a script over the size bound settles without being checked or run; a script's
-// stream read is bounded by bytes, not only by count.
+// stream read is bounded by bytes, not only by count; so are the files it writes and reads.
 
 import type { AgentEvent } from "@agentrt/contract";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_SANDBOX_LIMITS } from "../src/index.ts";
 import { ITX_READ_MAX_BYTES } from "../src/itx/host-calls.ts";
+import { AGENT_FILES_BUCKET, ITX_FILE_MAX_BYTES } from "../src/itx/agent-storage.ts";
+import { Objm } from "@nats-io/obj";
 import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
 let fx: HostFixture;
@@ -112,5 +114,33 @@ describe("capability host: hostile and busy scripts", () => {
     const result = (settled.payload.settlement as { result: { first: number; firstLast: number; next: number } }).result;
     expect(result.first).toBe(1 + Math.floor(ITX_READ_MAX_BYTES / 850_000)); // 1 + 4: a fifth large one would pass 4 MiB
     expect(result.next).toBe(result.firstLast + 1);
+  }, 60_000);
+
+  it("refuses a file write or read over 4 MiB, naming the size and the limit, and writes nothing", async () => {
+    const agent = uniquePath("big-file");
+    // Given a file over the limit put in the agent's workspace by other means
+    const files = await new Objm(fx.nc).open(AGENT_FILES_BUCKET);
+    await files.putBlob({ name: `${agent}:big.txt` }, new Uint8Array(ITX_FILE_MAX_BYTES + 1).fill(120));
+    // When a script writes one over the limit, and reads that one as text and as bytes
+    const code = [
+      "const out = {};",
+      'try { await itx.files.write("huge.txt", "x".repeat(4 * 1024 * 1024 + 10)); out.write = "written"; } catch (e) { out.write = String(e.message ?? e); }',
+      'out.listed = (await itx.files.list()).map((f) => f.path);',
+      'try { await itx.files.get("big.txt").text(); out.text = "read"; } catch (e) { out.text = String(e.message ?? e); }',
+      'try { await itx.files.get("big.txt").bytes(); out.bytes = "read"; } catch (e) { out.bytes = String(e.message ?? e); }',
+      'await itx.files.write("small.txt", "fine");',
+      'out.small = await itx.files.get("small.txt").text();',
+      "return out;",
+    ].join("\n");
+    const { executionId } = await requestScript(fx, agent, code);
+    const settled = await waitSettled(fx.store, agent, executionId, 30_000);
+    // Then each is refused naming its size and the limit, nothing was written, and small files work
+    expect(settled.payload.settlement.status).toBe("succeeded");
+    const out = (settled.payload.settlement as { result: Record<string, unknown> }).result;
+    expect(out.write).toMatch(new RegExp(`"huge\\.txt" is ${4 * 1024 * 1024 + 10} bytes, over the ${ITX_FILE_MAX_BYTES}-byte limit on a file a script may write`));
+    expect(out.listed).toEqual(["big.txt"]);
+    expect(out.text).toMatch(new RegExp(`"big\\.txt" is ${ITX_FILE_MAX_BYTES + 1} bytes, over the ${ITX_FILE_MAX_BYTES}-byte limit on a file a script may read`));
+    expect(out.bytes).toEqual(out.text);
+    expect(out.small).toBe("fine");
   }, 60_000);
 });

@@ -79,7 +79,8 @@ interface ItxFileHandle {
   text(): Promise<string>;
 }
 
-/** The agent's workspace files (NATS object store). Paths are relative: "notes/today.md". */
+/** The agent's workspace files (NATS object store). Paths are relative: "notes/today.md". A file
+ * of at most 4 MiB may be written or read; a larger one is refused, naming its size. */
 interface ItxFiles {
   get(path: string): ItxFileHandle;
   write(path: string, content: string | Uint8Array): Promise<{ path: string; size: number }>;

@@ -7,6 +7,12 @@ import type { ObjectStore } from "@nats-io/obj";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
 export const AGENT_FILES_BUCKET = "AGENT_FILES";
+/**
+ * The largest file a script may write or read through itx.files. A read is handed to the
+ * sandbox whole (bytes as an array of numbers), so without a bound one call on a large file
+ * held several times its size in the host process.
+ */
+export const ITX_FILE_MAX_BYTES = 4 * 1024 * 1024;
 
 const USER_KEY = /^[-/_=.a-zA-Z0-9]+$/;
 
@@ -60,13 +66,23 @@ export class AgentFiles {
   }
 
   async bytes(agentPath: string, path: unknown): Promise<Uint8Array> {
-    const data = await this.store.getBlob(this.name(agentPath, path));
-    if (data === null) throw new ItxInputError(`itx.files: no file "${String(path)}" in this agent's workspace`);
+    const name = this.name(agentPath, path);
+    const missing = () => new ItxInputError(`itx.files: no file "${String(path)}" in this agent's workspace`);
+    // Its size first: a file over the bound is refused before it is loaded.
+    const info = await this.store.info(name);
+    if (info === null || info.deleted) throw missing();
+    if (info.size > ITX_FILE_MAX_BYTES) throw tooLarge(path, info.size, "read");
+    const data = await this.store.getBlob(name);
+    if (data === null) throw missing();
+    // Replaced by a larger one in between.
+    if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "read");
     return data;
   }
 
   async write(agentPath: string, path: unknown, data: Uint8Array): Promise<{ path: string; size: number }> {
-    const info = await this.store.putBlob({ name: this.name(agentPath, path) }, data);
+    const name = this.name(agentPath, path);
+    if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "write");
+    const info = await this.store.putBlob({ name }, data);
     return { path: path as string, size: info.size };
   }
 
@@ -78,4 +94,8 @@ export class AgentFiles {
       .map((i) => ({ path: i.name.slice(scope.length), size: i.size }))
       .sort((a, b) => a.path.localeCompare(b.path));
   }
+}
+
+function tooLarge(path: unknown, size: number, what: "read" | "write"): ItxInputError {
+  return new ItxInputError(`itx.files: "${String(path)}" is ${size} bytes, over the ${ITX_FILE_MAX_BYTES}-byte limit on a file a script may ${what}`);
 }
