@@ -284,6 +284,33 @@ export function strandedWork(stream: WorkStreamPositions, consumer: WorkConsumer
   return undefined;
 }
 
+/** How many items a worker remembers the deliveries of (see DeliveryAttempts). */
+const REMEMBERED_ITEMS = 10_000;
+
+/**
+ * The delivery count a handler is given: the server's, or one more than this worker saw last
+ * for the same item, whichever is higher. nats-server before 2.10.15 (nats-io/nats-server#5305,
+ * #5338) re-sends an item whose delayed redelivery found no pull waiting as if it had never been
+ * delivered, with a delivery count of 1 again, so a retried item's backoff started over (seen in
+ * the nak-backoff test: deliveries counted 1, 2, 1). Remembered per stream sequence until the
+ * item is acknowledged or dropped, for at most REMEMBERED_ITEMS items (the oldest forgotten).
+ */
+export class DeliveryAttempts {
+  private readonly seen = new Map<number, number>();
+
+  delivered(streamSequence: number, serverCount: number): number {
+    const count = Math.max(serverCount, (this.seen.get(streamSequence) ?? 0) + 1);
+    this.seen.delete(streamSequence);
+    this.seen.set(streamSequence, count);
+    if (this.seen.size > REMEMBERED_ITEMS) this.seen.delete(this.seen.keys().next().value as number);
+    return count;
+  }
+
+  done(streamSequence: number): void {
+    this.seen.delete(streamSequence);
+  }
+}
+
 /** How long an item of another kind, delivered to a consumer by mistake, is put back for. */
 export const FOREIGN_ITEM_RETRY_MS = 60_000;
 
@@ -331,6 +358,7 @@ export async function consumeWork<K extends WorkKind>(
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let lastFetchOk = true;
+  const attempts = new DeliveryAttempts();
 
   const handle = async (msg: JsMsg): Promise<void> => {
     const delivered = classifyWorkMessage(options.kind, msg.subject, msg.string());
@@ -358,16 +386,20 @@ export async function consumeWork<K extends WorkKind>(
     );
     slow.unref();
     const claimed = options.claims?.claim(msg);
+    const seq = msg.info.streamSequence;
+    const deliveryCount = attempts.delivered(seq, msg.info.deliveryCount);
     try {
       const outcome = await options.handler(parsed.data as WorkItemOf<K>, {
-        deliveryCount: msg.info.deliveryCount,
+        deliveryCount,
         signal: abort.signal,
       });
       if (outcome.type === "ack") msg.ack();
       else if (outcome.type === "retry") msg.nak(outcome.delayMs);
       else msg.term();
+      if (outcome.type !== "retry") attempts.done(seq);
     } catch (error) {
-      const outcome = workOutcomeOfError(error, msg.info.deliveryCount);
+      const outcome = workOutcomeOfError(error, deliveryCount);
+      if (outcome.type === "drop") attempts.done(seq);
       if (outcome.type === "drop") {
         options.logger.error({ err: error, item: parsed.data }, "work handler failed terminally; dropping the item");
         // No reason on the wire: nats-server before 2.10.4 ignores a `+TERM <reason>` (the log says why).
