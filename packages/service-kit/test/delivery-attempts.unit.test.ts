@@ -1,6 +1,6 @@
 // The delivery count a work handler is given never goes backwards for an item this worker has
-// seen: nats-server before 2.10.15 re-sends an item whose delayed redelivery found no pull
-// waiting with a delivery count of 1 again (nats-io/nats-server#5305, #5338).
+// seen: nats-server 2.9 re-sends an item whose delayed redelivery found no pull waiting with a
+// delivery count of 1 again (fixed upstream by nats-io/nats-server#5305 and #5338).
 
 import { describe, expect, it } from "vitest";
 import { DeliveryAttempts } from "../src/work-queue.ts";
