@@ -40,11 +40,15 @@ export function summarise(profile: CpuProfile, top: number, firstMs = Number.POS
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parentOf = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
-  const nameOf = (node: ProfileNode): string => {
-    const frame = node.callFrame;
-    const where = frame.url === "" ? "" : ` ${frame.url.split("/").slice(-2).join("/")}:${frame.lineNumber + 1}`;
-    return `${frame.functionName === "" ? "(anonymous)" : frame.functionName}${where}`;
-  };
+  // Each node's name, made once (a sample's whole stack is named below).
+  const nameById = new Map(
+    profile.nodes.map((node) => {
+      const frame = node.callFrame;
+      const where = frame.url === "" ? "" : ` ${frame.url.split("/").slice(-2).join("/")}:${frame.lineNumber + 1}`;
+      return [node.id, `${frame.functionName === "" ? "(anonymous)" : frame.functionName}${where}`] as const;
+    }),
+  );
+  const nameOf = (node: ProfileNode): string => nameById.get(node.id) as string;
   const selfUs = new Map<string, number>();
   const totalOfUs = new Map<string, number>();
   let totalUs = 0;

@@ -4,8 +4,8 @@
 // arrived, on the machine's monotonic clock (as the runner reads it), so "the model received
 // the turn" is exact across processes. A marker starting `mk-slow-` streams at 10 tok/s the
 // first time it is seen (the kill-mid-reply turn), and at full speed when a recovered handler
-// asks again. It also listens on a Unix socket (piped to
-// the TCP port) for a contender that runs in a network namespace with only loopback.
+// asks again. It also listens on a Unix socket (piped to the TCP port) for a contender that
+// runs in a network namespace with only loopback.
 //
 //   node --import tsx bench/peers/model.ts SOCKET_PATH   → prints `ready <port>` first
 

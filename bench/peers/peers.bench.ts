@@ -250,10 +250,10 @@ const goalTable =
             const mine = m.value(rows.get(n)!);
             if (best === undefined || !measured(mine) || best.v === 0) return "–";
             const ratio = mine / best.v;
-            const met = "atLeast" in goal ? ratio >= goal.atLeast : ratio <= goal.atMost;
+            const met = higherIsBetter ? ratio >= goal.atLeast : ratio <= goal.atMost;
             return met ? `**${ratio.toFixed(2)}×**` : `${ratio.toFixed(2)}×`;
           });
-          const goalCell = "atLeast" in goal ? `≥ ${goal.atLeast}×` : `≤ ${goal.atMost}×`;
+          const goalCell = higherIsBetter ? `≥ ${goal.atLeast}×` : `≤ ${goal.atMost}×`;
           return [`| ${m.label} | ${goalCell} | ${best === undefined ? "–" : labels[best.n]} | ${cells.join(" | ")} |`];
         }),
       ].join("\n");

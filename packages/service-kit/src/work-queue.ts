@@ -399,8 +399,8 @@ export async function consumeWork<K extends WorkKind>(
       if (outcome.type !== "retry") attempts.done(seq);
     } catch (error) {
       const outcome = workOutcomeOfError(error, deliveryCount);
-      if (outcome.type === "drop") attempts.done(seq);
       if (outcome.type === "drop") {
+        attempts.done(seq);
         options.logger.error({ err: error, item: parsed.data }, "work handler failed terminally; dropping the item");
         // No reason on the wire: nats-server before 2.10.4 ignores a `+TERM <reason>` (the log says why).
         msg.term();
