@@ -318,6 +318,6 @@ function parseOwner(text: string): string | undefined {
 }
 
 /** The server refused a compare-and-set: the key's last revision is not the one we wrote. */
-function isWrongRevision(error: unknown): boolean {
+export function isWrongRevision(error: unknown): boolean {
   return error instanceof Error && /wrong last sequence|10071/i.test(`${error.message} ${(error as { code?: unknown }).code ?? ""}`);
 }

@@ -48,6 +48,8 @@ export const NATS_NAMES = {
   agentKvBucket: "AGENT_KV",
   providersBucket: "CAPABILITY_PROVIDERS",
   agentFilesBucket: "AGENT_FILES",
+  /** itx.files listed by agent: one key per file (capability-host agent-storage.ts). */
+  agentFilesIndexBucket: "AGENT_FILES_INDEX",
   hostLivenessBucket: "agentrt_host_liveness",
   scriptRunsBucket: "agentrt_script_runs",
   interruptSubject: INTERRUPT_SUBJECT,
@@ -188,6 +190,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...kvBucket(N.agentKvBucket),
         ...kvBucket(N.providersBucket),
         ...objectStore(N.agentFilesBucket),
+        ...kvBucket(N.agentFilesIndexBucket),
         // Liveness leases and run records: a host settles another's script orphaned only once its lease expired.
         ...kvBucket(N.hostLivenessBucket),
         ...kvBucket(N.scriptRunsBucket),

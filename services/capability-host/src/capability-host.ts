@@ -13,7 +13,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Objm } from "@nats-io/obj";
 import type { Logger } from "pino";
-import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv } from "./itx/agent-storage.ts";
+import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv, backfillFileIndex } from "./itx/agent-storage.ts";
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
@@ -114,11 +114,14 @@ export class CapabilityHost {
     });
     const replicas = options.replicas ?? 1;
     // Started while NATS elects leaders (a node restarting), each bucket waits for an answer.
-    const [agentKv, providersKv, files] = await Promise.all([
+    const [agentKv, providersKv, files, filesIndex] = await Promise.all([
       untilNatsAnswers("agent KV bucket", () => kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }), { logger }),
       untilNatsAnswers("providers bucket", () => kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }), { logger }),
       untilNatsAnswers("agent files bucket", () => new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }), { logger }),
+      untilNatsAnswers("agent files index bucket", () => kvm.create(AGENT_FILES_INDEX_BUCKET, { history: 1, replicas }), { logger }),
     ]);
+    const backfilled = await untilNatsAnswers("agent files index backfill", () => backfillFileIndex(files, filesIndex), { logger });
+    if (backfilled > 0) logger.info({ files: backfilled }, "indexed the agent files written before the files index existed");
     const declarations = loadItxDeclarations();
     const checker = await createChecker(options, declarations);
     const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -146,7 +149,7 @@ export class CapabilityHost {
     const docs = new DocsIndex(declarations);
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
     await registry.start();
-    const agentFiles = new AgentFiles(files);
+    const agentFiles = new AgentFiles(files, filesIndex);
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
     // The runner needs the host's check (which refreshes provider declarations) before the host exists.
     const self: { host?: CapabilityHost } = {};

@@ -9,7 +9,8 @@ import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_SANDBOX_LIMITS } from "../src/index.ts";
 import { ITX_READ_MAX_BYTES } from "../src/itx/host-calls.ts";
-import { AGENT_FILES_BUCKET, ITX_FILE_MAX_BYTES } from "../src/itx/agent-storage.ts";
+import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, indexFile, ITX_FILE_MAX_BYTES } from "../src/itx/agent-storage.ts";
+import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
@@ -120,7 +121,8 @@ describe("capability host: hostile and busy scripts", () => {
     const agent = uniquePath("big-file");
     // Given a file over the limit put in the agent's workspace by other means
     const files = await new Objm(fx.nc).open(AGENT_FILES_BUCKET);
-    await files.putBlob({ name: `${agent}:big.txt` }, new Uint8Array(ITX_FILE_MAX_BYTES + 1).fill(120));
+    const put = await files.putBlob({ name: `${agent}:big.txt` }, new Uint8Array(ITX_FILE_MAX_BYTES + 1).fill(120));
+    await indexFile(await new Kvm(fx.nc).open(AGENT_FILES_INDEX_BUCKET), agent, "big.txt", put);
     // When a script writes one over the limit, and reads that one as text and as bytes
     const code = [
       "const out = {};",

@@ -3,13 +3,14 @@
 import { describe, expect, it } from "vitest";
 import { CALL_SUBJECT_PREFIX, REGISTER_SUBJECT, REVOKE_SUBJECT } from "@agentrt/capability-sdk";
 import { NATS_NAMES, NATS_PERMISSIONS, workStreamName } from "@agentrt/service-kit";
-import { AGENT_FILES_BUCKET, AGENT_KV_BUCKET, PROVIDERS_BUCKET } from "../src/index.ts";
+import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, PROVIDERS_BUCKET } from "../src/index.ts";
 import { HOST_LIVENESS_BUCKET, SCRIPT_RUNS_BUCKET } from "../src/host-liveness.ts";
 
 describe("the capability host's NATS names in the permission lists", () => {
   it("are the host's own", () => {
     expect(NATS_NAMES.agentKvBucket).toBe(AGENT_KV_BUCKET);
     expect(NATS_NAMES.agentFilesBucket).toBe(AGENT_FILES_BUCKET);
+    expect(NATS_NAMES.agentFilesIndexBucket).toBe(AGENT_FILES_INDEX_BUCKET);
     expect(NATS_NAMES.providersBucket).toBe(PROVIDERS_BUCKET);
     expect(NATS_NAMES.hostLivenessBucket).toBe(HOST_LIVENESS_BUCKET);
     expect(NATS_NAMES.scriptRunsBucket).toBe(SCRIPT_RUNS_BUCKET);

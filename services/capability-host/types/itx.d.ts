@@ -70,6 +70,7 @@ interface ItxKv {
   get(key: string): Promise<JsonValue | null>;
   set(key: string, value: JsonValue): Promise<void>;
   delete(key: string): Promise<void>;
+  /** Keys starting with the prefix; more than 10 000 is refused (list a longer prefix). */
   list(prefix?: string): Promise<string[]>;
 }
 
@@ -79,11 +80,12 @@ interface ItxFileHandle {
   text(): Promise<string>;
 }
 
-/** The agent's workspace files (NATS object store). Paths are relative: "notes/today.md". A file
- * of at most 4 MiB may be written or read; a larger one is refused, naming its size. */
+/** The agent's workspace files (NATS object store). Paths are relative: "notes/today.md", at most
+ * 1 024 characters. A file of at most 4 MiB may be written or read; a larger one is refused, naming its size. */
 interface ItxFiles {
   get(path: string): ItxFileHandle;
   write(path: string, content: string | Uint8Array): Promise<{ path: string; size: number }>;
+  /** Files whose path starts with the prefix; more than 10 000 is refused (list a longer prefix). */
   list(prefix?: string): Promise<{ path: string; size: number }[]>;
 }
 

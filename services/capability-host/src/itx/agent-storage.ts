@@ -1,12 +1,24 @@
 // Agent-scoped storage behind itx.kv and itx.files. One KV bucket and one object store are
 // shared by all agents; each agent's entries live under its own prefix, derived from its
 // stream path (whose segments contain no "." or ":"), so no agent can name another's keys.
+// Files are listed from an index bucket keyed by agent, not from the object store, whose
+// listing reads every agent's files.
 
+import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
-import type { ObjectStore } from "@nats-io/obj";
+import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
 export const AGENT_FILES_BUCKET = "AGENT_FILES";
+/** One key per agent file: `<stream path without leading "/">.<path segments, each base64url>`. */
+export const AGENT_FILES_INDEX_BUCKET = "AGENT_FILES_INDEX";
+/** Marks the index as holding every file written before it existed (see `backfillFileIndex`). */
+const BACKFILLED_KEY = "backfilled";
+/** The most entries one itx.kv.list or itx.files.list answers with; past it the call asks for a longer prefix. */
+export const ITX_LIST_MAX_ENTRIES = 10_000;
+/** A file path's longest form (UTF-16 units): its index key must stay well inside a NATS subject. */
+export const ITX_FILE_PATH_MAX = 1_024;
+const INDEX_READS_AT_ONCE = 32;
 /**
  * The largest file a script may write or read through itx.files. A read is handed to the
  * sandbox whole (bytes as an array of numbers), so without a bound one call on a large file
@@ -47,20 +59,34 @@ export class AgentKv {
   async list(agentPath: string, prefix: string): Promise<string[]> {
     const scope = `${agentPath.slice(1)}.`;
     const keys: string[] = [];
-    for await (const k of await this.kv.keys(`${scope}>`)) {
+    const found = await this.kv.keys(`${scope}>`);
+    for await (const k of found) {
       const own = k.slice(scope.length);
-      if (own.startsWith(prefix)) keys.push(own);
+      if (!own.startsWith(prefix)) continue;
+      if (keys.length === ITX_LIST_MAX_ENTRIES) {
+        found.stop();
+        throw tooMany("itx.kv.list", prefix, "keys");
+      }
+      keys.push(own);
     }
     return keys.sort();
   }
 }
 
+type IndexedFile = { size: number; revision: number };
+
 export class AgentFiles {
-  constructor(private readonly store: ObjectStore) {}
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly index: KV,
+  ) {}
 
   private name(agentPath: string, path: unknown): string {
     if (typeof path !== "string" || path.length === 0 || path.startsWith("/") || path.split("/").some((s) => s === ".." || s === "")) {
       throw new ItxInputError(`itx.files: path ${JSON.stringify(path)} must be relative ("notes/a.md"), with no "..", "//" or leading "/"`);
+    }
+    if (path.length > ITX_FILE_PATH_MAX) {
+      throw new ItxInputError(`itx.files: a path of ${path.length} characters is over the ${ITX_FILE_PATH_MAX}-character limit`);
     }
     return `${agentPath}:${path}`;
   }
@@ -83,17 +109,105 @@ export class AgentFiles {
     const name = this.name(agentPath, path);
     if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "write");
     const info = await this.store.putBlob({ name }, data);
+    // Listed once indexed: should indexing fail, so does the write, and writing again lists it.
+    await indexFile(this.index, agentPath, path as string, info);
     return { path: path as string, size: info.size };
   }
 
+  /**
+   * This agent's files whose path starts with the prefix. Only its own index entries are read,
+   * and of those only the ones under the prefix's whole segments, however many files other
+   * agents hold.
+   */
   async list(agentPath: string, prefix: string): Promise<{ path: string; size: number }[]> {
-    const scope = `${agentPath}:`;
-    const infos = await this.store.list();
-    return infos
-      .filter((i) => !i.deleted && i.name.startsWith(scope + prefix))
-      .map((i) => ({ path: i.name.slice(scope.length), size: i.size }))
-      .sort((a, b) => a.path.localeCompare(b.path));
+    const whole = prefix.split("/").slice(0, -1);
+    // No file's path has an empty segment.
+    if (whole.some((s) => s === "")) return [];
+    const keys: string[] = [];
+    const found = await this.index.keys(`${[agentPath.slice(1), ...whole.map(encodeSegment)].join(".")}.>`);
+    for await (const key of found) {
+      if (!pathOfKey(key).startsWith(prefix)) continue;
+      if (keys.length === ITX_LIST_MAX_ENTRIES) {
+        found.stop();
+        throw tooMany("itx.files.list", prefix, "files");
+      }
+      keys.push(key);
+    }
+    const listed = await mapAtMost(keys, INDEX_READS_AT_ONCE, async (key) => {
+      const entry = await this.index.get(key);
+      return entry === null || entry.operation !== "PUT" ? undefined : { path: pathOfKey(key), size: (entry.json() as IndexedFile).size };
+    });
+    return listed.filter((f) => f !== undefined).sort((a, b) => a.path.localeCompare(b.path));
   }
+}
+
+/**
+ * Records a file written to the object store in the index. The entry keeps the object's revision,
+ * so two writes of one path indexed out of order leave the later one's size.
+ */
+export async function indexFile(index: KV, agentPath: string, path: string, info: Pick<ObjectInfo, "size" | "revision">): Promise<void> {
+  const key = fileKey(agentPath, path);
+  const value = JSON.stringify({ size: info.size, revision: info.revision } satisfies IndexedFile);
+  for (let attempt = 1; ; attempt++) {
+    const entry = await index.get(key);
+    if (entry !== null && entry.operation === "PUT" && (entry.json() as IndexedFile).revision >= info.revision) return;
+    try {
+      if (entry === null) await index.create(key, value);
+      else await index.update(key, value, entry.revision);
+      return;
+    } catch (error) {
+      // Another write of this path was indexed in between: look again.
+      if (!isWrongRevision(error) || attempt === 5) throw error;
+    }
+  }
+}
+
+/**
+ * Indexes the files written before the index existed, once: the first host to start with an
+ * index that lacks the mark lists the object store (every agent's files) and marks it done.
+ * Two hosts doing so at once index the same files; `indexFile` keeps the later revision.
+ */
+export async function backfillFileIndex(store: ObjectStore, index: KV): Promise<number> {
+  if ((await index.get(BACKFILLED_KEY))?.operation === "PUT") return 0;
+  let indexed = 0;
+  for (const info of await store.list()) {
+    const colon = info.name.indexOf(":");
+    if (info.deleted || colon <= 0) continue;
+    await indexFile(index, info.name.slice(0, colon), info.name.slice(colon + 1), info);
+    indexed++;
+  }
+  await index.put(BACKFILLED_KEY, new Date().toISOString());
+  return indexed;
+}
+
+function fileKey(agentPath: string, path: string): string {
+  return [agentPath.slice(1), ...path.split("/").map(encodeSegment)].join(".");
+}
+
+/** The path of an index key: every token after the agent's. */
+function pathOfKey(key: string): string {
+  return key.split(".").slice(1).map((t) => Buffer.from(t, "base64url").toString("utf8")).join("/");
+}
+
+function encodeSegment(segment: string): string {
+  return Buffer.from(segment, "utf8").toString("base64url");
+}
+
+async function mapAtMost<T, R>(items: readonly T[], atOnce: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
+  return results;
+}
+
+function tooMany(call: string, prefix: string, what: string): ItxInputError {
+  return new ItxInputError(`${call}: more than ${ITX_LIST_MAX_ENTRIES} ${what} start with ${JSON.stringify(prefix)}; list a longer prefix`);
 }
 
 function tooLarge(path: unknown, size: number, what: "read" | "write"): ItxInputError {

@@ -1,0 +1,144 @@
+// An agent's workspace files (itx.files) are listed from an index keyed by agent: listing reads
+// this agent's entries only, however many files other agents hold (the object store's own
+// listing reads every agent's). Given/when/then against a real nats-server.
+
+import { type NatsServer, startNatsServer } from "@agentrt/testing";
+import { Kvm, type KV } from "@nats-io/kv";
+import { Objm, type ObjectStore } from "@nats-io/obj";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  AgentFiles,
+  AgentKv,
+  backfillFileIndex,
+  indexFile,
+  ITX_FILE_PATH_MAX,
+  ITX_LIST_MAX_ENTRIES,
+} from "../src/itx/agent-storage.ts";
+
+let server: NatsServer;
+let nc: NatsConnection;
+let bucket = 0;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+  nc = await connect({ servers: server.url });
+});
+afterAll(async () => {
+  await nc?.close();
+  await server?.stop();
+});
+
+/** A fresh object store and index (so each case starts from nothing). */
+async function storage(): Promise<{ store: ObjectStore; index: KV; files: AgentFiles }> {
+  bucket++;
+  const store = await new Objm(nc).create(`files_${bucket}`);
+  const index = await new Kvm(nc).create(`files_index_${bucket}`, { history: 1 });
+  return { store, index, files: new AgentFiles(store, index) };
+}
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+async function inBatches<T>(items: T[], each: (item: T) => Promise<unknown>, size = 500): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(each));
+}
+
+describe("itx.files listing", () => {
+  it("reads only the listing agent's index entries: another agent's 1 500 files add nothing to what the host receives", async () => {
+    // Given an agent with 3 files and another with 1 500
+    const { store, files } = await storage();
+    for (const p of ["a.md", "notes/b.md", "notes/c.md"]) await files.write("/agents/mine", p, text(p));
+    await inBatches(Array.from({ length: 1_500 }, (_, i) => `f/${i}.txt`), (p) => files.write("/agents/noisy", p, text("x")), 100);
+    // When the first lists its files
+    const before = nc.stats().inBytes;
+    const listed = await files.list("/agents/mine", "");
+    const read = nc.stats().inBytes - before;
+    // Then it gets its own three, having received a few kilobytes
+    expect(listed).toEqual([
+      { path: "a.md", size: 4 },
+      { path: "notes/b.md", size: 10 },
+      { path: "notes/c.md", size: 10 },
+    ]);
+    expect(read).toBeLessThan(8_000);
+    // (where the object store's own listing, which the host used before, receives every agent's entries)
+    const whole = nc.stats().inBytes;
+    expect((await store.list()).length).toBe(1_503);
+    expect(nc.stats().inBytes - whole).toBeGreaterThan(300_000);
+    // And the other agent's listing is whole
+    expect((await files.list("/agents/noisy", "f/")).length).toBe(1_500);
+  }, 60_000);
+
+  it("lists by prefix, within the agent only: not a sub-agent's files, nor a sibling's whose path starts the same", async () => {
+    const { files } = await storage();
+    const mine = ["notes/a.md", "notes/b/c.md", "notesx.md", "todo.md", "ünï/ß.md"];
+    for (const p of mine) await files.write("/agents/a", p, text(p));
+    await files.write("/agents/a/sub", "notes/sub.md", text("sub"));
+    await files.write("/agents/ab", "notes/ab.md", text("ab"));
+    const paths = async (prefix: string) => (await files.list("/agents/a", prefix)).map((f) => f.path);
+    expect(await paths("")).toEqual([...mine].sort((x, y) => x.localeCompare(y)));
+    expect(await paths("notes/")).toEqual(["notes/a.md", "notes/b/c.md"]);
+    expect(await paths("notes")).toEqual(["notes/a.md", "notes/b/c.md", "notesx.md"]);
+    expect(await paths("notes/b")).toEqual(["notes/b/c.md"]);
+    expect(await paths("ünï/")).toEqual(["ünï/ß.md"]);
+    // A prefix no path can have lists nothing
+    expect(await paths("/notes")).toEqual([]);
+    expect(await paths("notes//")).toEqual([]);
+    expect(await paths("missing/")).toEqual([]);
+  });
+
+  it("lists a rewritten file at its last size, even when two writes are indexed out of order", async () => {
+    const { store, index, files } = await storage();
+    await files.write("/agents/a", "f.txt", text("one"));
+    const second = await store.putBlob({ name: "/agents/a:f.txt" }, text("second version"));
+    const third = await store.putBlob({ name: "/agents/a:f.txt" }, text("3rd"));
+    // When the later write is indexed before the earlier one
+    await indexFile(index, "/agents/a", "f.txt", third);
+    await indexFile(index, "/agents/a", "f.txt", second);
+    // Then the listing keeps the later one's size
+    expect(await files.list("/agents/a", "")).toEqual([{ path: "f.txt", size: 3 }]);
+    await files.write("/agents/a", "f.txt", text("four"));
+    expect(await files.list("/agents/a", "")).toEqual([{ path: "f.txt", size: 4 }]);
+  });
+
+  it("indexes the files written before the index existed, once", async () => {
+    // Given files in the object store that no index has seen
+    const { store, index, files } = await storage();
+    await store.putBlob({ name: "/agents/old:notes/a.md" }, text("aaa"));
+    await store.putBlob({ name: "/agents/old:b.md" }, text("bb"));
+    await store.putBlob({ name: "/agents/other:c.md" }, text("c"));
+    expect(await files.list("/agents/old", "")).toEqual([]);
+    // When a host starts with that index
+    expect(await backfillFileIndex(store, index)).toBe(3);
+    // Then they are listed, and a later start does not list the object store again
+    expect(await files.list("/agents/old", "")).toEqual([
+      { path: "b.md", size: 2 },
+      { path: "notes/a.md", size: 3 },
+    ]);
+    expect(await backfillFileIndex(store, index)).toBe(0);
+  });
+
+  it("refuses a path over the length limit, naming it, and writes nothing", async () => {
+    const { store, files } = await storage();
+    const long = "d/".repeat(ITX_FILE_PATH_MAX / 2) + "f";
+    await expect(files.write("/agents/a", long, text("x"))).rejects.toThrow(`a path of ${long.length} characters is over the ${ITX_FILE_PATH_MAX}-character limit`);
+    expect(await store.list()).toEqual([]);
+  });
+
+  it(`answers a listing of more than ${ITX_LIST_MAX_ENTRIES} entries with an error asking for a longer prefix`, async () => {
+    const { index, files } = await storage();
+    await inBatches(Array.from({ length: ITX_LIST_MAX_ENTRIES + 1 }, (_, i) => i), (i) => indexFile(index, "/agents/many", `d/${i}`, { size: 1, revision: i + 1 }));
+    await indexFile(index, "/agents/many", "e/one", { size: 1, revision: 1 });
+    await expect(files.list("/agents/many", "")).rejects.toThrow(`itx.files.list: more than ${ITX_LIST_MAX_ENTRIES} files start with ""; list a longer prefix`);
+    expect(await files.list("/agents/many", "e/")).toEqual([{ path: "e/one", size: 1 }]);
+  }, 60_000);
+});
+
+describe("itx.kv listing", () => {
+  it(`answers a listing of more than ${ITX_LIST_MAX_ENTRIES} keys with an error asking for a longer prefix`, async () => {
+    const kv = new AgentKv(await new Kvm(nc).create("agent_kv_many", { history: 1 }));
+    await inBatches(Array.from({ length: ITX_LIST_MAX_ENTRIES + 1 }, (_, i) => i), (i) => kv.set("/agents/many", `d.${i}`, i));
+    await kv.set("/agents/many", "e.one", 1);
+    await expect(kv.list("/agents/many", "")).rejects.toThrow(`itx.kv.list: more than ${ITX_LIST_MAX_ENTRIES} keys start with ""; list a longer prefix`);
+    expect(await kv.list("/agents/many", "e.")).toEqual(["e.one"]);
+  }, 60_000);
+});
