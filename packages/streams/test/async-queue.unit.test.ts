@@ -1,5 +1,6 @@
-// The push-to-pull bridge's hold-back: `below(n)` resolves once the consumer has taken enough
-// that at most n items wait, or once the queue has ended; never while more wait.
+// The push-to-pull bridge's hold-back: `below(n, weight)` resolves once the consumer has taken
+// enough that at most n items (of at most that weight) wait, or once the queue has ended; never
+// while more wait.
 
 import { describe, expect, it } from "vitest";
 import { AsyncQueue } from "../src/async-queue.ts";
@@ -45,5 +46,27 @@ describe("AsyncQueue.below", () => {
     for await (const _ of abandoned) break;
     expect(abandoned.closed).toBe(true);
     expect(await settledWithin(waitingOnAbandoned)).toBe(true);
+  });
+});
+
+describe("AsyncQueue weights", () => {
+  it("sums the weight of the items waiting, and holds a producer back until both the count and the weight fit", async () => {
+    // Given three items of 5, 3 and 2 bytes waiting
+    const queue = new AsyncQueue<string>();
+    queue.push("a", 5);
+    queue.push("b", 3);
+    queue.push("c", 2);
+    expect(queue.weight).toBe(10);
+    // When a producer waits for at most 2 items of at most 4 bytes
+    const room = queue.below(2, 4);
+    const it = queue[Symbol.asyncIterator]();
+    // Then taking one (2 items, 5 bytes left) is not enough: the weight still does not fit
+    await it.next();
+    expect(queue.weight).toBe(5);
+    expect(await settledWithin(room)).toBe(false);
+    // And taking the next is
+    await it.next();
+    expect(queue.weight).toBe(2);
+    expect(await settledWithin(room)).toBe(true);
   });
 });

@@ -36,16 +36,40 @@ interface ConsumerSpec {
 const CONSUME_EXPIRES_MS = 10_000;
 
 /**
- * Runs an ordered consumer until closed, handing each message to `onMessage`. A consumer that
- * goes silent is replaced by a fresh one from the next sequence: the client library's own
- * recovery of an ordered consumer was seen to stall for good (no message, no error, no end)
- * after the node holding it was killed and restarted (the chaos soak, issue 16).
+ * Messages a consumer asks for at once (and so at most holds before its subscriber takes them):
+ * records are up to ~1 MiB, so 512 could hold half a gigabyte per consumer, and a reducer runs
+ * one per partition.
+ */
+const PULL_MESSAGES = 64;
+
+/**
+ * A subscriber's backlog: past this many items (or bytes of their records) waiting for it, its
+ * consumer takes no more messages until the subscriber has taken half. Without it a subscriber
+ * slower than the stream (a reducer catching up on a large backlog) had the whole backlog read
+ * into its queue.
+ */
+export const BACKLOG_MAX_ITEMS = 1_024;
+export const BACKLOG_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How long a consumer waits in place for room. A longer wait stops it (the library would go on
+ * asking for messages on every missed heartbeat) and makes a new one from the next sequence
+ * once there is room.
+ */
+const PAUSE_IN_PLACE_MS = 5_000;
+
+/**
+ * Runs an ordered consumer until closed, handing each message to `onMessage`, which returns a
+ * promise when its subscriber has no room: no further message is taken until it settles. A
+ * consumer that goes silent is replaced by a fresh one from the next sequence: the client
+ * library's own recovery of an ordered consumer was seen to stall for good (no message, no
+ * error, no end) after the node holding it was killed and restarted (the chaos soak, issue 16).
  */
 async function runConsumer(
   spec: ConsumerSpec,
   isClosed: () => boolean,
   onStarted: (messages: ConsumerMessages, remove: () => Promise<void>) => void,
-  onMessage: (msg: { seq: number; subject: string; data: Uint8Array; headers?: { get(k: string): string } | undefined }) => void,
+  onMessage: (msg: { seq: number; subject: string; data: Uint8Array; headers?: { get(k: string): string } | undefined }) => Promise<void> | undefined,
 ): Promise<void> {
   let startSeq = spec.startSeq;
   for (;;) {
@@ -53,11 +77,12 @@ async function runConsumer(
       filter_subjects: spec.filter,
       ...(startSeq > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq } : { deliver_policy: DeliverPolicy.All }),
     });
-    const messages = await consumer.consume({ max_messages: 512, expires: CONSUME_EXPIRES_MS });
+    const messages = await consumer.consume({ max_messages: PULL_MESSAGES, expires: CONSUME_EXPIRES_MS });
     const remove = () => consumer.delete().then(() => undefined, () => undefined);
     onStarted(messages, remove);
     if (isClosed()) return;
     let silent = false;
+    let paused = false;
     let lastSign = Date.now();
     const goneSilent = (): void => {
       if (silent) return;
@@ -65,9 +90,10 @@ async function runConsumer(
       clearInterval(watchdog);
       messages.stop();
     };
+    // A consumer waiting for room says nothing: that is not silence.
     void watchStatus(messages, (type) => {
       lastSign = Date.now();
-      if (type === "heartbeats_missed") goneSilent();
+      if (type === "heartbeats_missed" && !paused) goneSilent();
     });
     // The library reports missed heartbeats only while its monitor runs, and it cancels the
     // monitor while it recreates an ordered consumer: a recreation that keeps failing (the
@@ -75,21 +101,51 @@ async function runConsumer(
     // message, status or end (the NATS-leader chaos test: an agent's message never folded).
     // So silence is also judged here, from anything the consumer says.
     const watchdog = setInterval(() => {
-      if (Date.now() - lastSign > SILENCE_MS) goneSilent();
+      if (!paused && Date.now() - lastSign > SILENCE_MS) goneSilent();
     }, 1_000);
     watchdog.unref();
+    let untilRoom: Promise<void> | undefined;
     try {
       for await (const msg of messages) {
         lastSign = Date.now();
         startSeq = msg.seq + 1;
-        onMessage(msg);
+        const room = onMessage(msg);
+        if (room !== undefined) {
+          paused = true;
+          if (!(await settlesWithin(room, PAUSE_IN_PLACE_MS))) {
+            untilRoom = room;
+            break;
+          }
+          paused = false;
+          lastSign = Date.now();
+        }
         if (isClosed()) return;
       }
     } finally {
       clearInterval(watchdog);
     }
+    if (untilRoom !== undefined) {
+      // Made again from the next sequence once the subscriber has taken half its backlog.
+      messages.stop();
+      void remove();
+      await untilRoom;
+      if (isClosed()) return;
+      continue;
+    }
     if (!silent || isClosed()) return;
     void remove();
+  }
+}
+
+async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -98,6 +154,9 @@ async function runConsumer(
  * time without a message, a heartbeat or any other status means the consumer is gone silent.
  */
 const SILENCE_MS = 4 * (CONSUME_EXPIRES_MS / 2);
+
+/** Records a subscription may have in hand, read but not yet delivered (a gap being read first). */
+const CHAINED_MAX = 64;
 
 async function watchStatus(messages: ConsumerMessages, onStatus: (type: string) => void): Promise<void> {
   for await (const status of messages.status()) onStatus(status.type);
@@ -123,6 +182,16 @@ abstract class ConsumerSubscription<T> implements Closable, AsyncIterable<T> {
         ),
       (error: unknown) => this.queue.end(this.closed ? undefined : classifyNatsError(error, what)),
     );
+  }
+
+  /** True while the subscriber's backlog is under its bounds. */
+  protected hasRoom(): boolean {
+    return this.queue.size < BACKLOG_MAX_ITEMS && this.queue.weight < BACKLOG_MAX_BYTES;
+  }
+
+  /** Settles once the subscriber has taken half its backlog (or the queue ended). */
+  protected room(): Promise<void> {
+    return this.queue.below(BACKLOG_MAX_ITEMS / 2, BACKLOG_MAX_BYTES / 2);
   }
 
   protected consume(spec: ConsumerSpec, onMessage: Parameters<typeof runConsumer>[3]): Promise<void> {
@@ -201,15 +270,21 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
     if (this.closed) return;
     await this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.subject, startSeq }, (msg) => {
       const record = toStoredRecord(msg);
-      if (record === undefined) return;
+      if (record === undefined) return undefined;
       // Records are delivered one after another, in order, even when a gap must be read first.
+      this.chained++;
       this.delivering = this.delivering
         .then(() => this.deliver(spec, record))
-        .catch((error: unknown) => this.queue.end(classifyNatsError(error, `subscribe to ${spec.subject}`)));
+        .catch((error: unknown) => this.queue.end(classifyNatsError(error, `subscribe to ${spec.subject}`)))
+        .finally(() => this.chained--);
+      if (this.chained <= CHAINED_MAX && this.hasRoom()) return undefined;
+      return this.delivering.then(() => (this.hasRoom() ? undefined : this.room()));
     });
   }
 
   private delivering: Promise<void> = Promise.resolve();
+  /** Records handed to `deliver` and not yet delivered. */
+  private chained = 0;
 
   /**
    * Offsets on one stream are dense, so a record that starts beyond the next expected offset
@@ -233,9 +308,10 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
   }
 
   private pushEvents(record: NonNullable<ReturnType<typeof toStoredRecord>>, through: number): void {
+    const weight = Math.ceil(record.data.length / record.count);
     for (const event of eventsOf(record)) {
       if (event.offset < this.nextOffset || event.offset > through) continue;
-      this.queue.push(event);
+      this.queue.push(event, weight);
       this.nextOffset = event.offset + 1;
     }
   }
@@ -278,10 +354,11 @@ export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
       () =>
         this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.filter, startSeq: spec.afterSequence > 0 ? spec.afterSequence + 1 : 0 }, (msg) => {
           const streamPath = spec.accept(msg.subject);
-          if (streamPath === undefined) return;
+          if (streamPath === undefined) return undefined;
           const record = toStoredRecord(msg);
-          if (record === undefined) return;
-          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record), bytes: msg.data.length });
+          if (record === undefined) return undefined;
+          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record), bytes: msg.data.length }, msg.data.length);
+          return this.hasRoom() ? undefined : this.room();
         }),
       `feed ${spec.filter}`,
     );
