@@ -3,7 +3,7 @@
 
 import type { AgentEvent } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
-import { type AuditReport, type ChatMessage, auditAgentStream, renderRequest } from "../src/index.ts";
+import { type AuditReport, type ChatMessage, StreamAudit, auditAgentStream, renderRequest } from "../src/index.ts";
 import { TestStream } from "./support/stream.ts";
 
 const rules = (report: AuditReport) => report.violations.map((v) => v.rule);
@@ -163,5 +163,26 @@ describe("auditAgentStream", () => {
   it("given a stream that was never born, says so instead of a violation", () => {
     const s = new TestStream();
     expect(noteKinds(auditAgentStream([s.user("hello?")]))).toEqual(["not-born"]);
+  });
+});
+
+describe("StreamAudit (the audit taken a page at a time)", () => {
+  it("given a stream with violations and notes taken in pages, with reports asked between them, ends with the whole stream's report", () => {
+    // Given two turns, the first settled twice and the second still open, and a key used twice
+    const { s, events, request } = cleanTurn();
+    events.push(s.failed(request), s.event("stream/error-occurred", { message: "a" }, "k"), s.user("again"), s.event("stream/error-occurred", { message: "b" }, "k"));
+    const whole = auditAgentStream(events);
+    expect(rules(whole).sort()).toEqual(["idempotency-key-unique", "request-settled-once", "settlement-names-open-request"]);
+    // When it is taken three events at a time, its report asked after each page
+    const audit = new StreamAudit();
+    const midway: AuditReport[] = [];
+    for (let i = 0; i < events.length; i += 3) {
+      for (const e of events.slice(i, i + 3)) audit.add(e);
+      midway.push(audit.report());
+    }
+    // Then each report covers the events taken so far, and the last is the whole stream's
+    expect(midway.map((r) => r.lastOffset)).toEqual([3, 6, 9]);
+    expect(midway[0]!.violations).toEqual([]);
+    expect(audit.report()).toEqual(whole);
   });
 });

@@ -37,6 +37,8 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   READS_PER_KEY: z.coerce.number().int().positive().default(2),
   /** Expensive reads the gateway runs at once, all keys together. */
   READS_TOTAL: z.coerce.number().int().positive().default(8),
+  /** Bytes of events folded into the states kept between requests, all together (the least recently used are dropped). */
+  STATE_CACHE_BYTES: z.coerce.number().int().positive().default(268_435_456),
   /** Where the built UI lives (default: ui/dist next to src). */
   UI_DIST_DIR: z.string().optional(),
   /**

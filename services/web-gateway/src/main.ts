@@ -69,6 +69,7 @@ void runService({
         maxListFoldBytes: config.MAX_LIST_FOLD_BYTES,
         maxConcurrentReadsPerKey: config.READS_PER_KEY,
         maxConcurrentReads: config.READS_TOTAL,
+        maxCachedStateBytes: config.STATE_CACHE_BYTES,
       },
       core: gatewayCore(),
       auth,

@@ -171,3 +171,86 @@ describe("client disconnect", () => {
     expect(total).toBeLessThan(streamBytes / 2);
   });
 });
+
+describe("folds kept between requests", () => {
+  /** A gateway on the shared stores with its own limits; its reads go through `readStore`. */
+  async function gatewayWith(limits: Partial<typeof LIMITS & { maxCachedStateBytes: number }>, reads: JetStreamEventStore = readStore) {
+    const g = createHttpGateway({
+      store: ts.store,
+      readStore: reads,
+      limits: { ...LIMITS, ...limits },
+      core: gatewayCore(),
+      auth: new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now }),
+      log: testLogger("bounded-reads-test"),
+    });
+    return { g, url: `http://127.0.0.1:${await g.listen(0, "127.0.0.1")}` };
+  }
+
+  /** The read store, recording the events and the JSON bytes of every page it returns. */
+  function recordingReads(): { reads: { events: number; pageBytes: number[] }; recording: JetStreamEventStore } {
+    const reads = { events: 0, pageBytes: [] as number[] };
+    const recording = new Proxy(readStore, {
+      get(target, key, receiver) {
+        if (key !== "read") return Reflect.get(target, key, receiver);
+        return async (...args: Parameters<JetStreamEventStore["read"]>) => {
+          const events = await target.read(...args);
+          reads.events += events.length;
+          if (events.length > 0) reads.pageBytes.push(Buffer.byteLength(JSON.stringify(events)));
+          return events;
+        };
+      },
+    });
+    return { reads, recording };
+  }
+
+  it("keeps folded states up to STATE_CACHE_BYTES: the least recently used is folded again, and one folded from more is never kept", async () => {
+    // Given three agents of ~60 kB of events each, and a gateway that keeps 150 kB of folds
+    const root = fresh("cache");
+    const paths = ["a", "b", "c"].map((name) => `${root}/${name}`);
+    for (const path of paths) await seed(path, [born, big(1), big(2)]);
+    const { reads, recording } = recordingReads();
+    const { g, url: base } = await gatewayWith({ maxCachedStateBytes: 150_000 }, recording);
+    try {
+      /** How many events the gateway read from the store to answer a state read. */
+      const foldedFor = async (path: string) => {
+        const before = reads.events;
+        const res = await http(base, "GET", `/v1/agents/${enc(path)}/state`);
+        expect(res.status).toBe(200);
+        return reads.events - before;
+      };
+      // When each agent's state is read once
+      for (const path of paths) expect(await foldedFor(path)).toBe(3);
+      // Then the two read last are kept: read again, nothing new is folded
+      expect(await foldedFor(paths[2]!)).toBe(0);
+      expect(await foldedFor(paths[1]!)).toBe(0);
+      // And the first, dropped to stay within the bound, is folded again
+      expect(await foldedFor(paths[0]!)).toBe(3);
+
+      // And an agent folded from more than the bound alone is folded again on every read
+      const large = `${root}/large`;
+      await seed(large, [born, ...Array.from({ length: 6 }, (_, i) => big(i))]);
+      expect(await foldedFor(large)).toBe(7);
+      expect(await foldedFor(large)).toBe(7);
+    } finally {
+      await g.close();
+    }
+  });
+
+  it("audits a stream one bounded page at a time, not by reading it whole", async () => {
+    const path = fresh("audit");
+    await seed(path, [born, ...Array.from({ length: 10 }, (_, i) => big(i))]);
+    const { reads, recording } = recordingReads();
+    const { g, url: base } = await gatewayWith({}, recording);
+    const pages = reads.pageBytes;
+    try {
+      const res = await http(base, "GET", `/v1/agents/${enc(path)}/audit`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ streamPath: path, events: 11, firstOffset: 1, lastOffset: 11 });
+      // Every read was at most a page (plus the event that crossed it), and it took several
+      expect(pages.length).toBeGreaterThanOrEqual(4);
+      for (const bytes of pages) expect(bytes).toBeLessThanOrEqual(LIMITS.maxPageBytes + BIG + 1_000);
+    } finally {
+      await g.close();
+    }
+  });
+});

@@ -77,142 +77,182 @@ function firstDifference(a: readonly ChatMessage[], b: readonly ChatMessage[]): 
 
 /** Audits the durable events of one stream, read from its first offset. */
 export function auditAgentStream(events: readonly AgentEvent[], options: AuditOptions = {}): AuditReport {
-  const streamPath = events[0]?.streamPath ?? "/";
-  const violations: AuditFinding<AuditRule>[] = [];
-  const notes: AuditFinding<AuditNoteKind>[] = [];
-  const violate = (rule: AuditRule, message: string, offsets: number[]) => violations.push({ rule, message, offsets });
+  const audit = new StreamAudit(options);
+  for (const e of events) audit.add(e);
+  return audit.report();
+}
 
-  // Offsets dense from the first one read.
-  const firstOffset = events[0]?.offset ?? 0;
-  events.forEach((e, i) => {
-    if (e.offset !== firstOffset + i) violate("offsets-dense", `expected offset ${firstOffset + i}, found ${e.offset}`, [e.offset]);
-  });
+/**
+ * The audit taken one event at a time, in offset order, so a long stream is audited page by page
+ * without holding its events: what it keeps is the fold, the rendered messages of the last
+ * request, and per-offset bookkeeping (keys, requests, replies, scripts).
+ */
+export class StreamAudit {
+  private streamPath: string | undefined;
+  private count = 0;
+  private firstOffset = 0;
+  private lastOffset = 0;
+  private readonly violations: AuditFinding<AuditRule>[] = [];
+  private readonly notes: AuditFinding<AuditNoteKind>[] = [];
+  private readonly keyOffsets = new Map<string, number[]>();
+  private readonly render: (state: AgentState) => ChatMessage[];
+  private state: AgentState | undefined;
+  private readonly opened: number[] = [];
+  private readonly settledBy = new Map<number, number[]>();
+  private readonly failedOrCancelled = new Set<number>();
+  private readonly repliesBy = new Map<number, number[]>();
+  private readonly scripts = new Map<string, ScriptRecord>();
+  private readonly userMessages: number[] = [];
+  private previous: { offset: number; messages: ChatMessage[]; revision: number } | undefined;
+  private prefixPairsChecked = 0;
+  private settlements = 0;
 
-  // Every idempotency key once.
-  const keyOffsets = new Map<string, number[]>();
-  for (const e of events) if (e.idempotencyKey !== undefined) keyOffsets.set(e.idempotencyKey, [...(keyOffsets.get(e.idempotencyKey) ?? []), e.offset]);
-  for (const [key, offsets] of keyOffsets) if (offsets.length > 1) violate("idempotency-key-unique", `idempotency key "${key}" appears ${offsets.length} times`, offsets);
+  constructor(private readonly options: AuditOptions = {}) {
+    const incremental = new IncrementalRequestRenderer();
+    this.render = options.render ?? ((s: AgentState) => incremental.render(s));
+  }
 
-  // Fold the stream once, watching requests, settlements, scripts, replies and renders.
-  const incremental = new IncrementalRequestRenderer();
-  const render = options.render ?? ((s: AgentState) => incremental.render(s));
-  let state: AgentState = initialAgentState(streamPath);
-  const opened: number[] = [];
-  const settledBy = new Map<number, number[]>();
-  const failedOrCancelled = new Set<number>();
-  const repliesBy = new Map<number, number[]>();
-  const scripts = new Map<string, ScriptRecord>();
-  const script = (id: string) => scripts.get(id) ?? (scripts.set(id, { started: [], settled: [] }).get(id) as ScriptRecord);
-  const userMessages: number[] = [];
-  let previous: { offset: number; messages: ChatMessage[]; revision: number } | undefined;
-  let prefixPairsChecked = 0;
-  let settlements = 0;
+  private violate(rule: AuditRule, message: string, offsets: number[]): void {
+    this.violations.push({ rule, message, offsets });
+  }
 
-  for (const e of events) {
-    const before = state;
-    state = foldAgentEvent(before, e);
+  private script(id: string): ScriptRecord {
+    return this.scripts.get(id) ?? (this.scripts.set(id, { started: [], settled: [] }).get(id) as ScriptRecord);
+  }
+
+  /** Takes the stream's next event. */
+  add(e: AgentEvent): void {
+    if (this.streamPath === undefined) {
+      this.streamPath = e.streamPath;
+      this.firstOffset = e.offset;
+      this.state = initialAgentState(e.streamPath);
+    }
+    // Offsets dense from the first one read.
+    const expected = this.firstOffset + this.count;
+    if (e.offset !== expected) this.violate("offsets-dense", `expected offset ${expected}, found ${e.offset}`, [e.offset]);
+    this.count += 1;
+    this.lastOffset = e.offset;
+    if (e.idempotencyKey !== undefined) this.keyOffsets.set(e.idempotencyKey, [...(this.keyOffsets.get(e.idempotencyKey) ?? []), e.offset]);
+
+    // Fold the stream once, watching requests, settlements, scripts, replies and renders.
+    const before = this.state as AgentState;
+    const state = foldAgentEvent(before, e);
+    this.state = state;
     switch (e.type) {
       case "agent/llm-request-requested": {
         if (state.openRequest?.requestedAtOffset !== e.offset || before.openRequest !== null) break;
-        opened.push(e.offset);
-        const messages = render(state);
+        this.opened.push(e.offset);
+        const messages = this.render(state);
         const revision = state.contextRevision ?? 0;
+        const previous = this.previous;
         if (previous !== undefined) {
           if (revision !== previous.revision) {
-            notes.push({ rule: "cache-reset", message: `the context was rewritten or compacted between requests @${previous.offset} and @${e.offset}; the provider cache restarts there`, offsets: [previous.offset, e.offset] });
+            this.notes.push({ rule: "cache-reset", message: `the context was rewritten or compacted between requests @${previous.offset} and @${e.offset}; the provider cache restarts there`, offsets: [previous.offset, e.offset] });
           } else {
-            prefixPairsChecked += 1;
+            this.prefixPairsChecked += 1;
             if (!isStrictPrefix(previous.messages, messages)) {
               const at = firstDifference(previous.messages, messages);
-              violate("cache-prefix", `request @${previous.offset}'s messages are not a strict prefix of request @${e.offset}'s (they differ at message ${at})`, [previous.offset, e.offset]);
+              this.violate("cache-prefix", `request @${previous.offset}'s messages are not a strict prefix of request @${e.offset}'s (they differ at message ${at})`, [previous.offset, e.offset]);
             }
           }
         }
-        previous = { offset: e.offset, messages, revision };
+        this.previous = { offset: e.offset, messages, revision };
         break;
       }
       case "agent/llm-request-settled": {
-        settlements += 1;
+        this.settlements += 1;
         const r = e.payload.requestOffset;
-        settledBy.set(r, [...(settledBy.get(r) ?? []), e.offset]);
+        this.settledBy.set(r, [...(this.settledBy.get(r) ?? []), e.offset]);
         if (before.openRequest?.requestedAtOffset !== r) {
-          violate("settlement-names-open-request", `settlement @${e.offset} names request @${r}, which was not the open request`, [r, e.offset]);
+          this.violate("settlement-names-open-request", `settlement @${e.offset} names request @${r}, which was not the open request`, [r, e.offset]);
         } else if (e.payload.result.status !== "succeeded") {
-          failedOrCancelled.add(r);
+          this.failedOrCancelled.add(r);
         }
         break;
       }
       case "agents/context-added": {
         const p = e.payload;
-        if (p.role === "assistant" && p.llmRequestOffset !== undefined) repliesBy.set(p.llmRequestOffset, [...(repliesBy.get(p.llmRequestOffset) ?? []), e.offset]);
-        if (p.role === "user" && p.llmRequestPolicy?.behaviour !== "dont-trigger-request") userMessages.push(e.offset);
+        if (p.role === "assistant" && p.llmRequestOffset !== undefined) this.repliesBy.set(p.llmRequestOffset, [...(this.repliesBy.get(p.llmRequestOffset) ?? []), e.offset]);
+        if (p.role === "user" && p.llmRequestPolicy?.behaviour !== "dont-trigger-request") this.userMessages.push(e.offset);
         break;
       }
       case "capability-host/script-run-requested": {
-        const s = script(e.payload.executionId);
+        const s = this.script(e.payload.executionId);
         if (s.requested === undefined) s.requested = e.offset;
         break;
       }
       case "capability-host/script-run-started":
-        script(e.payload.executionId).started.push(e.offset);
+        this.script(e.payload.executionId).started.push(e.offset);
         break;
       case "capability-host/script-run-settled":
-        script(e.payload.executionId).settled.push(e.offset);
+        this.script(e.payload.executionId).settled.push(e.offset);
         break;
       default:
         break;
     }
   }
 
-  for (const [r, offsets] of settledBy) {
-    if (offsets.length > 1) violate("request-settled-once", `request @${r} is settled ${offsets.length} times`, [r, ...offsets]);
-  }
-  for (const [r, offsets] of repliesBy) {
-    if (offsets.length > 1) violate("reply-once", `request @${r} has ${offsets.length} assistant replies`, [r, ...offsets]);
-    if (failedOrCancelled.has(r)) violate("no-reply-for-failed-request", `request @${r} was settled failed or cancelled, yet has an assistant reply`, [r, ...offsets]);
-  }
-  for (const [id, s] of scripts) {
-    const involved = [...(s.requested === undefined ? [] : [s.requested]), ...s.started, ...s.settled];
-    if (s.requested === undefined) violate("script-lifecycle-order", `script ${id} was started or settled but never requested`, involved);
-    if (s.started.length > 1) violate("script-started-once", `script ${id} was started ${s.started.length} times`, involved);
-    if (s.settled.length > 1) violate("script-settled-once", `script ${id} was settled ${s.settled.length} times`, involved);
-    if (s.requested !== undefined && s.settled.length === 0) notes.push({ rule: "script-running", message: `script ${id} has not settled yet`, offsets: involved });
-    const start = s.started[0];
-    const settle = s.settled[0];
-    if (start !== undefined && settle !== undefined && settle < start) violate("script-lifecycle-order", `script ${id} was settled before it started`, involved);
-  }
+  /** The findings over every event taken so far. */
+  report(): AuditReport {
+    const streamPath = this.streamPath ?? "/";
+    const state = this.state ?? initialAgentState(streamPath);
+    const violations = [...this.violations];
+    const notes = [...this.notes];
+    const violate = (rule: AuditRule, message: string, offsets: number[]) => violations.push({ rule, message, offsets });
 
-  // Every user message is eventually covered by a request, unless the agent says why not.
-  const lastOpened = opened[opened.length - 1] ?? 0;
-  const uncovered = userMessages.filter((u) => u > lastOpened);
-  const graceMs = options.graceMs ?? 30_000;
-  const open = state.openRequest;
-  if (open !== null) {
-    const overdueMs = options.nowMs === undefined ? 0 : options.nowMs - Date.parse(open.expiresAt);
-    if (overdueMs > graceMs) violate("request-overdue", `request @${open.requestedAtOffset} expired at ${open.expiresAt}, ${Math.round(overdueMs / 1000)} s ago, and was never settled`, [open.requestedAtOffset]);
-    else notes.push({ rule: "request-open", message: `request @${open.requestedAtOffset} is still open`, offsets: [open.requestedAtOffset] });
-  }
-  if (uncovered.length > 0) {
-    const why = uncoveredReason(state);
-    const trigger = state.pendingLlmRequestTrigger;
-    const lateMs = options.nowMs === undefined || trigger === null || why?.rule !== "turn-pending" || open !== null ? 0 : options.nowMs - requestDueAtMs(state, trigger);
-    if (why === null) violate("user-message-covered", `${uncovered.length} user message(s) after the last request were never sent to the model, and nothing is pending`, uncovered);
-    else if (lateMs > graceMs) violate("user-message-covered", `a turn for ${uncovered.length} user message(s) was due ${Math.round(lateMs / 1000)} s ago and never requested`, uncovered);
-    else notes.push({ ...why, offsets: uncovered });
-  }
+    // Every idempotency key once.
+    for (const [key, offsets] of this.keyOffsets) if (offsets.length > 1) violate("idempotency-key-unique", `idempotency key "${key}" appears ${offsets.length} times`, offsets);
+    for (const [r, offsets] of this.settledBy) {
+      if (offsets.length > 1) violate("request-settled-once", `request @${r} is settled ${offsets.length} times`, [r, ...offsets]);
+    }
+    for (const [r, offsets] of this.repliesBy) {
+      if (offsets.length > 1) violate("reply-once", `request @${r} has ${offsets.length} assistant replies`, [r, ...offsets]);
+      if (this.failedOrCancelled.has(r)) violate("no-reply-for-failed-request", `request @${r} was settled failed or cancelled, yet has an assistant reply`, [r, ...offsets]);
+    }
+    for (const [id, s] of this.scripts) {
+      const involved = [...(s.requested === undefined ? [] : [s.requested]), ...s.started, ...s.settled];
+      if (s.requested === undefined) violate("script-lifecycle-order", `script ${id} was started or settled but never requested`, involved);
+      if (s.started.length > 1) violate("script-started-once", `script ${id} was started ${s.started.length} times`, involved);
+      if (s.settled.length > 1) violate("script-settled-once", `script ${id} was settled ${s.settled.length} times`, involved);
+      if (s.requested !== undefined && s.settled.length === 0) notes.push({ rule: "script-running", message: `script ${id} has not settled yet`, offsets: involved });
+      const start = s.started[0];
+      const settle = s.settled[0];
+      if (start !== undefined && settle !== undefined && settle < start) violate("script-lifecycle-order", `script ${id} was settled before it started`, involved);
+    }
 
-  return {
-    streamPath,
-    events: events.length,
-    firstOffset,
-    lastOffset: events[events.length - 1]?.offset ?? 0,
-    requests: opened.length,
-    settlements,
-    scripts: scripts.size,
-    prefixPairsChecked,
-    violations,
-    notes,
-  };
+    // Every user message is eventually covered by a request, unless the agent says why not.
+    const options = this.options;
+    const lastOpened = this.opened[this.opened.length - 1] ?? 0;
+    const uncovered = this.userMessages.filter((u) => u > lastOpened);
+    const graceMs = options.graceMs ?? 30_000;
+    const open = state.openRequest;
+    if (open !== null) {
+      const overdueMs = options.nowMs === undefined ? 0 : options.nowMs - Date.parse(open.expiresAt);
+      if (overdueMs > graceMs) violate("request-overdue", `request @${open.requestedAtOffset} expired at ${open.expiresAt}, ${Math.round(overdueMs / 1000)} s ago, and was never settled`, [open.requestedAtOffset]);
+      else notes.push({ rule: "request-open", message: `request @${open.requestedAtOffset} is still open`, offsets: [open.requestedAtOffset] });
+    }
+    if (uncovered.length > 0) {
+      const why = uncoveredReason(state);
+      const trigger = state.pendingLlmRequestTrigger;
+      const lateMs = options.nowMs === undefined || trigger === null || why?.rule !== "turn-pending" || open !== null ? 0 : options.nowMs - requestDueAtMs(state, trigger);
+      if (why === null) violate("user-message-covered", `${uncovered.length} user message(s) after the last request were never sent to the model, and nothing is pending`, uncovered);
+      else if (lateMs > graceMs) violate("user-message-covered", `a turn for ${uncovered.length} user message(s) was due ${Math.round(lateMs / 1000)} s ago and never requested`, uncovered);
+      else notes.push({ ...why, offsets: uncovered });
+    }
+
+    return {
+      streamPath,
+      events: this.count,
+      firstOffset: this.firstOffset,
+      lastOffset: this.lastOffset,
+      requests: this.opened.length,
+      settlements: this.settlements,
+      scripts: this.scripts.size,
+      prefixPairsChecked: this.prefixPairsChecked,
+      violations,
+      notes,
+    };
+  }
 }
 
 function uncoveredReason(state: AgentState): { rule: AuditNoteKind; message: string } | null {

@@ -2,7 +2,7 @@
 // fold the reducer runs gives the state, the list summaries and, folded through a request's
 // offset, the exact messages the driver rendered for it.
 
-import { agentTitle, auditAgentStream, foldAgentEvent, initialAgentState, type AgentState } from "@agentrt/agent-core";
+import { agentTitle, foldAgentEvent, initialAgentState, StreamAudit, type AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { AgentCorePort, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 
@@ -23,9 +23,10 @@ export function agentCoreAdapter(fns: CoreFunctions): AgentCorePort<AgentState> 
       openRequestOffset: state.openRequest?.requestedAtOffset ?? null,
       paused: state.paused !== null,
     }),
-    toJson: (state) => JSON.parse(JSON.stringify(state)) as Record<string, unknown>,
+    // Plain data already: the response serialises it once (a copy through a string held two more).
+    toJson: (state) => state as unknown as Record<string, unknown>,
     renderRequest: fns.renderRequest,
     birthBatch: fns.birthBatch,
-    audit: (events, nowMs) => auditAgentStream(events, { nowMs }),
+    auditor: (nowMs) => new StreamAudit({ nowMs }),
   };
 }

@@ -37,8 +37,14 @@ export interface AgentCorePort<S = unknown> {
   renderRequest(state: S, request: AgentEvent): RenderedMessage[];
   /** The atomic birth batch of a new agent. Throws a ContractViolationError on a bad prompt file. */
   birthBatch(input: BirthInput): EventInput[];
-  /** The stream audit (agent-core's `auditAgentStream`) of a whole stream, at `nowMs`. */
-  audit(events: readonly AgentEvent[], nowMs: number): AuditResult;
+  /** The stream audit (agent-core's `StreamAudit`) at `nowMs`, taking a stream's events a page at a time. */
+  auditor(nowMs: number): StreamAuditor;
+}
+
+export interface StreamAuditor {
+  /** Takes the stream's next event, in offset order. */
+  add(event: AgentEvent): void;
+  report(): AuditResult;
 }
 
 /** The stream audit's report (agent-core's `AuditReport`), as `GET …/audit` returns it. */

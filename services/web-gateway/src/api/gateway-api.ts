@@ -66,9 +66,16 @@ export interface GatewayApiOptions {
 /** Folded states kept in memory; the least recently used beyond this are folded again on demand. */
 export const MAX_CACHED_STATES = 2_000;
 
+
 export class GatewayApi<S = unknown> {
   /** Folded state per stream, advanced incrementally: lists and state reads stay cheap. */
-  private readonly cache = new Map<string, { state: S; lastOffset: number }>();
+  private readonly cache = new Map<string, CachedState<S>>();
+  /**
+   * The `foldedBytes` of every cached state, summed, and bounded by `limits.maxCachedStateBytes`:
+   * without it, a read-only key asking for the state of a few agents with large contexts filled
+   * the gateway's memory with them.
+   */
+  private cachedBytes = 0;
 
   /** One shared store subscription per followed stream, however many clients follow it. */
   readonly live: LiveHub;
@@ -181,11 +188,24 @@ export class GatewayApi<S = unknown> {
     return more ? { agents, next: (agents.at(-1) as AgentListEntry).streamPath } : { agents };
   }
 
-  /** The stream's invariants checked from its events (`agents audit`). */
+  /**
+   * The stream's invariants checked from its events (`agents audit`), read one bounded page at a
+   * time: the audit keeps its findings and the fold, not the events.
+   */
   async audit(streamPath: string, ctx: ReadContext = {}): Promise<AuditResult> {
-    const events = await this.gated(ctx, () => this.reads.read(streamPath, ctx.signal === undefined ? {} : { signal: ctx.signal }));
-    if (events.length === 0) throw notFound(streamPath);
-    return this.core.audit(events, Date.now());
+    return await this.gated(ctx, async () => {
+      const audit = this.core.auditor(Date.now());
+      let read = 0;
+      for (let from = 1; ; ) {
+        const page = await this.reads.read(streamPath, this.pageOptions(from, ctx.signal));
+        if (page.length === 0) break;
+        for (const event of page) audit.add(event);
+        read += page.length;
+        from = (page.at(-1) as AgentEvent).offset + 1;
+      }
+      if (read === 0) throw notFound(streamPath);
+      return audit.report();
+    });
   }
 
   /** What the model saw for the request at `requestOffset`: fold through it, then render. */
@@ -232,7 +252,8 @@ export class GatewayApi<S = unknown> {
    * `bytes` is what this call read.
    */
   private async folded(streamPath: string, signal?: AbortSignal): Promise<{ state: S; lastOffset: number; bytes: number }> {
-    let { state, lastOffset } = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0 };
+    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0, foldedBytes: 0 };
+    let { state, lastOffset } = cached;
     let bytes = 0;
     for (;;) {
       const page = await this.reads.read(streamPath, this.pageOptions(lastOffset + 1, signal));
@@ -242,17 +263,28 @@ export class GatewayApi<S = unknown> {
         lastOffset = event.offset;
         bytes += jsonBytes(event);
       }
-      this.remember(streamPath, { state, lastOffset });
+      this.remember(streamPath, { state, lastOffset, foldedBytes: cached.foldedBytes + bytes });
     }
     return { state, lastOffset, bytes };
   }
 
-  private remember(streamPath: string, entry: { state: S; lastOffset: number }): void {
-    // Re-inserting moves the entry to the end of the Map's order, so the first key is the least recently used.
-    this.cache.delete(streamPath);
+  private remember(streamPath: string, entry: CachedState<S>): void {
+    this.forget(streamPath);
+    if (entry.foldedBytes > this.limits.maxCachedStateBytes) return;
+    // Inserting puts the entry at the end of the Map's order, so the first key is the least recently used.
     this.cache.set(streamPath, entry);
-    if (this.cache.size > MAX_CACHED_STATES) this.cache.delete(this.cache.keys().next().value!);
+    this.cachedBytes += entry.foldedBytes;
+    while (this.cache.size > MAX_CACHED_STATES || this.cachedBytes > this.limits.maxCachedStateBytes) this.forget(this.cache.keys().next().value!);
   }
+
+  private forget(streamPath: string): void {
+    const entry = this.cache.get(streamPath);
+    if (entry === undefined) return;
+    this.cache.delete(streamPath);
+    this.cachedBytes -= entry.foldedBytes;
+  }
+
+
 
   private pageOptions(fromOffset: number, signal: AbortSignal | undefined, limit?: number) {
     return { fromOffset, maxBytes: this.limits.maxPageBytes, ...(limit === undefined ? {} : { limit }), ...(signal === undefined ? {} : { signal }) };
@@ -270,6 +302,13 @@ export class GatewayApi<S = unknown> {
     }
     return lastOffset;
   }
+}
+
+interface CachedState<S> {
+  readonly state: S;
+  readonly lastOffset: number;
+  /** The bytes of the events folded into it: its size, roughly (a large context is large events). */
+  readonly foldedBytes: number;
 }
 
 function notFound(streamPath: string): GatewayError {

@@ -17,6 +17,11 @@ export interface ReadLimits {
   readonly maxConcurrentReadsPerKey: number;
   /** Expensive reads the gateway runs at once, all keys together. */
   readonly maxConcurrentReads: number;
+  /**
+   * Bytes of events folded into the states the gateway keeps between requests, all together: the
+   * least recently used beyond it are dropped, and a state folded from more than this is not kept.
+   */
+  readonly maxCachedStateBytes: number;
 }
 
 export const DEFAULT_READ_LIMITS: ReadLimits = {
@@ -25,6 +30,7 @@ export const DEFAULT_READ_LIMITS: ReadLimits = {
   maxListFoldBytes: 4 * DEFAULT_MAX_READ_BYTES,
   maxConcurrentReadsPerKey: 2,
   maxConcurrentReads: 8,
+  maxCachedStateBytes: 256 * 1024 * 1024,
 };
 
 /** The most agents one listing page returns. */
