@@ -13,7 +13,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Objm } from "@nats-io/obj";
 import type { Logger } from "pino";
-import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv, backfillFileIndex } from "./itx/agent-storage.ts";
+import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv, backfillFileIndex, type FileQuota } from "./itx/agent-storage.ts";
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
@@ -55,6 +55,8 @@ export interface CapabilityHostOptions {
   /** How often other hosts' work claims are probed (a killed host's scripts move on within about this). */
   readonly claimProbeMs?: number;
   readonly providerCallTimeoutMs?: number;
+  /** What one agent's workspace may hold (default `DEFAULT_FILE_QUOTA`: 256 MiB in 10 000 files). */
+  readonly fileQuota?: FileQuota;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
   /** A sandbox worker was replaced (it held a script past its deadline, or it died). */
@@ -149,7 +151,7 @@ export class CapabilityHost {
     const docs = new DocsIndex(declarations);
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
     await registry.start();
-    const agentFiles = new AgentFiles(files, filesIndex);
+    const agentFiles = new AgentFiles(files, filesIndex, options.fileQuota);
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
     // The runner needs the host's check (which refreshes provider declarations) before the host exists.
     const self: { host?: CapabilityHost } = {};

@@ -3,6 +3,7 @@
 
 import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS, STREAM_CACHE_DEFAULTS } from "@agentrt/service-kit";
 import { z } from "zod";
+import { DEFAULT_FILE_QUOTA } from "./itx/agent-storage.ts";
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
 
@@ -44,6 +45,9 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** Longest synchronous stretch of a script (a script that never awaits is stopped after it). */
   SCRIPT_MAX_SYNC_SLICE_MS: int(100, 10_000),
   PROVIDER_CALL_TIMEOUT_MS: int(100, 30_000),
+  /** What one agent's workspace (itx.files) may hold: its files' bytes together, and how many files. */
+  AGENT_FILES_QUOTA_BYTES: int(1, DEFAULT_FILE_QUOTA.bytes),
+  AGENT_FILES_QUOTA_FILES: int(1, DEFAULT_FILE_QUOTA.files),
   /**
    * Keep the streams scripts were asked for in memory, current via the event store's feed, so a
    * script reads only what its stream gained since the last (off: every script reads its whole

@@ -54,6 +54,7 @@ void runService({
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
       claimProbeMs: config.SCRIPT_CLAIM_PROBE_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
+      fileQuota: { bytes: config.AGENT_FILES_QUOTA_BYTES, files: config.AGENT_FILES_QUOTA_FILES },
       ...(head === undefined
         ? {}
         : {

@@ -1,6 +1,7 @@
 // An agent's workspace files (itx.files) are listed from an index keyed by agent: listing reads
 // this agent's entries only, however many files other agents hold (the object store's own
-// listing reads every agent's). Given/when/then against a real nats-server.
+// listing reads every agent's). An agent's files are held to a quota of bytes and files, so one
+// agent's scripts cannot fill the shared store. Given/when/then against a real nats-server.
 
 import { type NatsServer, startNatsServer } from "@agentrt/testing";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -11,6 +12,7 @@ import {
   AgentFiles,
   AgentKv,
   backfillFileIndex,
+  type FileQuota,
   indexFile,
   ITX_FILE_PATH_MAX,
   ITX_LIST_MAX_ENTRIES,
@@ -30,11 +32,11 @@ afterAll(async () => {
 });
 
 /** A fresh object store and index (so each case starts from nothing). */
-async function storage(): Promise<{ store: ObjectStore; index: KV; files: AgentFiles }> {
+async function storage(quota?: FileQuota): Promise<{ store: ObjectStore; index: KV; files: AgentFiles }> {
   bucket++;
   const store = await new Objm(nc).create(`files_${bucket}`);
   const index = await new Kvm(nc).create(`files_index_${bucket}`, { history: 1 });
-  return { store, index, files: new AgentFiles(store, index) };
+  return { store, index, files: new AgentFiles(store, index, quota) };
 }
 
 const text = (s: string) => new TextEncoder().encode(s);
@@ -142,3 +144,62 @@ describe("itx.kv listing", () => {
     expect(await kv.list("/agents/many", "e.")).toEqual(["e.one"]);
   }, 60_000);
 });
+
+describe("itx.files quota", () => {
+  const kb = (n: number) => new Uint8Array(n * 1_000).fill(97);
+
+  it("refuses a write that would take the agent past its bytes, naming the usage and the quota, and stores nothing", async () => {
+    // Given an agent holding 6 kB of a 10 kB quota
+    const { store, files } = await storage({ bytes: 10_000, files: 100 });
+    await files.write("/agents/a", "one.bin", kb(6));
+    // When it writes 6 kB more
+    await expect(files.write("/agents/a", "two.bin", kb(6))).rejects.toThrow(
+      'itx.files: writing "two.bin" (6000 bytes) would take this agent\'s workspace to 12000 bytes in 2 files, over its quota of 10000 bytes and 100 files',
+    );
+    // Then nothing was stored or listed
+    expect(await store.info("/agents/a:two.bin")).toBeNull();
+    expect((await files.list("/agents/a", "")).map((f) => f.path)).toEqual(["one.bin"]);
+    // And rewriting its file counts only the difference; another agent has a quota of its own
+    await files.write("/agents/a", "one.bin", kb(9));
+    await files.write("/agents/a", "small.bin", kb(1));
+    await expect(files.write("/agents/a", "more.bin", kb(1))).rejects.toThrow("over its quota");
+    await files.write("/agents/b", "two.bin", kb(6));
+  });
+
+  it("refuses a file past the agent's count, and takes rewrites of the files it has", async () => {
+    const { files } = await storage({ bytes: 1_000_000, files: 3 });
+    for (const p of ["a", "b", "c"]) await files.write("/agents/a", p, kb(1));
+    await expect(files.write("/agents/a", "d", kb(1))).rejects.toThrow("in 4 files, over its quota of 1000000 bytes and 3 files");
+    await files.write("/agents/a", "b", kb(2));
+    expect(await files.list("/agents/a", "")).toEqual([
+      { path: "a", size: 1_000 },
+      { path: "b", size: 2_000 },
+      { path: "c", size: 1_000 },
+    ]);
+  });
+
+  it("lets exactly as many of 10 writes at once succeed as the quota holds", async () => {
+    const { files } = await storage({ bytes: 5_000, files: 100 });
+    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => files.write("/agents/a", `f${i}`, kb(1))));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(5);
+    expect(await files.list("/agents/a", "")).toHaveLength(5);
+  });
+
+  it("counts the files written before quotas, and a count left high by a write that failed half-way refuses nothing it should take", async () => {
+    // Given 8 kB written before the index and quotas, indexed by a host's first start
+    const { store, index, files } = await storage({ bytes: 10_000, files: 100 });
+    await store.putBlob({ name: "/agents/a:old.bin" }, kb(8));
+    await backfillFileIndex(store, index);
+    // Then the agent's first write is counted against them
+    await expect(files.write("/agents/a", "new.bin", kb(3))).rejects.toThrow("to 11000 bytes in 2 files");
+    await files.write("/agents/a", "new.bin", kb(2));
+    // And given 7 kB held, and a count left high (as by a host killed between counting and storing)
+    await files.write("/agents/a", "old.bin", kb(5));
+    await index.put("agents/a.=usage", JSON.stringify({ bytes: 9_900, files: 2 }));
+    // Then a write the files have room for is taken
+    await files.write("/agents/a", "third.bin", kb(2));
+    expect((await files.list("/agents/a", "")).map((f) => f.size)).toEqual([2_000, 5_000, 2_000]);
+    await expect(files.write("/agents/a", "fourth.bin", kb(2))).rejects.toThrow("to 11000 bytes in 4 files");
+  });
+});
+

@@ -81,7 +81,9 @@ interface ItxFileHandle {
 }
 
 /** The agent's workspace files (NATS object store). Paths are relative: "notes/today.md", at most
- * 1 024 characters. A file of at most 4 MiB may be written or read; a larger one is refused, naming its size. */
+ * 1 024 characters. A file of at most 4 MiB may be written or read; a larger one is refused, naming its size.
+ * The workspace holds at most 256 MiB in 10 000 files (unless the operator set other bounds); a write
+ * past that is refused, naming the usage and the quota. */
 interface ItxFiles {
   get(path: string): ItxFileHandle;
   write(path: string, content: string | Uint8Array): Promise<{ path: string; size: number }>;

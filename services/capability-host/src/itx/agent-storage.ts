@@ -19,6 +19,19 @@ export const ITX_LIST_MAX_ENTRIES = 10_000;
 /** A file path's longest form (UTF-16 units): its index key must stay well inside a NATS subject. */
 export const ITX_FILE_PATH_MAX = 1_024;
 const INDEX_READS_AT_ONCE = 32;
+
+/**
+ * What one agent's workspace may hold: files and their bytes together. The object store is shared,
+ * so without it one agent's scripts could fill the NATS server's disk for every agent.
+ */
+export interface FileQuota {
+  readonly bytes: number;
+  readonly files: number;
+}
+
+export const DEFAULT_FILE_QUOTA: FileQuota = { bytes: 256 * 1024 * 1024, files: ITX_LIST_MAX_ENTRIES };
+
+type Usage = { bytes: number; files: number };
 /**
  * The largest file a script may write or read through itx.files. A read is handed to the
  * sandbox whole (bytes as an array of numbers), so without a bound one call on a large file
@@ -79,6 +92,7 @@ export class AgentFiles {
   constructor(
     private readonly store: ObjectStore,
     private readonly index: KV,
+    private readonly quota: FileQuota = DEFAULT_FILE_QUOTA,
   ) {}
 
   private name(agentPath: string, path: unknown): string {
@@ -105,13 +119,93 @@ export class AgentFiles {
     return data;
   }
 
+  /** The write of each agent's running now, in this host: an agent's writes run one at a time. */
+  private readonly writing = new Map<string, Promise<unknown>>();
+
   async write(agentPath: string, path: unknown, data: Uint8Array): Promise<{ path: string; size: number }> {
     const name = this.name(agentPath, path);
     if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "write");
-    const info = await this.store.putBlob({ name }, data);
+    // One at a time per agent, so a count taken afresh from the index misses no write of this host
+    // in flight (another host's may be: then the agent ends at most that write over its quota).
+    const previous = this.writing.get(agentPath) ?? Promise.resolve();
+    const written = previous.then(
+      () => this.writeNow(agentPath, name, path as string, data),
+      () => this.writeNow(agentPath, name, path as string, data),
+    );
+    this.writing.set(agentPath, written);
+    try {
+      return await written;
+    } finally {
+      if (this.writing.get(agentPath) === written) this.writing.delete(agentPath);
+    }
+  }
+
+  private async writeNow(agentPath: string, name: string, path: string, data: Uint8Array): Promise<{ path: string; size: number }> {
+    // Counted against the agent's quota before anything is stored; given back if storing fails.
+    const before = await this.index.get(fileKey(agentPath, path));
+    const replaced = before !== null && before.operation === "PUT" ? (before.json() as IndexedFile).size : undefined;
+    const change: Usage = { bytes: data.length - (replaced ?? 0), files: replaced === undefined ? 1 : 0 };
+    await this.reserve(agentPath, path, data.length, change);
+    let info: ObjectInfo;
+    try {
+      info = await this.store.putBlob({ name }, data);
+    } catch (error) {
+      await this.reserve(agentPath, path, 0, { bytes: -change.bytes, files: -change.files }).catch(() => undefined);
+      throw error;
+    }
     // Listed once indexed: should indexing fail, so does the write, and writing again lists it.
-    await indexFile(this.index, agentPath, path as string, info);
-    return { path: path as string, size: info.size };
+    await indexFile(this.index, agentPath, path, info);
+    return { path, size: info.size };
+  }
+
+  /**
+   * Moves the agent's usage by `change` (compare-and-set), refusing a growth past its quota. The
+   * usage is counted from the index when it has none yet (files written before quotas) and when
+   * a growth would pass the quota: a write that failed half-way (a host killed between storing
+   * and indexing) can leave the count high, never the files over their quota.
+   */
+  private async reserve(agentPath: string, path: string, size: number, change: Usage): Promise<void> {
+    const key = usageKey(agentPath);
+    let counted: Usage | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const entry = await this.index.get(key);
+      const stored = entry !== null && entry.operation === "PUT" ? (entry.json() as Usage) : undefined;
+      let usage = counted ?? stored ?? (counted = await this.usage(agentPath));
+      const grows = change.bytes > 0 || change.files > 0;
+      if (grows && this.over(usage, change) && counted === undefined) usage = counted = await this.usage(agentPath);
+      if (grows && this.over(usage, change)) {
+        throw new ItxInputError(
+          `itx.files: writing "${path}" (${size} bytes) would take this agent's workspace to ${usage.bytes + change.bytes} bytes in ${usage.files + change.files} files, over its quota of ${this.quota.bytes} bytes and ${this.quota.files} files`,
+        );
+      }
+      const next = JSON.stringify({ bytes: Math.max(0, usage.bytes + change.bytes), files: Math.max(0, usage.files + change.files) } satisfies Usage);
+      try {
+        if (entry === null) await this.index.create(key, next);
+        else await this.index.update(key, next, entry.revision);
+        return;
+      } catch (error) {
+        // Another write of this agent moved the usage in between: look again.
+        if (!isWrongRevision(error) || attempt === 10) throw error;
+        counted = undefined;
+      }
+    }
+  }
+
+  private over(usage: Usage, change: Usage): boolean {
+    return usage.bytes + change.bytes > this.quota.bytes || usage.files + change.files > this.quota.files;
+  }
+
+  /** The agent's files and their bytes, counted from its index entries. */
+  private async usage(agentPath: string): Promise<Usage> {
+    const own = usageKey(agentPath);
+    const keys: string[] = [];
+    for await (const key of await this.index.keys(`${agentPath.slice(1)}.>`)) if (key !== own) keys.push(key);
+    const sizes = await mapAtMost(keys, INDEX_READS_AT_ONCE, async (key) => {
+      const entry = await this.index.get(key);
+      return entry === null || entry.operation !== "PUT" ? undefined : (entry.json() as IndexedFile).size;
+    });
+    const present = sizes.filter((size) => size !== undefined);
+    return { bytes: present.reduce((sum, size) => sum + size, 0), files: present.length };
   }
 
   /**
@@ -125,8 +219,9 @@ export class AgentFiles {
     if (whole.some((s) => s === "")) return [];
     const keys: string[] = [];
     const found = await this.index.keys(`${[agentPath.slice(1), ...whole.map(encodeSegment)].join(".")}.>`);
+    const usage = usageKey(agentPath);
     for await (const key of found) {
-      if (!pathOfKey(key).startsWith(prefix)) continue;
+      if (key === usage || !pathOfKey(key).startsWith(prefix)) continue;
       if (keys.length === ITX_LIST_MAX_ENTRIES) {
         found.stop();
         throw tooMany("itx.files.list", prefix, "files");
@@ -178,6 +273,11 @@ export async function backfillFileIndex(store: ObjectStore, index: KV): Promise<
   }
   await index.put(BACKFILLED_KEY, new Date().toISOString());
   return indexed;
+}
+
+/** The agent's usage entry: "=" is not in base64url, so no file's key is this. */
+function usageKey(agentPath: string): string {
+  return `${agentPath.slice(1)}.=usage`;
 }
 
 function fileKey(agentPath: string, path: string): string {
