@@ -13,7 +13,8 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Objm } from "@nats-io/obj";
 import type { Logger } from "pino";
-import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv, backfillFileIndex, type FileQuota } from "./itx/agent-storage.ts";
+import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, AgentFiles, AgentKv, backfillFileIndex } from "./itx/agent-storage.ts";
+import type { Quota } from "./itx/usage-meter.ts";
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
@@ -56,7 +57,9 @@ export interface CapabilityHostOptions {
   readonly claimProbeMs?: number;
   readonly providerCallTimeoutMs?: number;
   /** What one agent's workspace may hold (default `DEFAULT_FILE_QUOTA`: 256 MiB in 10 000 files). */
-  readonly fileQuota?: FileQuota;
+  readonly fileQuota?: Quota;
+  /** What one agent's itx.kv keys may hold (default `DEFAULT_KV_QUOTA`: 64 MiB in 10 000 keys). */
+  readonly kvQuota?: Quota;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
   /** A sandbox worker was replaced (it held a script past its deadline, or it died). */
@@ -152,6 +155,8 @@ export class CapabilityHost {
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
     await registry.start();
     const agentFiles = new AgentFiles(files, filesIndex, options.fileQuota);
+    // One for the host: its per-agent queue keeps an agent's writes one at a time across scripts.
+    const agentKvStore = new AgentKv(agentKv, options.kvQuota);
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
     // The runner needs the host's check (which refreshes provider declarations) before the host exists.
     const self: { host?: CapabilityHost } = {};
@@ -175,7 +180,7 @@ export class CapabilityHost {
         guardHostCalls(createHostCallHandler(
           {
             store: options.store,
-            kv: new AgentKv(agentKv),
+            kv: agentKvStore,
             files: agentFiles,
             providers: registry,
             docs,

@@ -3,7 +3,7 @@
 
 import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS, STREAM_CACHE_DEFAULTS } from "@agentrt/service-kit";
 import { z } from "zod";
-import { DEFAULT_FILE_QUOTA } from "./itx/agent-storage.ts";
+import { DEFAULT_FILE_QUOTA, DEFAULT_KV_QUOTA } from "./itx/agent-storage.ts";
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
 
@@ -47,7 +47,10 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   PROVIDER_CALL_TIMEOUT_MS: int(100, 30_000),
   /** What one agent's workspace (itx.files) may hold: its files' bytes together, and how many files. */
   AGENT_FILES_QUOTA_BYTES: int(1, DEFAULT_FILE_QUOTA.bytes),
-  AGENT_FILES_QUOTA_FILES: int(1, DEFAULT_FILE_QUOTA.files),
+  AGENT_FILES_QUOTA_FILES: int(1, DEFAULT_FILE_QUOTA.entries),
+  /** What one agent's itx.kv may hold: its values' bytes together, and how many keys. */
+  AGENT_KV_QUOTA_BYTES: int(1, DEFAULT_KV_QUOTA.bytes),
+  AGENT_KV_QUOTA_KEYS: int(1, DEFAULT_KV_QUOTA.entries),
   /**
    * Keep the streams scripts were asked for in memory, current via the event store's feed, so a
    * script reads only what its stream gained since the last (off: every script reads its whole

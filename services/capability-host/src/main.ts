@@ -54,7 +54,8 @@ void runService({
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
       claimProbeMs: config.SCRIPT_CLAIM_PROBE_MS,
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
-      fileQuota: { bytes: config.AGENT_FILES_QUOTA_BYTES, files: config.AGENT_FILES_QUOTA_FILES },
+      fileQuota: { bytes: config.AGENT_FILES_QUOTA_BYTES, entries: config.AGENT_FILES_QUOTA_FILES },
+      kvQuota: { bytes: config.AGENT_KV_QUOTA_BYTES, entries: config.AGENT_KV_QUOTA_KEYS },
       ...(head === undefined
         ? {}
         : {

@@ -12,11 +12,11 @@ import {
   AgentFiles,
   AgentKv,
   backfillFileIndex,
-  type FileQuota,
   indexFile,
   ITX_FILE_PATH_MAX,
   ITX_LIST_MAX_ENTRIES,
 } from "../src/itx/agent-storage.ts";
+import type { Quota } from "../src/itx/usage-meter.ts";
 
 let server: NatsServer;
 let nc: NatsConnection;
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 /** A fresh object store and index (so each case starts from nothing). */
-async function storage(quota?: FileQuota): Promise<{ store: ObjectStore; index: KV; files: AgentFiles }> {
+async function storage(quota?: Quota): Promise<{ store: ObjectStore; index: KV; files: AgentFiles }> {
   bucket++;
   const store = await new Objm(nc).create(`files_${bucket}`);
   const index = await new Kvm(nc).create(`files_index_${bucket}`, { history: 1 });
@@ -137,9 +137,11 @@ describe("itx.files listing", () => {
 
 describe("itx.kv listing", () => {
   it(`answers a listing of more than ${ITX_LIST_MAX_ENTRIES} keys with an error asking for a longer prefix`, async () => {
-    const kv = new AgentKv(await new Kvm(nc).create("agent_kv_many", { history: 1 }));
-    await inBatches(Array.from({ length: ITX_LIST_MAX_ENTRIES + 1 }, (_, i) => i), (i) => kv.set("/agents/many", `d.${i}`, i));
-    await kv.set("/agents/many", "e.one", 1);
+    // (Set before quotas, or under a quota an operator raised past the listing's bound.)
+    const raw = await new Kvm(nc).create("agent_kv_many", { history: 1 });
+    const kv = new AgentKv(raw);
+    await inBatches(Array.from({ length: ITX_LIST_MAX_ENTRIES + 1 }, (_, i) => i), (i) => raw.put(`agents/many.d.${i}`, String(i)));
+    await raw.put("agents/many.e.one", "1");
     await expect(kv.list("/agents/many", "")).rejects.toThrow(`itx.kv.list: more than ${ITX_LIST_MAX_ENTRIES} keys start with ""; list a longer prefix`);
     expect(await kv.list("/agents/many", "e.")).toEqual(["e.one"]);
   }, 60_000);
@@ -150,7 +152,7 @@ describe("itx.files quota", () => {
 
   it("refuses a write that would take the agent past its bytes, naming the usage and the quota, and stores nothing", async () => {
     // Given an agent holding 6 kB of a 10 kB quota
-    const { store, files } = await storage({ bytes: 10_000, files: 100 });
+    const { store, files } = await storage({ bytes: 10_000, entries: 100 });
     await files.write("/agents/a", "one.bin", kb(6));
     // When it writes 6 kB more
     await expect(files.write("/agents/a", "two.bin", kb(6))).rejects.toThrow(
@@ -167,7 +169,7 @@ describe("itx.files quota", () => {
   });
 
   it("refuses a file past the agent's count, and takes rewrites of the files it has", async () => {
-    const { files } = await storage({ bytes: 1_000_000, files: 3 });
+    const { files } = await storage({ bytes: 1_000_000, entries: 3 });
     for (const p of ["a", "b", "c"]) await files.write("/agents/a", p, kb(1));
     await expect(files.write("/agents/a", "d", kb(1))).rejects.toThrow("in 4 files, over its quota of 1000000 bytes and 3 files");
     await files.write("/agents/a", "b", kb(2));
@@ -179,7 +181,7 @@ describe("itx.files quota", () => {
   });
 
   it("lets exactly as many of 10 writes at once succeed as the quota holds", async () => {
-    const { files } = await storage({ bytes: 5_000, files: 100 });
+    const { files } = await storage({ bytes: 5_000, entries: 100 });
     const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => files.write("/agents/a", `f${i}`, kb(1))));
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(5);
     expect(await files.list("/agents/a", "")).toHaveLength(5);
@@ -187,7 +189,7 @@ describe("itx.files quota", () => {
 
   it("counts the files written before quotas, and a count left high by a write that failed half-way refuses nothing it should take", async () => {
     // Given 8 kB written before the index and quotas, indexed by a host's first start
-    const { store, index, files } = await storage({ bytes: 10_000, files: 100 });
+    const { store, index, files } = await storage({ bytes: 10_000, entries: 100 });
     await store.putBlob({ name: "/agents/a:old.bin" }, kb(8));
     await backfillFileIndex(store, index);
     // Then the agent's first write is counted against them
@@ -195,11 +197,46 @@ describe("itx.files quota", () => {
     await files.write("/agents/a", "new.bin", kb(2));
     // And given 7 kB held, and a count left high (as by a host killed between counting and storing)
     await files.write("/agents/a", "old.bin", kb(5));
-    await index.put("agents/a.=usage", JSON.stringify({ bytes: 9_900, files: 2 }));
+    await index.put("agents/a.=usage", JSON.stringify({ bytes: 9_900, entries: 2 }));
     // Then a write the files have room for is taken
     await files.write("/agents/a", "third.bin", kb(2));
     expect((await files.list("/agents/a", "")).map((f) => f.size)).toEqual([2_000, 5_000, 2_000]);
     await expect(files.write("/agents/a", "fourth.bin", kb(2))).rejects.toThrow("to 11000 bytes in 4 files");
+  });
+});
+
+describe("itx.kv quota", () => {
+  async function kvWith(quota: Quota): Promise<{ raw: KV; kv: AgentKv }> {
+    bucket++;
+    const raw = await new Kvm(nc).create(`agent_kv_quota_${bucket}`, { history: 1 });
+    return { raw, kv: new AgentKv(raw, quota) };
+  }
+
+  it("refuses a value that would take the agent past its bytes or its keys, naming the usage and the quota, and stores nothing", async () => {
+    // Given an agent with a 100-byte value under a quota of 150 bytes in 2 keys
+    const { kv } = await kvWith({ bytes: 150, entries: 2 });
+    await kv.set("/agents/a", "one", "x".repeat(98));
+    // When it sets another 100 bytes, then a third key
+    await expect(kv.set("/agents/a", "two", "y".repeat(98))).rejects.toThrow(
+      'itx.kv: setting "two" (100 bytes) would take this agent\'s keys to 200 bytes in 2 keys, over its quota of 150 bytes and 2 keys',
+    );
+    expect(await kv.get("/agents/a", "two")).toBeNull();
+    await kv.set("/agents/a", "two", "small");
+    await expect(kv.set("/agents/a", "three", 1)).rejects.toThrow("in 3 keys, over its quota of 150 bytes and 2 keys");
+    // Then overwriting counts the difference, deleting gives room back, and another agent has its own quota
+    await kv.set("/agents/a", "one", "shorter");
+    await kv.delete("/agents/a", "two");
+    await kv.set("/agents/a", "three", "x".repeat(100));
+    expect(await kv.list("/agents/a", "")).toEqual(["one", "three"]);
+    await kv.set("/agents/b", "one", "x".repeat(140));
+  });
+
+  it("lets exactly as many of 10 sets at once succeed as the quota holds, and counts keys set before quotas", async () => {
+    const { raw, kv } = await kvWith({ bytes: 1_000_000, entries: 5 });
+    await raw.put("agents/old.before", JSON.stringify("set before quotas"));
+    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => kv.set("/agents/old", `k${i}`, i)));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(4);
+    expect(await kv.list("/agents/old", "")).toHaveLength(5);
   });
 });
 

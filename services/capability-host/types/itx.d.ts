@@ -65,7 +65,9 @@ interface ItxAgents {
   get(path: string): ItxAgentHandle;
 }
 
-/** Agent-scoped key-value store (NATS KV). Keys: letters, digits, "-", "_", "/", "=", ".". */
+/** Agent-scoped key-value store (NATS KV). Keys: letters, digits, "-", "_", "/", "=", ".". The agent's
+ * values hold at most 64 MiB in 10 000 keys (unless the operator set other bounds); a set past that is
+ * refused, naming the usage and the quota. */
 interface ItxKv {
   get(key: string): Promise<JsonValue | null>;
   set(key: string, value: JsonValue): Promise<void>;

@@ -7,6 +7,7 @@
 import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
+import { PerAgentQueue, type Quota, type Usage, UsageMeter } from "./usage-meter.ts";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
 export const AGENT_FILES_BUCKET = "AGENT_FILES";
@@ -21,17 +22,12 @@ export const ITX_FILE_PATH_MAX = 1_024;
 const INDEX_READS_AT_ONCE = 32;
 
 /**
- * What one agent's workspace may hold: files and their bytes together. The object store is shared,
- * so without it one agent's scripts could fill the NATS server's disk for every agent.
+ * What one agent's workspace (itx.files) and its keys (itx.kv) may hold. Both stores are shared,
+ * so without a quota one agent's scripts could fill the NATS server's disk for every agent.
  */
-export interface FileQuota {
-  readonly bytes: number;
-  readonly files: number;
-}
+export const DEFAULT_FILE_QUOTA: Quota = { bytes: 256 * 1024 * 1024, entries: ITX_LIST_MAX_ENTRIES };
+export const DEFAULT_KV_QUOTA: Quota = { bytes: 64 * 1024 * 1024, entries: ITX_LIST_MAX_ENTRIES };
 
-export const DEFAULT_FILE_QUOTA: FileQuota = { bytes: 256 * 1024 * 1024, files: ITX_LIST_MAX_ENTRIES };
-
-type Usage = { bytes: number; files: number };
 /**
  * The largest file a script may write or read through itx.files. A read is handed to the
  * sandbox whole (bytes as an array of numbers), so without a bound one call on a large file
@@ -46,7 +42,16 @@ export class ItxInputError extends Error {
 }
 
 export class AgentKv {
-  constructor(private readonly kv: KV) {}
+  private readonly meter: UsageMeter;
+  private readonly queue = new PerAgentQueue();
+
+  constructor(
+    private readonly kv: KV,
+    quota: Quota = DEFAULT_KV_QUOTA,
+  ) {
+    // The bare scope is the usage key: every user key is `<scope>.<key>`.
+    this.meter = new UsageMeter(kv, (agentPath) => agentPath.slice(1), quota, (agentPath) => this.usage(agentPath));
+  }
 
   private key(agentPath: string, key: unknown): string {
     if (typeof key !== "string" || !USER_KEY.test(key) || key.startsWith(".") || key.endsWith(".")) {
@@ -62,11 +67,46 @@ export class AgentKv {
   }
 
   async set(agentPath: string, key: unknown, value: unknown): Promise<void> {
-    await this.kv.put(this.key(agentPath, key), JSON.stringify(value ?? null));
+    const stored = this.key(agentPath, key);
+    const json = JSON.stringify(value ?? null);
+    const size = Buffer.byteLength(json);
+    await this.queue.run(agentPath, async () => {
+      const before = await this.sizeOf(stored);
+      const change: Usage = { bytes: size - (before ?? 0), entries: before === undefined ? 1 : 0 };
+      const quota = this.meter.quota;
+      await this.meter.move(agentPath, change, (reached) =>
+        new ItxInputError(`itx.kv: setting "${String(key)}" (${size} bytes) would take this agent's keys to ${reached.bytes} bytes in ${reached.entries} keys, over its quota of ${quota.bytes} bytes and ${quota.entries} keys`),
+      );
+      try {
+        await this.kv.put(stored, json);
+      } catch (error) {
+        await this.meter.move(agentPath, { bytes: -change.bytes, entries: -change.entries }, () => error as Error).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   async delete(agentPath: string, key: unknown): Promise<void> {
-    await this.kv.delete(this.key(agentPath, key));
+    const stored = this.key(agentPath, key);
+    await this.queue.run(agentPath, async () => {
+      const before = await this.sizeOf(stored);
+      await this.kv.delete(stored);
+      if (before !== undefined) await this.meter.move(agentPath, { bytes: -before, entries: -1 }, (reached) => new Error(`a deletion grew the usage to ${reached.bytes}`));
+    });
+  }
+
+  private async sizeOf(stored: string): Promise<number | undefined> {
+    const entry = await this.kv.get(stored);
+    return entry === null || entry.operation !== "PUT" ? undefined : entry.value.length;
+  }
+
+  /** The agent's keys and their values' bytes, counted from the bucket. */
+  private async usage(agentPath: string): Promise<Usage> {
+    const keys: string[] = [];
+    for await (const k of await this.kv.keys(`${agentPath.slice(1)}.>`)) keys.push(k);
+    const sizes = await mapAtMost(keys, INDEX_READS_AT_ONCE, (k) => this.sizeOf(k));
+    const present = sizes.filter((size) => size !== undefined);
+    return { bytes: present.reduce((sum, size) => sum + size, 0), entries: present.length };
   }
 
   async list(agentPath: string, prefix: string): Promise<string[]> {
@@ -89,11 +129,16 @@ export class AgentKv {
 type IndexedFile = { size: number; revision: number };
 
 export class AgentFiles {
+  private readonly meter: UsageMeter;
+  private readonly queue = new PerAgentQueue();
+
   constructor(
     private readonly store: ObjectStore,
     private readonly index: KV,
-    private readonly quota: FileQuota = DEFAULT_FILE_QUOTA,
-  ) {}
+    quota: Quota = DEFAULT_FILE_QUOTA,
+  ) {
+    this.meter = new UsageMeter(index, usageKey, quota, (agentPath) => this.usage(agentPath));
+  }
 
   private name(agentPath: string, path: unknown): string {
     if (typeof path !== "string" || path.length === 0 || path.startsWith("/") || path.split("/").some((s) => s === ".." || s === "")) {
@@ -119,80 +164,31 @@ export class AgentFiles {
     return data;
   }
 
-  /** The write of each agent's running now, in this host: an agent's writes run one at a time. */
-  private readonly writing = new Map<string, Promise<unknown>>();
-
   async write(agentPath: string, path: unknown, data: Uint8Array): Promise<{ path: string; size: number }> {
     const name = this.name(agentPath, path);
     if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "write");
-    // One at a time per agent, so a count taken afresh from the index misses no write of this host
-    // in flight (another host's may be: then the agent ends at most that write over its quota).
-    const previous = this.writing.get(agentPath) ?? Promise.resolve();
-    const written = previous.then(
-      () => this.writeNow(agentPath, name, path as string, data),
-      () => this.writeNow(agentPath, name, path as string, data),
-    );
-    this.writing.set(agentPath, written);
-    try {
-      return await written;
-    } finally {
-      if (this.writing.get(agentPath) === written) this.writing.delete(agentPath);
-    }
+    return await this.queue.run(agentPath, () => this.writeNow(agentPath, name, path as string, data));
   }
 
   private async writeNow(agentPath: string, name: string, path: string, data: Uint8Array): Promise<{ path: string; size: number }> {
     // Counted against the agent's quota before anything is stored; given back if storing fails.
     const before = await this.index.get(fileKey(agentPath, path));
     const replaced = before !== null && before.operation === "PUT" ? (before.json() as IndexedFile).size : undefined;
-    const change: Usage = { bytes: data.length - (replaced ?? 0), files: replaced === undefined ? 1 : 0 };
-    await this.reserve(agentPath, path, data.length, change);
+    const change: Usage = { bytes: data.length - (replaced ?? 0), entries: replaced === undefined ? 1 : 0 };
+    const quota = this.meter.quota;
+    await this.meter.move(agentPath, change, (reached) =>
+      new ItxInputError(`itx.files: writing "${path}" (${data.length} bytes) would take this agent's workspace to ${reached.bytes} bytes in ${reached.entries} files, over its quota of ${quota.bytes} bytes and ${quota.entries} files`),
+    );
     let info: ObjectInfo;
     try {
       info = await this.store.putBlob({ name }, data);
     } catch (error) {
-      await this.reserve(agentPath, path, 0, { bytes: -change.bytes, files: -change.files }).catch(() => undefined);
+      await this.meter.move(agentPath, { bytes: -change.bytes, entries: -change.entries }, () => error as Error).catch(() => undefined);
       throw error;
     }
     // Listed once indexed: should indexing fail, so does the write, and writing again lists it.
     await indexFile(this.index, agentPath, path, info);
     return { path, size: info.size };
-  }
-
-  /**
-   * Moves the agent's usage by `change` (compare-and-set), refusing a growth past its quota. The
-   * usage is counted from the index when it has none yet (files written before quotas) and when
-   * a growth would pass the quota: a write that failed half-way (a host killed between storing
-   * and indexing) can leave the count high, never the files over their quota.
-   */
-  private async reserve(agentPath: string, path: string, size: number, change: Usage): Promise<void> {
-    const key = usageKey(agentPath);
-    let counted: Usage | undefined;
-    for (let attempt = 1; ; attempt++) {
-      const entry = await this.index.get(key);
-      const stored = entry !== null && entry.operation === "PUT" ? (entry.json() as Usage) : undefined;
-      let usage = counted ?? stored ?? (counted = await this.usage(agentPath));
-      const grows = change.bytes > 0 || change.files > 0;
-      if (grows && this.over(usage, change) && counted === undefined) usage = counted = await this.usage(agentPath);
-      if (grows && this.over(usage, change)) {
-        throw new ItxInputError(
-          `itx.files: writing "${path}" (${size} bytes) would take this agent's workspace to ${usage.bytes + change.bytes} bytes in ${usage.files + change.files} files, over its quota of ${this.quota.bytes} bytes and ${this.quota.files} files`,
-        );
-      }
-      const next = JSON.stringify({ bytes: Math.max(0, usage.bytes + change.bytes), files: Math.max(0, usage.files + change.files) } satisfies Usage);
-      try {
-        if (entry === null) await this.index.create(key, next);
-        else await this.index.update(key, next, entry.revision);
-        return;
-      } catch (error) {
-        // Another write of this agent moved the usage in between: look again.
-        if (!isWrongRevision(error) || attempt === 10) throw error;
-        counted = undefined;
-      }
-    }
-  }
-
-  private over(usage: Usage, change: Usage): boolean {
-    return usage.bytes + change.bytes > this.quota.bytes || usage.files + change.files > this.quota.files;
   }
 
   /** The agent's files and their bytes, counted from its index entries. */
@@ -205,7 +201,7 @@ export class AgentFiles {
       return entry === null || entry.operation !== "PUT" ? undefined : (entry.json() as IndexedFile).size;
     });
     const present = sizes.filter((size) => size !== undefined);
-    return { bytes: present.reduce((sum, size) => sum + size, 0), files: present.length };
+    return { bytes: present.reduce((sum, size) => sum + size, 0), entries: present.length };
   }
 
   /**
