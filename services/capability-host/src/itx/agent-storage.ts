@@ -2,12 +2,13 @@
 // shared by all agents; each agent's entries live under its own prefix, derived from its
 // stream path (whose segments contain no "." or ":"), so no agent can name another's keys.
 // Files are listed from an index bucket keyed by agent, not from the object store, whose
-// listing reads every agent's files.
+// listing reads every agent's files. Each agent's files and keys are held to a quota
+// (usage-meter.ts).
 
 import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
-import { PerAgentQueue, type Quota, type Usage, UsageMeter } from "./usage-meter.ts";
+import { countUsage, PerAgentQueue, type Quota, type Usage, UsageMeter } from "./usage-meter.ts";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
 export const AGENT_FILES_BUCKET = "AGENT_FILES";
@@ -74,13 +75,13 @@ export class AgentKv {
       const before = await this.sizeOf(stored);
       const change: Usage = { bytes: size - (before ?? 0), entries: before === undefined ? 1 : 0 };
       const quota = this.meter.quota;
-      await this.meter.move(agentPath, change, (reached) =>
+      await this.meter.take(agentPath, change, (reached) =>
         new ItxInputError(`itx.kv: setting "${String(key)}" (${size} bytes) would take this agent's keys to ${reached.bytes} bytes in ${reached.entries} keys, over its quota of ${quota.bytes} bytes and ${quota.entries} keys`),
       );
       try {
         await this.kv.put(stored, json);
       } catch (error) {
-        await this.meter.move(agentPath, { bytes: -change.bytes, entries: -change.entries }, () => error as Error).catch(() => undefined);
+        await this.meter.giveBack(agentPath, change).catch(() => undefined);
         throw error;
       }
     });
@@ -91,7 +92,7 @@ export class AgentKv {
     await this.queue.run(agentPath, async () => {
       const before = await this.sizeOf(stored);
       await this.kv.delete(stored);
-      if (before !== undefined) await this.meter.move(agentPath, { bytes: -before, entries: -1 }, (reached) => new Error(`a deletion grew the usage to ${reached.bytes}`));
+      if (before !== undefined) await this.meter.giveBack(agentPath, { bytes: before, entries: 1 });
     });
   }
 
@@ -104,9 +105,7 @@ export class AgentKv {
   private async usage(agentPath: string): Promise<Usage> {
     const keys: string[] = [];
     for await (const k of await this.kv.keys(`${agentPath.slice(1)}.>`)) keys.push(k);
-    const sizes = await mapAtMost(keys, INDEX_READS_AT_ONCE, (k) => this.sizeOf(k));
-    const present = sizes.filter((size) => size !== undefined);
-    return { bytes: present.reduce((sum, size) => sum + size, 0), entries: present.length };
+    return countUsage(keys, (k) => this.sizeOf(k));
   }
 
   async list(agentPath: string, prefix: string): Promise<string[]> {
@@ -172,18 +171,17 @@ export class AgentFiles {
 
   private async writeNow(agentPath: string, name: string, path: string, data: Uint8Array): Promise<{ path: string; size: number }> {
     // Counted against the agent's quota before anything is stored; given back if storing fails.
-    const before = await this.index.get(fileKey(agentPath, path));
-    const replaced = before !== null && before.operation === "PUT" ? (before.json() as IndexedFile).size : undefined;
+    const replaced = (await this.indexed(fileKey(agentPath, path)))?.size;
     const change: Usage = { bytes: data.length - (replaced ?? 0), entries: replaced === undefined ? 1 : 0 };
     const quota = this.meter.quota;
-    await this.meter.move(agentPath, change, (reached) =>
+    await this.meter.take(agentPath, change, (reached) =>
       new ItxInputError(`itx.files: writing "${path}" (${data.length} bytes) would take this agent's workspace to ${reached.bytes} bytes in ${reached.entries} files, over its quota of ${quota.bytes} bytes and ${quota.entries} files`),
     );
     let info: ObjectInfo;
     try {
       info = await this.store.putBlob({ name }, data);
     } catch (error) {
-      await this.meter.move(agentPath, { bytes: -change.bytes, entries: -change.entries }, () => error as Error).catch(() => undefined);
+      await this.meter.giveBack(agentPath, change).catch(() => undefined);
       throw error;
     }
     // Listed once indexed: should indexing fail, so does the write, and writing again lists it.
@@ -196,12 +194,12 @@ export class AgentFiles {
     const own = usageKey(agentPath);
     const keys: string[] = [];
     for await (const key of await this.index.keys(`${agentPath.slice(1)}.>`)) if (key !== own) keys.push(key);
-    const sizes = await mapAtMost(keys, INDEX_READS_AT_ONCE, async (key) => {
-      const entry = await this.index.get(key);
-      return entry === null || entry.operation !== "PUT" ? undefined : (entry.json() as IndexedFile).size;
-    });
-    const present = sizes.filter((size) => size !== undefined);
-    return { bytes: present.reduce((sum, size) => sum + size, 0), entries: present.length };
+    return countUsage(keys, async (key) => (await this.indexed(key))?.size);
+  }
+
+  private async indexed(key: string): Promise<IndexedFile | undefined> {
+    const entry = await this.index.get(key);
+    return entry === null || entry.operation !== "PUT" ? undefined : (entry.json() as IndexedFile);
   }
 
   /**
@@ -225,8 +223,8 @@ export class AgentFiles {
       keys.push(key);
     }
     const listed = await mapAtMost(keys, INDEX_READS_AT_ONCE, async (key) => {
-      const entry = await this.index.get(key);
-      return entry === null || entry.operation !== "PUT" ? undefined : { path: pathOfKey(key), size: (entry.json() as IndexedFile).size };
+      const size = (await this.indexed(key))?.size;
+      return size === undefined ? undefined : { path: pathOfKey(key), size };
     });
     return listed.filter((f) => f !== undefined).sort((a, b) => a.path.localeCompare(b.path));
   }

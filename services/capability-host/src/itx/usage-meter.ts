@@ -22,6 +22,7 @@ export interface Usage {
 }
 
 const CAS_ATTEMPTS = 10;
+const COUNT_READS_AT_ONCE = 32;
 
 export class UsageMeter {
   constructor(
@@ -33,10 +34,20 @@ export class UsageMeter {
     private readonly count: (agentPath: string) => Promise<Usage>,
   ) {}
 
-  /** Moves the agent's usage by `change`; a growth past the quota throws `refuse(the usage it would reach)`. */
-  async move(agentPath: string, change: Usage, refuse: (reached: Usage) => Error): Promise<void> {
+  /** Takes `change` into the agent's usage; a growth past the quota throws `refuse(the usage it would reach)`. */
+  take(agentPath: string, change: Usage, refuse: (reached: Usage) => Error): Promise<void> {
+    return this.move(agentPath, change, refuse);
+  }
+
+  /** Gives `freed` back: a deletion, or a write that failed after `take`. */
+  giveBack(agentPath: string, freed: Usage): Promise<void> {
+    return this.move(agentPath, { bytes: -freed.bytes, entries: -freed.entries }, undefined);
+  }
+
+  private async move(agentPath: string, change: Usage, refuse: ((reached: Usage) => Error) | undefined): Promise<void> {
     const key = this.keyOf(agentPath);
-    const grows = change.bytes > 0 || change.entries > 0;
+    // A give-back may leave the usage over a quota since lowered, never refused.
+    const grows = refuse !== undefined && (change.bytes > 0 || change.entries > 0);
     for (let attempt = 1; ; attempt++) {
       const entry = await this.kv.get(key);
       const stored = entry !== null && entry.operation === "PUT" ? (entry.json() as Usage) : undefined;
@@ -75,3 +86,21 @@ export class PerAgentQueue {
     }
   }
 }
+
+/** The usage of entries whose sizes `sizeOf` reads (undefined: gone), a few reads at a time. */
+export async function countUsage(keys: readonly string[], sizeOf: (key: string) => Promise<number | undefined>): Promise<Usage> {
+  let bytes = 0;
+  let entries = 0;
+  let next = 0;
+  const lane = async () => {
+    while (next < keys.length) {
+      const size = await sizeOf(keys[next++]!);
+      if (size === undefined) continue;
+      bytes += size;
+      entries += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(COUNT_READS_AT_ONCE, keys.length) }, lane));
+  return { bytes, entries };
+}
+
