@@ -66,7 +66,6 @@ export interface GatewayApiOptions {
 /** Folded states kept in memory; the least recently used beyond this are folded again on demand. */
 export const MAX_CACHED_STATES = 2_000;
 
-
 export class GatewayApi<S = unknown> {
   /** Folded state per stream, advanced incrementally: lists and state reads stay cheap. */
   private readonly cache = new Map<string, CachedState<S>>();
@@ -283,8 +282,6 @@ export class GatewayApi<S = unknown> {
     this.cache.delete(streamPath);
     this.cachedBytes -= entry.foldedBytes;
   }
-
-
 
   private pageOptions(fromOffset: number, signal: AbortSignal | undefined, limit?: number) {
     return { fromOffset, maxBytes: this.limits.maxPageBytes, ...(limit === undefined ? {} : { limit }), ...(signal === undefined ? {} : { signal }) };
