@@ -292,8 +292,9 @@ const REMEMBERED_ITEMS = 10_000;
  * for the same item, whichever is higher. nats-server 2.9 (Debian's 2.9.10; fixed upstream in
  * 2024 by nats-io/nats-server#5305 and #5338) re-sends an item whose delayed redelivery found no
  * pull waiting as if it had never been delivered, with a delivery count of 1 again, so a retried
- * item's backoff started over (seen in the nak-backoff test: deliveries counted 1, 2, 1). Remembered per stream sequence until the
- * item is acknowledged or dropped, for at most REMEMBERED_ITEMS items (the oldest forgotten).
+ * item's backoff started over (seen in the nak-backoff test: deliveries counted 1, 2, 1).
+ * Remembered per stream sequence until the item is acknowledged or dropped, for at most
+ * REMEMBERED_ITEMS items (the oldest forgotten).
  */
 export class DeliveryAttempts {
   private readonly seen = new Map<number, number>();

@@ -30,6 +30,14 @@ afterAll(async () => fx?.stop());
 type Settled = Extract<AgentEvent, { type: "capability-host/script-run-settled" }>;
 const isSettled = (e: AgentEvent): e is Settled => e.type === "capability-host/script-run-settled";
 
+/** Runs a script for `path`, expects it to succeed, and gives its result. */
+async function succeededResult<T>(path: string, code: string): Promise<T> {
+  const { executionId } = await requestScript(fx, path, code);
+  const settled = await waitSettled(fx.store, path, executionId, 30_000);
+  expect(settled.payload.settlement.status).toBe("succeeded");
+  return (settled.payload.settlement as { result: T }).result;
+}
+
 describe("capability host: hostile and busy scripts", () => {
   it("queues one agent's flood of 20 slow scripts behind its own limit of 2 while another agent's trivial script settles within 1 s", async () => {
     const flood = uniquePath("flood");
@@ -108,11 +116,8 @@ describe("capability host: hostile and busy scripts", () => {
       "const next = await me.read({ fromOffset: first[first.length - 1].offset + 1, limit: 1000 });",
       "return { first: first.length, firstLast: first[first.length - 1].offset, next: next[0].offset };",
     ].join("\n");
-    const { executionId } = await requestScript(fx, big, code);
-    const settled = await waitSettled(fx.store, big, executionId, 30_000);
+    const result = await succeededResult<{ first: number; firstLast: number; next: number }>(big, code);
     // Then the first read stopped before 4 MiB (the created event and four large ones), and the next went on from there
-    expect(settled.payload.settlement.status).toBe("succeeded");
-    const result = (settled.payload.settlement as { result: { first: number; firstLast: number; next: number } }).result;
     expect(result.first).toBe(1 + Math.floor(ITX_READ_MAX_BYTES / 850_000)); // 1 + 4: a fifth large one would pass 4 MiB
     expect(result.next).toBe(result.firstLast + 1);
   }, 60_000);
@@ -134,11 +139,8 @@ describe("capability host: hostile and busy scripts", () => {
       'out.small = await itx.files.get("small.txt").text();',
       "return out;",
     ].join("\n");
-    const { executionId } = await requestScript(fx, agent, code);
-    const settled = await waitSettled(fx.store, agent, executionId, 30_000);
+    const out = await succeededResult<Record<string, unknown>>(agent, code);
     // Then each is refused naming its size and the limit, nothing was written, and small files work
-    expect(settled.payload.settlement.status).toBe("succeeded");
-    const out = (settled.payload.settlement as { result: Record<string, unknown> }).result;
     expect(out.write).toMatch(new RegExp(`"huge\\.txt" is ${4 * 1024 * 1024 + 10} bytes, over the ${ITX_FILE_MAX_BYTES}-byte limit on a file a script may write`));
     expect(out.listed).toEqual(["big.txt"]);
     expect(out.text).toMatch(new RegExp(`"big\\.txt" is ${ITX_FILE_MAX_BYTES + 1} bytes, over the ${ITX_FILE_MAX_BYTES}-byte limit on a file a script may read`));

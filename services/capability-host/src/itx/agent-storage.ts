@@ -8,7 +8,7 @@
 import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
-import { countUsage, PerAgentQueue, type Quota, type Usage, UsageMeter } from "./usage-meter.ts";
+import { countUsage, mapAtMost, PerAgentQueue, type Quota, READS_AT_ONCE, type Usage, UsageMeter } from "./usage-meter.ts";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
 export const AGENT_FILES_BUCKET = "AGENT_FILES";
@@ -20,7 +20,6 @@ const BACKFILLED_KEY = "backfilled";
 export const ITX_LIST_MAX_ENTRIES = 10_000;
 /** A file path's longest form (UTF-16 units): its index key must stay well inside a NATS subject. */
 export const ITX_FILE_PATH_MAX = 1_024;
-const INDEX_READS_AT_ONCE = 32;
 
 /**
  * What one agent's workspace (itx.files) and its keys (itx.kv) may hold. Both stores are shared,
@@ -222,7 +221,7 @@ export class AgentFiles {
       }
       keys.push(key);
     }
-    const listed = await mapAtMost(keys, INDEX_READS_AT_ONCE, async (key) => {
+    const listed = await mapAtMost(keys, READS_AT_ONCE, async (key) => {
       const size = (await this.indexed(key))?.size;
       return size === undefined ? undefined : { path: pathOfKey(key), size };
     });
@@ -285,19 +284,6 @@ function pathOfKey(key: string): string {
 
 function encodeSegment(segment: string): string {
   return Buffer.from(segment, "utf8").toString("base64url");
-}
-
-async function mapAtMost<T, R>(items: readonly T[], atOnce: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
-  return results;
 }
 
 function tooMany(call: string, prefix: string, what: string): ItxInputError {

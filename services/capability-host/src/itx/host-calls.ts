@@ -12,10 +12,10 @@ import type { DocsIndex } from "./docs-index.ts";
 import { resultSpillPath } from "../codemode.ts";
 import { resolveAgentPath } from "../authority/script-authority.ts";
 
-/** Types a script may not append: the machinery's own lifecycle events. */
 /** The most event JSON one `itx.streams.get(p).read()` returns (at least one event; the script reads on from the last offset + 1). */
 export const ITX_READ_MAX_BYTES = 4 * 1024 * 1024;
 
+/** Types a script may not append: the machinery's own lifecycle events. */
 const MACHINERY_TYPES: ReadonlySet<string> = new Set([
   "agent/created",
   "agent/llm-request-requested",

@@ -22,7 +22,8 @@ export interface Usage {
 }
 
 const CAS_ATTEMPTS = 10;
-const COUNT_READS_AT_ONCE = 32;
+/** Store reads one listing or count keeps in flight at once. */
+export const READS_AT_ONCE = 32;
 
 export class UsageMeter {
   constructor(
@@ -89,18 +90,20 @@ export class PerAgentQueue {
 
 /** The usage of entries whose sizes `sizeOf` reads (undefined: gone), a few reads at a time. */
 export async function countUsage(keys: readonly string[], sizeOf: (key: string) => Promise<number | undefined>): Promise<Usage> {
-  let bytes = 0;
-  let entries = 0;
-  let next = 0;
-  const lane = async () => {
-    while (next < keys.length) {
-      const size = await sizeOf(keys[next++]!);
-      if (size === undefined) continue;
-      bytes += size;
-      entries += 1;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(COUNT_READS_AT_ONCE, keys.length) }, lane));
-  return { bytes, entries };
+  const sizes = (await mapAtMost(keys, READS_AT_ONCE, sizeOf)).filter((size) => size !== undefined);
+  return { bytes: sizes.reduce((sum, size) => sum + size, 0), entries: sizes.length };
 }
 
+/** `fn` over `items`, at most `atOnce` at a time, the results in the items' order. */
+export async function mapAtMost<T, R>(items: readonly T[], atOnce: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
+  return results;
+}
