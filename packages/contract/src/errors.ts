@@ -19,6 +19,8 @@ export type ErrorCode =
   | "unauthenticated"
   | "forbidden"
   | "rate_limited"
+  // A stream holds its quota of events or bytes: nothing more is appended to it from outside.
+  | "quota_exceeded"
   | "unavailable"
   | "internal"
   // The gateway's edge: input rejected before any event is parsed.

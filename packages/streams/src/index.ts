@@ -6,3 +6,14 @@ export { fnv1a32, partitionOfPath } from "./partition.ts";
 export { AsyncQueue } from "./async-queue.ts";
 export { assertEventSizes, jsonBytes } from "./batch.ts";
 export { ForeignEventTypeError, ownedStore, type OwnedStoreOptions } from "./owned-store.ts";
+export {
+  DEFAULT_STREAM_QUOTA,
+  type LedgerEntry,
+  MemoryUsageLedger,
+  quotaStore,
+  StreamQuota,
+  type StreamQuotaLimits,
+  type StreamQuotaOptions,
+  type StreamUsage,
+  type UsageLedger,
+} from "./stream-quota.ts";

@@ -38,6 +38,8 @@ export const ERROR_STATUS: Readonly<Record<GatewayErrorCode, { http: number; grp
   unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
   offset_out_of_range: { http: 416, grpc: GrpcStatus.OUT_OF_RANGE },
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  // Waiting does not help (a stream only grows): 403, not 429.
+  quota_exceeded: { http: 403, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   internal: { http: 500, grpc: GrpcStatus.INTERNAL },
   unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
   // Codes of other services' failures: should one reach the edge, it is the server's fault.

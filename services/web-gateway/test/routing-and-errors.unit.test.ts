@@ -43,6 +43,9 @@ describe("error table", () => {
     expect(classifyError(new GatewayError("rate_limited", "slow")).grpc).toBe(status.RESOURCE_EXHAUSTED);
     expect(classifyError(new GatewayError("unauthenticated", "who")).http).toBe(401);
     expect(classifyError(new GatewayError("forbidden", "no")).http).toBe(403);
+    // A stream at its quota only grows: waiting does not help, so not a 429.
+    const quota = classifyError(new AgentRuntimeError("quota_exceeded", "full"));
+    expect([quota.http, quota.grpc, quota.serverFault]).toEqual([403, status.RESOURCE_EXHAUSTED, false]);
   });
   it("a GatewayError is an AgentRuntimeError: one hierarchy, with a code, retryable and cause", () => {
     const cause = new Error("socket hang up");

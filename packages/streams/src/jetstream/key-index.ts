@@ -22,6 +22,7 @@ import { type KV, Kvm } from "@nats-io/kv";
 import { isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
 import { type DirectKvEntry, DirectGets } from "./direct-get.ts";
+import type { LedgerEntry, StreamUsage, UsageLedger } from "../stream-quota.ts";
 
 export interface Reservation {
   /** First offset of the record meant to carry the key. */
@@ -33,7 +34,7 @@ export interface Reservation {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The entry holding the index's epoch (entries of streams start with `k.` or `m.`). */
+/** The entry holding the index's epoch (entries of streams start with `k.`, `m.` or `u.`). */
 const EPOCH_KEY = "epoch";
 
 export class KeyIndex {
@@ -116,6 +117,29 @@ export class KeyIndex {
   async markIndexed(streamPath: string): Promise<void> {
     await this.publisher.publish(`${this.subjectPrefix}.${markerOf(streamPath)}`, encoder.encode("1"));
   }
+
+  /** The streams' counted usage (stream-quota.ts), one `u.<segments>` entry per stream, in this bucket. */
+  get usageLedger(): UsageLedger {
+    return {
+      get: async (streamPath: string): Promise<LedgerEntry | undefined> => {
+        const entry = await this.entry(usageOf(streamPath));
+        if (entry === null) return undefined;
+        // A deleted or malformed entry counts again from the stream's start, and is replaced.
+        const usage = entry.operation === "PUT" ? parseUsage(entry.value) : undefined;
+        return { usage: usage ?? { bytes: 0, through: 0 }, revision: entry.revision };
+      },
+      put: async (streamPath: string, usage: StreamUsage, revision: number | undefined): Promise<boolean> => {
+        const value = encoder.encode(JSON.stringify({ bytes: usage.bytes, through: usage.through }));
+        try {
+          await this.publisher.publish(`${this.subjectPrefix}.${usageOf(streamPath)}`, value, { lastSubjectSequence: revision ?? 0 });
+          return true;
+        } catch (error) {
+          if (isWrongLastSequence(error)) return false;
+          throw error;
+        }
+      },
+    };
+  }
 }
 
 /** The bucket's epoch, created by the first store to open it (two racing agree on the winner's). */
@@ -138,6 +162,23 @@ function keyOf(streamPath: string, key: string): string {
 
 function markerOf(streamPath: string): string {
   return `m.${streamPathSegments(streamPath).join(".")}`;
+}
+
+function usageOf(streamPath: string): string {
+  return `u.${streamPathSegments(streamPath).join(".")}`;
+}
+
+function parseUsage(value: Uint8Array): StreamUsage | undefined {
+  try {
+    const parsed = JSON.parse(decoder.decode(value)) as { bytes?: unknown; through?: unknown };
+    const { bytes, through } = parsed;
+    if (Number.isSafeInteger(bytes) && Number.isSafeInteger(through) && (bytes as number) >= 0 && (through as number) >= 0) {
+      return { bytes: bytes as number, through: through as number };
+    }
+  } catch {
+    // Malformed: counted again.
+  }
+  return undefined;
 }
 
 function parseFirst(value: Uint8Array): number | undefined {

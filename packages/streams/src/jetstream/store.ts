@@ -27,6 +27,7 @@ import {
   type Subscription,
 } from "../event-store.ts";
 import { partitionOfPath, validatePartitionCount } from "../partition.ts";
+import type { UsageLedger } from "../stream-quota.ts";
 import { classified } from "./errors.ts";
 import { KeyIndex } from "./key-index.ts";
 import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
@@ -82,6 +83,8 @@ export class JetStreamEventStore implements EventStore {
   private readonly open = new Set<Closable>();
   private readonly now: () => Date;
   private readonly maxEventBytes: number;
+  /** Where stream quotas keep their counted usage (`StreamQuota`), shared by every process: entries of the key index's bucket. */
+  readonly usageLedger: UsageLedger;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -99,6 +102,7 @@ export class JetStreamEventStore implements EventStore {
     this.scheme = options.scheme;
     this.now = options.now;
     this.maxEventBytes = options.maxEventBytes;
+    this.usageLedger = options.index.usageLedger;
     this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads, undefined, undefined, new DirectGets(options.publisher.requests));
     this.publisher = options.publisher;
     this.writer = new BatchWriter({

@@ -1,0 +1,234 @@
+// One agent's event stream held to a quota of events and bytes. Every agent's events share one
+// JetStream stream and one disk, and a key may append 1 MiB events 50 times a second: without a
+// quota one tenant could fill the disk and every agent's next event would fail to commit.
+//
+// The usage is counted from the stream itself — every event, whoever appended it: the reducer's,
+// the driver's and the host's as well as the keys' — in one ledger entry per stream
+// (`{bytes, through}`: the events at offsets 1..through and their JSON bytes), shared by every
+// process. A count reads only the events after `through`, so each event is read once for
+// counting; events a process appends right after what it has counted are counted unread.
+// Counting happens after an append commits, off its path; an append is admitted or refused by
+// the usage last counted. So a stream ends over its quota by at most what was appended since
+// that count: one turn's events, plus what the turns already requested write (their number is
+// bounded by the contract's `maxAutonomousTurns`).
+//
+// Only appends from outside the machinery are refused (the gateway's, and scripts' through
+// `itx`): a settlement must always commit, or its agent would wedge.
+
+import { type AgentEvent, AgentRuntimeError, parseEventInput } from "@agentrt/contract";
+import type { AppendOptions, AppendResult, EventStore } from "./event-store.ts";
+import { jsonBytes } from "./batch.ts";
+
+export interface StreamQuotaLimits {
+  /** The most bytes of event JSON (as stored: with offset and createdAt) one stream may hold. */
+  readonly bytes: number;
+  /** The most events one stream may hold. */
+  readonly events: number;
+}
+
+export const DEFAULT_STREAM_QUOTA: StreamQuotaLimits = { bytes: 1024 * 1024 * 1024, events: 1_000_000 };
+
+/** A stream's counted usage: its events at offsets 1..`through` hold `bytes` of JSON. */
+export interface StreamUsage {
+  readonly bytes: number;
+  readonly through: number;
+}
+
+export interface LedgerEntry {
+  readonly usage: StreamUsage;
+  readonly revision: number;
+}
+
+/** Where counted usage is kept, shared by every process that appends. */
+export interface UsageLedger {
+  get(streamPath: string): Promise<LedgerEntry | undefined>;
+  /** Writes `usage` if the entry is still at `revision` (undefined: none yet); false when another writer moved it first. */
+  put(streamPath: string, usage: StreamUsage, revision: number | undefined): Promise<boolean>;
+}
+
+/** A ledger in this process only (the memory store's, and tests'). */
+export class MemoryUsageLedger implements UsageLedger {
+  private readonly entries = new Map<string, LedgerEntry>();
+
+  get(streamPath: string): Promise<LedgerEntry | undefined> {
+    return Promise.resolve(this.entries.get(streamPath));
+  }
+
+  put(streamPath: string, usage: StreamUsage, revision: number | undefined): Promise<boolean> {
+    const current = this.entries.get(streamPath);
+    if (current?.revision !== revision) return Promise.resolve(false);
+    this.entries.set(streamPath, { usage, revision: (revision ?? 0) + 1 });
+    return Promise.resolve(true);
+  }
+}
+
+export interface StreamQuotaOptions {
+  readonly limits?: Partial<StreamQuotaLimits>;
+  /** Default: a ledger in this process only. */
+  readonly ledger?: UsageLedger;
+  /** Streams whose usage is kept in memory; the least recently used beyond this are read from the ledger again. */
+  readonly maxTracked?: number;
+  /** Bytes of events one counting read asks for. */
+  readonly readPageBytes?: number;
+  /** A count that failed (the store or the ledger unreachable); the next append counts again. */
+  readonly onError?: (error: unknown, streamPath: string) => void;
+}
+
+const LEDGER_ATTEMPTS = 10;
+
+export class StreamQuota {
+  readonly limits: StreamQuotaLimits;
+  private readonly ledger: UsageLedger;
+  private readonly maxTracked: number;
+  private readonly readPageBytes: number;
+  /** The usage last counted or read, per stream, least recently used first. */
+  private readonly known = new Map<string, StreamUsage>();
+  /** Per stream being counted: the offset to count through. */
+  private readonly wanted = new Map<string, number>();
+  private readonly counting = new Map<string, Promise<void>>();
+
+  constructor(
+    /** What counting reads (the gateway's read connection). */
+    private readonly reads: Pick<EventStore, "read">,
+    private readonly options: StreamQuotaOptions = {},
+  ) {
+    this.limits = { ...DEFAULT_STREAM_QUOTA, ...options.limits };
+    for (const [name, value] of Object.entries(this.limits)) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`stream quota ${name} must be a positive integer, got ${String(value)}`);
+    }
+    this.ledger = options.ledger ?? new MemoryUsageLedger();
+    this.maxTracked = options.maxTracked ?? 10_000;
+    this.readPageBytes = options.readPageBytes ?? 4 * 1024 * 1024;
+  }
+
+  /**
+   * Refuses (`quota_exceeded`) events that would take the stream past its quota, by its usage as
+   * last counted. A stream never counted yet is admitted, and counted once this append commits.
+   */
+  async admit(streamPath: string, events: readonly unknown[]): Promise<void> {
+    const usage = this.known.get(streamPath) ?? (await this.readLedger(streamPath));
+    if (usage === undefined) return;
+    const bytes = events.reduce<number>((sum, event) => sum + jsonBytes(event), 0);
+    if (usage.bytes + bytes <= this.limits.bytes && usage.through + events.length <= this.limits.events) return;
+    throw new AgentRuntimeError(
+      "quota_exceeded",
+      `${streamPath} holds ${usage.through} events of ${usage.bytes} bytes; ${events.length} more of ${bytes} bytes would pass its quota of ${this.limits.events} events and ${this.limits.bytes} bytes. Nothing was appended.`,
+      { details: { streamPath, events: usage.through, bytes: usage.bytes, quotaEvents: this.limits.events, quotaBytes: this.limits.bytes } },
+    );
+  }
+
+  /**
+   * Counts the stream through `committed` (an append's events, just committed), off the caller's
+   * path. Events right after the usage known here are counted at once, unread; a gap (others'
+   * events) is read.
+   */
+  noteAppended(streamPath: string, committed: readonly AgentEvent[]): void {
+    const first = committed[0];
+    const last = committed.at(-1);
+    if (first === undefined || last === undefined) return;
+    const known = this.known.get(streamPath);
+    if (known !== undefined && known.through === first.offset - 1) {
+      this.remember(streamPath, { bytes: known.bytes + committed.reduce((sum, event) => sum + jsonBytes(event), 0), through: last.offset });
+    }
+    this.wanted.set(streamPath, Math.max(this.wanted.get(streamPath) ?? 0, last.offset));
+    if (this.counting.has(streamPath)) return;
+    const task = (async () => {
+      try {
+        // Again while appends committed during the count ask for more (a read that did not yet
+        // see the target is not repeated: the next append counts on from it).
+        for (let counted = 0; ; ) {
+          const target = this.wanted.get(streamPath) ?? 0;
+          if (target <= counted) return;
+          await this.countThrough(streamPath, target);
+          counted = target;
+        }
+      } catch (error) {
+        this.options.onError?.(error, streamPath);
+      } finally {
+        this.wanted.delete(streamPath);
+        this.counting.delete(streamPath);
+      }
+    })();
+    this.counting.set(streamPath, task);
+  }
+
+  /** The stream's usage as last counted here or in the ledger (undefined: never counted). */
+  async usage(streamPath: string): Promise<StreamUsage | undefined> {
+    return this.known.get(streamPath) ?? (await this.readLedger(streamPath));
+  }
+
+  /** Resolves once every count asked for so far has ended. */
+  async idle(): Promise<void> {
+    while (this.counting.size > 0) await Promise.all(this.counting.values());
+  }
+
+  private async readLedger(streamPath: string): Promise<StreamUsage | undefined> {
+    const entry = await this.ledger.get(streamPath);
+    if (entry !== undefined) this.remember(streamPath, entry.usage);
+    return entry?.usage;
+  }
+
+  private async countThrough(streamPath: string, target: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const entry = await this.ledger.get(streamPath);
+      const mine = this.known.get(streamPath);
+      let usage = entry?.usage ?? { bytes: 0, through: 0 };
+      if (mine !== undefined && mine.through > usage.through) usage = mine;
+      if (usage.through < target) usage = await this.countFrom(streamPath, usage);
+      this.remember(streamPath, usage);
+      if (entry !== undefined && entry.usage.through >= usage.through) return;
+      if (await this.ledger.put(streamPath, usage, entry?.revision)) return;
+      // Another process counted in between: its count is at least as far; look again.
+      if (attempt === LEDGER_ATTEMPTS) return;
+    }
+  }
+
+  /** `usage` carried on through the stream's last event. */
+  private async countFrom(streamPath: string, usage: StreamUsage): Promise<StreamUsage> {
+    let { bytes, through } = usage;
+    for (;;) {
+      const page = await this.reads.read(streamPath, { fromOffset: through + 1, maxBytes: this.readPageBytes });
+      if (page.length === 0) return { bytes, through };
+      for (const event of page) bytes += jsonBytes(event);
+      through = (page.at(-1) as { offset: number }).offset;
+    }
+  }
+
+  private remember(streamPath: string, usage: StreamUsage): void {
+    const current = this.known.get(streamPath);
+    if (current !== undefined && current.through > usage.through) usage = current;
+    this.known.delete(streamPath);
+    this.known.set(streamPath, usage);
+    if (this.known.size > this.maxTracked) this.known.delete(this.known.keys().next().value as string);
+  }
+}
+
+/**
+ * `store` with its durable appends held to `quota`: admitted before they are published, counted
+ * after they commit. Live-lane appends pass (they are never stored); so do the other members.
+ */
+export function quotaStore<S extends EventStore>(store: S, quota: StreamQuota): S {
+  const append = async (streamPath: string, events: readonly unknown[], options?: AppendOptions): Promise<AppendResult> => {
+    if (isLiveBatch(events)) return await store.append(streamPath, events, options);
+    await quota.admit(streamPath, events);
+    const result = await store.append(streamPath, events, options);
+    if (result.status === "committed") quota.noteAppended(streamPath, result.events);
+    return result;
+  };
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === "append") return append;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** A live-lane batch (the store refuses one that mixes the lanes); a malformed one is the store's to refuse. */
+function isLiveBatch(events: readonly unknown[]): boolean {
+  try {
+    return events.length > 0 && parseEventInput(events[0], 0).ephemeral === true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,168 @@
+// The per-agent stream quota: appends from outside the machinery are judged by the usage counted
+// from the stream itself (every writer's events), each event is read once for counting, and the
+// count is shared through the ledger.
+
+import { describe, expect, it } from "vitest";
+import { type EventStore, jsonBytes, MemoryEventStore, MemoryUsageLedger, quotaStore, StreamQuota } from "../src/index.ts";
+import { chunk, note } from "./event-store-suite.ts";
+
+const PATH = "/agents/quota/a";
+
+/** The store, counting the events its reads return. */
+function countingReads(store: MemoryEventStore): { reads: Pick<EventStore, "read">; eventsRead: () => number } {
+  let read = 0;
+  return {
+    reads: {
+      read: async (path, options) => {
+        const events = await store.read(path, options);
+        read += events.length;
+        return events;
+      },
+    },
+    eventsRead: () => read,
+  };
+}
+
+describe("a stream held to its quota", () => {
+  it("given a stream at its quota of events, when a key appends one more, then it is refused naming the usage and the quota, and nothing is stored", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { limits: { events: 3 } });
+    const held = quotaStore(store, quota);
+    await held.append(PATH, [note("1"), note("2")]);
+    await quota.idle();
+    await held.append(PATH, [note("3")]);
+    await quota.idle();
+
+    const refused = held.append(PATH, [note("4")]);
+
+    await expect(refused).rejects.toMatchObject({
+      code: "quota_exceeded",
+      message: expect.stringContaining(`${PATH} holds 3 events of `),
+      details: { streamPath: PATH, events: 3, quotaEvents: 3 },
+    });
+    await expect(refused).rejects.toThrow(/would pass its quota of 3 events and 1073741824 bytes\. Nothing was appended\./);
+    expect(await store.lastOffset(PATH)).toBe(3);
+  });
+
+  it("given a quota in bytes, when an append would pass it, then it is refused; one that fits is not", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { limits: { bytes: 1_000 } });
+    const bytesOf = async () => (await store.read(PATH)).reduce((sum, event) => sum + jsonBytes(event), 0);
+    const held = quotaStore(store, quota);
+    await held.append(PATH, [note("x".repeat(400))]);
+    await quota.idle();
+    expect(await quota.usage(PATH)).toEqual({ bytes: await bytesOf(), through: 1 });
+
+    await expect(held.append(PATH, [note("y".repeat(600))])).rejects.toMatchObject({ code: "quota_exceeded", details: { bytes: await bytesOf(), quotaBytes: 1_000 } });
+    await expect(held.append(PATH, [note("z".repeat(100))])).resolves.toMatchObject({ status: "committed" });
+  });
+
+  it("given the machinery's own events appended beside the quota, when the next append commits, then they are counted too and the one after is refused", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { limits: { events: 10 } });
+    const held = quotaStore(store, quota);
+    await held.append(PATH, [note("user")]);
+    await quota.idle();
+    // A driver's and a host's settlements are not held to the quota.
+    await store.append(PATH, Array.from({ length: 8 }, (_, i) => note(`machinery ${i}`)));
+
+    // Judged by the usage counted after the last append (1 event): admitted, then counted.
+    await held.append(PATH, [note("user again")]);
+    await quota.idle();
+
+    expect(await quota.usage(PATH)).toMatchObject({ through: 10 });
+    await expect(held.append(PATH, [note("one too many")])).rejects.toMatchObject({ code: "quota_exceeded" });
+    // The machinery still commits: a settlement is never refused.
+    await expect(store.append(PATH, [note("settlement")])).resolves.toMatchObject({ status: "committed" });
+  });
+
+  it("given many appends, when each is counted, then each event is read once for counting", async () => {
+    const store = new MemoryEventStore();
+    const { reads, eventsRead } = countingReads(store);
+    const quota = new StreamQuota(reads);
+    const held = quotaStore(store, quota);
+    for (let i = 0; i < 20; i++) {
+      await held.append(PATH, [note(`user ${i}`)]);
+      await store.append(PATH, [note(`reply ${i}`)]);
+    }
+    await quota.idle();
+
+    expect(await store.lastOffset(PATH)).toBe(40);
+    // A count reads on to the stream's end, the reply appended after the last user message too.
+    expect((await quota.usage(PATH))?.through).toBe(40);
+    expect(eventsRead()).toBe(40);
+  });
+
+  it("given appends committed while a count runs, when it ends, then it counts on through them in one more read", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store);
+    const held = quotaStore(store, quota);
+    await Promise.all(Array.from({ length: 10 }, (_, i) => held.append(PATH, [note(`user ${i}`)])));
+    await quota.idle();
+
+    expect((await quota.usage(PATH))?.through).toBe(10);
+  });
+
+  it("given another process counted the stream, when this one first appends there, then the shared ledger refuses it without reading the stream", async () => {
+    const store = new MemoryEventStore();
+    const ledger = new MemoryUsageLedger();
+    const first = new StreamQuota(store, { ledger, limits: { events: 2 } });
+    await quotaStore(store, first).append(PATH, [note("1"), note("2")]);
+    await first.idle();
+
+    const { reads, eventsRead } = countingReads(store);
+    const second = new StreamQuota(reads, { ledger, limits: { events: 2 } });
+    await expect(quotaStore(store, second).append(PATH, [note("3")])).rejects.toMatchObject({ code: "quota_exceeded" });
+    expect(eventsRead()).toBe(0);
+  });
+
+  it("given two processes counting one stream, when both count, then the ledger holds the furthest count and neither counts an event twice", async () => {
+    const store = new MemoryEventStore();
+    const ledger = new MemoryUsageLedger();
+    const a = new StreamQuota(store, { ledger });
+    const b = new StreamQuota(store, { ledger });
+    await quotaStore(store, a).append(PATH, [note("a1")]);
+    await quotaStore(store, b).append(PATH, [note("b1")]);
+    await Promise.all([a.idle(), b.idle()]);
+    await quotaStore(store, a).append(PATH, [note("a2")]);
+    await a.idle();
+
+    const bytes = (await store.read(PATH)).reduce((sum, event) => sum + jsonBytes(event), 0);
+    expect((await ledger.get(PATH))?.usage).toEqual({ bytes, through: 3 });
+  });
+
+  it("given a live-lane append, when it passes a stream at its quota, then it is not refused nor counted", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { limits: { events: 1 } });
+    const held = quotaStore(store, quota);
+    await held.append(PATH, [note("1")]);
+    await quota.idle();
+
+    await expect(held.append(PATH, [chunk("streaming")])).resolves.toMatchObject({ status: "committed" });
+    await quota.idle();
+    expect(await quota.usage(PATH)).toMatchObject({ through: 1 });
+  });
+
+  it("given a count that fails, when the store answers again, then the next append counts from where the ledger was", async () => {
+    const store = new MemoryEventStore();
+    const failures: string[] = [];
+    let down = true;
+    const reads: Pick<EventStore, "read"> = { read: (path, options) => (down ? Promise.reject(new Error("store down")) : store.read(path, options)) };
+    const quota = new StreamQuota(reads, { onError: (error, path) => failures.push(`${path}: ${(error as Error).message}`) });
+    const held = quotaStore(store, quota);
+    await held.append(PATH, [note("1")]);
+    await quota.idle();
+    expect(failures).toEqual([`${PATH}: store down`]);
+    expect(await quota.usage(PATH)).toBeUndefined();
+
+    down = false;
+    await held.append(PATH, [note("2")]);
+    await quota.idle();
+    expect(await quota.usage(PATH)).toMatchObject({ through: 2 });
+  });
+
+  it("refuses limits that are not positive integers, naming the limit", () => {
+    expect(() => new StreamQuota(new MemoryEventStore(), { limits: { bytes: 0 } })).toThrow("stream quota bytes must be a positive integer, got 0");
+    expect(() => new StreamQuota(new MemoryEventStore(), { limits: { events: 1.5 } })).toThrow("stream quota events must be a positive integer, got 1.5");
+  });
+});
