@@ -3,6 +3,7 @@
 // extends this with its own keys, so a name means the same thing in every service and the
 // chart sets it once.
 
+import { DEFAULT_STREAM_QUOTA, type StreamQuotaLimits } from "@agentrt/streams";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -32,4 +33,19 @@ export function natsConnectionOptions(config: BaseServiceConfig): { url: string;
     ...(config.NATS_USER === undefined ? {} : { user: config.NATS_USER }),
     ...(config.NATS_PASSWORD === undefined ? {} : { pass: config.NATS_PASSWORD }),
   };
+}
+
+/**
+ * The per-agent event stream quota (`StreamQuota`), for the services that append from outside the
+ * machinery: the gateway (API keys) and the capability host (scripts). Both read the same keys.
+ */
+export const streamQuotaConfigShape = {
+  /** Bytes of event JSON one agent's stream may hold before appends from keys and scripts are refused (403 `quota_exceeded`). */
+  AGENT_STREAM_QUOTA_BYTES: z.coerce.number().int().positive().default(DEFAULT_STREAM_QUOTA.bytes),
+  /** Events one agent's stream may hold, likewise. */
+  AGENT_STREAM_QUOTA_EVENTS: z.coerce.number().int().positive().default(DEFAULT_STREAM_QUOTA.events),
+};
+
+export function streamQuotaLimits(config: { AGENT_STREAM_QUOTA_BYTES: number; AGENT_STREAM_QUOTA_EVENTS: number }): StreamQuotaLimits {
+  return { bytes: config.AGENT_STREAM_QUOTA_BYTES, events: config.AGENT_STREAM_QUOTA_EVENTS };
 }

@@ -6,7 +6,7 @@
 
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
-import type { EventStore } from "@agentrt/streams";
+import { type EventStore, quotaStore, StreamQuota } from "@agentrt/streams";
 import { consumeWork, ensureWorkStream, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -60,6 +60,12 @@ export interface CapabilityHostOptions {
   readonly fileQuota?: Quota;
   /** What one agent's itx.kv keys may hold (default `DEFAULT_KV_QUOTA`: 64 MiB in 10 000 keys). */
   readonly kvQuota?: Quota;
+  /**
+   * Holds each agent's event stream to a quota: a script's append to a stream at its quota is
+   * refused (`quota_exceeded`); the host's own settlements never are. Default: the default quota,
+   * counted in this process only (main.ts shares the count through the store's ledger).
+   */
+  readonly streamQuota?: StreamQuota;
   readonly onTiming?: ScriptRunnerDeps["onTiming"];
   readonly onOutcome?: (outcome: ScriptRunOutcome) => void;
   /** A sandbox worker was replaced (it held a script past its deadline, or it died). */
@@ -157,6 +163,8 @@ export class CapabilityHost {
     const agentFiles = new AgentFiles(files, filesIndex, options.fileQuota);
     // One for the host: its per-agent queue keeps an agent's writes one at a time across scripts.
     const agentKvStore = new AgentKv(agentKv, options.kvQuota);
+    // What scripts append through itx is held to the stream quota; the runner's settlements are not.
+    const scriptAppends = quotaStore(options.store, options.streamQuota ?? new StreamQuota(options.store));
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
     // The runner needs the host's check (which refreshes provider declarations) before the host exists.
     const self: { host?: CapabilityHost } = {};
@@ -179,7 +187,7 @@ export class CapabilityHost {
       hostCalls: (caller, scope) =>
         guardHostCalls(createHostCallHandler(
           {
-            store: options.store,
+            store: scriptAppends,
             kv: agentKvStore,
             files: agentFiles,
             providers: registry,

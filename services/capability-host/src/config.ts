@@ -1,7 +1,7 @@
 // The capability host's environment, parsed once at start-up (a bad value fails fast naming
 // the variable and the rule).
 
-import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS, STREAM_CACHE_DEFAULTS } from "@agentrt/service-kit";
+import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS, STREAM_CACHE_DEFAULTS, streamQuotaConfigShape } from "@agentrt/service-kit";
 import { z } from "zod";
 import { DEFAULT_FILE_QUOTA, DEFAULT_KV_QUOTA } from "./itx/agent-storage.ts";
 
@@ -51,6 +51,7 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   /** What one agent's itx.kv may hold: its values' bytes together, and how many keys. */
   AGENT_KV_QUOTA_BYTES: int(1, DEFAULT_KV_QUOTA.bytes),
   AGENT_KV_QUOTA_KEYS: int(1, DEFAULT_KV_QUOTA.entries),
+  ...streamQuotaConfigShape,
   /**
    * Keep the streams scripts were asked for in memory, current via the event store's feed, so a
    * script reads only what its stream gained since the last (off: every script reads its whole

@@ -1,5 +1,5 @@
 // The gateway's environment, parsed once at start-up.
-import { baseServiceConfigSchema } from "@agentrt/service-kit";
+import { baseServiceConfigSchema, streamQuotaConfigShape } from "@agentrt/service-kit";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -39,6 +39,7 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   READS_TOTAL: z.coerce.number().int().positive().default(8),
   /** Bytes of events folded into the states kept between requests, all together (the least recently used are dropped). */
   STATE_CACHE_BYTES: z.coerce.number().int().positive().default(268_435_456),
+  ...streamQuotaConfigShape,
   /** Where the built UI lives (default: ui/dist next to src). */
   UI_DIST_DIR: z.string().optional(),
   /**

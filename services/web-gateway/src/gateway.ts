@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "@agentrt/service-kit";
-import type { EventStore } from "@agentrt/streams";
+import type { EventStore, StreamQuota } from "@agentrt/streams";
 import type { AgentCorePort } from "./api/agent-core-port.ts";
 import { GatewayApi } from "./api/gateway-api.ts";
 import { buildOpenApi } from "./api/openapi.ts";
@@ -28,6 +28,8 @@ export interface GatewayOptions<S> {
   /** Where reads, folds and listings go (default `store`); see GatewayApiOptions. */
   readonly readStore?: EventStore;
   readonly limits?: Partial<ReadLimits>;
+  /** Each agent's stream held to a quota (see GatewayApiOptions). */
+  readonly quota?: StreamQuota;
   readonly core: AgentCorePort<S>;
   readonly auth: Authenticator;
   readonly log: Logger;
@@ -55,6 +57,7 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
   const api = new GatewayApi(options.store, options.core, options.tracer, {
     ...(options.readStore === undefined ? {} : { readStore: options.readStore }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.quota === undefined ? {} : { quota: options.quota }),
   }) as GatewayApi;
   // The document describes the routes it is served by, so it is built from them lazily.
   let openApi: unknown = null;

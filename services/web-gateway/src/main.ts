@@ -5,7 +5,8 @@
 // resume from their last offset), then drains NATS.
 
 import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { StreamQuota } from "@agentrt/streams";
+import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, streamQuotaLimits, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
@@ -50,6 +51,12 @@ void runService({
     // subscriptions on one socket, nor get them dropped with it as a slow consumer.
     const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });
     const readStore = await untilNatsAnswers("read store", () => JetStreamEventStore.open(readNc, storeOptions), { logger });
+    // Counts each stream's usage through the read connection; the ledger is shared with every gateway and host.
+    const quota = new StreamQuota(readStore, {
+      limits: streamQuotaLimits(config),
+      ledger: readStore.usageLedger,
+      onError: (error, streamPath) => logger.warn({ err: error, streamPath }, "counting a stream's usage failed; the next append counts again"),
+    });
     const auth = new Authenticator({
       keys,
       devMode,
@@ -63,6 +70,7 @@ void runService({
       ...tracerOption(tracing),
       store,
       readStore,
+      quota,
       limits: {
         maxEventBytes: config.MAX_EVENT_BYTES,
         maxPageBytes: config.MAX_READ_PAGE_BYTES,

@@ -4,7 +4,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
 import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentrt/contract";
-import { type AppendResult, type EventStore, type Subscription, assertEventSizes, jsonBytes } from "@agentrt/streams";
+import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 import { BirthCheck } from "./birth-check.ts";
@@ -61,6 +61,11 @@ export interface GatewayApiOptions {
    */
   readonly readStore?: EventStore;
   readonly limits?: Partial<ReadLimits>;
+  /**
+   * Holds each agent's stream to a quota of events and bytes: an append to a stream at its quota
+   * is refused with 403 `quota_exceeded`. Default: the default quota, counted in this process only.
+   */
+  readonly quota?: StreamQuota;
 }
 
 /** Folded states kept in memory; the least recently used beyond this are folded again on demand. */
@@ -82,6 +87,8 @@ export class GatewayApi<S = unknown> {
   /** Refuses user input to a path with no agent (404), before anything is written. */
   private readonly births: BirthCheck;
   private readonly reads: EventStore;
+  /** The store appends go through: held to the stream quota. */
+  private readonly appends: EventStore;
   readonly limits: ReadLimits;
   private readonly gate: ReadGate;
 
@@ -95,6 +102,7 @@ export class GatewayApi<S = unknown> {
     this.live = new LiveHub(store);
     this.births = new BirthCheck(store);
     this.reads = options.readStore ?? store;
+    this.appends = quotaStore(store, options.quota ?? new StreamQuota(this.reads));
     this.limits = { ...DEFAULT_READ_LIMITS, ...options.limits };
     this.gate = new ReadGate({ perKey: this.limits.maxConcurrentReadsPerKey, total: this.limits.maxConcurrentReads });
   }
@@ -109,7 +117,7 @@ export class GatewayApi<S = unknown> {
     const batch = input.grant === undefined ? born : withBirthGrant(born, input.grant);
     assertEventSizes(batch, this.limits.maxEventBytes);
     try {
-      return await this.store.append(input.streamPath, batch, { expectedLastOffset: 0 });
+      return await this.appends.append(input.streamPath, batch, { expectedLastOffset: 0 });
     } catch (error) {
       if (error instanceof Error && "code" in error && error.code === "conflict") {
         throw new GatewayError("conflict", `An agent already exists at ${input.streamPath}.`, { streamPath: input.streamPath });
@@ -123,7 +131,7 @@ export class GatewayApi<S = unknown> {
     // Refused here with a 413 naming the event and the limit; the store checks again.
     assertEventSizes(events, this.limits.maxEventBytes);
     await this.births.assertUserInputHasAgent(streamPath, events);
-    const result = await this.store.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
+    const result = await this.appends.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
     if (this.tracer !== undefined && result.status === "committed") {
       // A user's message is where a turn starts: its span opens the turn's trace, which the
       // reducer, driver and host join by deriving the same trace id from (path, offset).

@@ -1,0 +1,94 @@
+// Each agent's stream held to a quota at the gateway: an append to a stream at its quota is a
+// 403 `quota_exceeded` naming the usage and the quota, and commits nothing. The usage is counted
+// from the stream, so the machinery's events count too, and it is shared through the ledger, so
+// a second gateway that never read the stream refuses it as well.
+
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { StreamQuota } from "@agentrt/streams";
+import { connectNats, type NatsConnection } from "@agentrt/service-kit";
+import { testLogger, userMessage } from "@agentrt/testing";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { Authenticator } from "../src/auth/authenticator.ts";
+import { gatewayCore } from "../src/core.ts";
+import { createHttpGateway, type HttpGateway } from "../src/gateway.ts";
+import { enc, http } from "./support/http.ts";
+import { openTestStore, type TestStore } from "./support/store.ts";
+
+/** Room for an agent's birth (13 events) and a few turns. */
+const QUOTA_EVENTS = 40;
+
+let ts: TestStore;
+const connections: NatsConnection[] = [];
+const readStores: JetStreamEventStore[] = [];
+const gateways: HttpGateway[] = [];
+const quotas: StreamQuota[] = [];
+
+/** A gateway as main.ts makes one: its own read connection, its quota counted through it, the ledger shared. */
+async function startGateway(): Promise<string> {
+  const readNc = await connectNats({ url: ts.nats.url, name: "gateway-reads-test" });
+  connections.push(readNc);
+  const readStore = await JetStreamEventStore.open(readNc);
+  readStores.push(readStore);
+  const quota = new StreamQuota(readStore, { ledger: readStore.usageLedger, limits: { events: QUOTA_EVENTS } });
+  quotas.push(quota);
+  const auth = new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+  const gateway = createHttpGateway({ store: ts.store, readStore, quota, core: gatewayCore(), auth, log: testLogger("stream-quota-test") });
+  gateways.push(gateway);
+  return `http://127.0.0.1:${await gateway.listen(0, "127.0.0.1")}`;
+}
+
+beforeAll(async () => {
+  ts = await openTestStore();
+});
+afterAll(async () => {
+  for (const gateway of gateways) await gateway.close();
+  for (const store of readStores) await store.close();
+  for (const nc of connections) await nc.drain();
+  await ts?.close();
+});
+
+const idle = () => Promise.all(quotas.map((quota) => quota.idle()));
+
+it("an agent at its quota is refused with a 403 naming its usage and the quota, counting the machinery's events, on every gateway", async () => {
+  const url = await startGateway();
+  const path = "/agents/quota/full";
+  const created = await http(url, "POST", "/v1/agents", { body: { streamPath: path } });
+  expect(created.status).toBe(201);
+  const born = await ts.store.lastOffset(path);
+  await idle();
+
+  // Given a key's messages, each answered by the machinery with three events of its own
+  let accepted = 0;
+  let refused: Awaited<ReturnType<typeof http>> | undefined;
+  while (refused === undefined && accepted < QUOTA_EVENTS) {
+    const res = await http(url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [userMessage(`question ${accepted}`)] } });
+    if (res.status !== 200) refused = res;
+    else accepted++;
+    await ts.store.append(path, [userMessage("machinery 1"), userMessage("machinery 2"), userMessage("machinery 3")]);
+    await idle();
+  }
+
+  // Then the append after the stream reached its quota is refused, and nothing of it is stored
+  expect(refused?.status).toBe(403);
+  expect(refused?.body.error).toMatchObject({ code: "quota_exceeded", details: { streamPath: path, quotaEvents: QUOTA_EVENTS } });
+  expect(refused?.body.error.message).toContain(`${path} holds `);
+  expect(refused?.body.error.message).toContain("Nothing was appended.");
+  const stored = await ts.store.read(path);
+  expect(stored.map((event) => event.payload)).not.toContainEqual(expect.objectContaining({ content: `question ${accepted}` }));
+  // Each message was judged by the usage counted when the message before it committed: the
+  // machinery's events of every turn but the last counted as well. So message k (from 0) was
+  // admitted while born + 4k - 3 + 1 fit; the key's messages alone would have fit 27.
+  expect(accepted).toBe(Math.floor((QUOTA_EVENTS - born + 2) / 4) + 1);
+  expect(accepted).toBeGreaterThan(1);
+
+  // A second gateway, which never read this stream, refuses it from the shared ledger
+  const other = await startGateway();
+  const again = await http(other, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [userMessage("from elsewhere")] } });
+  expect(again.status).toBe(403);
+  expect(again.body.error.code).toBe("quota_exceeded");
+
+  // Another agent is not affected
+  expect((await http(other, "POST", "/v1/agents", { body: { streamPath: "/agents/quota/other" } })).status).toBe(201);
+  const hi = await http(other, "POST", `/v1/streams/${enc("/agents/quota/other")}/events`, { body: { events: [userMessage("hi")] } });
+  expect(hi.status).toBe(200);
+});
