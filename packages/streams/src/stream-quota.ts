@@ -70,6 +70,11 @@ export interface StreamQuotaOptions {
   readonly maxTracked?: number;
   /** Bytes of events one counting read asks for. */
   readonly readPageBytes?: number;
+  /**
+   * Counts reading at once, all streams together (each holds one page of `readPageBytes`): what
+   * counting may hold in memory is bounded however many streams a key appends to at once.
+   */
+  readonly countsAtOnce?: number;
   /** A count that failed (the store or the ledger unreachable); the next append counts again. */
   readonly onError?: (error: unknown, streamPath: string) => void;
 }
@@ -86,6 +91,9 @@ export class StreamQuota {
   /** Per stream being counted: the offset to count through. */
   private readonly wanted = new Map<string, number>();
   private readonly counting = new Map<string, Promise<void>>();
+  private readonly countsAtOnce: number;
+  private reading = 0;
+  private readonly waitingToRead: (() => void)[] = [];
 
   constructor(
     /** What counting reads (the gateway's read connection). */
@@ -99,6 +107,7 @@ export class StreamQuota {
     this.ledger = options.ledger ?? new MemoryUsageLedger();
     this.maxTracked = options.maxTracked ?? 10_000;
     this.readPageBytes = options.readPageBytes ?? 4 * 1024 * 1024;
+    this.countsAtOnce = options.countsAtOnce ?? 4;
   }
 
   /**
@@ -174,12 +183,29 @@ export class StreamQuota {
       const mine = this.known.get(streamPath);
       let usage = entry?.usage ?? { bytes: 0, through: 0 };
       if (mine !== undefined && mine.through > usage.through) usage = mine;
-      if (usage.through < target) usage = await this.countFrom(streamPath, usage);
+      if (usage.through < target) {
+        const from = usage;
+        usage = await this.inTurn(() => this.countFrom(streamPath, from));
+      }
       this.remember(streamPath, usage);
       if (entry !== undefined && entry.usage.through >= usage.through) return;
       if (await this.ledger.put(streamPath, usage, entry?.revision)) return;
       // Another process counted in between: its count is at least as far; look again.
       if (attempt === LEDGER_ATTEMPTS) return;
+    }
+  }
+
+  /** Runs `read` once fewer than `countsAtOnce` counts are reading, in the order they asked. */
+  private async inTurn<T>(read: () => Promise<T>): Promise<T> {
+    if (this.reading >= this.countsAtOnce) await new Promise<void>((resolve) => this.waitingToRead.push(resolve));
+    else this.reading++;
+    try {
+      return await read();
+    } finally {
+      // Handed straight to the next in line, or released.
+      const next = this.waitingToRead.shift();
+      if (next === undefined) this.reading--;
+      else next();
     }
   }
 

@@ -103,6 +103,28 @@ describe("a stream held to its quota", () => {
     expect((await quota.usage(PATH))?.through).toBe(10);
   });
 
+  it("given appends to many streams at once, when they are counted, then at most countsAtOnce counts read at a time, and all end", async () => {
+    const store = new MemoryEventStore();
+    let reading = 0;
+    let most = 0;
+    const reads: Pick<EventStore, "read"> = {
+      read: async (path, options) => {
+        most = Math.max(most, ++reading);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        reading--;
+        return await store.read(path, options);
+      },
+    };
+    const quota = new StreamQuota(reads, { countsAtOnce: 2 });
+    const held = quotaStore(store, quota);
+    const paths = Array.from({ length: 12 }, (_, i) => `/agents/quota/many-${i}`);
+    await Promise.all(paths.map((path) => held.append(path, [note("hello")])));
+    await quota.idle();
+
+    expect(most).toBe(2);
+    for (const path of paths) expect(await quota.usage(path)).toMatchObject({ through: 1 });
+  });
+
   it("given another process counted the stream, when this one first appends there, then the shared ledger refuses it without reading the stream", async () => {
     const store = new MemoryEventStore();
     const ledger = new MemoryUsageLedger();
