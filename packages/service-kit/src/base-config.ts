@@ -3,7 +3,7 @@
 // extends this with its own keys, so a name means the same thing in every service and the
 // chart sets it once.
 
-import { DEFAULT_STREAM_QUOTA, type StreamQuotaLimits } from "@agentrt/streams";
+import { DEFAULT_STREAM_QUOTA, DEFAULT_TENANT_QUOTA, type StreamQuotaLimits, type TenantQuotaLimits } from "@agentrt/streams";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -36,7 +36,7 @@ export function natsConnectionOptions(config: BaseServiceConfig): { url: string;
 }
 
 /**
- * The per-agent event stream quota (`StreamQuota`), for the services that append from outside the
+ * The event stream quotas (`StreamQuota`), for the services that append from outside the
  * machinery: the gateway (API keys) and the capability host (scripts). Both read the same keys.
  */
 export const streamQuotaConfigShape = {
@@ -44,8 +44,20 @@ export const streamQuotaConfigShape = {
   AGENT_STREAM_QUOTA_BYTES: z.coerce.number().int().positive().default(DEFAULT_STREAM_QUOTA.bytes),
   /** Events one agent's stream may hold, likewise. */
   AGENT_STREAM_QUOTA_EVENTS: z.coerce.number().int().positive().default(DEFAULT_STREAM_QUOTA.events),
+  /** Leading path segments naming a stream's tenant (`/agents/acme` at 2); `0` turns tenant quotas off. */
+  AGENT_TENANT_DEPTH: z.coerce.number().int().min(0).max(64).default(DEFAULT_TENANT_QUOTA.depth),
+  /** Bytes of event JSON all of one tenant's streams may hold together. */
+  AGENT_TENANT_QUOTA_BYTES: z.coerce.number().int().positive().default(DEFAULT_TENANT_QUOTA.bytes),
+  /** Streams one tenant may hold. */
+  AGENT_TENANT_QUOTA_STREAMS: z.coerce.number().int().positive().default(DEFAULT_TENANT_QUOTA.streams),
 };
 
-export function streamQuotaLimits(config: { AGENT_STREAM_QUOTA_BYTES: number; AGENT_STREAM_QUOTA_EVENTS: number }): StreamQuotaLimits {
-  return { bytes: config.AGENT_STREAM_QUOTA_BYTES, events: config.AGENT_STREAM_QUOTA_EVENTS };
+type StreamQuotaConfig = { [K in keyof typeof streamQuotaConfigShape]: number };
+
+/** The quotas the config names, as `StreamQuota` takes them. */
+export function streamQuotaLimits(config: StreamQuotaConfig): { limits: StreamQuotaLimits; tenantLimits: TenantQuotaLimits } {
+  return {
+    limits: { bytes: config.AGENT_STREAM_QUOTA_BYTES, events: config.AGENT_STREAM_QUOTA_EVENTS },
+    tenantLimits: { depth: config.AGENT_TENANT_DEPTH, bytes: config.AGENT_TENANT_QUOTA_BYTES, streams: config.AGENT_TENANT_QUOTA_STREAMS },
+  };
 }

@@ -8,6 +8,7 @@ export { assertEventSizes, jsonBytes } from "./batch.ts";
 export { ForeignEventTypeError, ownedStore, type OwnedStoreOptions } from "./owned-store.ts";
 export {
   DEFAULT_STREAM_QUOTA,
+  DEFAULT_TENANT_QUOTA,
   type LedgerEntry,
   MemoryUsageLedger,
   quotaStore,
@@ -15,5 +16,9 @@ export {
   type StreamQuotaLimits,
   type StreamQuotaOptions,
   type StreamUsage,
+  type TenantLedgerEntry,
+  tenantOf,
+  type TenantQuotaLimits,
+  type TenantUsage,
   type UsageLedger,
 } from "./stream-quota.ts";

@@ -1,6 +1,7 @@
-// One agent's event stream held to a quota of events and bytes. Every agent's events share one
-// JetStream stream and one disk, and a key may append 1 MiB events 50 times a second: without a
-// quota one tenant could fill the disk and every agent's next event would fail to commit.
+// Each agent's event stream held to a quota of events and bytes, and each tenant's streams
+// together. Every agent's events share one JetStream stream and one disk, and a key may append
+// 1 MiB events 50 times a second: without quotas one tenant could fill the disk and every agent's
+// next event would fail to commit.
 //
 // The usage is counted from the stream itself — every event, whoever appended it: the reducer's,
 // the driver's and the host's as well as the keys' — in one ledger entry per stream
@@ -12,10 +13,14 @@
 // that count: one turn's events, plus what the turns already requested write (their number is
 // bounded by the contract's `maxAutonomousTurns`).
 //
+// A tenant — the streams under the prefix of their first segments — is held to a quota of bytes
+// and streams too, in one more ledger entry, charged by the process whose count moved a stream's
+// entry, by what it moved; so a key cannot spread its writes over many agents instead.
+//
 // Only appends from outside the machinery are refused (the gateway's, and scripts' through
 // `itx`): a settlement must always commit, or its agent would wedge.
 
-import { type AgentEvent, AgentRuntimeError, parseEventInput } from "@agentrt/contract";
+import { type AgentEvent, AgentRuntimeError, parseEventInput, streamPathSegments } from "@agentrt/contract";
 import type { AppendOptions, AppendResult, EventStore } from "./event-store.ts";
 import { jsonBytes } from "./batch.ts";
 
@@ -27,6 +32,38 @@ export interface StreamQuotaLimits {
 }
 
 export const DEFAULT_STREAM_QUOTA: StreamQuotaLimits = { bytes: 1024 * 1024 * 1024, events: 1_000_000 };
+
+/**
+ * A tenant: every stream under the path prefix of a stream's first `depth` segments (`/agents/acme`
+ * for `/agents/acme/support/7` at depth 2; a stream of fewer segments is its own tenant). Without
+ * it, one key could spread its writes over as many streams as it may create, each under its quota.
+ */
+export interface TenantQuotaLimits {
+  /** Leading path segments that name a stream's tenant; 0 turns tenant quotas off. */
+  readonly depth: number;
+  /** The most bytes of event JSON a tenant's streams may hold together. */
+  readonly bytes: number;
+  /** The most streams a tenant may hold. */
+  readonly streams: number;
+}
+
+export const DEFAULT_TENANT_QUOTA: TenantQuotaLimits = { depth: 2, bytes: 16 * 1024 * 1024 * 1024, streams: 100_000 };
+
+/** A tenant's counted usage: the bytes of its streams' counted events, and how many streams were counted. */
+export interface TenantUsage {
+  readonly bytes: number;
+  readonly streams: number;
+}
+
+export interface TenantLedgerEntry {
+  readonly usage: TenantUsage;
+  readonly revision: number;
+}
+
+/** The tenant of `streamPath` at `depth` segments. */
+export function tenantOf(streamPath: string, depth: number): string {
+  return `/${streamPathSegments(streamPath).slice(0, depth).join("/")}`;
+}
 
 /** A stream's counted usage: its events at offsets 1..`through` hold `bytes` of JSON. */
 export interface StreamUsage {
@@ -44,26 +81,43 @@ export interface UsageLedger {
   get(streamPath: string): Promise<LedgerEntry | undefined>;
   /** Writes `usage` if the entry is still at `revision` (undefined: none yet); false when another writer moved it first. */
   put(streamPath: string, usage: StreamUsage, revision: number | undefined): Promise<boolean>;
+  tenant(prefix: string): Promise<TenantLedgerEntry | undefined>;
+  /** As `put`, for a tenant's entry. */
+  putTenant(prefix: string, usage: TenantUsage, revision: number | undefined): Promise<boolean>;
 }
 
 /** A ledger in this process only (the memory store's, and tests'). */
 export class MemoryUsageLedger implements UsageLedger {
   private readonly entries = new Map<string, LedgerEntry>();
+  private readonly tenants = new Map<string, TenantLedgerEntry>();
 
   get(streamPath: string): Promise<LedgerEntry | undefined> {
     return Promise.resolve(this.entries.get(streamPath));
   }
 
   put(streamPath: string, usage: StreamUsage, revision: number | undefined): Promise<boolean> {
-    const current = this.entries.get(streamPath);
-    if (current?.revision !== revision) return Promise.resolve(false);
-    this.entries.set(streamPath, { usage, revision: (revision ?? 0) + 1 });
-    return Promise.resolve(true);
+    return Promise.resolve(compareAndSet(this.entries, streamPath, usage, revision));
   }
+
+  tenant(prefix: string): Promise<TenantLedgerEntry | undefined> {
+    return Promise.resolve(this.tenants.get(prefix));
+  }
+
+  putTenant(prefix: string, usage: TenantUsage, revision: number | undefined): Promise<boolean> {
+    return Promise.resolve(compareAndSet(this.tenants, prefix, usage, revision));
+  }
+}
+
+function compareAndSet<U>(entries: Map<string, { usage: U; revision: number }>, name: string, usage: U, revision: number | undefined): boolean {
+  if (entries.get(name)?.revision !== revision) return false;
+  entries.set(name, { usage, revision: (revision ?? 0) + 1 });
+  return true;
 }
 
 export interface StreamQuotaOptions {
   readonly limits?: Partial<StreamQuotaLimits>;
+  /** Default `DEFAULT_TENANT_QUOTA`; `depth: 0` turns tenant quotas off. */
+  readonly tenantLimits?: Partial<TenantQuotaLimits>;
   /** Default: a ledger in this process only. */
   readonly ledger?: UsageLedger;
   /** Streams whose usage is kept in memory; the least recently used beyond this are read from the ledger again. */
@@ -80,9 +134,12 @@ export interface StreamQuotaOptions {
 }
 
 const LEDGER_ATTEMPTS = 10;
+/** How long a tenant's usage read from the ledger is trusted before it is read again (others count into it too). */
+const TENANT_FRESH_MS = 1_000;
 
 export class StreamQuota {
   readonly limits: StreamQuotaLimits;
+  readonly tenantLimits: TenantQuotaLimits;
   private readonly ledger: UsageLedger;
   private readonly maxTracked: number;
   private readonly readPageBytes: number;
@@ -91,6 +148,8 @@ export class StreamQuota {
   /** Per stream being counted: the offset to count through. */
   private readonly wanted = new Map<string, number>();
   private readonly counting = new Map<string, Promise<void>>();
+  /** Tenants' usage as last read or charged here, and when it was read. */
+  private readonly tenants = new Map<string, { usage: TenantUsage; readAtMs: number }>();
   private readonly countsAtOnce: number;
   private reading = 0;
   private readonly waitingToRead: (() => void)[] = [];
@@ -104,6 +163,12 @@ export class StreamQuota {
     for (const [name, value] of Object.entries(this.limits)) {
       if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`stream quota ${name} must be a positive integer, got ${String(value)}`);
     }
+    this.tenantLimits = { ...DEFAULT_TENANT_QUOTA, ...options.tenantLimits };
+    for (const [name, value] of Object.entries(this.tenantLimits)) {
+      if (!Number.isSafeInteger(value) || value < (name === "depth" ? 0 : 1)) {
+        throw new RangeError(`tenant quota ${name} must be a ${name === "depth" ? "non-negative" : "positive"} integer, got ${String(value)}`);
+      }
+    }
     this.ledger = options.ledger ?? new MemoryUsageLedger();
     this.maxTracked = options.maxTracked ?? 10_000;
     this.readPageBytes = options.readPageBytes ?? 4 * 1024 * 1024;
@@ -111,19 +176,49 @@ export class StreamQuota {
   }
 
   /**
-   * Refuses (`quota_exceeded`) events that would take the stream past its quota, by its usage as
-   * last counted. A stream never counted yet is admitted, and counted once this append commits.
+   * Refuses (`quota_exceeded`) events that would take the stream, or its tenant, past its quota,
+   * by the usage as last counted. A stream never counted yet is judged by its tenant alone (a new
+   * one must fit in the tenant's count of streams), and counted once this append commits.
    */
   async admit(streamPath: string, events: readonly unknown[]): Promise<void> {
     const usage = this.known.get(streamPath) ?? (await this.readLedger(streamPath));
-    if (usage === undefined) return;
     const bytes = events.reduce<number>((sum, event) => sum + jsonBytes(event), 0);
-    if (usage.bytes + bytes <= this.limits.bytes && usage.through + events.length <= this.limits.events) return;
+    if (usage !== undefined && (usage.bytes + bytes > this.limits.bytes || usage.through + events.length > this.limits.events)) {
+      throw new AgentRuntimeError(
+        "quota_exceeded",
+        `${streamPath} holds ${usage.through} events of ${usage.bytes} bytes; ${events.length} more of ${bytes} bytes would pass its quota of ${this.limits.events} events and ${this.limits.bytes} bytes. Nothing was appended.`,
+        { details: { streamPath, events: usage.through, bytes: usage.bytes, quotaEvents: this.limits.events, quotaBytes: this.limits.bytes } },
+      );
+    }
+    if (this.tenantLimits.depth === 0) return;
+    const tenant = tenantOf(streamPath, this.tenantLimits.depth);
+    const held = await this.tenantUsage(tenant);
+    const creates = usage === undefined && (await this.reads.read(streamPath, { fromOffset: 1, limit: 1 })).length === 0;
+    if (held.bytes + bytes <= this.tenantLimits.bytes && (!creates || held.streams < this.tenantLimits.streams)) return;
+    const what = creates ? `a new stream ${streamPath} with ${bytes} bytes` : `${bytes} more bytes in ${streamPath}`;
     throw new AgentRuntimeError(
       "quota_exceeded",
-      `${streamPath} holds ${usage.through} events of ${usage.bytes} bytes; ${events.length} more of ${bytes} bytes would pass its quota of ${this.limits.events} events and ${this.limits.bytes} bytes. Nothing was appended.`,
-      { details: { streamPath, events: usage.through, bytes: usage.bytes, quotaEvents: this.limits.events, quotaBytes: this.limits.bytes } },
+      `Tenant ${tenant} (every stream under it) holds ${held.streams} streams of ${held.bytes} bytes; ${what} would pass its quota of ${this.tenantLimits.streams} streams and ${this.tenantLimits.bytes} bytes. Nothing was appended.`,
+      {
+        details: {
+          streamPath,
+          tenant,
+          tenantStreams: held.streams,
+          tenantBytes: held.bytes,
+          quotaTenantStreams: this.tenantLimits.streams,
+          quotaTenantBytes: this.tenantLimits.bytes,
+        },
+      },
     );
+  }
+
+  /** A tenant's usage: as charged here or read from the ledger within the last second, else read again. */
+  async tenantUsage(tenant: string): Promise<TenantUsage> {
+    const cached = this.tenants.get(tenant);
+    if (cached !== undefined && Date.now() - cached.readAtMs < TENANT_FRESH_MS) return cached.usage;
+    const usage = (await this.ledger.tenant(tenant))?.usage ?? { bytes: 0, streams: 0 };
+    this.rememberTenant(tenant, usage);
+    return usage;
   }
 
   /**
@@ -189,10 +284,35 @@ export class StreamQuota {
       }
       this.remember(streamPath, usage);
       if (entry !== undefined && entry.usage.through >= usage.through) return;
-      if (await this.ledger.put(streamPath, usage, entry?.revision)) return;
+      if (await this.ledger.put(streamPath, usage, entry?.revision)) {
+        // Only the process whose count moved the stream's entry charges its tenant, by what it moved.
+        await this.charge(streamPath, { bytes: usage.bytes - (entry?.usage.bytes ?? 0), streams: entry === undefined ? 1 : 0 });
+        return;
+      }
       // Another process counted in between: its count is at least as far; look again.
       if (attempt === LEDGER_ATTEMPTS) return;
     }
+  }
+
+  /** Adds `change` to the stream's tenant's entry. */
+  private async charge(streamPath: string, change: TenantUsage): Promise<void> {
+    if (this.tenantLimits.depth === 0) return;
+    const tenant = tenantOf(streamPath, this.tenantLimits.depth);
+    for (let attempt = 1; attempt <= LEDGER_ATTEMPTS; attempt++) {
+      const entry = await this.ledger.tenant(tenant);
+      const usage = { bytes: (entry?.usage.bytes ?? 0) + change.bytes, streams: (entry?.usage.streams ?? 0) + change.streams };
+      if (await this.ledger.putTenant(tenant, usage, entry?.revision)) {
+        this.rememberTenant(tenant, usage);
+        return;
+      }
+    }
+    throw new Error(`could not charge tenant ${tenant} with ${change.bytes} bytes: its ledger entry moved ${LEDGER_ATTEMPTS} times in a row`);
+  }
+
+  private rememberTenant(tenant: string, usage: TenantUsage): void {
+    this.tenants.delete(tenant);
+    this.tenants.set(tenant, { usage, readAtMs: Date.now() });
+    if (this.tenants.size > this.maxTracked) this.tenants.delete(this.tenants.keys().next().value as string);
   }
 
   /** Runs `read` once fewer than `countsAtOnce` counts are reading, in the order they asked. */

@@ -82,3 +82,24 @@ it("the ledger is an entry of the key index's bucket; one deleted is counted aga
   const bytes = (await store.read(path)).reduce((sum, event) => sum + jsonBytes(event), 0);
   expect((await kv.get("u.agents.quota.deleted"))?.json()).toEqual({ bytes, through: 3 });
 });
+
+it("a tenant's usage is one `t.<segments>` entry, charged by the processes that count its streams, and refuses another process's new stream", async () => {
+  const writer = await process();
+  const limits = { tenantLimits: { streams: 2 } };
+  const quota = new StreamQuota(writer, { ledger: writer.usageLedger, ...limits });
+  const paths = ["/agents/tenant/a", "/agents/tenant/b"];
+  for (const path of paths) await quotaStore(writer, quota).append(path, [note(path)]);
+  await writer.append(paths[0] as string, [note("machinery")]);
+  await quotaStore(writer, quota).append(paths[0] as string, [note("again")]);
+  await quota.idle();
+
+  let bytes = 0;
+  for (const path of paths) bytes += (await writer.read(path)).reduce((sum, event) => sum + jsonBytes(event), 0);
+  const kv = await new Kvm(jetstream(connections[0] as NatsConnection)).open(names.keyIndexBucket);
+  expect((await kv.get("t.agents.tenant"))?.json()).toEqual({ bytes, streams: 2 });
+
+  const other = await process();
+  const refused = quotaStore(other, new StreamQuota(other, { ledger: other.usageLedger, ...limits })).append("/agents/tenant/c", [note("c")]);
+  await expect(refused).rejects.toMatchObject({ code: "quota_exceeded", details: { tenant: "/agents/tenant", tenantStreams: 2, tenantBytes: bytes } });
+  expect(await other.lastOffset("/agents/tenant/c")).toBe(0);
+});

@@ -3,7 +3,7 @@
 // count is shared through the ledger.
 
 import { describe, expect, it } from "vitest";
-import { type EventStore, jsonBytes, MemoryEventStore, MemoryUsageLedger, quotaStore, StreamQuota } from "../src/index.ts";
+import { type EventStore, jsonBytes, MemoryEventStore, MemoryUsageLedger, quotaStore, StreamQuota, tenantOf } from "../src/index.ts";
 import { chunk, note } from "./event-store-suite.ts";
 
 const PATH = "/agents/quota/a";
@@ -115,7 +115,8 @@ describe("a stream held to its quota", () => {
         return await store.read(path, options);
       },
     };
-    const quota = new StreamQuota(reads, { countsAtOnce: 2 });
+    // Tenants off: only the counts read (a tenant's check for a new stream reads one event on the append's path).
+    const quota = new StreamQuota(reads, { countsAtOnce: 2, tenantLimits: { depth: 0 } });
     const held = quotaStore(store, quota);
     const paths = Array.from({ length: 12 }, (_, i) => `/agents/quota/many-${i}`);
     await Promise.all(paths.map((path) => held.append(path, [note("hello")])));
@@ -170,7 +171,7 @@ describe("a stream held to its quota", () => {
     const failures: string[] = [];
     let down = true;
     const reads: Pick<EventStore, "read"> = { read: (path, options) => (down ? Promise.reject(new Error("store down")) : store.read(path, options)) };
-    const quota = new StreamQuota(reads, { onError: (error, path) => failures.push(`${path}: ${(error as Error).message}`) });
+    const quota = new StreamQuota(reads, { tenantLimits: { depth: 0 }, onError: (error, path) => failures.push(`${path}: ${(error as Error).message}`) });
     const held = quotaStore(store, quota);
     await held.append(PATH, [note("1")]);
     await quota.idle();
@@ -186,5 +187,81 @@ describe("a stream held to its quota", () => {
   it("refuses limits that are not positive integers, naming the limit", () => {
     expect(() => new StreamQuota(new MemoryEventStore(), { limits: { bytes: 0 } })).toThrow("stream quota bytes must be a positive integer, got 0");
     expect(() => new StreamQuota(new MemoryEventStore(), { limits: { events: 1.5 } })).toThrow("stream quota events must be a positive integer, got 1.5");
+    expect(() => new StreamQuota(new MemoryEventStore(), { tenantLimits: { depth: -1 } })).toThrow("tenant quota depth must be a non-negative integer, got -1");
+    expect(() => new StreamQuota(new MemoryEventStore(), { tenantLimits: { streams: 0 } })).toThrow("tenant quota streams must be a positive integer, got 0");
+  });
+});
+
+describe("a tenant held to its quota", () => {
+  const bytesOf = async (store: MemoryEventStore, paths: string[]) => {
+    let sum = 0;
+    for (const path of paths) sum += (await store.read(path)).reduce((total, event) => total + jsonBytes(event), 0);
+    return sum;
+  };
+
+  it("names a stream's tenant by its first segments; a shorter path is its own tenant", () => {
+    expect(tenantOf("/agents/acme/support/7", 2)).toBe("/agents/acme");
+    expect(tenantOf("/agents/acme", 2)).toBe("/agents/acme");
+    expect(tenantOf("/shared", 2)).toBe("/shared");
+    expect(tenantOf("/agents/acme/support/7", 3)).toBe("/agents/acme/support");
+  });
+
+  it("given a tenant's streams holding its bytes together, when any of them, or a new one, would pass it, then it is refused naming the tenant; another tenant is not", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { tenantLimits: { bytes: 2_000 } });
+    const held = quotaStore(store, quota);
+    const acme = ["/agents/acme/a", "/agents/acme/b"];
+    for (const path of acme) {
+      await held.append(path, [note("x".repeat(800))]);
+      await quota.idle();
+    }
+    expect(await quota.tenantUsage("/agents/acme")).toEqual({ bytes: await bytesOf(store, acme), streams: 2 });
+
+    const refusal = { code: "quota_exceeded", details: { tenant: "/agents/acme", tenantStreams: 2, tenantBytes: await bytesOf(store, acme), quotaTenantBytes: 2_000 } };
+    await expect(held.append("/agents/acme/a", [note("y".repeat(300))])).rejects.toMatchObject(refusal);
+    const created = held.append("/agents/acme/c", [note("y".repeat(300))]);
+    await expect(created).rejects.toMatchObject(refusal);
+    await expect(created).rejects.toThrow(/^Tenant \/agents\/acme \(every stream under it\) holds 2 streams of \d+ bytes; a new stream \/agents\/acme\/c with \d+ bytes would pass its quota of 100000 streams and 2000 bytes\. Nothing was appended\.$/);
+    expect(await store.lastOffset("/agents/acme/c")).toBe(0);
+    // Each stream alone is far under its own quota; a small append still fits the tenant.
+    await expect(held.append("/agents/acme/b", [note("z")])).resolves.toMatchObject({ status: "committed" });
+    await expect(held.append("/agents/other/a", [note("x".repeat(1_500))])).resolves.toMatchObject({ status: "committed" });
+  });
+
+  it("given a tenant holding its count of streams, when a key creates another, then it is refused; its streams still take appends", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { tenantLimits: { streams: 2 } });
+    const held = quotaStore(store, quota);
+    await held.append("/agents/acme/a", [note("1")]);
+    await held.append("/agents/acme/b", [note("1")]);
+    await quota.idle();
+
+    await expect(held.append("/agents/acme/c", [note("1")])).rejects.toMatchObject({ code: "quota_exceeded", details: { tenant: "/agents/acme", tenantStreams: 2, quotaTenantStreams: 2 } });
+    await expect(held.append("/agents/acme/a", [note("2")])).resolves.toMatchObject({ status: "committed" });
+  });
+
+  it("given two processes counting one tenant's streams, when both count, then the tenant is charged each event once, and a stream it already holds is not counted twice", async () => {
+    const store = new MemoryEventStore();
+    const ledger = new MemoryUsageLedger();
+    const a = new StreamQuota(store, { ledger });
+    const b = new StreamQuota(store, { ledger });
+    await quotaStore(store, a).append("/agents/acme/a", [note("a1")]);
+    await quotaStore(store, b).append("/agents/acme/a", [note("b1")]);
+    await quotaStore(store, b).append("/agents/acme/b", [note("b2")]);
+    await store.append("/agents/acme/a", [note("machinery")]);
+    await Promise.all([a.idle(), b.idle()]);
+    await quotaStore(store, a).append("/agents/acme/a", [note("a2")]);
+    await Promise.all([a.idle(), b.idle()]);
+
+    expect((await ledger.tenant("/agents/acme"))?.usage).toEqual({ bytes: await bytesOf(store, ["/agents/acme/a", "/agents/acme/b"]), streams: 2 });
+  });
+
+  it("given depth 0, then tenants are not held to anything", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { tenantLimits: { depth: 0, streams: 1 } });
+    const held = quotaStore(store, quota);
+    await held.append("/agents/acme/a", [note("1")]);
+    await quota.idle();
+    await expect(held.append("/agents/acme/b", [note("1")])).resolves.toMatchObject({ status: "committed" });
   });
 });

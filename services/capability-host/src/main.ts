@@ -58,7 +58,7 @@ void runService({
       fileQuota: { bytes: config.AGENT_FILES_QUOTA_BYTES, entries: config.AGENT_FILES_QUOTA_FILES },
       kvQuota: { bytes: config.AGENT_KV_QUOTA_BYTES, entries: config.AGENT_KV_QUOTA_KEYS },
       streamQuota: new StreamQuota(store, {
-        limits: streamQuotaLimits(config),
+        ...streamQuotaLimits(config),
         ledger: store.usageLedger,
         onError: (error, streamPath) => logger.warn({ err: error, streamPath }, "counting a stream's usage failed; the next append counts again"),
       }),

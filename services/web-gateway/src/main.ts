@@ -53,7 +53,7 @@ void runService({
     const readStore = await untilNatsAnswers("read store", () => JetStreamEventStore.open(readNc, storeOptions), { logger });
     // Counts each stream's usage through the read connection; the ledger is shared with every gateway and host.
     const quota = new StreamQuota(readStore, {
-      limits: streamQuotaLimits(config),
+      ...streamQuotaLimits(config),
       ledger: readStore.usageLedger,
       onError: (error, streamPath) => logger.warn({ err: error, streamPath }, "counting a stream's usage failed; the next append counts again"),
     });

@@ -1,10 +1,11 @@
 // Each agent's stream held to a quota at the gateway: an append to a stream at its quota is a
 // 403 `quota_exceeded` naming the usage and the quota, and commits nothing. The usage is counted
 // from the stream, so the machinery's events count too, and it is shared through the ledger, so
-// a second gateway that never read the stream refuses it as well.
+// a second gateway that never read the stream refuses it as well. A tenant (the streams under a
+// path prefix) is held to a quota of streams and bytes the same way.
 
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { StreamQuota } from "@agentrt/streams";
+import { StreamQuota, type StreamQuotaOptions } from "@agentrt/streams";
 import { connectNats, type NatsConnection } from "@agentrt/service-kit";
 import { testLogger, userMessage } from "@agentrt/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -24,12 +25,12 @@ const gateways: HttpGateway[] = [];
 const quotas: StreamQuota[] = [];
 
 /** A gateway as main.ts makes one: its own read connection, its quota counted through it, the ledger shared. */
-async function startGateway(): Promise<string> {
+async function startGateway(tenantLimits?: StreamQuotaOptions["tenantLimits"]): Promise<string> {
   const readNc = await connectNats({ url: ts.nats.url, name: "gateway-reads-test" });
   connections.push(readNc);
   const readStore = await JetStreamEventStore.open(readNc);
   readStores.push(readStore);
-  const quota = new StreamQuota(readStore, { ledger: readStore.usageLedger, limits: { events: QUOTA_EVENTS } });
+  const quota = new StreamQuota(readStore, { ledger: readStore.usageLedger, limits: { events: QUOTA_EVENTS }, ...(tenantLimits === undefined ? {} : { tenantLimits }) });
   quotas.push(quota);
   const auth = new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
   const gateway = createHttpGateway({ store: ts.store, readStore, quota, core: gatewayCore(), auth, log: testLogger("stream-quota-test") });
@@ -91,4 +92,24 @@ it("an agent at its quota is refused with a 403 naming its usage and the quota, 
   expect((await http(other, "POST", "/v1/agents", { body: { streamPath: "/agents/quota/other" } })).status).toBe(201);
   const hi = await http(other, "POST", `/v1/streams/${enc("/agents/quota/other")}/events`, { body: { events: [userMessage("hi")] } });
   expect(hi.status).toBe(200);
+});
+
+it("a tenant at its count of streams cannot create another agent (403 naming the tenant); its agents still take messages", async () => {
+  const url = await startGateway({ streams: 3 });
+  for (const name of ["a", "b", "c"]) {
+    expect((await http(url, "POST", "/v1/agents", { body: { streamPath: `/agents/tenant-full/${name}` } })).status).toBe(201);
+    await idle();
+  }
+
+  const fourth = await http(url, "POST", "/v1/agents", { body: { streamPath: "/agents/tenant-full/d" } });
+  expect(fourth.status).toBe(403);
+  expect(fourth.body.error).toMatchObject({ code: "quota_exceeded", details: { tenant: "/agents/tenant-full", tenantStreams: 3, quotaTenantStreams: 3 } });
+  expect(fourth.body.error.message).toMatch(/^Tenant \/agents\/tenant-full \(every stream under it\) holds 3 streams of \d+ bytes; a new stream \/agents\/tenant-full\/d/);
+  expect(await ts.store.lastOffset("/agents/tenant-full/d")).toBe(0);
+  // Nor by appending to a path with no stream.
+  const appended = await http(url, "POST", `/v1/streams/${enc("/agents/tenant-full/e")}/events`, { body: { events: [{ type: "agent/paused", payload: {} }] } });
+  expect([appended.status, appended.body.error.code]).toEqual([403, "quota_exceeded"]);
+
+  expect((await http(url, "POST", `/v1/streams/${enc("/agents/tenant-full/a")}/events`, { body: { events: [userMessage("still here")] } })).status).toBe(200);
+  expect((await http(url, "POST", "/v1/agents", { body: { streamPath: "/agents/tenant-other/a" } })).status).toBe(201);
 });

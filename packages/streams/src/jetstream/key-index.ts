@@ -22,7 +22,7 @@ import { type KV, Kvm } from "@nats-io/kv";
 import { isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
 import { type DirectKvEntry, DirectGets } from "./direct-get.ts";
-import type { LedgerEntry, StreamUsage, UsageLedger } from "../stream-quota.ts";
+import type { StreamUsage, TenantUsage, UsageLedger } from "../stream-quota.ts";
 
 export interface Reservation {
   /** First offset of the record meant to carry the key. */
@@ -34,7 +34,7 @@ export interface Reservation {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The entry holding the index's epoch (entries of streams start with `k.`, `m.` or `u.`). */
+/** The entry holding the index's epoch (entries of streams start with `k.`, `m.` or `u.`, of tenants with `t.`). */
 const EPOCH_KEY = "epoch";
 
 export class KeyIndex {
@@ -118,27 +118,49 @@ export class KeyIndex {
     await this.publisher.publish(`${this.subjectPrefix}.${markerOf(streamPath)}`, encoder.encode("1"));
   }
 
-  /** The streams' counted usage (stream-quota.ts), one `u.<segments>` entry per stream, in this bucket. */
+  /**
+   * The streams' and tenants' counted usage (stream-quota.ts), in this bucket: one `u.<segments>`
+   * entry per stream and one `t.<segments>` entry per tenant.
+   */
   get usageLedger(): UsageLedger {
     return {
-      get: async (streamPath: string): Promise<LedgerEntry | undefined> => {
-        const entry = await this.entry(usageOf(streamPath));
-        if (entry === null) return undefined;
-        // A deleted or malformed entry counts again from the stream's start, and is replaced.
-        const usage = entry.operation === "PUT" ? parseUsage(entry.value) : undefined;
-        return { usage: usage ?? { bytes: 0, through: 0 }, revision: entry.revision };
+      get: async (streamPath) => {
+        const entry = await this.usageEntry(`u.${streamPathSegments(streamPath).join(".")}`, parseUsage);
+        return entry === undefined ? undefined : { usage: entry.usage ?? { bytes: 0, through: 0 }, revision: entry.revision };
       },
-      put: async (streamPath: string, usage: StreamUsage, revision: number | undefined): Promise<boolean> => {
-        const value = encoder.encode(JSON.stringify({ bytes: usage.bytes, through: usage.through }));
-        try {
-          await this.publisher.publish(`${this.subjectPrefix}.${usageOf(streamPath)}`, value, { lastSubjectSequence: revision ?? 0 });
-          return true;
-        } catch (error) {
-          if (isWrongLastSequence(error)) return false;
-          throw error;
-        }
+      put: (streamPath, usage, revision) => this.putUsageEntry(`u.${streamPathSegments(streamPath).join(".")}`, { bytes: usage.bytes, through: usage.through }, revision),
+      tenant: async (prefix) => {
+        const entry = await this.usageEntry(`t.${streamPathSegments(prefix).join(".")}`, parseTenantUsage);
+        return entry === undefined ? undefined : { usage: entry.usage ?? { bytes: 0, streams: 0 }, revision: entry.revision };
       },
+      putTenant: (prefix, usage, revision) => this.putUsageEntry(`t.${streamPathSegments(prefix).join(".")}`, { bytes: usage.bytes, streams: usage.streams }, revision),
     };
+  }
+
+  /** A usage entry and its revision; a deleted or malformed one has no usage (it counts again from nothing, and is replaced). */
+  private async usageEntry<U>(name: string, parse: (value: unknown) => U | undefined): Promise<{ usage: U | undefined; revision: number } | undefined> {
+    const entry = await this.entry(name);
+    if (entry === null) return undefined;
+    let usage: U | undefined;
+    if (entry.operation === "PUT") {
+      try {
+        usage = parse(JSON.parse(decoder.decode(entry.value)));
+      } catch {
+        usage = undefined;
+      }
+    }
+    return { usage, revision: entry.revision };
+  }
+
+  /** Writes a usage entry if it is still at `revision` (undefined: none); false when another writer moved it first. */
+  private async putUsageEntry(name: string, usage: object, revision: number | undefined): Promise<boolean> {
+    try {
+      await this.publisher.publish(`${this.subjectPrefix}.${name}`, encoder.encode(JSON.stringify(usage)), { lastSubjectSequence: revision ?? 0 });
+      return true;
+    } catch (error) {
+      if (isWrongLastSequence(error)) return false;
+      throw error;
+    }
   }
 }
 
@@ -164,21 +186,16 @@ function markerOf(streamPath: string): string {
   return `m.${streamPathSegments(streamPath).join(".")}`;
 }
 
-function usageOf(streamPath: string): string {
-  return `u.${streamPathSegments(streamPath).join(".")}`;
+const counted = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+function parseUsage(value: unknown): StreamUsage | undefined {
+  const { bytes, through } = (value ?? {}) as { bytes?: unknown; through?: unknown };
+  return counted(bytes) && counted(through) ? { bytes, through } : undefined;
 }
 
-function parseUsage(value: Uint8Array): StreamUsage | undefined {
-  try {
-    const parsed = JSON.parse(decoder.decode(value)) as { bytes?: unknown; through?: unknown };
-    const { bytes, through } = parsed;
-    if (Number.isSafeInteger(bytes) && Number.isSafeInteger(through) && (bytes as number) >= 0 && (through as number) >= 0) {
-      return { bytes: bytes as number, through: through as number };
-    }
-  } catch {
-    // Malformed: counted again.
-  }
-  return undefined;
+function parseTenantUsage(value: unknown): TenantUsage | undefined {
+  const { bytes, streams } = (value ?? {}) as { bytes?: unknown; streams?: unknown };
+  return counted(bytes) && counted(streams) ? { bytes, streams } : undefined;
 }
 
 function parseFirst(value: Uint8Array): number | undefined {
