@@ -168,6 +168,19 @@ describe("default values: built-in 3-node NATS", () => {
       expect(env.get("PARTITION_COUNT")?.value).toBe("64");
       expect(env.get("NATS_STREAM_REPLICAS")?.value).toBe("3");
       expect(env.get("LOG_LEVEL")?.value).toBe("info");
+      // The quotas, set once for the gateway and the host alike (a number over 2^31 printed whole);
+      // the reducer and the driver append only the machinery's events, which are never refused.
+      if (service !== "web-gateway" && service !== "capability-host") {
+        expect(env.has("AGENT_STREAM_QUOTA_BYTES"), service).toBe(false);
+        continue;
+      }
+      expect(["AGENT_STREAM_QUOTA_BYTES", "AGENT_STREAM_QUOTA_EVENTS", "AGENT_TENANT_DEPTH", "AGENT_TENANT_QUOTA_BYTES", "AGENT_TENANT_QUOTA_STREAMS"].map((n) => env.get(n)?.value)).toEqual([
+        "1073741824",
+        "1000000",
+        "2",
+        "17179869184",
+        "100000",
+      ]);
     }
   });
 

@@ -121,6 +121,13 @@ export const valuesSchema: Schema = {
       partitionCount: int("PARTITION_COUNT.", { minimum: 1, maximum: 1024 }),
       natsStreamReplicas: int("NATS_STREAM_REPLICAS.", { minimum: 1, maximum: 5 }),
       opsPort: int("OPS_PORT.", { minimum: 1, maximum: 65535 }),
+      quotas: closed({
+        streamBytes: int("AGENT_STREAM_QUOTA_BYTES.", { minimum: 1 }),
+        streamEvents: int("AGENT_STREAM_QUOTA_EVENTS.", { minimum: 1 }),
+        tenantDepth: int("AGENT_TENANT_DEPTH (0: no tenant quotas).", { minimum: 0, maximum: 64 }),
+        tenantBytes: int("AGENT_TENANT_QUOTA_BYTES.", { minimum: 1 }),
+        tenantStreams: int("AGENT_TENANT_QUOTA_STREAMS.", { minimum: 1 }),
+      }),
     }),
     shutdown: closed({
       marginSeconds: int("Seconds added to each service's drain limit.", { minimum: 0 }),

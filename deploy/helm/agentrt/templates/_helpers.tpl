@@ -140,6 +140,23 @@ read from an existing Secret (for URLs that carry credentials).
   value: {{ .Values.config.logLevel | quote }}
 {{- end }}
 
+{{/* The quotas' env: for the services that append from outside the machinery (gateway, host). */}}
+{{- define "agentrt.quotaEnv" -}}
+{{- with .Values.config.quotas }}
+{{- /* int64: a YAML number over 2^31 would otherwise print as 1.7e+10. */}}
+- name: AGENT_STREAM_QUOTA_BYTES
+  value: {{ .streamBytes | int64 | quote }}
+- name: AGENT_STREAM_QUOTA_EVENTS
+  value: {{ .streamEvents | int64 | quote }}
+- name: AGENT_TENANT_DEPTH
+  value: {{ .tenantDepth | int64 | quote }}
+- name: AGENT_TENANT_QUOTA_BYTES
+  value: {{ .tenantBytes | int64 | quote }}
+- name: AGENT_TENANT_QUOTA_STREAMS
+  value: {{ .tenantStreams | int64 | quote }}
+{{- end }}
+{{- end }}
+
 {{/*
 terminationGracePeriodSeconds of a service: the longest its own SIGTERM drain may take (the
 drain limit the service enforces, in milliseconds, passed as .drainMs) plus
