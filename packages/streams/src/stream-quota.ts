@@ -256,6 +256,12 @@ export class StreamQuota {
     this.counting.set(streamPath, task);
   }
 
+  /** Counts the stream through its last event now, and gives its usage (a usage report). */
+  async countNow(streamPath: string): Promise<StreamUsage> {
+    await this.countThrough(streamPath, Number.MAX_SAFE_INTEGER);
+    return this.known.get(streamPath) ?? { bytes: 0, through: 0 };
+  }
+
   /** The stream's usage as last counted here or in the ledger (undefined: never counted). */
   async usage(streamPath: string): Promise<StreamUsage | undefined> {
     return this.known.get(streamPath) ?? (await this.readLedger(streamPath));
@@ -282,6 +288,8 @@ export class StreamQuota {
         const from = usage;
         usage = await this.inTurn(() => this.countFrom(streamPath, from));
       }
+      // An empty stream has nothing to count (a usage report of a path with no stream writes nothing).
+      if (usage.through === 0) return;
       this.remember(streamPath, usage);
       if (entry !== undefined && entry.usage.through >= usage.through) return;
       if (await this.ledger.put(streamPath, usage, entry?.revision)) {

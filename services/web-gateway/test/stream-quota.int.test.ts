@@ -5,7 +5,7 @@
 // path prefix) is held to a quota of streams and bytes the same way.
 
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { StreamQuota, type StreamQuotaOptions } from "@agentrt/streams";
+import { jsonBytes, StreamQuota, type StreamQuotaOptions } from "@agentrt/streams";
 import { connectNats, type NatsConnection } from "@agentrt/service-kit";
 import { testLogger, userMessage } from "@agentrt/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -112,4 +112,27 @@ it("a tenant at its count of streams cannot create another agent (403 naming the
 
   expect((await http(url, "POST", `/v1/streams/${enc("/agents/tenant-full/a")}/events`, { body: { events: [userMessage("still here")] } })).status).toBe(200);
   expect((await http(url, "POST", "/v1/agents", { body: { streamPath: "/agents/tenant-other/a" } })).status).toBe(201);
+});
+
+it("GET …/usage reports what a stream and its tenant hold against their quotas, counting first what was never counted", async () => {
+  const url = await startGateway({ streams: 50 });
+  const path = "/agents/usage-report/a";
+  expect((await http(url, "POST", "/v1/agents", { body: { streamPath: path } })).status).toBe(201);
+  // Events appended beside the gateway (the machinery's), never counted by it.
+  await ts.store.append(path, [userMessage("machinery 1"), userMessage("machinery 2")]);
+
+  const res = await http(url, "GET", `/v1/agents/${enc(path)}/usage`);
+  expect(res.status).toBe(200);
+  const events = await ts.store.read(path);
+  const bytes = events.reduce((sum, event) => sum + jsonBytes(event), 0);
+  expect(res.body).toEqual({
+    streamPath: path,
+    events: events.length,
+    bytes,
+    quota: { events: QUOTA_EVENTS, bytes: 1024 * 1024 * 1024 },
+    tenant: { prefix: "/agents/usage-report", streams: 1, bytes, quota: { streams: 50, bytes: 16 * 1024 * 1024 * 1024 } },
+  });
+  // A report of a path with no stream is a 404 and writes nothing: the tenant's streams are as before.
+  expect((await http(url, "GET", `/v1/agents/${enc("/agents/usage-report/none")}/usage`)).status).toBe(404);
+  expect((await http(url, "GET", `/v1/agents/${enc(path)}/usage`)).body.tenant.streams).toBe(1);
 });

@@ -4,7 +4,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
 import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentrt/contract";
-import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore } from "@agentrt/streams";
+import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore, tenantOf } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 import { BirthCheck } from "./birth-check.ts";
@@ -32,6 +32,16 @@ export interface RenderedRequest {
   readonly model: string;
   readonly requestedAt: string;
   readonly messages: RenderedMessage[];
+}
+
+/** `GET …/usage`: a stream's and its tenant's usage against their quotas. */
+export interface StreamUsageReport {
+  readonly streamPath: string;
+  readonly events: number;
+  readonly bytes: number;
+  readonly quota: { readonly events: number; readonly bytes: number };
+  /** Null when tenant quotas are off. */
+  readonly tenant: { readonly prefix: string; readonly streams: number; readonly bytes: number; readonly quota: { readonly streams: number; readonly bytes: number } } | null;
 }
 
 export interface AgentListPage {
@@ -89,6 +99,7 @@ export class GatewayApi<S = unknown> {
   private readonly reads: EventStore;
   /** The store appends go through: held to the stream quota. */
   private readonly appends: EventStore;
+  private readonly quota: StreamQuota;
   readonly limits: ReadLimits;
   private readonly gate: ReadGate;
 
@@ -102,7 +113,8 @@ export class GatewayApi<S = unknown> {
     this.live = new LiveHub(store);
     this.births = new BirthCheck(store);
     this.reads = options.readStore ?? store;
-    this.appends = quotaStore(store, options.quota ?? new StreamQuota(this.reads));
+    this.quota = options.quota ?? new StreamQuota(this.reads);
+    this.appends = quotaStore(store, this.quota);
     this.limits = { ...DEFAULT_READ_LIMITS, ...options.limits };
     this.gate = new ReadGate({ perKey: this.limits.maxConcurrentReadsPerKey, total: this.limits.maxConcurrentReads });
   }
@@ -193,6 +205,23 @@ export class GatewayApi<S = unknown> {
     }
     const more = streams.length > agents.length;
     return more ? { agents, next: (agents.at(-1) as AgentListEntry).streamPath } : { agents };
+  }
+
+  /**
+   * What the stream holds against its quota, and its tenant against the tenant's: the stream is
+   * counted through its last event first (a read of what came after the last count).
+   */
+  async usage(streamPath: string, ctx: ReadContext = {}): Promise<StreamUsageReport> {
+    return await this.gated(ctx, async () => {
+      const usage = await this.quota.countNow(streamPath);
+      if (usage.through === 0) throw notFound(streamPath);
+      const { limits, tenantLimits } = this.quota;
+      const report = { streamPath, events: usage.through, bytes: usage.bytes, quota: { events: limits.events, bytes: limits.bytes } };
+      if (tenantLimits.depth === 0) return { ...report, tenant: null };
+      const prefix = tenantOf(streamPath, tenantLimits.depth);
+      const tenant = await this.quota.tenantUsage(prefix);
+      return { ...report, tenant: { prefix, streams: tenant.streams, bytes: tenant.bytes, quota: { streams: tenantLimits.streams, bytes: tenantLimits.bytes } } };
+    });
   }
 
   /**

@@ -134,6 +134,18 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       handle: ({ params, signal, principal }) => api.renderedRequest(params.streamPath, params.offset, readContext(principal, signal)),
     }),
     defineRoute({
+      name: "getAgentUsage",
+      method: "GET",
+      path: "/v1/agents/{streamPath}/usage",
+      summary:
+        "What the stream holds (events, bytes of their JSON) against its quota, and its tenant (the streams under its path prefix) against the tenant's; appends past either get 403 quota_exceeded.",
+      kind: "json",
+      params: s.streamParamsSchema,
+      response: s.usageResponseSchema,
+      access: ({ params }) => ({ verb: "read", path: params.streamPath }),
+      handle: ({ params, signal, principal }) => api.usage(params.streamPath, readContext(principal, signal)),
+    }),
+    defineRoute({
       name: "auditAgent",
       method: "GET",
       path: "/v1/agents/{streamPath}/audit",

@@ -112,6 +112,23 @@ export const renderedRequestSchema = z.object({
 
 const auditFindingSchema = z.object({ rule: z.string(), message: z.string(), offsets: z.array(z.number().int()) }).meta({ id: "AuditFinding" });
 
+export const usageResponseSchema = z
+  .object({
+    streamPath: z.string(),
+    events: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    quota: z.object({ events: z.number().int().positive(), bytes: z.number().int().positive() }),
+    tenant: z
+      .object({
+        prefix: z.string(),
+        streams: z.number().int().nonnegative(),
+        bytes: z.number().int().nonnegative(),
+        quota: z.object({ streams: z.number().int().positive(), bytes: z.number().int().positive() }),
+      })
+      .nullable(),
+  })
+  .meta({ id: "StreamUsage" });
+
 export const auditResponseSchema = z
   .object({
     streamPath: z.string(),
