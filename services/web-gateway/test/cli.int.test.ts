@@ -1,5 +1,5 @@
 // The CLI as users run it (`pnpm agents …` = tsx on cli/main.ts), against a real gateway over
-// HTTP with a scoped API key: create, send, state, request N and --last, tail (history, live,
+// HTTP with a scoped API key: create, send, state, request N and --last, usage, tail (history, live,
 // streaming text), send to a path with no agent (404 named), stop/pause/resume, and a gateway
 // that is not there (the error names the URL and AGENTRT_URL).
 import { execFile, spawn } from "node:child_process";
@@ -56,6 +56,11 @@ describe("pnpm agents", () => {
     expect(request).toContain("hello there");
     expect(request).toContain("── [1] system");
     await expect(agents("request", path, "1")).rejects.toThrow(/HTTP 404/);
+    const events = last + 1;
+    expect(await agents("usage", path)).toMatch(
+      new RegExp(`^/agents/cli/demo: ${events} of 1000000 events \\(0\\.0 %\\), [\\d.]+ KiB of 1\\.0 GiB \\(0\\.0 %\\)\\ntenant /agents/cli: 1 of 100000 streams \\(0\\.0 %\\), [\\d.]+ KiB of 16\\.0 GiB \\(0\\.0 %\\)\\n$`),
+    );
+    expect(JSON.parse(await agents("usage", path, "--json"))).toMatchObject({ streamPath: path, events, tenant: { prefix: "/agents/cli", streams: 1 } });
   });
 
   it("request --last shows the latest request, and says so when there is none", { timeout: 60_000 }, async () => {

@@ -1,7 +1,7 @@
 // `pnpm agents <command> ...`: the project's command line. Each command lives in
 // `commands/<name>.ts` and returns an exit code; this file only dispatches.
 
-import { createCommand, listCommand, requestCommand, sendCommand, stateCommand } from "./commands/agents.ts";
+import { createCommand, listCommand, requestCommand, sendCommand, stateCommand, usageCommand } from "./commands/agents.ts";
 import { auditCommand } from "./commands/audit.ts";
 import { pauseCommand, resumeCommand, stopCommand } from "./commands/controls.ts";
 import { keysCommand } from "./commands/keys.ts";
@@ -18,6 +18,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   pause: { run: pauseCommand, summary: "pause PATH   hold the agent's own follow-up turns" },
   resume: { run: resumeCommand, summary: "resume PATH   release a paused agent" },
   state: { run: stateCommand, summary: "state PATH   the agent's folded state" },
+  usage: { run: usageCommand, summary: "usage PATH [--json]   what the agent's stream and its tenant hold against their quotas" },
   list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
   audit: { run: auditCommand, summary: "audit PATH... | --prefix P [--json]   check each stream's invariants; exit 1 on a violation" },
   request: { run: requestCommand, summary: "request PATH (N | --last) [--json]   exactly what the model saw for the request at offset N, or the latest" },

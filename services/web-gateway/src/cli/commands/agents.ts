@@ -46,6 +46,50 @@ export async function stateCommand(args: readonly string[], out: Out): Promise<n
   return 0;
 }
 
+interface UsageReport {
+  streamPath: string;
+  events: number;
+  bytes: number;
+  quota: { events: number; bytes: number };
+  tenant: { prefix: string; streams: number; bytes: number; quota: { streams: number; bytes: number } } | null;
+}
+
+/** `1.5 MiB`: bytes in the largest binary unit that keeps the number at least 1. */
+function formatBytes(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+const percent = (used: number, quota: number) => `${((100 * used) / quota).toFixed(1)} %`;
+
+export async function usageCommand(args: readonly string[], out: Out): Promise<number> {
+  const streamPath = args.find((arg) => !arg.startsWith("--"));
+  if (!streamPath) throw new Error("usage: agents usage PATH [--json]");
+  const res = await callGateway<UsageReport>(clientEnv(), "GET", `/v1/agents/${encPath(streamPath)}/usage`);
+  if (args.includes("--json")) {
+    out(`${JSON.stringify(res, null, 2)}\n`);
+    return 0;
+  }
+  out(
+    `${res.streamPath}: ${res.events} of ${res.quota.events} events (${percent(res.events, res.quota.events)}), ` +
+      `${formatBytes(res.bytes)} of ${formatBytes(res.quota.bytes)} (${percent(res.bytes, res.quota.bytes)})\n`,
+  );
+  if (res.tenant !== null) {
+    const t = res.tenant;
+    out(
+      `tenant ${t.prefix}: ${t.streams} of ${t.quota.streams} streams (${percent(t.streams, t.quota.streams)}), ` +
+        `${formatBytes(t.bytes)} of ${formatBytes(t.quota.bytes)} (${percent(t.bytes, t.quota.bytes)})\n`,
+    );
+  }
+  return 0;
+}
+
 export async function listCommand(args: readonly string[], out: Out): Promise<number> {
   const [prefix] = args;
   const res = await callGateway<{ agents: Array<{ streamPath: string; lastOffset: number; title: string | null; activity: string | null; waitingFor: string | null; openRequestOffset: number | null }> }>(
