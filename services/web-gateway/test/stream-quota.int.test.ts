@@ -14,6 +14,7 @@ import { gatewayCore } from "../src/core.ts";
 import { createHttpGateway, type HttpGateway } from "../src/gateway.ts";
 import { enc, http } from "./support/http.ts";
 import { openTestStore, type TestStore } from "./support/store.ts";
+import { startTestGateway, testKey } from "./support/gateway-harness.ts";
 
 /** Room for an agent's birth (13 events) and a few turns. */
 const QUOTA_EVENTS = 40;
@@ -135,4 +136,22 @@ it("GET …/usage reports what a stream and its tenant hold against their quotas
   // A report of a path with no stream is a 404 and writes nothing: the tenant's streams are as before.
   expect((await http(url, "GET", `/v1/agents/${enc("/agents/usage-report/none")}/usage`)).status).toBe(404);
   expect((await http(url, "GET", `/v1/agents/${enc(path)}/usage`)).body.tenant.streams).toBe(1);
+});
+
+it("shows a tenant's usage only to a key that may read the tenant's prefix", async () => {
+  const narrow = testKey([{ prefix: "/agents/usage-keys/a", verbs: ["read", "append"] }]);
+  const wide = testKey([{ prefix: "/agents/usage-keys", verbs: ["read"] }]);
+  const gw = await startTestGateway({ store: ts.store, keys: [narrow, wide] });
+  try {
+    const path = "/agents/usage-keys/a";
+    const created = await http(gw.url, "POST", "/v1/agents", { body: { streamPath: path }, key: narrow.apiKey });
+    expect(created.status).toBe(201);
+    const asNarrow = await http(gw.url, "GET", `/v1/agents/${enc(path)}/usage`, { key: narrow.apiKey });
+    expect(asNarrow.status).toBe(200);
+    expect(asNarrow.body).toMatchObject({ streamPath: path, tenant: null });
+    const asWide = await http(gw.url, "GET", `/v1/agents/${enc(path)}/usage`, { key: wide.apiKey });
+    expect(asWide.body.tenant).toMatchObject({ prefix: "/agents/usage-keys", streams: 1 });
+  } finally {
+    await gw.close();
+  }
 });

@@ -40,7 +40,7 @@ export interface StreamUsageReport {
   readonly events: number;
   readonly bytes: number;
   readonly quota: { readonly events: number; readonly bytes: number };
-  /** Null when tenant quotas are off. */
+  /** Null when tenant quotas are off, or the caller may not read the tenant's prefix. */
   readonly tenant: { readonly prefix: string; readonly streams: number; readonly bytes: number; readonly quota: { readonly streams: number; readonly bytes: number } } | null;
 }
 
@@ -209,16 +209,17 @@ export class GatewayApi<S = unknown> {
 
   /**
    * What the stream holds against its quota, and its tenant against the tenant's: the stream is
-   * counted through its last event first (a read of what came after the last count).
+   * counted through its last event first (a read of what came after the last count). The tenant's
+   * usage tells of its other streams, so it is shown only to a caller who may read its prefix.
    */
-  async usage(streamPath: string, ctx: ReadContext = {}): Promise<StreamUsageReport> {
+  async usage(streamPath: string, ctx: ReadContext = {}, mayReadTenant: (prefix: string) => boolean = () => true): Promise<StreamUsageReport> {
     return await this.gated(ctx, async () => {
       const usage = await this.quota.countNow(streamPath);
       if (usage.through === 0) throw notFound(streamPath);
       const { limits, tenantLimits } = this.quota;
       const report = { streamPath, events: usage.through, bytes: usage.bytes, quota: { events: limits.events, bytes: limits.bytes } };
-      if (tenantLimits.depth === 0) return { ...report, tenant: null };
       const prefix = tenantOf(streamPath, tenantLimits.depth);
+      if (tenantLimits.depth === 0 || !mayReadTenant(prefix)) return { ...report, tenant: null };
       const tenant = await this.quota.tenantUsage(prefix);
       return { ...report, tenant: { prefix, streams: tenant.streams, bytes: tenant.bytes, quota: { streams: tenantLimits.streams, bytes: tenantLimits.bytes } } };
     });

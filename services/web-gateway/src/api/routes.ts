@@ -138,12 +138,13 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       method: "GET",
       path: "/v1/agents/{streamPath}/usage",
       summary:
-        "What the stream holds (events, bytes of their JSON) against its quota, and its tenant (the streams under its path prefix) against the tenant's; appends past either get 403 quota_exceeded.",
+        "What the stream holds (events, bytes of their JSON) against its quota, and its tenant (the streams under its path prefix) against the tenant's (null unless the key may read the prefix); appends past either get 403 quota_exceeded.",
       kind: "json",
       params: s.streamParamsSchema,
       response: s.usageResponseSchema,
       access: ({ params }) => ({ verb: "read", path: params.streamPath }),
-      handle: ({ params, signal, principal }) => api.usage(params.streamPath, readContext(principal, signal)),
+      handle: ({ params, signal, principal }) =>
+        api.usage(params.streamPath, readContext(principal, signal), (prefix) => principal === null || Authenticator.can(principal, "read", prefix)),
     }),
     defineRoute({
       name: "auditAgent",
