@@ -148,6 +148,8 @@ export class StreamQuota {
   /** Per stream being counted: the offset to count through. */
   private readonly wanted = new Map<string, number>();
   private readonly counting = new Map<string, Promise<void>>();
+  /** Per tenant: charges summed while one is being written. */
+  private readonly charges = new Map<string, { pending: TenantUsage; writing: Promise<void> | undefined }>();
   /** Tenants' usage as last read or charged here, and when it was read. */
   private readonly tenants = new Map<string, { usage: TenantUsage; readAtMs: number }>();
   private readonly countsAtOnce: number;
@@ -302,10 +304,32 @@ export class StreamQuota {
     }
   }
 
-  /** Adds `change` to the stream's tenant's entry. */
-  private async charge(streamPath: string, change: TenantUsage): Promise<void> {
-    if (this.tenantLimits.depth === 0) return;
+  /**
+   * Adds `change` to the stream's tenant's entry. A process's charges to one tenant are summed
+   * while one is being written and written together after it, so the counts of a busy tenant's
+   * many streams do not race each other for its entry; only other processes' do.
+   */
+  private charge(streamPath: string, change: TenantUsage): Promise<void> {
+    if (this.tenantLimits.depth === 0) return Promise.resolve();
     const tenant = tenantOf(streamPath, this.tenantLimits.depth);
+    const charges = this.charges.get(tenant) ?? { pending: { bytes: 0, streams: 0 }, writing: undefined };
+    this.charges.set(tenant, charges);
+    charges.pending = { bytes: charges.pending.bytes + change.bytes, streams: charges.pending.streams + change.streams };
+    charges.writing ??= (async () => {
+      try {
+        while (charges.pending.bytes !== 0 || charges.pending.streams !== 0) {
+          const sum = charges.pending;
+          charges.pending = { bytes: 0, streams: 0 };
+          await this.writeCharge(tenant, sum);
+        }
+      } finally {
+        this.charges.delete(tenant);
+      }
+    })();
+    return charges.writing;
+  }
+
+  private async writeCharge(tenant: string, change: TenantUsage): Promise<void> {
     for (let attempt = 1; attempt <= LEDGER_ATTEMPTS; attempt++) {
       const entry = await this.ledger.tenant(tenant);
       const usage = { bytes: (entry?.usage.bytes ?? 0) + change.bytes, streams: (entry?.usage.streams ?? 0) + change.streams };

@@ -256,6 +256,18 @@ describe("a tenant held to its quota", () => {
     expect((await ledger.tenant("/agents/acme"))?.usage).toEqual({ bytes: await bytesOf(store, ["/agents/acme/a", "/agents/acme/b"]), streams: 2 });
   });
 
+  it("given a busy tenant, when many of its streams are counted at once in one process, then every charge reaches its entry", async () => {
+    const store = new MemoryEventStore();
+    const ledger = new MemoryUsageLedger();
+    const quota = new StreamQuota(store, { ledger, countsAtOnce: 64 });
+    const held = quotaStore(store, quota);
+    const paths = Array.from({ length: 60 }, (_, i) => `/agents/busy/${i}`);
+    await Promise.all(paths.map((path) => held.append(path, [note(path)])));
+    await quota.idle();
+
+    expect((await ledger.tenant("/agents/busy"))?.usage).toEqual({ bytes: await bytesOf(store, paths), streams: 60 });
+  });
+
   it("given depth 0, then tenants are not held to anything", async () => {
     const store = new MemoryEventStore();
     const quota = new StreamQuota(store, { tenantLimits: { depth: 0, streams: 1 } });
