@@ -38,6 +38,7 @@ const routes: Array<{ name: string; method: string; path: string; body?: unknown
   { name: "getAgentState", method: "GET", path: `/v1/agents/${enc(PATH)}/state`, verb: "read" },
   { name: "getRenderedRequest", method: "GET", path: `/v1/agents/${enc(PATH)}/requests/1`, verb: "read" },
   { name: "auditAgent", method: "GET", path: `/v1/agents/${enc(PATH)}/audit`, verb: "read" },
+  { name: "getAgentUsage", method: "GET", path: `/v1/agents/${enc(PATH)}/usage`, verb: "read" },
 ];
 
 describe("every route checks the key", () => {
