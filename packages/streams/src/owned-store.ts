@@ -35,9 +35,8 @@ function typeOf(input: unknown): string | undefined {
 }
 
 /**
- * Wraps `store` so that `options.service` can only append the types it emits. Everything but
- * `append` is the store's own member (a proxy, so methods added to the port later pass
- * through, and the concrete store type is kept).
+ * Wraps `store` so that `options.service` can only append the types it emits; everything but
+ * `append` is the store's own (`withAppend`).
  */
 export function ownedStore<S extends EventStore>(store: S, options: OwnedStoreOptions): S {
   const append = (streamPath: string, events: readonly unknown[], appendOptions?: AppendOptions): Promise<AppendResult> => {
@@ -50,6 +49,14 @@ export function ownedStore<S extends EventStore>(store: S, options: OwnedStoreOp
     }
     return store.append(streamPath, events, appendOptions);
   };
+  return withAppend(store, append);
+}
+
+/**
+ * `store` with `append` in place of its own. Everything else is the store's own member (a proxy,
+ * so methods added to the port later pass through, and the concrete store type is kept).
+ */
+export function withAppend<S extends EventStore>(store: S, append: EventStore["append"]): S {
   return new Proxy(store, {
     get(target, property) {
       if (property === "append") return append;

@@ -23,6 +23,7 @@
 import { type AgentEvent, AgentRuntimeError, parseEventInput, streamPathSegments } from "@agentrt/contract";
 import type { AppendOptions, AppendResult, EventStore } from "./event-store.ts";
 import { jsonBytes } from "./batch.ts";
+import { withAppend } from "./owned-store.ts";
 
 export interface StreamQuotaLimits {
   /** The most bytes of event JSON (as stored: with offset and createdAt) one stream may hold. */
@@ -342,9 +343,7 @@ export class StreamQuota {
   }
 
   private rememberTenant(tenant: string, usage: TenantUsage): void {
-    this.tenants.delete(tenant);
-    this.tenants.set(tenant, { usage, readAtMs: Date.now() });
-    if (this.tenants.size > this.maxTracked) this.tenants.delete(this.tenants.keys().next().value as string);
+    keepRecent(this.tenants, tenant, { usage, readAtMs: Date.now() }, this.maxTracked);
   }
 
   /** Runs `read` once fewer than `countsAtOnce` counts are reading, in the order they asked. */
@@ -374,11 +373,15 @@ export class StreamQuota {
 
   private remember(streamPath: string, usage: StreamUsage): void {
     const current = this.known.get(streamPath);
-    if (current !== undefined && current.through > usage.through) usage = current;
-    this.known.delete(streamPath);
-    this.known.set(streamPath, usage);
-    if (this.known.size > this.maxTracked) this.known.delete(this.known.keys().next().value as string);
+    keepRecent(this.known, streamPath, current !== undefined && current.through > usage.through ? current : usage, this.maxTracked);
   }
+}
+
+/** Sets `key` as the most recently used entry of `map`, dropping the least recently used past `max`. */
+function keepRecent<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value as string);
 }
 
 /**
@@ -393,13 +396,7 @@ export function quotaStore<S extends EventStore>(store: S, quota: StreamQuota): 
     if (result.status === "committed") quota.noteAppended(streamPath, result.events);
     return result;
   };
-  return new Proxy(store, {
-    get(target, property) {
-      if (property === "append") return append;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  return withAppend(store, append);
 }
 
 /** A live-lane batch (the store refuses one that mixes the lanes); a malformed one is the store's to refuse. */
