@@ -3,7 +3,8 @@
 // extends this with its own keys, so a name means the same thing in every service and the
 // chart sets it once.
 
-import { DEFAULT_STREAM_QUOTA, DEFAULT_TENANT_QUOTA, type StreamQuotaLimits, type TenantQuotaLimits } from "@agentrt/streams";
+import { DEFAULT_STREAM_QUOTA, DEFAULT_TENANT_QUOTA, type EventStore, StreamQuota, type UsageLedger } from "@agentrt/streams";
+import type { Logger } from "./logger.ts";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -54,10 +55,15 @@ export const streamQuotaConfigShape = {
 
 type StreamQuotaConfig = { [K in keyof typeof streamQuotaConfigShape]: number };
 
-/** The quotas the config names, as `StreamQuota` takes them. */
-export function streamQuotaLimits(config: StreamQuotaConfig): { limits: StreamQuotaLimits; tenantLimits: TenantQuotaLimits } {
-  return {
+/**
+ * The quotas the config names, counted through `reads` into its store's shared ledger; a count that
+ * fails is logged (the next append counts again).
+ */
+export function configuredStreamQuota(config: StreamQuotaConfig, reads: Pick<EventStore, "read"> & { readonly usageLedger: UsageLedger }, logger: Logger): StreamQuota {
+  return new StreamQuota(reads, {
     limits: { bytes: config.AGENT_STREAM_QUOTA_BYTES, events: config.AGENT_STREAM_QUOTA_EVENTS },
     tenantLimits: { depth: config.AGENT_TENANT_DEPTH, bytes: config.AGENT_TENANT_QUOTA_BYTES, streams: config.AGENT_TENANT_QUOTA_STREAMS },
-  };
+    ledger: reads.usageLedger,
+    onError: (error, streamPath) => logger.warn({ err: error, streamPath }, "counting a stream's usage failed; the next append counts again"),
+  });
 }

@@ -2,9 +2,8 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, streamQuotaLimits, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { configuredStreamQuota, connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
-import { StreamQuota } from "@agentrt/streams";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { readFileSync } from "node:fs";
 import { CapabilityHost } from "./capability-host.ts";
@@ -57,11 +56,7 @@ void runService({
       providerCallTimeoutMs: config.PROVIDER_CALL_TIMEOUT_MS,
       fileQuota: { bytes: config.AGENT_FILES_QUOTA_BYTES, entries: config.AGENT_FILES_QUOTA_FILES },
       kvQuota: { bytes: config.AGENT_KV_QUOTA_BYTES, entries: config.AGENT_KV_QUOTA_KEYS },
-      streamQuota: new StreamQuota(store, {
-        ...streamQuotaLimits(config),
-        ledger: store.usageLedger,
-        onError: (error, streamPath) => logger.warn({ err: error, streamPath }, "counting a stream's usage failed; the next append counts again"),
-      }),
+      streamQuota: configuredStreamQuota(config, store, logger),
       ...(head === undefined
         ? {}
         : {

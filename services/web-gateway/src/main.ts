@@ -5,8 +5,7 @@
 // resume from their last offset), then drains NATS.
 
 import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
-import { StreamQuota } from "@agentrt/streams";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, streamQuotaLimits, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { configuredStreamQuota, connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { loadKeys } from "./auth/load-keys.ts";
@@ -52,11 +51,7 @@ void runService({
     const readNc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway-reads", logger });
     const readStore = await untilNatsAnswers("read store", () => JetStreamEventStore.open(readNc, storeOptions), { logger });
     // Counts each stream's usage through the read connection; the ledger is shared with every gateway and host.
-    const quota = new StreamQuota(readStore, {
-      ...streamQuotaLimits(config),
-      ledger: readStore.usageLedger,
-      onError: (error, streamPath) => logger.warn({ err: error, streamPath }, "counting a stream's usage failed; the next append counts again"),
-    });
+    const quota = configuredStreamQuota(config, readStore, logger);
     const auth = new Authenticator({
       keys,
       devMode,
