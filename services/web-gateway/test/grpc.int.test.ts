@@ -1,5 +1,6 @@
 // gRPC round trip with the generated ts-proto client: the same operations, scopes and error
 // mapping as HTTP, and server streaming for subscribe.
+import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeClient, type AppendEventsResponse, type Event, type GetStateResponse, type ListAgentsResponse, type ReadEventsResponse } from "@agentrt/gateway-proto";
@@ -108,4 +109,49 @@ describe("gRPC", () => {
     });
     expect(outOfRange.code).toBe(status.OUT_OF_RANGE);
   });
+
+  it("refuses a state over 4 MiB, which a client would refuse after the server built it, naming the HTTP route that sends it in pieces", async () => {
+    const path = "/agents/grpc/large";
+    await unary.appendEvents({ streamPath: path, events: [{ type: "agent/created", payloadJson: "{}" }] }, writer.apiKey);
+    for (let i = 0; i < 10; i++) await unary.appendEvents({ streamPath: path, events: [userInput(`${i}:${"x".repeat(500_000)}`)] }, writer.apiKey);
+    const refused = (await unary.getState({ streamPath: path }, writer.apiKey).catch((e: ServiceError) => e)) as ServiceError;
+    expect(refused.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(refused.metadata.get("agentrt-error-code")).toEqual(["payload_too_large"]);
+    expect(refused.details).toContain(`read it from GET /v1/agents/${encodeURIComponent(path)}/state, which sends it in pieces`);
+
+    // Over HTTP the same state comes in pieces (chunked, no length), the same JSON as the fold.
+    const res = await rawGet(`${gw.url}/v1/agents/${encodeURIComponent(path)}/state`, writer.apiKey);
+    expect(res.status).toBe(200);
+    expect(res.headers["transfer-encoding"]).toBe("chunked");
+    expect(res.headers["content-length"]).toBeUndefined();
+    const direct = await gw.gateway.api.state(path);
+    expect(res.text).toBe(JSON.stringify(direct));
+    expect(res.text.length).toBeGreaterThan(5_000_000);
+    // What the model saw at a request over that context: refused the same way over gRPC, in pieces over HTTP.
+    const requested = (await ts.store.append(path, [{ type: "agent/llm-request-requested", payload: { model: "offline/echo", expiresAt: "2099-01-01T00:00:00.000Z" } }])).events[0]!;
+    const rendered = (await call((cb) => client.getRenderedRequest({ streamPath: path, requestOffset: requested.offset }, md(writer.apiKey), cb)).catch((e: ServiceError) => e)) as ServiceError;
+    expect(rendered.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(rendered.details).toContain(`read it from GET /v1/agents/${encodeURIComponent(path)}/requests/${requested.offset}`);
+    const renderedHttp = await rawGet(`${gw.url}/v1/agents/${encodeURIComponent(path)}/requests/${requested.offset}`, writer.apiKey);
+    expect(renderedHttp.status).toBe(200);
+    expect(renderedHttp.headers["transfer-encoding"]).toBe("chunked");
+    expect(JSON.parse(renderedHttp.text).messages.map((m: { content: string }) => m.content).join("")).toContain(`9:${"x".repeat(500_000)}`);
+    // A small state is still one body with its length.
+    const small = await rawGet(`${gw.url}/v1/agents/${encodeURIComponent("/agents/grpc/one")}/state`, writer.apiKey);
+    expect(small.status).toBe(200);
+    expect(Number(small.headers["content-length"])).toBe(Buffer.byteLength(small.text));
+  });
 });
+
+function rawGet(url: string, apiKey: string): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers: { authorization: `Bearer ${apiKey}` } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}

@@ -2,6 +2,7 @@
 // checks (credential in the `authorization` metadata), errors mapped by the same table, the
 // same JSON depth bound on payload_json and the same per-key live-subscription cap.
 
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from "@grpc/grpc-js";
 import type { Logger } from "@agentrt/service-kit";
 import { parseStreamPath, type AgentEvent } from "@agentrt/contract";
@@ -12,6 +13,7 @@ import { authorizeBatch } from "../auth/grants.ts";
 import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import { classifyError, GatewayError } from "../errors.ts";
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "../http/json-limits.ts";
+import { jsonPieces } from "../http/json-pieces.ts";
 import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "@agentrt/gateway-proto";
 
@@ -54,6 +56,36 @@ function grpcError(error: unknown): { code: number; details: string; metadata: M
 export interface GrpcOptions {
   readonly liveLimiter?: LiveSubscriptionLimiter;
   readonly maxJsonDepth?: number;
+  /** The largest state or rendered request sent in one answer; defaults to what clients take by default. */
+  readonly maxAnswerBytes?: number;
+}
+
+/** What grpc-js and grpc-go clients take in one message unless told otherwise: 4 MiB. */
+export const DEFAULT_MAX_GRPC_ANSWER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * An answer that grows with the agent, refused past `maxBytes` (a client would refuse it anyway,
+ * after the server had built it), with the HTTP route that sends it in pieces.
+ */
+function answerTooLarge(what: string, bytes: number, maxBytes: number, httpRoute: string): GatewayError {
+  return new GatewayError(
+    "payload_too_large",
+    `${what} is over ${maxBytes} bytes (${bytes} so far), more than a gRPC client takes in one message by default; read it from ${httpRoute}, which sends it in pieces.`,
+    { maxAnswerBytes: maxBytes, httpRoute },
+  );
+}
+
+/** `value` as JSON built a piece at a time (the event loop turning between pieces), at most `maxBytes`. */
+async function boundedJson(value: unknown, maxBytes: number, tooLarge: (bytes: number) => GatewayError): Promise<string> {
+  const parts: string[] = [];
+  let bytes = 0;
+  for (const piece of jsonPieces(value)) {
+    bytes += Buffer.byteLength(piece);
+    if (bytes > maxBytes) throw tooLarge(bytes);
+    parts.push(piece);
+    await nextTurn();
+  }
+  return parts.join("");
 }
 
 /** `ipv4:127.0.0.1:5000` / `ipv6:[::1]:5000` → the address without the port. */
@@ -63,6 +95,7 @@ function peerAddress(peer: string): string {
 
 export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logger, options: GrpcOptions = {}): Server {
   const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_GRPC_ANSWER_BYTES;
   const principalOf = (metadata: Metadata): Principal => {
     const raw = metadata.get("authorization")[0];
     const header = typeof raw === "string" ? raw : raw?.toString();
@@ -153,7 +186,9 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     getState: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
       const state = await api.state(streamPath, { signal, caller: principalOf(call.metadata).keyId });
-      return { streamPath, lastOffset: state.lastOffset, stateJson: JSON.stringify(state.state) };
+      const httpRoute = `GET /v1/agents/${encodeURIComponent(streamPath)}/state`;
+      const stateJson = await boundedJson(state.state, maxAnswerBytes, (bytes) => answerTooLarge(`The state of ${streamPath}`, bytes, maxAnswerBytes, httpRoute));
+      return { streamPath, lastOffset: state.lastOffset, stateJson };
     }),
     listAgents: unary(async (call, signal) => {
       const principal = principalOf(call.metadata);
@@ -177,6 +212,11 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
         throw new GatewayError("invalid_request", "request_offset must be at least 1.", { issues: [{ path: "request_offset", message: "must be >= 1" }] });
       }
       const r = await api.renderedRequest(streamPath, call.request.requestOffset, { signal, caller: principalOf(call.metadata).keyId });
+      const bytes = r.messages.reduce((sum, m) => sum + Buffer.byteLength(m.content) + Buffer.byteLength(m.role), 0);
+      if (bytes > maxAnswerBytes) {
+        const httpRoute = `GET /v1/agents/${encodeURIComponent(streamPath)}/requests/${call.request.requestOffset}`;
+        throw answerTooLarge(`The request at offset ${call.request.requestOffset} of ${streamPath}`, bytes, maxAnswerBytes, httpRoute);
+      }
       return { ...r, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
     }),
   };

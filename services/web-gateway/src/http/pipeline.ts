@@ -13,6 +13,7 @@ import { readJsonBody } from "./body.ts";
 import { assertDevModeAddressing } from "./browser-guards.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
+import { jsonPieces, writeJsonPieces } from "./json-pieces.ts";
 import { LiveSubscriptionLimiter } from "./live-limits.ts";
 import { sanitizeUrl } from "./redact.ts";
 import { parseRequestTarget } from "./request-target.ts";
@@ -131,6 +132,27 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, ext
   res.end(text);
 }
 
+/**
+ * A body that may be large: one piece is sent whole with its length; more are sent chunked,
+ * with backpressure, the event loop turning between pieces. A failure after the first piece
+ * was sent destroys the response (sendError), so no client takes a cut body for a whole one.
+ */
+export async function sendJsonInPieces(res: ServerResponse, status: number, body: unknown): Promise<void> {
+  const pieces = jsonPieces(body);
+  const first = pieces.next();
+  const second = pieces.next();
+  if (first.done === true || second.done === true) {
+    const text = first.done === true ? "" : first.value;
+    res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+    res.end(text);
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8" });
+  await writeJsonPieces(res, [first.value, second.value]);
+  await writeJsonPieces(res, pieces);
+  if (!res.destroyed) res.end();
+}
+
 export function sendError(deps: Pick<PipelineDeps, "log">, req: IncomingMessage, res: ServerResponse, error: unknown): void {
   const classified = classifyError(error);
   const url = sanitizeUrl(req.url);
@@ -175,7 +197,9 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
       return;
     }
     const result = await route.handle({ ...input, principal, req, signal: clientGone.signal });
-    sendJson(res, route.statusOf?.(result) ?? route.successStatus ?? 200, result);
+    const status = route.statusOf?.(result) ?? route.successStatus ?? 200;
+    if (route.bodyInPieces === true) await sendJsonInPieces(res, status, result);
+    else sendJson(res, status, result);
     observe();
   } catch (error) {
     if (clientGone.signal.aborted) {

@@ -46,6 +46,11 @@ export interface JsonRoute<P = unknown, Q = unknown, B = unknown, R = unknown> e
   /** The 2xx JSON body; validated in tests against real responses. */
   readonly response?: z.ZodType;
   readonly successStatus?: number;
+  /**
+   * The body grows with the agent (its state, what the model saw): written in pieces, letting the
+   * event loop turn between them, instead of as one string (json-pieces.ts).
+   */
+  readonly bodyInPieces?: boolean;
   /** Picks the 2xx status from the result when it varies (a replayed create is 200, not 201). */
   statusOf?(result: R): number;
   handle(ctx: HandlerContext<P, Q, B>): Promise<R>;
