@@ -17,4 +17,5 @@ export * from "./tracing.ts";
 export * from "./nats-permissions.ts";
 export * from "./interrupts.ts";
 export * from "./json.ts";
+export * from "./json-pieces.ts";
 export * from "./stream-cache.ts";

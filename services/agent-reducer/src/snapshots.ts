@@ -14,6 +14,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { DirectGets, type JetStreamPublisher } from "@agentrt/streams/jetstream";
 import type { AgentState } from "@agentrt/agent-core";
+import { jsonWithin } from "@agentrt/service-kit";
 
 /** Bump when AgentState or this envelope changes shape: older snapshots are then rebuilt from events. */
 export const SNAPSHOT_FORMAT = 2;
@@ -102,8 +103,12 @@ export async function openSnapshotStore(nc: NatsConnection, options: { bucket?: 
       return value === null ? null : parseAgent(value, streamPath);
     },
     async saveAgent(snapshot) {
-      const bytes = new TextEncoder().encode(JSON.stringify(snapshot));
-      if (bytes.length > maxBytes) return false;
+      // Written only up to a value's size: learning that a large agent's state does not fit
+      // costs that much JSON, never the whole state (which held the event loop of every agent
+      // of the process, and past V8's longest string threw on every try).
+      const text = jsonWithin(snapshot, maxBytes);
+      if (text === undefined) return false;
+      const bytes = new TextEncoder().encode(text);
       await write(agentKey(snapshot.streamPath), bytes);
       return true;
     },

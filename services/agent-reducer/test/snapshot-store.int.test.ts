@@ -84,4 +84,31 @@ describe("given the snapshot store on the reducer's publisher", () => {
       await own.close();
     }
   });
+
+  it("when a state is larger than a value, then it is not stored, found out from a value's worth of it, however large the state", async () => {
+    const ours = await openSnapshotStore(nc, { publisher });
+    const base = snapshotOf("/agents/snapstore/large");
+    // 6 000 items of 100 kB (one string shared, so the test holds 100 kB): 600 MB of JSON, past
+    // V8's longest string, where JSON.stringify held the event loop for seconds and then threw.
+    const content = "c".repeat(100_000);
+    let itemsRead = 0;
+    const items = new Proxy(
+      Array.from({ length: 6_000 }, (_, i) => ({ kind: "message", role: "user", content, offset: i })),
+      {
+        get(target, key, receiver) {
+          if (typeof key === "string" && /^\d+$/.test(key)) itemsRead++;
+          return Reflect.get(target, key, receiver);
+        },
+      },
+    );
+    const large: AgentSnapshot = { ...base, state: { ...base.state, contextItems: items as unknown as AgentSnapshot["state"]["contextItems"] } };
+    expect(await ours.saveAgent(large)).toBe(false);
+    expect(await ours.loadAgent(large.streamPath)).toBeNull();
+    // The server's max payload is 1 MiB here: about eleven items of 100 kB fill it.
+    expect(itemsRead).toBeGreaterThan(5);
+    expect(itemsRead).toBeLessThan(20);
+    // One that fits is stored whole.
+    expect(await ours.saveAgent(base)).toBe(true);
+    expect(await ours.loadAgent(base.streamPath)).toEqual(base);
+  });
 });

@@ -4,7 +4,7 @@
 
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from "@grpc/grpc-js";
-import type { Logger } from "@agentrt/service-kit";
+import { jsonPieces, type Logger } from "@agentrt/service-kit";
 import { parseStreamPath, type AgentEvent } from "@agentrt/contract";
 import type { GatewayApi } from "../api/gateway-api.ts";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
@@ -13,7 +13,6 @@ import { authorizeBatch } from "../auth/grants.ts";
 import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import { classifyError, GatewayError } from "../errors.ts";
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "../http/json-limits.ts";
-import { jsonPieces } from "../http/json-pieces.ts";
 import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "@agentrt/gateway-proto";
 

@@ -5,7 +5,7 @@
 // The request target is parsed by hand (request-target.ts) and URLs are logged sanitised.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "@agentrt/service-kit";
+import { jsonPieces, writeJsonPieces, type Logger } from "@agentrt/service-kit";
 import type { z } from "zod";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
@@ -13,7 +13,6 @@ import { readJsonBody } from "./body.ts";
 import { assertDevModeAddressing } from "./browser-guards.ts";
 import type { GatewayMetrics } from "./gateway-metrics.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
-import { jsonPieces, writeJsonPieces } from "./json-pieces.ts";
 import { LiveSubscriptionLimiter } from "./live-limits.ts";
 import { sanitizeUrl } from "./redact.ts";
 import { parseRequestTarget } from "./request-target.ts";

@@ -48,7 +48,7 @@ export interface JsonRoute<P = unknown, Q = unknown, B = unknown, R = unknown> e
   readonly successStatus?: number;
   /**
    * The body grows with the agent (its state, what the model saw): written in pieces, letting the
-   * event loop turn between them, instead of as one string (json-pieces.ts).
+   * event loop turn between them, instead of as one string (service-kit's json-pieces.ts).
    */
   readonly bodyInPieces?: boolean;
   /** Picks the 2xx status from the result when it varies (a replayed create is 200, not 201). */

@@ -3,7 +3,7 @@
 import { PassThrough } from "node:stream";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { jsonPieces, writeJsonPieces } from "../src/http/json-pieces.ts";
+import { jsonPieces, jsonWithin, writeJsonPieces } from "../src/json-pieces.ts";
 
 const PIECE = 64;
 const whole = (value: unknown, pieceChars = PIECE) => [...jsonPieces(value, pieceChars)].join("");
@@ -77,6 +77,32 @@ describe("jsonPieces", () => {
     // The same object twice, not inside itself, is no cycle.
     const shared = { s: 1 };
     expect(whole({ a: shared, b: [shared, shared] })).toBe(JSON.stringify({ a: shared, b: [shared, shared] }));
+  });
+});
+
+describe("jsonWithin", () => {
+  it("given a value whose JSON fits, when written within a size, then it is JSON.stringify's text, at the size exactly too", () => {
+    const value = { a: "é😀", list: [1, 2, 3] };
+    const bytes = Buffer.byteLength(JSON.stringify(value));
+    expect(jsonWithin(value, bytes)).toBe(JSON.stringify(value));
+    expect(jsonWithin(value, bytes - 1)).toBeUndefined();
+  });
+
+  it("given a value far larger than the size, when written within it, then undefined, having read about the size of it", () => {
+    let itemsRead = 0;
+    const items = new Proxy(
+      Array.from({ length: 10_000 }, (_, i) => ({ i, text: "t".repeat(1_000) })),
+      {
+        get(target, key, receiver) {
+          if (typeof key === "string" && /^\d+$/.test(key)) itemsRead++;
+          return Reflect.get(target, key, receiver);
+        },
+      },
+    );
+    expect(jsonWithin({ items }, 100_000, 4_096)).toBeUndefined();
+    // 100 kB is about 100 items; one more piece at most beyond it.
+    expect(itemsRead).toBeGreaterThan(90);
+    expect(itemsRead).toBeLessThan(110);
   });
 });
 

@@ -1,9 +1,10 @@
-// JSON text in pieces, for answers that grow with an agent (its folded state, what the model saw).
+// JSON text in pieces, for values that grow with an agent (its folded state, what the model saw).
 // `JSON.stringify` makes the whole text in one synchronous step: for a state of 150 MB that held
-// the gateway's event loop for 1.5 s, every other client waiting, and past V8's longest string
-// (2^29 − 24 characters) it threw instead of answering. `jsonPieces` gives the same text in pieces
-// of about `pieceChars`, and `writeJsonPieces` writes them with backpressure, letting the event
-// loop turn between pieces.
+// the event loop for 1.5 s, every other agent and client of the process waiting, and past V8's
+// longest string (2^29 − 24 characters) it threw. `jsonPieces` gives the same text in pieces of
+// about `pieceChars`; `writeJsonPieces` writes them with backpressure, letting the event loop turn
+// between pieces; `jsonWithin` stops as soon as the text passes a size, so learning that a value
+// is too large to store costs that size, not the value's.
 
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Writable } from "node:stream";
@@ -25,6 +26,21 @@ export function* jsonPieces(value: unknown, pieceChars: number = DEFAULT_PIECE_C
   yield* writeValue(top, out, ancestors);
   const rest = out.take();
   if (rest !== "") yield rest;
+}
+
+/**
+ * `value` as JSON when its UTF-8 text is at most `maxBytes`; otherwise undefined, found out after
+ * writing at most `maxBytes` and one piece of it, whatever the value's size.
+ */
+export function jsonWithin(value: unknown, maxBytes: number, pieceChars: number = DEFAULT_PIECE_CHARS): string | undefined {
+  const parts: string[] = [];
+  let bytes = 0;
+  for (const piece of jsonPieces(value, pieceChars)) {
+    bytes += Buffer.byteLength(piece);
+    if (bytes > maxBytes) return undefined;
+    parts.push(piece);
+  }
+  return parts.join("");
 }
 
 /**
