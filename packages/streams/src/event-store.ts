@@ -167,6 +167,15 @@ export interface EventStore {
   lastOffset(streamPath: string): Promise<number>;
 
   /**
+   * The committed event carrying idempotency key `key` on the stream, or undefined: a look-up in
+   * the key index and a read of the one record it names, never a read of the stream (the keys of
+   * a stream written before the index are recorded once first, as a keyed append does). Keys
+   * that only ride with a settlement key (`settlementKeyRiddenBy`) have no entry of their own:
+   * look up the settlement's.
+   */
+  findKeyed(streamPath: string, key: string): Promise<AgentEvent | undefined>;
+
+  /**
    * Drops what this client caches about a stream for its next append (a writer's view of its
    * end), when the caller will not append to it for a while: a service holding nothing per
    * idle stream. Only a cache: the next append looks the stream up again.

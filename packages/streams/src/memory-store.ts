@@ -129,6 +129,11 @@ export class MemoryEventStore implements EventStore {
     return this.streams.get(parseStreamPath(streamPath))?.events.length ?? 0;
   }
 
+  async findKeyed(streamPath: string, key: string): Promise<AgentEvent | undefined> {
+    this.assertOpen();
+    return this.streams.get(parseStreamPath(streamPath))?.keys.get(key);
+  }
+
   /** The memory store holds the streams themselves: there is no cache to drop. */
   forget(_streamPath: string): void {}
 

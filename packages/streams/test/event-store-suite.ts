@@ -106,6 +106,23 @@ export function describeEventStoreSuite(name: string, options: StoreSuiteOptions
       expect((await rejection(store.read(path, { fromOffset: 0 }))).code).toBe("offset_out_of_range");
     });
 
+    withStorage("finds the committed event carrying a key, from another instance too; an unknown key or stream finds nothing", async (storage, store) => {
+      const path = uniquePath("find-keyed");
+      await store.append(path, [note("a", "k-a"), note("b"), note("c", "k-c")]);
+      for (let i = 0; i < 5; i++) await store.append(path, [note(`n${i}`, `k-n${i}`)]);
+      const other = await storage.open();
+      for (const found of [await store.findKeyed(path, "k-c"), await other.findKeyed(path, "k-c")]) {
+        expect(found).toMatchObject({ offset: 3, idempotencyKey: "k-c", payload: { content: "c" } });
+      }
+      expect((await other.findKeyed(path, "k-a"))?.offset).toBe(1);
+      expect((await other.findKeyed(path, "k-n4"))?.offset).toBe(8);
+      expect(await other.findKeyed(path, "k-none")).toBeUndefined();
+      expect(await other.findKeyed(uniquePath("none"), "k-a")).toBeUndefined();
+      // A duplicate append does not move the key: it still names the first event.
+      expect((await store.append(path, [note("again", "k-a")])).status).toBe("duplicate");
+      expect((await other.findKeyed(path, "k-a"))?.payload).toMatchObject({ content: "a" });
+    });
+
     withStorage("commits nothing of a batch with one invalid event, naming the event and field", async (_s, store) => {
       const path = uniquePath("invalid");
       await store.append(path, [note("before")]);

@@ -108,6 +108,21 @@ it("given a first record naming an index that was deleted, when a store with the
   expect(await markerOf(bucket, "m.first.b.one"), "the stream was read and marked").toBe("PUT");
 });
 
+it("given a stream whose index was deleted, when a store looks a key up, then it reads the stream once, finds the key and marks the stream", async () => {
+  const bucket = "EV_FIRST_KEYS_F";
+  const store = await openStore(bucket);
+  await store.append("/first/f/one", [note("hello", "f/1")]);
+  await store.append("/first/f/one", [note("later", "f/2")]);
+  await store.close();
+  await (await new Kvm(nc).open(bucket)).destroy();
+
+  const fresh = await openStore(bucket);
+  expect((await fresh.findKeyed("/first/f/one", "f/2"))?.offset).toBe(2);
+  expect(await markerOf(bucket, "m.first.f.one"), "the stream was read and marked").toBe("PUT");
+  expect((await fresh.findKeyed("/first/f/one", "f/1"))?.payload).toMatchObject({ content: "hello" });
+  expect(await fresh.findKeyed("/first/f/one", "f/3")).toBeUndefined();
+});
+
 it("given a first record whose keys are reserved alongside it, when it is stored, then it carries no claim and the marker says it once the reservations landed", async () => {
   const bucket = "EV_FIRST_KEYS_C";
   const store = await openStore(bucket);

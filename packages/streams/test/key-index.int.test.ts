@@ -106,3 +106,17 @@ it("a key whose entry an operator deleted is reserved again (the delete marker i
   expect(revision).toBeGreaterThan(0);
   expect(await index.lookup(path, "d")).toEqual({ first: 5, revision });
 });
+
+it("a look-up by key finds the event its reservation names, never a stale or pending reservation's", async () => {
+  const path = "/keys/find";
+  await store.append(path, [note("one")]);
+  // Stale: reserved for offset 2, which an unkeyed record took.
+  await index.reserve(path, "stale", 2, undefined);
+  await store.append(path, [note("two")]);
+  expect(await store.findKeyed(path, "stale")).toBeUndefined();
+  // Pending: reserved past the end by a writer that died before publishing.
+  await index.reserve(path, "pending", 3, undefined);
+  expect(await store.findKeyed(path, "pending")).toBeUndefined();
+  const committed = await store.append(path, [note("three", "pending")]);
+  expect(await store.findKeyed(path, "pending")).toEqual(committed.events[0]);
+});

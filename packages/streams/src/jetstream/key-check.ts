@@ -64,7 +64,7 @@ export async function checkKeys(
 }
 
 /** The events of the record holding `offset` (none when there is no such record). */
-async function eventsAt(reader: RecordReader, subject: string, offset: number): Promise<readonly AgentEvent[]> {
+export async function eventsAt(reader: RecordReader, subject: string, offset: number): Promise<readonly AgentEvent[]> {
   const located = await reader.locate(subject, offset);
   if (located === undefined) return [];
   const record = located.first?.seq === located.startSeq ? located.first : located.last.seq === located.startSeq ? located.last : await reader.nextFrom(subject, located.startSeq);

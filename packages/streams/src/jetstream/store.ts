@@ -234,6 +234,11 @@ export class JetStreamEventStore implements EventStore {
     }, signal);
   }
 
+  async findKeyed(streamPath: string, key: string): Promise<AgentEvent | undefined> {
+    const path = parseStreamPath(streamPath);
+    return await classified(`look up key ${JSON.stringify(key)} on ${path}`, () => this.writer.findKeyed(path, this.subjectOf(path), key));
+  }
+
   forget(streamPath: string): void {
     this.writer.forget(streamPath);
   }

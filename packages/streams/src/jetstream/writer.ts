@@ -19,7 +19,7 @@ import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendHint, type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError, isWrongLastSequence } from "./errors.ts";
 import { type JetStreamPublisher, PublishDuplicateError, type PublishExpectations, PublishUnconfirmedError } from "./publisher.ts";
-import { checkKeys, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
+import { checkKeys, eventsAt, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
 import type { KeyIndex } from "./key-index.ts";
 import { type RecordReader, type StoredRecord, eventsOf } from "./records.ts";
 import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
@@ -172,6 +172,20 @@ export class BatchWriter {
     const writer = this.writerFor(streamPath, subject);
     if (hint.keysIndexed === true) writer.indexed = true;
     if (hint.record !== undefined) takeRecord(writer, hint.record.sequence, hint.record.lastOffset);
+  }
+
+  /**
+   * The committed event carrying `key`: the index's reservation names its record, which is read
+   * and checked (a reservation whose writer lost, or one not committed yet, names none). A
+   * stream written before the index is indexed first, once, as its next keyed append would be.
+   */
+  async findKeyed(streamPath: string, subject: string, key: string): Promise<AgentEvent | undefined> {
+    const writer = this.writerFor(streamPath, subject);
+    if (!writer.indexed) await this.ensureIndexed(writer, streamPath);
+    const reservation = await this.options.index.lookup(streamPath, key);
+    if (reservation === undefined || reservation.first < 1) return undefined;
+    const events = await eventsAt(this.options.reader, subject, reservation.first);
+    return events.find((event) => event.idempotencyKey === key);
   }
 
   /** How many streams' views are held (tests). */
