@@ -51,6 +51,17 @@ export const API_FORBIDDEN_ACTORS: readonly string[] = ["script", "agent"];
 /** Execution ids the codemode interpreter mints; the reducer counts them as the agent's own runs. */
 export const RESERVED_EXECUTION_ID_PREFIXES: readonly string[] = ["agent-output:", "slash-command:"];
 
+/** Who is appending, as refusals name them. */
+interface Speaker {
+  /** "API callers" */
+  readonly who: string;
+  /** "through the API" */
+  readonly via: string;
+}
+
+const API_CALLERS: Speaker = { who: "API callers", via: "through the API" };
+const SCRIPTS: Speaker = { who: "scripts", via: "by a script" };
+
 export type ApiAppendDecision =
   | { readonly allowed: true; readonly verb: ApiVerb }
   | { readonly allowed: false; readonly error: ContractViolationError };
@@ -67,27 +78,22 @@ function refuse(message: string, path: string, details: Record<string, unknown>)
  * answers `allowed` for them with the verb `append`.
  */
 export function decideApiAppend(input: unknown, where = "events[0]"): ApiAppendDecision {
+  return decideAppendAs(API_CALLERS, input, where);
+}
+
+function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiAppendDecision {
   if (!isRecord(input) || typeof input.type !== "string") return { allowed: true, verb: "append" };
   const type = input.type;
-  const key = input.idempotencyKey;
-  if (typeof key === "string") {
-    const reserved = reservedKeyNamespaceOf(key);
-    if (reserved !== undefined) {
-      return refuse(
-        `${where}.idempotencyKey "${key}" is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}; API callers may not use it.`,
-        `${where}.idempotencyKey`,
-        { namespace: reserved.namespace.prefix, reservedFor: reserved.namespace.builtBy },
-      );
-    }
-  }
+  const squatted = reservedKeyRefusal(speaker, input, where);
+  if (squatted !== undefined) return squatted;
   if (!Object.hasOwn(EVENT_OWNERSHIP, type)) return { allowed: true, verb: "append" };
   const rule = API_APPENDABLE[type as EventType];
   if (rule === undefined) {
     const owner: ServiceName = EVENT_OWNERSHIP[type as EventType].owner;
-    return refuse(`${where}: "${type}" is owned by ${owner} and may not be appended through the API.`, `${where}.type`, { type, owner });
+    return refuse(`${where}: "${type}" is owned by ${owner} and may not be appended ${speaker.via}.`, `${where}.type`, { type, owner });
   }
   const payload = isRecord(input.payload) ? input.payload : {};
-  if (type === "agents/context-added") return decideContextAdded(payload, where);
+  if (type === "agents/context-added") return decideContextAdded(speaker, payload, where);
   if (type === "capability-host/script-run-requested" && typeof payload.executionId === "string") {
     const prefix = RESERVED_EXECUTION_ID_PREFIXES.find((p) => (payload.executionId as string).startsWith(p));
     if (prefix !== undefined) {
@@ -100,27 +106,82 @@ export function decideApiAppend(input: unknown, where = "events[0]"): ApiAppendD
   return { allowed: true, verb: rule.verb };
 }
 
-function decideContextAdded(payload: Record<string, unknown>, where: string): ApiAppendDecision {
+/** A key in a namespace the services build their keys in: refused, whatever the type. */
+function reservedKeyRefusal(speaker: Speaker, input: Record<string, unknown>, where: string): ApiAppendDecision | undefined {
+  const key = input.idempotencyKey;
+  const reserved = typeof key === "string" ? reservedKeyNamespaceOf(key) : undefined;
+  if (reserved === undefined) return undefined;
+  return refuse(
+    `${where}.idempotencyKey "${String(key)}" is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}; ${speaker.who} may not use it.`,
+    `${where}.idempotencyKey`,
+    { namespace: reserved.namespace.prefix, reservedFor: reserved.namespace.builtBy },
+  );
+}
+
+function decideContextAdded(speaker: Speaker, payload: Record<string, unknown>, where: string): ApiAppendDecision {
   const type = "agents/context-added";
   const role = payload.role;
   if (typeof role !== "string" || !Object.hasOwn(API_CONTEXT_ROLE_VERBS, role)) return { allowed: true, verb: "append" };
   const verb = API_CONTEXT_ROLE_VERBS[role];
   if (verb === null || verb === undefined) {
-    return refuse(`${where}.payload.role "${role}" is model output, written by llm-driver; API callers may send user, developer or (with operate) system.`, `${where}.payload.role`, {
+    return refuse(`${where}.payload.role "${role}" is model output, written by llm-driver; ${speaker.who} may send user, developer or (with operate) system.`, `${where}.payload.role`, {
       type,
       owner: "llm-driver",
     });
   }
   const field = API_FORBIDDEN_CONTEXT_FIELDS.find((f) => payload[f] !== undefined);
   if (field !== undefined) {
-    return refuse(`${where}.payload.${field} is set only by llm-driver; API callers may not send it.`, `${where}.payload.${field}`, { type, owner: "llm-driver" });
+    return refuse(`${where}.payload.${field} is set only by llm-driver; ${speaker.who} may not send it.`, `${where}.payload.${field}`, { type, owner: "llm-driver" });
   }
   const actor = isRecord(payload.actor) ? payload.actor.type : undefined;
   if (typeof actor === "string" && API_FORBIDDEN_ACTORS.includes(actor)) {
-    return refuse(`${where}.payload.actor of type "${actor}" is spoken only by capability-host; API callers may not send it.`, `${where}.payload.actor`, {
+    return refuse(`${where}.payload.actor of type "${actor}" is spoken only by capability-host; ${speaker.who} may not send it.`, `${where}.payload.actor`, {
       type,
       owner: "capability-host",
     });
   }
   return { allowed: true, verb };
+}
+
+// What a script may append to its own agent (`itx.agent.append`): what an API caller may, with
+// the verbs of the key that requested it, plus what the contract lists scripts as writing. A
+// script must never be a way around the table above: an assistant reply to the open request
+// would be run by the interpreter as the model's own script, with the agent's whole grant and
+// none of the requesting key's limits; a script requested from a script would run without them.
+
+/** Types a script may append beyond the API's table (ownership: written by scripts). */
+export const SCRIPT_APPENDABLE: Readonly<Partial<Record<EventType, string>>> = {
+  "agent/summary-updated": "the agent's title and activity (the prompt asks scripts to keep it current)",
+  "agents/web-message-sent": "a message to the web chat (what itx.chat.sendMessage writes)",
+};
+
+/** Operate types a script may append without an operating key: its agent's preamble is its own to keep. */
+export const SCRIPT_OWN_OPERATE: readonly EventType[] = ["capability-host/preamble-set", "capability-host/preamble-removed"];
+
+/**
+ * Whether a script may append this event input to its own agent. `mayOperate`: the key that
+ * requested the script may operate on the agent (false for a model-written script, which has
+ * no requesting key). Steering the agent (configuring, pausing, rewriting its context, system
+ * sections, bindings) needs it; requesting another script is never allowed.
+ */
+export function decideScriptAppend(input: unknown, mayOperate: boolean, where = "itx.agent.append()"): ApiAppendDecision {
+  if (!isRecord(input) || typeof input.type !== "string") return { allowed: true, verb: "append" };
+  const type = input.type;
+  if (type === "capability-host/script-run-requested") {
+    return refuse(`${where}: scripts may not request scripts; one requested from a script would run outside the authority this script has.`, `${where}.type`, { type });
+  }
+  if (Object.hasOwn(SCRIPT_APPENDABLE, type)) return reservedKeyRefusal(SCRIPTS, input, where) ?? { allowed: true, verb: "append" };
+  // The machinery's events, and a birth certificate: its agent exists (sub-agents: itx.agents.get(p).create()).
+  if (Object.hasOwn(EVENT_OWNERSHIP, type) && (type === "agent/created" || API_APPENDABLE[type as EventType] === undefined)) {
+    const owner = EVENT_OWNERSHIP[type as EventType].owner;
+    return refuse(`${where}: scripts may not append "${type}" (owned by ${owner}).`, `${where}.type`, { type, owner });
+  }
+  const decision = decideAppendAs(SCRIPTS, input, where);
+  if (!decision.allowed || decision.verb === "append" || mayOperate || SCRIPT_OWN_OPERATE.includes(type as EventType)) return decision;
+  const what = type === "agents/context-added" ? "a system section" : `"${type}"`;
+  return refuse(
+    `${where}: ${what} steers the agent (operate); a script may append it only when the key that requested it may operate on the agent, and a script the model wrote has no such key.`,
+    `${where}.type`,
+    { type, verb: "operate" },
+  );
 }

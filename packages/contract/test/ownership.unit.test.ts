@@ -6,7 +6,9 @@ import {
   RESERVED_KEY_NAMESPACES,
   SERVICE_EMITS,
   decideApiAppend,
+  decideScriptAppend,
   idempotencyKeys,
+  SCRIPT_APPENDABLE,
   reservedKeyNamespaceOf,
   serviceMayEmit,
   triggerOffsetOfRequestKey,
@@ -66,6 +68,67 @@ describe("the API append table", () => {
   it("given unknown types or malformed inputs, when decided, then they are left to the validator", () => {
     expect(decideApiAppend({ type: "agent/teleported", payload: {} }).allowed).toBe(true);
     expect(decideApiAppend(42).allowed).toBe(true);
+  });
+});
+
+describe("what a script may append to its own agent (itx.agent.append)", () => {
+  const user = (payload: Record<string, unknown>) => ({ type: "agents/context-added", payload: { role: "user", content: "x", ...payload } });
+
+  it("given a model reply to the open request, when a script appends it, then it is refused whatever key requested the script", () => {
+    for (const mayOperate of [false, true]) {
+      const error = refusal(decideScriptAppend({ type: "agents/context-added", payload: { role: "assistant", content: "<codemode>…</codemode>", llmRequestOffset: 7 } }, mayOperate));
+      expect(error.code).toBe("forbidden");
+      expect(error.message).toContain('payload.role "assistant" is model output, written by llm-driver; scripts may send');
+      expect(refusal(decideScriptAppend(user({ llmRequestOffset: 7 }), mayOperate)).message).toContain("payload.llmRequestOffset is set only by llm-driver; scripts may not send it");
+      expect(refusal(decideScriptAppend(user({ compaction: { replacesHistoryThrough: 3 } }), mayOperate)).message).toContain("payload.compaction");
+      expect(refusal(decideScriptAppend(user({ actor: { type: "agent", path: "/agents/other" } }), mayOperate)).message).toContain('actor of type "agent"');
+    }
+  });
+
+  it("given a script request, when a script appends it, then it is refused even with an operating key: it would run outside this script's authority", () => {
+    for (const mayOperate of [false, true]) {
+      const error = refusal(decideScriptAppend({ type: "capability-host/script-run-requested", payload: { code: "return 1", executionId: "x", expiresAt: "2099-01-01T00:00:00.000Z" } }, mayOperate));
+      expect(error.message).toContain("scripts may not request scripts");
+    }
+  });
+
+  it("given the machinery's events and a birth certificate, when a script appends them, then they are refused naming the owner", () => {
+    for (const type of ["agent/created", "agent/llm-request-requested", "agent/llm-request-settled", "capability-host/script-run-started", "capability-host/script-run-settled", "stream/error-occurred", "agent/token-usage-reported"]) {
+      const error = refusal(decideScriptAppend({ type, payload: {} }, true));
+      expect(error.message).toContain(`scripts may not append "${type}" (owned by ${EVENT_OWNERSHIP[type as keyof typeof EVENT_OWNERSHIP].owner})`);
+    }
+  });
+
+  it("given steering (configure, pause, resume, rewrite, a system section, a binding), when a script appends it, then only an operating key's script may", () => {
+    const steering = [
+      { type: "agent/configured", payload: { config: { maxAutonomousTurns: 1000 } } },
+      { type: "agent/paused", payload: {} },
+      { type: "agent/resumed", payload: {} },
+      { type: "agents/context-rewritten", payload: {} },
+      { type: "agents/context-added", payload: { role: "system", key: "k", content: "obey" } },
+      { type: "agent/binding-set", payload: {} },
+    ];
+    for (const event of steering) {
+      const error = refusal(decideScriptAppend(event, false));
+      expect(error.message, event.type).toContain("steers the agent (operate); a script may append it only when the key that requested it may operate on the agent");
+      expect(decideScriptAppend(event, true), event.type).toEqual({ allowed: true, verb: "operate" });
+    }
+  });
+
+  it("given what scripts write (summary, chat message, preamble, user and developer input), when appended, then it is allowed without an operating key", () => {
+    expect(Object.keys(SCRIPT_APPENDABLE).sort()).toEqual(["agent/summary-updated", "agents/web-message-sent"]);
+    expect(decideScriptAppend({ type: "agent/summary-updated", payload: { title: "t" } }, false)).toEqual({ allowed: true, verb: "append" });
+    expect(decideScriptAppend({ type: "agents/web-message-sent", payload: { message: "hi" } }, false)).toEqual({ allowed: true, verb: "append" });
+    expect(decideScriptAppend({ type: "capability-host/preamble-set", payload: { key: "k", code: "const A = 1;" } }, false)).toEqual({ allowed: true, verb: "operate" });
+    expect(decideScriptAppend({ type: "capability-host/preamble-removed", payload: { key: "k" } }, false)).toEqual({ allowed: true, verb: "operate" });
+    expect(decideScriptAppend(user({}), false)).toEqual({ allowed: true, verb: "append" });
+    expect(decideScriptAppend({ type: "agents/context-added", payload: { role: "developer", content: "fyi" } }, false)).toEqual({ allowed: true, verb: "append" });
+  });
+
+  it("given a key in a namespace the services build theirs in, when a script appends with it, then it is refused, on a script's own types too", () => {
+    const error = refusal(decideScriptAppend({ type: "agent/summary-updated", payload: { title: "squat" }, idempotencyKey: "agent/settle/3" }, true));
+    expect(error.message).toContain('namespace "agent/settle/" reserved for agent-reducer and llm-driver; scripts may not use it');
+    expect(refusal(decideScriptAppend({ ...user({}), idempotencyKey: "agent/assistant-context@3" }, true)).message).toContain("scripts may not use it");
   });
 });
 

@@ -17,6 +17,7 @@ import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, AGENT_KV_BUCKET, AgentFil
 import type { Quota } from "./itx/usage-meter.ts";
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
+import { limitInFlight } from "./itx/in-flight.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -183,9 +184,10 @@ export class CapabilityHost {
       logger,
       ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
       ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
-      // Every itx call is checked against the script's authority before it runs (authority/).
+      // Every itx call is checked against the script's authority before it runs (authority/),
+      // and at most MAX_ITX_CALLS_IN_FLIGHT of one script's calls run at once (itx/in-flight.ts).
       hostCalls: (caller, scope) =>
-        guardHostCalls(createHostCallHandler(
+        limitInFlight(guardHostCalls(createHostCallHandler(
           {
             store: scriptAppends,
             kv: agentKvStore,
@@ -201,7 +203,7 @@ export class CapabilityHost {
             },
           },
           { ...caller, authority: providerAuthority(scope.authority) },
-        ), scope.authority),
+        ), scope.authority)),
     });
     self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, claims, cache, options);
     return self.host;

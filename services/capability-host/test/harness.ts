@@ -69,7 +69,7 @@ export async function requestScript(
   fixture: Pick<HostFixture, "nc" | "store">,
   streamPath: string,
   code: string,
-  options: { expiresInMs?: number; executionId?: string } = {},
+  options: { expiresInMs?: number; executionId?: string; requester?: { keyId: string; scopes: { prefix: string; verbs: string[] }[] } } = {},
 ): Promise<{ executionId: string; requestedOffset: number }> {
   if ((await fixture.store.lastOffset(streamPath)) === 0) {
     await fixture.store.append(streamPath, [{ type: "agent/created", payload: {}, idempotencyKey: "agent/created" }]);
@@ -77,7 +77,7 @@ export async function requestScript(
   const executionId = options.executionId ?? `test:${++counter}`;
   const expiresAt = new Date(Date.now() + (options.expiresInMs ?? 120_000)).toISOString();
   const appended = await fixture.store.append(streamPath, [
-    { type: "capability-host/script-run-requested", payload: { code, executionId, expiresAt } },
+    { type: "capability-host/script-run-requested", payload: { code, executionId, expiresAt, ...(options.requester === undefined ? {} : { requester: options.requester }) } },
   ]);
   const requestedOffset = appended.events[0]!.offset;
   await publishWork(jetstream(fixture.nc), "script", fixture.store.partitionOf(streamPath), { streamPath, requestedOffset, executionId });

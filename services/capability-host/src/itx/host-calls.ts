@@ -2,7 +2,18 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
-import { type AgentEvent, ContractViolationError, creatorGrant, type EventInput, EVENT_URI_PREFIX, idempotencyKeys, parseEventInput, parseStreamPath, reservedKeyNamespaceOf, withBirthGrant } from "@agentrt/contract";
+import {
+  type AgentEvent,
+  creatorGrant,
+  decideScriptAppend,
+  type EventInput,
+  EVENT_URI_PREFIX,
+  idempotencyKeys,
+  parseEventInput,
+  parseStreamPath,
+  scopesAllow,
+  withBirthGrant,
+} from "@agentrt/contract";
 import type { Caller } from "@agentrt/capability-sdk";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
@@ -14,15 +25,6 @@ import { resolveAgentPath } from "../authority/script-authority.ts";
 
 /** The most event JSON one `itx.streams.get(p).read()` returns (at least one event; the script reads on from the last offset + 1). */
 export const ITX_READ_MAX_BYTES = 4 * 1024 * 1024;
-
-/** Types a script may not append: the machinery's own lifecycle events. */
-const MACHINERY_TYPES: ReadonlySet<string> = new Set([
-  "agent/created",
-  "agent/llm-request-requested",
-  "agent/llm-request-settled",
-  "capability-host/script-run-started",
-  "capability-host/script-run-settled",
-]);
 
 export interface ItxHostDeps {
   readonly store: EventStore;
@@ -137,19 +139,21 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
   };
 }
 
+/**
+ * `itx.agent.append`: held to the contract's rule for scripts (`decideScriptAppend`): no machinery
+ * events, no model output (an assistant reply to the open request would be run as the model's
+ * script, with the agent's whole grant), no key in a namespace the services build theirs in, and
+ * steering the agent only when the key that requested the script may operate on it.
+ */
 async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, fallbackKey: string): Promise<AgentEvent> {
   const input = typeof raw === "object" && raw !== null ? { ...(raw as Record<string, unknown>) } : raw;
   if (typeof input === "object" && input !== null && typeof (input as { type?: unknown }).type === "string") {
     const record = input as { type: string; idempotencyKey?: unknown };
     if (record.type.startsWith(EVENT_URI_PREFIX)) record.type = record.type.slice(EVENT_URI_PREFIX.length);
-    if (MACHINERY_TYPES.has(record.type)) {
-      throw new ContractViolationError("forbidden", `itx.agent.append: scripts may not append "${record.type}" (machinery-owned)`);
-    }
-    // A script's own key may not squat a namespace the services build their keys in.
-    const reserved = typeof record.idempotencyKey === "string" ? reservedKeyNamespaceOf(record.idempotencyKey) : undefined;
-    if (reserved !== undefined) {
-      throw new ContractViolationError("forbidden", `itx.agent.append: idempotencyKey is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}`);
-    }
+    const requester = caller.authority?.requester;
+    const mayOperate = requester !== undefined && scopesAllow(requester.scopes, "operate", caller.agentPath);
+    const decision = decideScriptAppend(record, mayOperate);
+    if (!decision.allowed) throw decision.error;
     record.idempotencyKey ??= fallbackKey;
   }
   const event = parseEventInput(input);
@@ -157,20 +161,24 @@ async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, 
   return result.events[0]!;
 }
 
+/**
+ * A script's settlement, found by its key (`capability-host/script-run-settled@<id>`, the only
+ * key the host settles with): one index look-up and one record, however long the stream. It
+ * used to read the whole stream into memory on every call; a few parallel calls on a stream of
+ * 200 MB ran the host out of memory, orphaning every script it was running.
+ */
 async function getScriptResult(deps: ItxHostDeps, agentPath: string, executionId: string): Promise<unknown> {
-  for (const event of await deps.store.read(agentPath)) {
-    if (event.type !== "capability-host/script-run-settled" || event.payload.executionId !== executionId) continue;
-    const settlement = event.payload.settlement;
-    if (settlement.status === "succeeded" && settlement.oversized !== undefined) {
-      for (const ext of ["json", "txt"]) {
-        const path = resultSpillPath(executionId, ext === "txt" ? "" : null);
-        const text = await deps.files.bytes(agentPath, path).then((b) => new TextDecoder().decode(b), () => undefined);
-        if (text !== undefined) return { status: "succeeded", result: ext === "txt" ? text : (JSON.parse(text) as unknown) };
-      }
+  const event = await deps.store.findKeyed(agentPath, idempotencyKeys.scriptRunSettled(executionId));
+  if (event?.type !== "capability-host/script-run-settled" || event.payload.executionId !== executionId) return null;
+  const settlement = event.payload.settlement;
+  if (settlement.status === "succeeded" && settlement.oversized !== undefined) {
+    for (const ext of ["json", "txt"]) {
+      const path = resultSpillPath(executionId, ext === "txt" ? "" : null);
+      const text = await deps.files.bytes(agentPath, path).then((b) => new TextDecoder().decode(b), () => undefined);
+      if (text !== undefined) return { status: "succeeded", result: ext === "txt" ? text : (JSON.parse(text) as unknown) };
     }
-    return settlement;
   }
-  return null;
+  return settlement;
 }
 
 function toBytes(content: unknown): Uint8Array {
