@@ -48,6 +48,14 @@ export const API_FORBIDDEN_CONTEXT_FIELDS: readonly string[] = ["llmRequestOffse
 /** Actors only services speak as: the capability host for scripts and sub-agent messages. */
 export const API_FORBIDDEN_ACTORS: readonly string[] = ["script", "agent"];
 
+/**
+ * The longest execution id a script may be requested with. The host's keys for the run carry it
+ * (`capability-host/script-run-settled@<id>`, at most 512 characters in all): a longer one could
+ * never be started or settled, and its script would hang until it expired. Checked on new
+ * requests only; a stored event is never refused on reading.
+ */
+export const MAX_EXECUTION_ID_LENGTH = 256;
+
 /** Execution ids the codemode interpreter mints; the reducer counts them as the agent's own runs. */
 export const RESERVED_EXECUTION_ID_PREFIXES: readonly string[] = ["agent-output:", "slash-command:"];
 
@@ -95,6 +103,10 @@ function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiApp
   const payload = isRecord(input.payload) ? input.payload : {};
   if (type === "agents/context-added") return decideContextAdded(speaker, payload, where);
   if (type === "capability-host/script-run-requested" && typeof payload.executionId === "string") {
+    if (payload.executionId.length > MAX_EXECUTION_ID_LENGTH) {
+      const message = `${where}.payload.executionId must be at most ${MAX_EXECUTION_ID_LENGTH} characters (the host's idempotency keys carry it), got ${payload.executionId.length}.`;
+      return { allowed: false, error: new ContractViolationError("invalid_payload", message, [{ path: `${where}.payload.executionId`, message }], { type, maxLength: MAX_EXECUTION_ID_LENGTH }) };
+    }
     const prefix = RESERVED_EXECUTION_ID_PREFIXES.find((p) => (payload.executionId as string).startsWith(p));
     if (prefix !== undefined) {
       return refuse(`${where}.payload.executionId may not start with "${prefix}": those runs are minted by the codemode interpreter.`, `${where}.payload.executionId`, {

@@ -85,7 +85,13 @@ export const idempotencyKeys = {
   // One key per itx call that appends: `<executionId>#<sequence of the call within the run>`.
   itxWebMessage: (executionId: string, sequence: number) => k("itxWebMessage", `${executionId}#${sequence}`),
   itxAgentAppend: (executionId: string, sequence: number) => k("itxAgentAppend", `${executionId}#${sequence}`),
-  itxAgentMessage: (executionId: string, sequence: number) => k("itxAgentMessage", `${executionId}#${sequence}`),
+  /**
+   * A message lands on ANOTHER agent's stream, which other agents may message too, with run ids of
+   * their own (`agent-output:<offset>` is the same in every agent): the key names the sender, as a
+   * digest of its path (`sender`, the host's: 32 hex characters of its SHA-256), or one agent's
+   * message would squat another's and be dropped as its duplicate.
+   */
+  itxAgentMessage: (sender: string, executionId: string, sequence: number) => k("itxAgentMessage", `${sender}:${executionId}#${sequence}`),
 } as const satisfies Record<KeyNamespaceName, (...args: never[]) => string>;
 
 /** The trigger offset a reducer request key names (`agent/request/<trigger>`), if it is one. */

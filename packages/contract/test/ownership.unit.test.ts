@@ -8,6 +8,7 @@ import {
   decideApiAppend,
   decideScriptAppend,
   idempotencyKeys,
+  MAX_EXECUTION_ID_LENGTH,
   SCRIPT_APPENDABLE,
   reservedKeyNamespaceOf,
   serviceMayEmit,
@@ -63,6 +64,17 @@ describe("the API append table", () => {
     const error = refusal(decideApiAppend({ type: "capability-host/script-run-requested", payload: { code: "1", executionId: "agent-output:9", expiresAt: "x" } }));
     expect(error.message).toContain('"agent-output:"');
     expect(decideApiAppend({ type: "capability-host/script-run-requested", payload: { code: "1", executionId: "api:1", expiresAt: "x" } })).toEqual({ allowed: true, verb: "operate" });
+  });
+
+  it("given an execution id longer than the host's keys can carry, when a script run is requested from outside, then it is a 400 naming the field", () => {
+    const request = (executionId: string) => ({ type: "capability-host/script-run-requested", payload: { code: "return 1", executionId, expiresAt: "2099-01-01T00:00:00.000Z" } });
+    expect(decideApiAppend(request("x".repeat(MAX_EXECUTION_ID_LENGTH)))).toEqual({ allowed: true, verb: "operate" });
+    const error = refusal(decideApiAppend(request("x".repeat(MAX_EXECUTION_ID_LENGTH + 1)), "events[1]"));
+    expect(error.code).toBe("invalid_payload");
+    expect(error.message).toContain(`events[1].payload.executionId must be at most ${MAX_EXECUTION_ID_LENGTH} characters`);
+    // The longest id still fits every key the host builds for the run.
+    const longest = "x".repeat(MAX_EXECUTION_ID_LENGTH);
+    for (const key of [idempotencyKeys.scriptRunSettled(longest), idempotencyKeys.itxAgentMessage("0".repeat(32), longest, 99_999)]) expect(key.length).toBeLessThanOrEqual(512);
   });
 
   it("given unknown types or malformed inputs, when decided, then they are left to the validator", () => {
@@ -162,7 +174,7 @@ describe("reserved idempotency-key namespaces", () => {
     scriptRunSettled: idempotencyKeys.scriptRunSettled("e1"),
     itxWebMessage: idempotencyKeys.itxWebMessage("e1", 1),
     itxAgentAppend: idempotencyKeys.itxAgentAppend("e1", 2),
-    itxAgentMessage: idempotencyKeys.itxAgentMessage("e1", 3),
+    itxAgentMessage: idempotencyKeys.itxAgentMessage("0123456789abcdef0123456789abcdef", "e1", 3),
   };
 
   it("given every builder, when its key is classified, then it lands in its own namespace", () => {

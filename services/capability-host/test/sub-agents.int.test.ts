@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+import { senderDigest } from "../src/itx/host-calls.ts";
 
 let fx: HostFixture;
 beforeAll(async () => {
@@ -40,8 +41,22 @@ it("create() births the sub-agent with the project's batch once; message() is de
     ["agents/context-added", "agent/birth/section/identity"],
     ["agents/context-added", "agent/birth/section/output-formatting"],
     ["agents/context-added", "agent/birth/boot-context"],
-    ["agents/context-added", `capability-host/agent-message@${executionId}#1`],
+    ["agents/context-added", `capability-host/agent-message@${senderDigest(path)}:${executionId}#1`],
   ]);
   expect(events[2]!.payload).toMatchObject({ role: "system", key: "identity", content: "You are a research helper." });
   expect(events[5]!.payload).toEqual({ role: "developer", content: "Summarise the open PRs.", actor: { type: "agent", path } });
+});
+
+it("two agents message one board from runs with the same id: both messages land, neither squats the other's key", async () => {
+  const board = uniquePath("board");
+  const [p1, p2] = [uniquePath("sender"), uniquePath("sender")];
+  for (const sender of [p1, p2]) {
+    // Each sender may append to the board (its grant, as a key with that scope gives it).
+    await fx.store.append(sender, [{ type: "agent/created", payload: { grant: [{ prefix: board, verbs: ["append"] }] } }]);
+    const message = `await itx.agents.get(${JSON.stringify(board)}).message(${JSON.stringify(`from ${sender}`)}); return "sent";`;
+    const { executionId } = await requestScript(fx, sender, message, { executionId: "job-1" });
+    expect((await waitSettled(fx.store, sender, executionId)).payload.settlement).toEqual({ status: "succeeded", result: "sent" });
+  }
+  const messages = (await fx.store.read(board)).flatMap((e) => (e.type === "agents/context-added" ? [e.payload.content] : []));
+  expect(messages).toEqual([`from ${p1}`, `from ${p2}`]);
 });

@@ -115,6 +115,15 @@ describe("machinery types are refused", () => {
     expect(res.status).toBe(403);
     expect(res.body.error.message).toContain('"agent-output:"');
   });
+
+  it("an execution id longer than the host's keys can carry is a 400 naming the field, committing nothing", async () => {
+    const path = freshPath();
+    const res = await append(path, [{ type: "capability-host/script-run-requested", payload: { code: "1", executionId: "x".repeat(600), expiresAt: at } }], admin.apiKey);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_payload");
+    expect(res.body.error.message).toContain("events[0].payload.executionId must be at most 256 characters");
+    expect(await ts.store.lastOffset(path)).toBe(0);
+  });
 });
 
 describe("reserved idempotency-key namespaces are refused", () => {

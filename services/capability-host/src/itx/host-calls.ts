@@ -2,6 +2,7 @@
 // of JSON values, is validated (parse at the boundary), and acts on behalf of the calling
 // agent only. Errors thrown here reject the script's promise with their message.
 
+import { createHash } from "node:crypto";
 import {
   type AgentEvent,
   creatorGrant,
@@ -45,6 +46,9 @@ export interface ScriptCaller {
   /** Forwarded to providers so they can scope what they do (authority/). */
   readonly authority?: Caller["authority"];
 }
+
+/** The sending agent's path in a key of a message to another agent (idempotencyKeys.itxAgentMessage). */
+export const senderDigest = (agentPath: string): string => createHash("sha256").update(agentPath).digest("hex").slice(0, 32);
 
 const str = (value: unknown, what: string): string => {
   if (typeof value !== "string") throw new ItxInputError(`${what} must be a string`);
@@ -102,7 +106,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
           {
             type: "agents/context-added",
             payload: { role: "developer", content, actor: { type: "agent", path: caller.agentPath } },
-            idempotencyKey: key(idempotencyKeys.itxAgentMessage),
+            idempotencyKey: key((executionId, sequence) => idempotencyKeys.itxAgentMessage(senderDigest(caller.agentPath), executionId, sequence)),
           },
         ]);
         return undefined;
