@@ -11,3 +11,4 @@ export * from "./idempotency-keys.ts";
 export * from "./api-appends.ts";
 export * from "./service-emits.ts";
 export * from "./json-schema.ts";
+export * from "./json-depth.ts";

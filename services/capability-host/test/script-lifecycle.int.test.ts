@@ -170,6 +170,28 @@ describe("capability host: script lifecycle", () => {
     expect(back.status === "succeeded" && (back.result as { status: string }).status).toBe("succeeded");
   });
 
+  it("refuses a value nested deeper than 64 levels handed to an itx call at once, where it used to hang the script until its deadline", async () => {
+    const path = uniquePath("deep-args");
+    const code = 'const v = JSON.parse("[".repeat(6000) + "]".repeat(6000)); try { await itx.kv.set("k", v); return "set"; } catch (e) { return String(e); }';
+    const { executionId } = await requestScript(fx, path, code);
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+      status: "succeeded",
+      result: "RangeError: itx kv.set: its arguments nest deeper than 64 levels of arrays and objects; pass flatter values.",
+    });
+    // 64 levels still pass.
+    const fine = await requestScript(fx, path, 'await itx.kv.set("k", JSON.parse("[".repeat(64) + "]".repeat(64))); return "set";');
+    expect((await waitSettled(fx.store, path, fine.executionId)).payload.settlement).toEqual({ status: "succeeded", result: "set" });
+  });
+
+  it("answers a script that reads a stored event nested 3 000 deep: the bound is on what scripts hand in, not on what they read", async () => {
+    const path = uniquePath("deep-answer");
+    const deep = JSON.parse(`${"[".repeat(3000)}${"]".repeat(3000)}`) as unknown;
+    await fx.store.append(path, [{ type: "agent/created", payload: {} }, { type: "agents/context-added", payload: { role: "user", content: "x", mentionResolution: deep } }]);
+    const code = 'try { const events = await itx.streams.get(itx.agent.path).read({ fromOffset: 2, limit: 1 }); return events.length; } catch (e) { return "refused"; }';
+    const { executionId } = await requestScript(fx, path, code);
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: 1 });
+  });
+
   it("refuses machinery events from itx.agent.append", async () => {
     const path = uniquePath("forge");
     const code = 'await itx.agent.append({ type: "capability-host/script-run-settled", payload: { executionId: "x", settlement: { status: "succeeded" } } });';

@@ -12,6 +12,7 @@ import {
   newQuickJSWASMModule,
   RELEASE_SYNC,
 } from "quickjs-emscripten";
+import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds } from "@agentrt/contract";
 import { SANDBOX_BOOTSTRAP } from "./bootstrap.ts";
 
 export interface SandboxLimits {
@@ -171,7 +172,16 @@ export class QuickJsSandbox implements ScriptSandbox {
         }
       };
       Promise.resolve()
-        .then(() => request.onHostCall(op, JSON.parse(argsText) as unknown[]))
+        .then(() => {
+          // Held to the gateway's nesting bound: a value of a few thousand levels overflowed the
+          // structured clone to the host's thread, the call was never answered, and the script
+          // hung until its deadline holding a sandbox.
+          // The arguments' array is one level of the text; each value may nest the bound's.
+          if (jsonDepthExceeds(argsText, DEFAULT_MAX_JSON_DEPTH + 1)) {
+            throw new RangeError(`itx ${op}: its arguments nest deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; pass flatter values.`);
+          }
+          return request.onHostCall(op, JSON.parse(argsText) as unknown[]);
+        })
         .then(
           (value) =>
             settle(() => {

@@ -1,27 +1,12 @@
 // JSON nesting is bounded before parsing: a body of a few thousand `[` parses fine but then
 // overflows the stack of whatever walks it (validation, fold, serialisation) and used to give
-// a 500. One linear scan over the text finds the depth without building anything.
+// a 500.
 
+import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds } from "@agentrt/contract";
 import { GatewayError } from "../errors.ts";
 
-export const DEFAULT_MAX_JSON_DEPTH = 64;
-
-/** The deepest nesting of arrays and objects in a JSON text (strings are skipped correctly). */
-export function jsonDepthExceeds(text: string, maxDepth: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c /* \ */) i++;
-      else if (c === 0x22 /* " */) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
-      if (++depth > maxDepth) return true;
-    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--;
-  }
-  return false;
-}
+// The rule itself is the contract's: the capability host holds scripts' itx values to it too.
+export { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds };
 
 /** JSON.parse with the depth bound: 400 naming the field and the limit, or the parse error. */
 export function parseJsonBounded(text: string, maxDepth: number, field: string): unknown {
