@@ -19,3 +19,4 @@ export * from "./interrupts.ts";
 export * from "./json.ts";
 export * from "./json-pieces.ts";
 export * from "./stream-cache.ts";
+export * from "./timers.ts";

@@ -32,7 +32,7 @@ import {
   reactToEvent,
   workToRedrive,
 } from "@agentrt/agent-core";
-import type { Logger } from "@agentrt/service-kit";
+import { timerDelayMs, type Logger } from "@agentrt/service-kit";
 import type { ReducerEffects } from "./effects.ts";
 
 /** How many recent idempotency keys a processor remembers (a replay's burst, not the stream). */
@@ -361,8 +361,8 @@ export class StreamProcessor {
     const checkAtMs = await this.redrive();
     const wakeAtMs = decision.wakeAtMs === null ? checkAtMs : checkAtMs === null ? decision.wakeAtMs : Math.min(decision.wakeAtMs, checkAtMs);
     if (wakeAtMs !== null) {
-      const delay = Math.max(0, wakeAtMs - this.effects.now());
-      this.wakeTimer = setTimeout(() => this.scheduleFlush(), delay);
+      // A wake past a timer's reach fires early and is re-armed by the next decision.
+      this.wakeTimer = setTimeout(() => this.scheduleFlush(), timerDelayMs(wakeAtMs - this.effects.now()));
     }
   }
 

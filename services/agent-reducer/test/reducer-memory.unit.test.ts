@@ -351,6 +351,29 @@ describe("a partition feed that fails", () => {
   });
 });
 
+describe("a turn due further ahead than a timer can wait", () => {
+  it("given a debounce of 35 days (past setTimeout's 24.8), when a message arrives, then the reducer waits instead of deciding again every millisecond", async () => {
+    const store = new MemoryEventStore();
+    let decisions = 0;
+    const { effects } = memoryEffects(store, {
+      now: () => {
+        decisions++;
+        return Date.now();
+      },
+    });
+    const worker = await startWorker(store, effects);
+    await store.append(PATH, born(35 * 24 * 3600 * 1000));
+    await store.append(PATH, [userSays("see you next month")]);
+    await waitFor(() => worker.processor(PATH)?.state.lastFoldedOffset === 3, { timeoutMs: 5000 });
+    await worker.processor(PATH)!.settle();
+    decisions = 0;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A timer past 2^31 - 1 ms fires after 1 ms: the agent was decided again each time, forever.
+    expect(decisions).toBeLessThan(10);
+    expect(ofType(await store.read(PATH), "agent/llm-request-requested")).toEqual([]);
+  });
+});
+
 describe("a stream that was never born", () => {
   it("is not an agent: nothing is transcribed into it", async () => {
     const store = new MemoryEventStore();

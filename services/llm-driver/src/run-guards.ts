@@ -3,7 +3,7 @@
 // request by someone else appearing on the stream (expiry, interrupt, a faster twin).
 
 import type { AgentEvent } from "@agentrt/contract";
-import type { Logger } from "@agentrt/service-kit";
+import { timerDelayMs, type Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import { RequestStop } from "./running-requests.ts";
 
@@ -30,8 +30,7 @@ export function armRunTimers(options: {
     else idleTimer = setTimeout(checkIdle, idleTimeoutMs - idleFor);
   };
   idleTimer = setTimeout(checkIdle, idleTimeoutMs);
-  const untilDeadline = Math.min(2_147_000_000, Math.max(0, Date.parse(expiresAt) - nowMs()));
-  const deadlineTimer = setTimeout(() => stop(new RequestStop("deadline", `deadline ${expiresAt} passed`)), untilDeadline);
+  const deadlineTimer = setTimeout(() => stop(new RequestStop("deadline", `deadline ${expiresAt} passed`)), timerDelayMs(Date.parse(expiresAt) - nowMs()));
   const onShutdown = (): void => stop(new RequestStop("shutdown", "the driver is shutting down"));
   shutdown?.addEventListener("abort", onShutdown, { once: true });
   if (shutdown?.aborted) onShutdown();

@@ -12,6 +12,7 @@
 // every script waited (the chaos soak under load).
 
 import { Worker } from "node:worker_threads";
+import { timerDelayMs } from "@agentrt/service-kit";
 import type { CheckedScript, CheckerWorkerData, FromChecker, ToChecker } from "./checker-protocol.ts";
 import type { ScriptSourceParts } from "./script-source.ts";
 import { CheckBudget, threadCpuReader } from "./thread-cpu.ts";
@@ -95,7 +96,7 @@ export class WorkerChecker implements ScriptCheckService {
           if (at < 0) return;
           this.queue.splice(at, 1);
           resolve({ kind: "timed-out", budgetMs, durationMs: performance.now() - pending.queuedAt });
-        }, Math.max(0, options.deadlineAtMs - Date.now()));
+        }, timerDelayMs(options.deadlineAtMs - Date.now()));
         pending.waitTimer.unref();
       }
       this.queue.push(pending);
