@@ -153,6 +153,23 @@ describe("bad input never commits", () => {
     expect(sse.status).toBe(416);
   });
 
+  it("400 for an integer not written in decimal digits (hex, exponent, fraction, padding), where a coercion read 0x10 as 16", async () => {
+    const path = fresh();
+    await seed(path, 3);
+    for (const written of ["0x2", "1e0", "1.0", "%201", "%2B1", ""]) {
+      for (const query of [`fromOffset=${written}`, `limit=${written}`]) {
+        const res = await http(gw.url, "GET", `/v1/streams/${enc(path)}/events?${query}`);
+        expect(res.status, query).toBe(400);
+        expect(res.body.error.details.issues[0].path, query).toBe(`query.${query.split("=")[0]}`);
+      }
+    }
+    const request = await http(gw.url, "GET", `/v1/agents/${enc(path)}/requests/0x2`);
+    expect(request.status).toBe(400);
+    const decimal = await http(gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=2&limit=1`);
+    expect(decimal.status).toBe(200);
+    expect(decimal.body.events.map((e: { offset: number }) => e.offset)).toEqual([2]);
+  });
+
   it("400 naming a query parameter given twice, on reads and live streams alike (which one counts is never guessed)", async () => {
     const path = fresh();
     await seed(path, 3);

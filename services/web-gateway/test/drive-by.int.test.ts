@@ -137,6 +137,28 @@ describe("every answer refuses to be framed or sniffed", () => {
       await answer.body?.cancel();
     }
   });
+
+  it("carries them on a refused WebSocket upgrade too", async () => {
+    const refusal = await new Promise<{ status: number | undefined; headers: Record<string, unknown> }>((resolve, reject) => {
+      const req = request(`${keyed.url}/v1/streams/${enc(SECRET)}/ws`, {
+        headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+      });
+      req.on("response", (res) => {
+        res.resume();
+        resolve({ status: res.statusCode, headers: res.headers });
+      });
+      req.on("upgrade", () => reject(new Error("upgraded without a key")));
+      req.on("error", reject);
+      req.end();
+    });
+    expect(refusal.status).toBe(401);
+    expect(refusal.headers).toMatchObject({
+      "content-security-policy": "frame-ancestors 'none'",
+      "x-frame-options": "DENY",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    });
+  });
 });
 
 describe("with keys: the key is what a page lacks", () => {

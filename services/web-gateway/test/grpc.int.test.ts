@@ -110,6 +110,14 @@ describe("gRPC", () => {
     expect(outOfRange.code).toBe(status.OUT_OF_RANGE);
   });
 
+  it("holds CreateAgent to the HTTP route's body rule: a project name of 100 000 characters is INVALID_ARGUMENT naming the field, nothing written", async () => {
+    const path = "/agents/grpc/long-project";
+    const refused = (await call((cb) => client.createAgent({ streamPath: path, project: "p".repeat(100_000) }, md(writer.apiKey), cb)).catch((e: ServiceError) => e)) as ServiceError;
+    expect(refused.code).toBe(status.INVALID_ARGUMENT);
+    expect(refused.details).toContain("request.project");
+    expect(await ts.store.lastOffset(path)).toBe(0);
+  });
+
   it("refuses a state over 4 MiB, which a client would refuse after the server built it, naming the HTTP route that sends it in pieces", async () => {
     const path = "/agents/grpc/large";
     await unary.appendEvents({ streamPath: path, events: [{ type: "agent/created", payloadJson: "{}" }] }, writer.apiKey);

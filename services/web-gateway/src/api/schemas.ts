@@ -13,7 +13,19 @@ export const streamPathSchema = z
   })
   .meta({ description: "A stream path such as /agents/web/demo. In URLs it is one URL-encoded segment (%2Fagents%2Fweb%2Fdemo).", example: "/agents/web/demo" });
 
-const offsetQuery = z.coerce.number().int().min(1);
+/**
+ * An integer in a query or a path, written in decimal digits only: `0x10`, ` 1`, `1e3` and `1.0`
+ * are 400s, where a coercion read them as 16, 1, 1000 and 1 (a proxy or a log reading the same
+ * text would disagree with what this server did).
+ */
+const decimalInt = (min: number, max: number = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,16}$/, "must be written in decimal digits")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const offsetQuery = decimalInt(1);
 
 export const streamParamsSchema = z.strictObject({ streamPath: streamPathSchema });
 export const requestParamsSchema = z.strictObject({ streamPath: streamPathSchema, offset: offsetQuery });
@@ -32,7 +44,7 @@ export const appendBodySchema = z.strictObject({
 
 export const readQuerySchema = z.strictObject({
   fromOffset: offsetQuery.default(1),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: decimalInt(1, 1000).default(100),
 });
 
 const flag = z.enum(["1", "0", "true", "false"]).transform((v) => v === "1" || v === "true");
@@ -46,7 +58,7 @@ export const subscribeQuerySchema = z.strictObject({
 export const listQuerySchema = z.strictObject({
   prefix: z.string().startsWith("/").max(512).optional(),
   after: z.string().startsWith("/").max(512).optional().meta({ description: "Continue after this stream path (a previous page's `next`)." }),
-  limit: z.coerce.number().int().min(1).max(500).default(500),
+  limit: decimalInt(1, 500).default(500),
 });
 
 export const emptySchema = z.strictObject({});

@@ -5,6 +5,8 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from "@grpc/grpc-js";
 import { jsonPieces, type Logger } from "@agentrt/service-kit";
+import { createAgentBodySchema } from "../api/schemas.ts";
+import { parseWith } from "../http/pipeline.ts";
 import { parseStreamPath, type AgentEvent } from "@agentrt/contract";
 import type { GatewayApi } from "../api/gateway-api.ts";
 import { Authenticator, type Principal } from "../auth/authenticator.ts";
@@ -126,10 +128,16 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
   const impl: AgentRuntimeServer = {
     createAgent: unary(async (call) => {
       const streamPath = guard(call.metadata, "append", call.request.streamPath);
-      const result = await api.createAgent({
+      // The HTTP route's body rule (a project name of at most 200 characters, a prompt file of at most 200 000).
+      const body = parseWith(createAgentBodySchema, {
         streamPath,
         ...(call.request.promptFile === undefined ? {} : { promptFile: call.request.promptFile }),
         ...(call.request.project === undefined ? {} : { project: call.request.project }),
+      }, "request");
+      const result = await api.createAgent({
+        streamPath,
+        ...(body.promptFile === undefined ? {} : { promptFile: body.promptFile }),
+        ...(body.project === undefined ? {} : { project: body.project }),
       });
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),

@@ -13,6 +13,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import type { AgentEvent } from "@agentrt/contract";
 import type { Subscription } from "@agentrt/streams";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
+import { BROWSER_HEADERS } from "./browser-guards.ts";
 import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
 import { sanitizeUrl } from "./redact.ts";
 
@@ -130,8 +131,10 @@ function refuseUpgrade(socket: Duplex, error: unknown): void {
     socket.destroy();
     return;
   }
+  // The same headers as every HTTP answer (browser-guards.ts): a refusal is an answer too.
+  const browser = Object.entries(BROWSER_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join("");
   socket.end(
-    `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${classified.http} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${browser}connection: close\r\n\r\n${body}`,
   );
 }
 
