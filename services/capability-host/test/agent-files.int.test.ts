@@ -14,6 +14,7 @@ import {
   backfillFileIndex,
   indexFile,
   ITX_FILE_PATH_MAX,
+  ITX_KV_KEY_MAX,
   ITX_LIST_MAX_ENTRIES,
 } from "../src/itx/agent-storage.ts";
 import type { Quota } from "../src/itx/usage-meter.ts";
@@ -122,8 +123,24 @@ describe("itx.files listing", () => {
   it("refuses a path over the length limit, naming it, and writes nothing", async () => {
     const { store, files } = await storage();
     const long = "d/".repeat(ITX_FILE_PATH_MAX / 2) + "f";
-    await expect(files.write("/agents/a", long, text("x"))).rejects.toThrow(`a path of ${long.length} characters is over the ${ITX_FILE_PATH_MAX}-character limit`);
+    await expect(files.write("/agents/a", long, text("x"))).rejects.toThrow(`a path of ${long.length} bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit`);
+    // Counted in bytes: 1 000 "€" are 3 000 bytes, an index key of 4 000 (past NATS's 4 096-byte control line with its subject).
+    await expect(files.write("/agents/a", "€".repeat(1_000), text("x"))).rejects.toThrow(`a path of 3000 bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit`);
+    await expect(files.bytes("/agents/a", "€".repeat(1_000))).rejects.toThrow("-byte limit");
     expect(await store.list()).toEqual([]);
+  });
+
+  it("refuses a KV key over its length limit or with an empty segment, naming the rule, before any NATS call", async () => {
+    bucket++;
+    const raw = await new Kvm(nc).create(`agent_kv_keys_${bucket}`, { history: 1 });
+    const kv = new AgentKv(raw);
+    await expect(kv.get("/agents/a", "a".repeat(5_000))).rejects.toThrow(`itx.kv: a key of 5000 characters is over the ${ITX_KV_KEY_MAX}-character limit`);
+    await expect(kv.set("/agents/a", "a".repeat(ITX_KV_KEY_MAX + 1), 1)).rejects.toThrow("-character limit");
+    await expect(kv.set("/agents/a", "a..b", 1)).rejects.toThrow('no "..")');
+    // The longest key works, and the connection is as it was.
+    await kv.set("/agents/a", "k".repeat(ITX_KV_KEY_MAX), 1);
+    expect(await kv.get("/agents/a", "k".repeat(ITX_KV_KEY_MAX))).toBe(1);
+    expect(await raw.get("agents/a.other")).toBeNull();
   });
 
   it(`answers a listing of more than ${ITX_LIST_MAX_ENTRIES} entries with an error asking for a longer prefix`, async () => {

@@ -18,8 +18,15 @@ export const AGENT_FILES_INDEX_BUCKET = "AGENT_FILES_INDEX";
 const BACKFILLED_KEY = "backfilled";
 /** The most entries one itx.kv.list or itx.files.list answers with; past it the call asks for a longer prefix. */
 export const ITX_LIST_MAX_ENTRIES = 10_000;
-/** A file path's longest form (UTF-16 units): its index key must stay well inside a NATS subject. */
+/**
+ * A file path's longest form, in bytes of UTF-8: its index key (the path's segments in base64url)
+ * and its object's name must stay well inside a NATS subject. Counted in characters, 1 000 "€"
+ * made a key of 4 000 bytes; past the server's 4 096-byte control line it dropped the host's
+ * connection, and every script the host ran stalled with it.
+ */
 export const ITX_FILE_PATH_MAX = 1_024;
+/** A KV key's longest form (its characters are ASCII): it is a token of the entry's subject. */
+export const ITX_KV_KEY_MAX = 512;
 
 /**
  * What one agent's workspace (itx.files) and its keys (itx.kv) may hold. Both stores are shared,
@@ -54,9 +61,11 @@ export class AgentKv {
   }
 
   private key(agentPath: string, key: unknown): string {
-    if (typeof key !== "string" || !USER_KEY.test(key) || key.startsWith(".") || key.endsWith(".")) {
-      throw new ItxInputError(`itx.kv: key ${JSON.stringify(key)} must be a non-empty string of letters, digits, "-", "_", "/", "=", "." (not starting or ending with ".")`);
+    if (typeof key !== "string" || !USER_KEY.test(key) || key.startsWith(".") || key.endsWith(".") || key.includes("..")) {
+      const shown = typeof key === "string" && key.length > 80 ? `${JSON.stringify(key.slice(0, 80))}…` : JSON.stringify(key);
+      throw new ItxInputError(`itx.kv: key ${shown} must be a non-empty string of letters, digits, "-", "_", "/", "=", "." (not starting or ending with ".", no "..")`);
     }
+    if (key.length > ITX_KV_KEY_MAX) throw new ItxInputError(`itx.kv: a key of ${key.length} characters is over the ${ITX_KV_KEY_MAX}-character limit`);
     return `${agentPath.slice(1)}.${key}`;
   }
 
@@ -142,8 +151,9 @@ export class AgentFiles {
     if (typeof path !== "string" || path.length === 0 || path.startsWith("/") || path.split("/").some((s) => s === ".." || s === "")) {
       throw new ItxInputError(`itx.files: path ${JSON.stringify(path)} must be relative ("notes/a.md"), with no "..", "//" or leading "/"`);
     }
-    if (path.length > ITX_FILE_PATH_MAX) {
-      throw new ItxInputError(`itx.files: a path of ${path.length} characters is over the ${ITX_FILE_PATH_MAX}-character limit`);
+    const bytes = Buffer.byteLength(path);
+    if (bytes > ITX_FILE_PATH_MAX) {
+      throw new ItxInputError(`itx.files: a path of ${bytes} bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit`);
     }
     return `${agentPath}:${path}`;
   }
