@@ -102,6 +102,10 @@ function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiApp
   }
   const payload = isRecord(input.payload) ? input.payload : {};
   if (type === "agents/context-added") return decideContextAdded(speaker, payload, where);
+  if (type === "agent/configured") {
+    const tooLong = configDelayRefusal(payload, where);
+    if (tooLong !== undefined) return tooLong;
+  }
   if (type === "capability-host/script-run-requested" && typeof payload.executionId === "string") {
     if (payload.executionId.length > MAX_EXECUTION_ID_LENGTH) {
       const message = `${where}.payload.executionId must be at most ${MAX_EXECUTION_ID_LENGTH} characters (the host's idempotency keys carry it), got ${payload.executionId.length}.`;
@@ -116,6 +120,33 @@ function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiApp
     }
   }
   return { allowed: true, verb: rule.verb };
+}
+
+/**
+ * The longest delay a configuration may name (debounce, expiry, retry backoff): what a timer
+ * waits at most, 24.8 days. A debounce of 2^53 ms made every decision of the agent throw on its
+ * date (past the year 275 760) and retry every 500 ms for good; an expiry of 10^14 ms wrote a
+ * request whose `expiresAt` no schema accepts. Checked on new appends only.
+ */
+export const MAX_CONFIG_DELAY_MS = 2 ** 31 - 1;
+
+const CONFIG_DELAYS: readonly (readonly string[])[] = [
+  ["llmRequestDebounceMs"],
+  ["llmRequestExpiryMs"],
+  ["llmRequestRetryPolicy", "backoffBaseMs"],
+  ["llmRequestRetryPolicy", "backoffMaxMs"],
+];
+
+function configDelayRefusal(payload: Record<string, unknown>, where: string): ApiAppendDecision | undefined {
+  for (const fields of CONFIG_DELAYS) {
+    let value: unknown = payload.config;
+    for (const field of fields) value = isRecord(value) ? value[field] : undefined;
+    if (typeof value !== "number" || value <= MAX_CONFIG_DELAY_MS) continue;
+    const path = `${where}.payload.config.${fields.join(".")}`;
+    const message = `${path} must be at most ${MAX_CONFIG_DELAY_MS} ms (24.8 days, the longest a timer waits), got ${value}.`;
+    return { allowed: false, error: new ContractViolationError("invalid_payload", message, [{ path, message }], { type: "agent/configured", maxMs: MAX_CONFIG_DELAY_MS }) };
+  }
+  return undefined;
 }
 
 /** A key in a namespace the services build their keys in: refused, whatever the type. */

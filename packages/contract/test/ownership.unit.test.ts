@@ -8,6 +8,7 @@ import {
   decideApiAppend,
   decideScriptAppend,
   idempotencyKeys,
+  MAX_CONFIG_DELAY_MS,
   MAX_EXECUTION_ID_LENGTH,
   SCRIPT_APPENDABLE,
   reservedKeyNamespaceOf,
@@ -75,6 +76,19 @@ describe("the API append table", () => {
     // The longest id still fits every key the host builds for the run.
     const longest = "x".repeat(MAX_EXECUTION_ID_LENGTH);
     for (const key of [idempotencyKeys.scriptRunSettled(longest), idempotencyKeys.itxAgentMessage("0".repeat(32), longest, 99_999)]) expect(key.length).toBeLessThanOrEqual(512);
+  });
+
+  it("given a configured delay past what a timer waits, when appended from outside or by an operating key's script, then it is a 400 naming the field", () => {
+    const configured = (config: Record<string, unknown>) => ({ type: "agent/configured", payload: { config } });
+    for (const config of [{ llmRequestDebounceMs: 2 ** 53 - 1 }, { llmRequestExpiryMs: 1e14 }, { llmRequestRetryPolicy: { backoffMaxMs: MAX_CONFIG_DELAY_MS + 1 } }]) {
+      const field = Object.keys(config)[0]!;
+      const error = refusal(decideApiAppend(configured(config)));
+      expect(error.code, field).toBe("invalid_payload");
+      expect(error.message, field).toContain(`events[0].payload.config.${field}`);
+      expect(error.message, field).toContain(`must be at most ${MAX_CONFIG_DELAY_MS} ms`);
+      expect(refusal(decideScriptAppend(configured(config), true)).code, field).toBe("invalid_payload");
+    }
+    expect(decideApiAppend(configured({ llmRequestDebounceMs: MAX_CONFIG_DELAY_MS, llmRequestExpiryMs: 86_400_000 }))).toEqual({ allowed: true, verb: "operate" });
   });
 
   it("given unknown types or malformed inputs, when decided, then they are left to the validator", () => {

@@ -116,6 +116,14 @@ describe("machinery types are refused", () => {
     expect(res.body.error.message).toContain('"agent-output:"');
   });
 
+  it("a configured delay past what a timer waits (a debounce of 2^53 ms) is a 400 naming the field, committing nothing", async () => {
+    const path = freshPath();
+    const res = await append(path, [{ type: "agent/configured", payload: { config: { llmRequestDebounceMs: 2 ** 53 - 1 } } }], admin.apiKey);
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toContain("events[0].payload.config.llmRequestDebounceMs must be at most 2147483647 ms");
+    expect(await ts.store.lastOffset(path)).toBe(0);
+  });
+
   it("an execution id longer than the host's keys can carry is a 400 naming the field, committing nothing", async () => {
     const path = freshPath();
     const res = await append(path, [{ type: "capability-host/script-run-requested", payload: { code: "1", executionId: "x".repeat(600), expiresAt: at } }], admin.apiKey);
