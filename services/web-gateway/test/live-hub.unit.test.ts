@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "@agentrt/contract";
 import { MemoryEventStore, type ReadOptions, type Subscription } from "@agentrt/streams";
-import { HISTORY_PAGE_BYTES, LiveHub, MAX_CLIENT_BACKLOG } from "../src/api/live-hub.ts";
+import { HISTORY_PAGE_BYTES, LiveHub, MAX_CLIENT_BACKLOG, MAX_CLIENT_BACKLOG_BYTES } from "../src/api/live-hub.ts";
 
 const msg = (i: number) => ({ type: "agents/context-added", payload: { role: "user", content: `m${i}` } });
 
@@ -127,6 +127,28 @@ describe("LiveHub", () => {
     // (the gateway's pumps close their subscription when it ends)
     await sub.close();
     expect(hub.sharedSubscriptions).toBe(0);
+    await store.close();
+  });
+
+  it("cuts off a live client that stops reading once the events waiting for it pass the byte bound, long before the count bound", async () => {
+    // Given a client at the stream's head that takes one event and stops
+    const store = new MemoryEventStore();
+    const path = "/agents/hub/fat";
+    await store.append(path, [msg(0)]);
+    const hub = new LiveHub(store);
+    const sub = hub.subscribe(path, 1, false);
+    const it = sub[Symbol.asyncIterator]();
+    expect((await it.next()).value?.offset).toBe(1);
+    // When live events of 880 kB each arrive: 30 of them are 26 MB, far under 10 000 events
+    const fat = "f".repeat(880_000);
+    for (let i = 0; i < 30; i++) await store.append(path, [{ type: "agents/context-added", payload: { role: "developer", content: `${i}:${fat}` } }]);
+    await new Promise((r) => setTimeout(r, 50));
+    // Then it holds at most the byte bound's worth and its subscription ends: it resumes from its last offset
+    let held = 0;
+    for (let next = await it.next(); !next.done; next = await it.next()) held += JSON.stringify(next.value).length;
+    expect(held).toBeLessThanOrEqual(MAX_CLIENT_BACKLOG_BYTES);
+    expect(held).toBeGreaterThan(MAX_CLIENT_BACKLOG_BYTES - 1_000_000);
+    await sub.close();
     await store.close();
   });
 });

@@ -12,6 +12,23 @@ import { AsyncQueue, type EventStore, type Subscription } from "@agentrt/streams
 
 /** A client this many events behind is cut off; it reconnects from its last offset. */
 export const MAX_CLIENT_BACKLOG = 10_000;
+/**
+ * Or this many bytes of event JSON behind (a WebSocket's own bound). Counted in events alone, an
+ * SSE client that never read held up to 10 000 events of up to 1 MiB each: 327 appends of 880 kB
+ * took the gateway from 180 MB to 754 MB for one such client.
+ */
+export const MAX_CLIENT_BACKLOG_BYTES = 8 * 1024 * 1024;
+
+/** An event's JSON length, measured once however many clients hold it. */
+const sizes = new WeakMap<AgentEvent, number>();
+function sizeOf(event: AgentEvent): number {
+  let size = sizes.get(event);
+  if (size === undefined) {
+    size = JSON.stringify(event).length;
+    sizes.set(event, size);
+  }
+  return size;
+}
 const HISTORY_PAGE = 500;
 /** A history page's JSON stops before this many bytes (an event larger than it is a page alone). */
 export const HISTORY_PAGE_BYTES = 1024 * 1024;
@@ -25,6 +42,9 @@ interface Client {
   last: number;
   /** Events queued and not yet taken by the client. */
   backlog: number;
+  /** Their JSON's length, and that of the live events waiting in `pending`. */
+  backlogBytes: number;
+  pendingBytes: number;
 }
 
 interface Feed {
@@ -51,12 +71,15 @@ export class LiveHub {
       pending: [],
       last: fromOffset - 1,
       backlog: 0,
+      backlogBytes: 0,
+      pendingBytes: 0,
     };
     void this.attach(streamPath, client, fromOffset).catch((error: unknown) => client.queue.end(error));
     const queue = client.queue;
     async function* taken(): AsyncGenerator<AgentEvent> {
       for await (const event of queue) {
         client.backlog -= 1;
+        client.backlogBytes -= sizeOf(event);
         yield event;
       }
     }
@@ -85,6 +108,7 @@ export class LiveHub {
     }
     const pending = client.pending ?? [];
     client.pending = null;
+    client.pendingBytes = 0;
     for (const event of pending) this.push(client, event);
   }
 
@@ -96,13 +120,16 @@ export class LiveHub {
       if (event.offset <= client.last) return;
       client.last = event.offset;
     }
-    if (++client.backlog > MAX_CLIENT_BACKLOG) this.cutOff(client);
+    client.backlogBytes += sizeOf(event);
+    // At least one event is always queued, however large.
+    if (++client.backlog > MAX_CLIENT_BACKLOG || (client.backlog > 1 && client.backlogBytes > MAX_CLIENT_BACKLOG_BYTES)) this.cutOff(client);
     else client.queue.push(event);
   }
 
   /** Ends a client too far behind (it resumes from its last offset) and drops what it held. */
   private cutOff(client: Client): void {
     client.pending = null;
+    client.pendingBytes = 0;
     client.queue.end();
   }
 
@@ -126,8 +153,12 @@ export class LiveHub {
           for (const client of feed.clients) {
             if (client.pending === null) this.push(client, event);
             // Still reading history: live events wait, as many as a backlog may hold.
-            else if (client.pending.length >= MAX_CLIENT_BACKLOG) this.cutOff(client);
-            else client.pending.push(event);
+            // Bytes: room is left for the history page still queued when they join the backlog.
+            else if (client.pending.length >= MAX_CLIENT_BACKLOG || client.pendingBytes + sizeOf(event) > MAX_CLIENT_BACKLOG_BYTES - HISTORY_PAGE_BYTES) this.cutOff(client);
+            else {
+              client.pending.push(event);
+              client.pendingBytes += sizeOf(event);
+            }
           }
         }
         this.endFeed(streamPath, feed);
