@@ -192,6 +192,23 @@ describe("capability host: script lifecycle", () => {
     expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: 1 });
   });
 
+  it("reads a file's bytes back exactly, every byte value and every length modulo 3 (bytes cross as base64)", async () => {
+    const path = uniquePath("bytes");
+    const code = [
+      "const out: boolean[] = [];",
+      "for (const length of [0, 1, 2, 3, 4, 5, 256, 1000]) {",
+      "  const bytes = new Uint8Array(length);",
+      "  for (let i = 0; i < length; i++) bytes[i] = (i * 7 + 255) % 256;",
+      "  await itx.files.write(`b${length}.bin`, bytes);",
+      "  const back = await itx.files.get(`b${length}.bin`).bytes();",
+      "  out.push(back instanceof Uint8Array && back.length === length && back.every((b, i) => b === bytes[i]));",
+      "}",
+      "return out;",
+    ].join("\n");
+    const { executionId } = await requestScript(fx, path, code);
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: [true, true, true, true, true, true, true, true] });
+  });
+
   it("refuses machinery events from itx.agent.append", async () => {
     const path = uniquePath("forge");
     const code = 'await itx.agent.append({ type: "capability-host/script-run-settled", payload: { executionId: "x", settlement: { status: "succeeded" } } });';

@@ -119,8 +119,11 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
         return deps.kv.delete(caller.agentPath, args[0]);
       case "kv.list":
         return deps.kv.list(caller.agentPath, typeof args[0] === "string" ? args[0] : "");
-      case "files.bytes":
-        return Array.from(await deps.files.bytes(caller.agentPath, args[0]));
+      case "files.bytes": {
+        // As base64, decoded in the sandbox (bootstrap.ts): an array of numbers held several times the file's size here.
+        const bytes = await deps.files.bytes(caller.agentPath, args[0]);
+        return { __base64: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64") };
+      }
       case "files.text":
         return new TextDecoder().decode(await deps.files.bytes(caller.agentPath, args[0]));
       case "files.write":

@@ -22,9 +22,26 @@ export const SANDBOX_BOOTSTRAP = String.raw`(function (hostCall, configJson) {
     create: () => call("agents.create", [path]),
     message: (text) => call("agents.message", [path, text]),
   });
+  // A file's bytes cross as base64 (4/3 of their size), not as an array of numbers (a JS array
+  // of 4 M numbers and its JSON in the host per 4 MiB read, several per script at once).
+  const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const B64_INDEX = new Uint8Array(128);
+  for (let i = 0; i < 64; i++) B64_INDEX[B64.charCodeAt(i)] = i;
+  const fromBase64 = (text) => {
+    const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
+    const out = new Uint8Array((text.length / 4) * 3 - pad);
+    let o = 0;
+    for (let i = 0; i < text.length; i += 4) {
+      const n = (B64_INDEX[text.charCodeAt(i)] << 18) | (B64_INDEX[text.charCodeAt(i + 1)] << 12) | (B64_INDEX[text.charCodeAt(i + 2)] << 6) | B64_INDEX[text.charCodeAt(i + 3)];
+      out[o++] = n >> 16;
+      if (o < out.length) out[o++] = (n >> 8) & 255;
+      if (o < out.length) out[o++] = n & 255;
+    }
+    return out;
+  };
   const fileHandle = (path) => freeze({
     path,
-    bytes: () => call("files.bytes", [path]).then((numbers) => new Uint8Array(numbers)),
+    bytes: () => call("files.bytes", [path]).then((wire) => fromBase64(wire.__base64)),
     text: () => call("files.text", [path]),
   });
   const builtins = freeze({
