@@ -127,7 +127,12 @@ describe("itx.files listing", () => {
     // Counted in bytes: 1 000 "€" are 3 000 bytes, an index key of 4 000 (past NATS's 4 096-byte control line with its subject).
     await expect(files.write("/agents/a", "€".repeat(1_000), text("x"))).rejects.toThrow(`a path of 3000 bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit`);
     await expect(files.bytes("/agents/a", "€".repeat(1_000))).rejects.toThrow("-byte limit");
+    // Names beyond Latin-1 are refused naming the character, not failed deep in the object store's client.
+    await expect(files.write("/agents/a", "日本.txt", text("x"))).rejects.toThrow('path "日本.txt" has "日"; file names may use Latin-1 characters only');
+    await expect(files.write("/agents/a", "notes/😀.md", text("x"))).rejects.toThrow('has "😀"');
     expect(await store.list()).toEqual([]);
+    await files.write("/agents/a", "é.txt", text("x"));
+    expect(new TextDecoder().decode(await files.bytes("/agents/a", "é.txt"))).toBe("x");
   });
 
   it("refuses a KV key over its length limit or with an empty segment, naming the rule, before any NATS call", async () => {

@@ -209,6 +209,29 @@ describe("capability host: script lifecycle", () => {
     expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: [true, true, true, true, true, true, true, true] });
   });
 
+  it("refuses a stream read from an offset that is not a positive integer (Infinity crosses as null), where it read from offset 1", async () => {
+    const path = uniquePath("read-args");
+    const code = [
+      "const out: string[] = [];",
+      "for (const args of [{ fromOffset: Infinity }, { fromOffset: 0 }, { fromOffset: 1.5 }, { limit: -1 }]) {",
+      "  try { await itx.streams.get(itx.agent.path).read(args); out.push(\"read\"); } catch (e) { out.push(String(e)); }",
+      "}",
+      "out.push(String((await itx.streams.get(itx.agent.path).read({ fromOffset: 1, limit: 1 })).length));",
+      "return out;",
+    ].join("\n");
+    const { executionId } = await requestScript(fx, path, code);
+    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+      status: "succeeded",
+      result: [
+        "ItxInputError: read({fromOffset}): fromOffset must be an integer ≥ 1, got null",
+        "ItxInputError: read({fromOffset}): fromOffset must be an integer ≥ 1, got 0",
+        "ItxInputError: read({fromOffset}): fromOffset must be an integer ≥ 1, got 1.5",
+        "ItxInputError: read({limit}): limit must be an integer ≥ 1, got -1",
+        "1",
+      ],
+    });
+  });
+
   it("refuses machinery events from itx.agent.append", async () => {
     const path = uniquePath("forge");
     const code = 'await itx.agent.append({ type: "capability-host/script-run-settled", payload: { executionId: "x", settlement: { status: "succeeded" } } });';

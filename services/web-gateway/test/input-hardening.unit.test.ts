@@ -41,6 +41,20 @@ describe("singleValuedQuery", () => {
     expect(query).toEqual({ fromOffset: "2", limit: "5", ["__proto__"]: "x" });
     expect(Object.getPrototypeOf(query)).toBe(Object.prototype);
   });
+  it("given a control character in a value, raw or encoded, when read, then a 400 naming the parameter, as in the path", () => {
+    for (const raw of ["after=%2Fagents%2Fa%00", "prefix=%2Fa%0A", "after=%2Fa%7F"]) {
+      let caught: unknown;
+      try {
+        singleValuedQuery(new URLSearchParams(raw));
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, raw).toBeInstanceOf(GatewayError);
+      expect((caught as GatewayError).code).toBe("invalid_request");
+      expect((caught as GatewayError).details.issues).toEqual([{ path: `query.${raw.split("=")[0]}`, message: "control characters (such as %00) are not allowed" }]);
+    }
+    expect(singleValuedQuery(new URLSearchParams("after=%2Fagents%2Fa%C3%A9"))).toEqual({ after: "/agents/aé" });
+  });
   it("given a name twice, when read, then a 400 naming each repeated name and its count", () => {
     let caught: unknown;
     try {

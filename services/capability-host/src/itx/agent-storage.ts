@@ -155,6 +155,12 @@ export class AgentFiles {
     if (bytes > ITX_FILE_PATH_MAX) {
       throw new ItxInputError(`itx.files: a path of ${bytes} bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit`);
     }
+    // The object store's client encodes names with btoa, which takes Latin-1 only: "日本.txt" failed
+    // with an opaque InvalidCharacterError from deep inside it.
+    const beyond = [...path].find((c) => c.codePointAt(0)! > 0xff);
+    if (beyond !== undefined) {
+      throw new ItxInputError(`itx.files: path ${JSON.stringify(path.length > 80 ? `${path.slice(0, 80)}…` : path)} has ${JSON.stringify(beyond)}; file names may use Latin-1 characters only (U+0000–U+00FF)`);
+    }
     return `${agentPath}:${path}`;
   }
 

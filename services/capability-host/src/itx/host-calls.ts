@@ -79,8 +79,14 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "streams.read": {
         const path = parseStreamPath(args[0]);
         const opts = (args[1] ?? {}) as { fromOffset?: unknown; limit?: unknown };
-        const fromOffset = typeof opts.fromOffset === "number" && opts.fromOffset >= 1 ? Math.floor(opts.fromOffset) : 1;
-        const limit = typeof opts.limit === "number" && opts.limit >= 1 ? Math.min(1000, Math.floor(opts.limit)) : 100;
+        // Given, each is a positive integer: Infinity and NaN cross as null, and used to read from offset 1.
+        const positive = (value: unknown, what: string): number | undefined => {
+          if (value === undefined) return undefined;
+          if (typeof value !== "number" || !Number.isInteger(value) || value < 1) throw new ItxInputError(`read({${what}}): ${what} must be an integer ≥ 1, got ${JSON.stringify(value)}`);
+          return value;
+        };
+        const fromOffset = positive(opts.fromOffset, "fromOffset") ?? 1;
+        const limit = Math.min(1000, positive(opts.limit, "limit") ?? 100);
         // Bounded by bytes too: a thousand events near the event size cap would be a gigabyte in this process.
         return deps.store.read(path, { fromOffset, limit, maxBytes: ITX_READ_MAX_BYTES });
       }

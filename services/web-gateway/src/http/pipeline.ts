@@ -15,7 +15,7 @@ import type { GatewayMetrics } from "./gateway-metrics.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.ts";
 import { LiveSubscriptionLimiter } from "./live-limits.ts";
 import { sanitizeUrl } from "./redact.ts";
-import { parseRequestTarget } from "./request-target.ts";
+import { CONTROL, parseRequestTarget } from "./request-target.ts";
 import { matchRoute, type JsonRoute, type Route, type RouteInput, type SseRoute, type WebSocketRoute } from "./router.ts";
 
 export interface PipelineDeps {
@@ -57,6 +57,14 @@ export function singleValuedQuery(query: URLSearchParams): Record<string, string
   for (const [name, value] of query) {
     if (values.has(name)) repeated.add(name);
     values.set(name, value);
+  }
+  // As in the path (request-target.ts): no control characters, raw or encoded (`after=%2Fa%00`).
+  const controlled = [...values].filter(([, value]) => CONTROL.test(value)).map(([name]) => name);
+  if (controlled.length > 0) {
+    throw invalidRequest(
+      "query",
+      controlled.map((name) => ({ path: `query.${name}`, message: "control characters (such as %00) are not allowed" })),
+    );
   }
   if (repeated.size > 0) {
     throw invalidRequest(

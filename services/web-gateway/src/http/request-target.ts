@@ -19,7 +19,7 @@ function badTarget(message: string): GatewayError {
 }
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-const CONTROL = /[\u0000-\u001f\u007f]/;
+export const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function parseRequestTarget(rawUrl: string | undefined): RequestTarget {
   const url = rawUrl ?? "/";
