@@ -2,10 +2,11 @@
 // while events are being appended each get exactly their offsets, in order, once; the store
 // holds one subscription per stream however many clients follow it; a client that stops
 // reading holds one history page, and one too far behind is cut off.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { AgentEvent } from "@agentrt/contract";
 import { MemoryEventStore, type ReadOptions, type Subscription } from "@agentrt/streams";
 import { HISTORY_PAGE_BYTES, LiveHub, MAX_CLIENT_BACKLOG, MAX_CLIENT_BACKLOG_BYTES } from "../src/api/live-hub.ts";
+import { sseFrame } from "../src/http/live.ts";
 
 const msg = (i: number) => ({ type: "agents/context-added", payload: { role: "user", content: `m${i}` } });
 
@@ -149,6 +150,33 @@ describe("LiveHub", () => {
     expect(held).toBeLessThanOrEqual(MAX_CLIENT_BACKLOG_BYTES);
     expect(held).toBeGreaterThan(MAX_CLIENT_BACKLOG_BYTES - 1_000_000);
     await sub.close();
+    await store.close();
+  });
+
+  it("makes each live event's JSON once, however many clients follow the stream and send it", async () => {
+    // Given three clients at the stream's head
+    const store = new MemoryEventStore();
+    const path = "/agents/hub/shared-json";
+    await store.append(path, [msg(0)]);
+    const hub = new LiveHub(store);
+    const subs = [1, 2, 3].map(() => hub.subscribe(path, 1, true));
+    const its = subs.map((sub) => sub[Symbol.asyncIterator]());
+    for (const it of its) expect((await it.next()).value?.offset).toBe(1);
+    // When a reply chunk arrives and each client's pump frames it
+    const stringify = vi.spyOn(JSON, "stringify");
+    try {
+      await store.append(path, [{ type: "agent/llm-response-chunks", payload: { chunks: [{ text: "hi" }], llmRequestOffset: 1, sequence: 0 } }]);
+      const received = await Promise.all(its.map(async (it) => (await it.next()).value as AgentEvent));
+      const frames = received.map((event) => sseFrame(event));
+      // Then every client sends the same frame, and the event was made into JSON once
+      expect(new Set(frames).size).toBe(1);
+      expect(frames[0]).toBe(`data: ${JSON.stringify(received[0])}\n\n`);
+      const ofTheEvent = stringify.mock.calls.filter(([value]) => received.includes(value as AgentEvent));
+      expect(ofTheEvent).toHaveLength(1 + 1); // the hub's once, and the assertion's own above
+    } finally {
+      stringify.mockRestore();
+    }
+    for (const sub of subs) await sub.close();
     await store.close();
   });
 });

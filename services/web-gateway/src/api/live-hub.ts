@@ -19,16 +19,20 @@ export const MAX_CLIENT_BACKLOG = 10_000;
  */
 export const MAX_CLIENT_BACKLOG_BYTES = 8 * 1024 * 1024;
 
-/** An event's JSON length, measured once however many clients hold it. */
-const sizes = new WeakMap<AgentEvent, number>();
-function sizeOf(event: AgentEvent): number {
-  let size = sizes.get(event);
-  if (size === undefined) {
-    size = JSON.stringify(event).length;
-    sizes.set(event, size);
+/**
+ * An event's JSON, made once however many clients hold it: the hub measures backlogs with it and
+ * the SSE and WebSocket pumps send it. It lives as long as the event does (while queued).
+ */
+const texts = new WeakMap<AgentEvent, string>();
+export function eventJson(event: AgentEvent): string {
+  let text = texts.get(event);
+  if (text === undefined) {
+    text = JSON.stringify(event);
+    texts.set(event, text);
   }
-  return size;
+  return text;
 }
+const sizeOf = (event: AgentEvent): number => eventJson(event).length;
 const HISTORY_PAGE = 500;
 /** A history page's JSON stops before this many bytes (an event larger than it is a page alone). */
 export const HISTORY_PAGE_BYTES = 1024 * 1024;

@@ -12,6 +12,7 @@ import type { Logger } from "@agentrt/service-kit";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AgentEvent } from "@agentrt/contract";
 import type { Subscription } from "@agentrt/streams";
+import { eventJson } from "../api/live-hub.ts";
 import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { BROWSER_HEADERS } from "./browser-guards.ts";
 import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
@@ -37,7 +38,7 @@ export function resumeOffset(req: IncomingMessage, fromOffset: number | undefine
 }
 
 export function sseFrame(event: AgentEvent): string {
-  const data = JSON.stringify(event);
+  const data = eventJson(event);
   return event.ephemeral === true ? `data: ${data}\n\n` : `id: ${event.offset}\ndata: ${data}\n\n`;
 }
 
@@ -153,7 +154,7 @@ async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Log
         ws.close(1013, "client too slow; reconnect from your last offset");
         break;
       }
-      ws.send(JSON.stringify(event));
+      ws.send(eventJson(event));
     }
   } catch (error) {
     log.warn({ err: error }, "websocket subscription failed");
