@@ -97,6 +97,17 @@ export async function waitSettled(store: EventStore, streamPath: string, executi
   );
 }
 
+/** Requests a script (its lines joined, when given lines) and waits for its settlement. */
+export async function settlementOf(
+  fixture: Pick<HostFixture, "nc" | "store">,
+  streamPath: string,
+  code: string | readonly string[],
+  options: Parameters<typeof requestScript>[3] = {},
+): Promise<Settled["payload"]["settlement"]> {
+  const { executionId } = await requestScript(fixture, streamPath, typeof code === "string" ? code : code.join("\n"), options);
+  return (await waitSettled(fixture.store, streamPath, executionId)).payload.settlement;
+}
+
 export async function eventsOf(store: EventStore, streamPath: string, type: AgentEvent["type"]): Promise<AgentEvent[]> {
   return (await store.read(streamPath)).filter((e) => e.type === type);
 }

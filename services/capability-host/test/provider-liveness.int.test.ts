@@ -11,7 +11,7 @@ import { REGISTER_SUBJECT, callSubject } from "@agentrt/capability-sdk";
 import { connect } from "@nats-io/transport-node";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
 const PROVIDER = fileURLToPath(new URL("./fixtures/slow-provider.ts", import.meta.url));
 
@@ -100,8 +100,7 @@ describe("a provider's liveness during a call", () => {
       expect(JSON.parse((await nc.request(REGISTER_SUBJECT, JSON.stringify(registration), { timeout: 5_000 })).string())).toEqual({ ok: true });
       await waitFor(() => fx.host!.registry.live().some((p) => p.namespace === "legacy"), { timeoutMs: 10_000, what: "the host to see itx.legacy" });
       const path = uniquePath("provider-legacy");
-      const { executionId } = await requestScript(fx, path, "return (await itx.legacy.answer()) + 1;");
-      expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: 42 });
+      expect(await settlementOf(fx, path, "return (await itx.legacy.answer()) + 1;")).toEqual({ status: "succeeded", result: 42 });
     } finally {
       await nc.close();
     }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
 import { publishWork } from "@agentrt/service-kit";
 import { waitFor } from "@agentrt/testing";
-import { eventsOf, type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+import { eventsOf, type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
 let fx: HostFixture;
 beforeAll(async () => {
@@ -66,8 +66,7 @@ describe("capability host: script lifecycle", () => {
 
   it("settles a thrown error as runtime", async () => {
     const path = uniquePath("throws");
-    const { executionId } = await requestScript(fx, path, 'throw new RangeError("out of cheese");');
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+    expect(await settlementOf(fx, path, 'throw new RangeError("out of cheese");')).toEqual({
       status: "failed",
       error: "RangeError: out of cheese",
       failureKind: "runtime",
@@ -88,8 +87,7 @@ describe("capability host: script lifecycle", () => {
 
   it("uses expiresAt − 15 s as the deadline: a request expiring within 15 s never starts", async () => {
     const path = uniquePath("short-expiry");
-    const { executionId } = await requestScript(fx, path, "return 1;", { expiresInMs: 10_000 });
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toMatchObject({
+    expect(await settlementOf(fx, path, "return 1;", { expiresInMs: 10_000 })).toMatchObject({
       status: "failed",
       failureKind: "deadline",
       phase: "before-execution",
@@ -100,8 +98,7 @@ describe("capability host: script lifecycle", () => {
 
   it("settles an unstarted request past expiresAt as expired (before-execution)", async () => {
     const path = uniquePath("expired");
-    const { executionId } = await requestScript(fx, path, "return 1;", { expiresInMs: -1_000 });
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toMatchObject({
+    expect(await settlementOf(fx, path, "return 1;", { expiresInMs: -1_000 })).toMatchObject({
       status: "failed",
       failureKind: "expired",
       phase: "before-execution",
@@ -173,8 +170,7 @@ describe("capability host: script lifecycle", () => {
   it("refuses a value nested deeper than 64 levels handed to an itx call at once, where it used to hang the script until its deadline", async () => {
     const path = uniquePath("deep-args");
     const code = 'const v = JSON.parse("[".repeat(6000) + "]".repeat(6000)); try { await itx.kv.set("k", v); return "set"; } catch (e) { return String(e); }';
-    const { executionId } = await requestScript(fx, path, code);
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+    expect(await settlementOf(fx, path, code)).toEqual({
       status: "succeeded",
       result: "RangeError: itx kv.set: its arguments nest deeper than 64 levels of arrays and objects; pass flatter values.",
     });
@@ -188,8 +184,7 @@ describe("capability host: script lifecycle", () => {
     const deep = JSON.parse(`${"[".repeat(3000)}${"]".repeat(3000)}`) as unknown;
     await fx.store.append(path, [{ type: "agent/created", payload: {} }, { type: "agents/context-added", payload: { role: "user", content: "x", mentionResolution: deep } }]);
     const code = 'try { const events = await itx.streams.get(itx.agent.path).read({ fromOffset: 2, limit: 1 }); return events.length; } catch (e) { return "refused"; }';
-    const { executionId } = await requestScript(fx, path, code);
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: 1 });
+    expect(await settlementOf(fx, path, code)).toEqual({ status: "succeeded", result: 1 });
   });
 
   it("reads a file's bytes back exactly, every byte value and every length modulo 3 (bytes cross as base64)", async () => {
@@ -205,8 +200,7 @@ describe("capability host: script lifecycle", () => {
       "}",
       "return out;",
     ].join("\n");
-    const { executionId } = await requestScript(fx, path, code);
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({ status: "succeeded", result: [true, true, true, true, true, true, true, true] });
+    expect(await settlementOf(fx, path, code)).toEqual({ status: "succeeded", result: [true, true, true, true, true, true, true, true] });
   });
 
   it("refuses a stream read from an offset that is not a positive integer (Infinity crosses as null), where it read from offset 1", async () => {
@@ -219,8 +213,7 @@ describe("capability host: script lifecycle", () => {
       "out.push(String((await itx.streams.get(itx.agent.path).read({ fromOffset: 1, limit: 1 })).length));",
       "return out;",
     ].join("\n");
-    const { executionId } = await requestScript(fx, path, code);
-    expect((await waitSettled(fx.store, path, executionId)).payload.settlement).toEqual({
+    expect(await settlementOf(fx, path, code)).toEqual({
       status: "succeeded",
       result: [
         "ItxInputError: read({fromOffset}): fromOffset must be an integer ≥ 1, got null",

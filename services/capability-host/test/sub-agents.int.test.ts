@@ -3,7 +3,7 @@
 // as developer context with actor {type: "agent", path: <caller>}.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 import { senderDigest } from "../src/itx/host-calls.ts";
 
 let fx: HostFixture;
@@ -54,8 +54,7 @@ it("two agents message one board from runs with the same id: both messages land,
     // Each sender may append to the board (its grant, as a key with that scope gives it).
     await fx.store.append(sender, [{ type: "agent/created", payload: { grant: [{ prefix: board, verbs: ["append"] }] } }]);
     const message = `await itx.agents.get(${JSON.stringify(board)}).message(${JSON.stringify(`from ${sender}`)}); return "sent";`;
-    const { executionId } = await requestScript(fx, sender, message, { executionId: "job-1" });
-    expect((await waitSettled(fx.store, sender, executionId)).payload.settlement).toEqual({ status: "succeeded", result: "sent" });
+    expect(await settlementOf(fx, sender, message, { executionId: "job-1" })).toEqual({ status: "succeeded", result: "sent" });
   }
   const messages = (await fx.store.read(board)).flatMap((e) => (e.type === "agents/context-added" ? [e.payload.content] : []));
   expect(messages).toEqual([`from ${p1}`, `from ${p2}`]);
