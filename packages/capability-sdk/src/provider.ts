@@ -160,7 +160,7 @@ function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions, inst
       // thrown from the promise chain below it would end the provider's process.
       const reply = (body: CallReply | CallAccepted): void => {
         try {
-          msg.respond(JSON.stringify(body));
+          msg.respond(fitting(nc, body, options.namespace));
         } catch (e) {
           options.onError?.(e);
         }
@@ -180,6 +180,19 @@ function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions, inst
         );
     },
   });
+}
+
+/**
+ * A reply as one NATS message. A result past the server's message limit would fail to send and
+ * leave the host waiting for its call timeout, then blaming a dead provider; it is answered with
+ * an error that says so instead.
+ */
+function fitting(nc: NatsConnection, body: CallReply | CallAccepted, namespace: string): Uint8Array {
+  const bytes = new TextEncoder().encode(JSON.stringify(body));
+  const limit = nc.info?.max_payload;
+  if (limit === undefined || bytes.length <= limit) return bytes;
+  const error = `the result of a call to itx.${namespace} is ${bytes.length} bytes as JSON, past the ${limit} bytes one NATS message carries (the server's max_payload); return less per call`;
+  return new TextEncoder().encode(JSON.stringify({ ok: false, error } satisfies CallReply));
 }
 
 async function register(nc: NatsConnection, registration: RegisterRequest): Promise<void> {

@@ -9,7 +9,7 @@ import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROVIDERS_BUCKET } from "../src/index.ts";
-import { type HostFixture, requestScript, startFixture, uniquePath, waitSettled } from "./harness.ts";
+import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 import { makeRepoFixture, type RepoFixture, startRepoProviderProcess } from "./repo-fixture.ts";
 
 let fx: HostFixture;
@@ -60,6 +60,39 @@ describe("capability providers", () => {
     expect(a).toMatchObject({ status: "failed", failureKind: "runtime" });
     expect(a.status === "failed" && a.error).toContain('no capability provider registered the namespace "weather"');
     await providerNc.close();
+  });
+
+  it("a call or a result past NATS's message limit fails at once, saying so, not as a provider gone after its timeout", async () => {
+    const providerNc = await connect({ servers: fx.server.url });
+    const provider = await startCapabilityProvider(providerNc, {
+      namespace: "bulk",
+      declarations: `interface Itx { bulk: { size(text: string): Promise<number>; make(length: number): Promise<string> } }`,
+      methods: { size: (args) => (args[0] as string).length, make: (args) => "y".repeat(args[0] as number) },
+    });
+    try {
+      const path = uniquePath("bulk");
+      const code = [
+        "const out: string[] = [];",
+        "const started = Date.now();",
+        'try { out.push(String(await itx.bulk.size("x".repeat(2_000_000)))); } catch (e) { out.push(String(e)); }',
+        "try { out.push(String((await itx.bulk.make(2_000_000)).length)); } catch (e) { out.push(String(e)); }",
+        'out.push(String(await itx.bulk.size("x".repeat(1_000))), String((await itx.bulk.make(1_000)).length));',
+        "out.push(Date.now() - started < 2_000 ? \"fast\" : \"slow\");",
+        "return out;",
+      ];
+      const s = await settlementOf(fx, path, code);
+      if (s.status !== "succeeded") throw new Error(`expected success, got ${JSON.stringify(s)}`);
+      const [call, result, ...rest] = s.result as string[];
+      expect(call).toContain("itx.bulk.size was not called: its arguments are 2000");
+      expect(call).toContain("(the server's max_payload, less room for headers). Pass less per call.");
+      expect(result).toContain("the result of a call to itx.bulk is 2000");
+      expect(result).toContain("past the 1048576 bytes one NATS message carries (the server's max_payload); return less per call");
+      // The provider serves on, and neither failure waited for the call timeout (3 s here).
+      expect(rest).toEqual(["1000", "1000", "fast"]);
+    } finally {
+      await provider.stop();
+      await providerNc.close();
+    }
   });
 
   it("scenario 1b: itx.repo.listPulls from the example provider process settles 7, and a killed provider fails naming itx.repo", async () => {

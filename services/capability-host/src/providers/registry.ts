@@ -30,6 +30,8 @@ export const PROVIDERS_BUCKET = "CAPABILITY_PROVIDERS";
 
 /** How often a host asks the provider instance running a call whether it still lives. */
 export const PROVIDER_PROBE_EVERY_MS = 500;
+/** A call's headers fit in this much of a message beside its body. */
+const CALL_HEADERS_ROOM = 1024;
 /** "No responders" this many times in a row (not a reconnect's moment) means the instance is gone. */
 const GONE_AFTER_PROBES = 3;
 
@@ -48,7 +50,7 @@ export type ProviderEntry = z.infer<typeof entrySchema>;
 export class ProviderCallError extends Error {
   override readonly name = "ProviderCallError";
   constructor(
-    readonly code: "provider_unavailable" | "provider_gone" | "provider_failed",
+    readonly code: "provider_unavailable" | "provider_gone" | "provider_failed" | "call_too_large",
     message: string,
   ) {
     super(message);
@@ -108,7 +110,17 @@ export class ProviderRegistry {
     if (entry.expiresAtMs <= this.now()) {
       throw new ProviderCallError("provider_gone", `The capability provider for itx.${namespace} is gone (its registration lapsed); itx.${namespace}.${method} was not called.`);
     }
-    const reply = await this.awaitReply(namespace, method, JSON.stringify({ method, args, caller }), timeoutMs);
+    const body = new TextEncoder().encode(JSON.stringify({ method, args, caller }));
+    // Past the server's message limit the client refuses to publish; that must not read as a dead provider.
+    const limit = this.nc.info?.max_payload;
+    if (limit !== undefined && body.length > limit - CALL_HEADERS_ROOM) {
+      throw new ProviderCallError(
+        "call_too_large",
+        `itx.${namespace}.${method} was not called: its arguments are ${body.length} bytes as JSON, past the ${limit - CALL_HEADERS_ROOM} bytes ` +
+          `one NATS message carries to a provider (the server's max_payload, less room for headers). Pass less per call.`,
+      );
+    }
+    const reply = await this.awaitReply(namespace, method, body, timeoutMs);
     if (!reply.ok) throw new ProviderCallError("provider_failed", `itx.${namespace}.${method} failed: ${reply.error}`);
     return reply.result;
   }
@@ -123,7 +135,7 @@ export class ProviderRegistry {
    * probe (a provider that is only slow or frozen, or NATS not answering) counts as alive, so only
    * the timeout bounds those. Nobody subscribed to the call at all fails at once too.
    */
-  private awaitReply(namespace: string, method: string, body: string, timeoutMs: number): Promise<CallReply> {
+  private awaitReply(namespace: string, method: string, body: Uint8Array, timeoutMs: number): Promise<CallReply> {
     return new Promise<CallReply>((resolve, reject) => {
       const inbox = createInbox();
       let probing: ReturnType<typeof setInterval> | undefined;
