@@ -84,18 +84,20 @@ describe("API-requested scripts carry the requesting key's scope", () => {
 
   it("HTTP: the gateway stamps the key's scope, overwriting a client-supplied requester", async () => {
     const path = "/agents/a/scripts";
+    await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
     const forged = { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] };
     const res = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, {
       key: tenantA.apiKey,
       body: { events: [scriptRequest("plain"), scriptRequest("forged", { requester: forged })] },
     });
     expect(res.status).toBe(200);
-    const stored = await ts.store.read(path);
+    const stored = await ts.store.read(path, { fromOffset: 2 });
     expect(stored.map((e) => (e.payload as { requester?: unknown }).requester)).toEqual([stamp, stamp]);
   });
 
   it("gRPC: the same stamp, and the same 403 for a wider grant", async () => {
     const path = "/agents/a/grpc";
+    await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
     const md = new Metadata();
     md.set("authorization", `Bearer ${tenantA.apiKey}`);
     const append = (events: { type: string; payload: unknown }[]) =>
@@ -105,7 +107,7 @@ describe("API-requested scripts carry the requesting key's scope", () => {
         ),
       );
     await append([scriptRequest("g1", { requester: { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] } })]);
-    const [event] = await ts.store.read(path);
+    const [event] = await ts.store.read(path, { fromOffset: 2 });
     expect((event!.payload as { requester?: unknown }).requester).toEqual(stamp);
     await expect(append([{ type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/agents/b", verbs: ["read"] }] } }])).rejects.toMatchObject({
       code: status.PERMISSION_DENIED,

@@ -1,4 +1,4 @@
-// A message to a path with no agent is refused by the gateway (404 "no agent at PATH; create
+// A message or a script request to a path with no agent is refused by the gateway (404 "no agent at PATH; create
 // it with `agents create PATH`") and writes nothing, so `create` still works afterwards; a
 // batch that brings its own birth, and writers other than user input, are not held.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,5 +60,17 @@ describe("user input needs an agent", () => {
     expect(res.status).toBe(200);
     // and user input on that birthless stream is still refused
     expect((await append(path, [userMessage("hi")])).status).toBe(404);
+  });
+
+  it("404 for a script request to a path with no agent, nothing written; once created it is accepted", async () => {
+    const path = "/agents/web/no-agent-script";
+    const script = { type: "capability-host/script-run-requested", payload: { code: "return 1;", executionId: "ops-1", expiresAt: new Date(Date.now() + 60_000).toISOString() } };
+    const refused = await append(path, [script]);
+    expect(refused.status).toBe(404);
+    expect(refused.body.error.message).toBe(`no agent at ${path}; create it with \`agents create ${path}\``);
+    expect(refused.body.error.details).toMatchObject({ streamPath: path, index: 0 });
+    expect(await ts.store.lastOffset(path)).toBe(0);
+    expect((await http(gw.url, "POST", "/v1/agents", { body: { streamPath: path } })).status).toBe(201);
+    expect((await append(path, [script])).status).toBe(200);
   });
 });

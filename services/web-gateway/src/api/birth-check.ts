@@ -1,5 +1,5 @@
-// The gateway's guard for the core's birth rule (agent-core `firstUnbornUserInput`): user input
-// sent to a path with no agent is refused with 404 "no agent at PATH; create it with …" before
+// The gateway's guard for the core's birth rule (agent-core `firstUnbornInput`): user input or a
+// script request sent to a path with no agent is refused with 404 "no agent at PATH; create it with …" before
 // anything is written, so no stream without a birth is ever created by a send. The batch is
 // validated first, so a malformed batch still gets its 400 naming the field.
 //
@@ -7,7 +7,7 @@
 // only on an empty stream, so that is where every birth is. A path once seen born is
 // remembered (a birth is never undone), so the check costs one 1-event read per path.
 
-import { firstUnbornUserInput, noAgentMessage } from "@agentrt/agent-core";
+import { firstUnbornInput, noAgentMessage } from "@agentrt/agent-core";
 import { parseEventInput } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
@@ -20,13 +20,13 @@ export class BirthCheck {
 
   constructor(private readonly store: EventStore) {}
 
-  /** Throws a 400 for an invalid batch and a 404 for user input to a path with no agent. */
-  async assertUserInputHasAgent(streamPath: string, events: readonly unknown[]): Promise<void> {
+  /** Throws a 400 for an invalid batch and a 404 for user input or a script request to a path with no agent. */
+  async assertInputHasAgent(streamPath: string, events: readonly unknown[]): Promise<void> {
     const batch = events.map((event, index) => parseEventInput(event, index));
-    if (firstUnbornUserInput(batch, false) === null) return; // no user input that a missing birth would hold: no read
-    const index = firstUnbornUserInput(batch, await this.isBorn(streamPath));
+    if (firstUnbornInput(batch, false) === null) return; // nothing that a missing birth would hold: no read
+    const index = firstUnbornInput(batch, await this.isBorn(streamPath));
     if (index === null) return;
-    throw new GatewayError("not_found", noAgentMessage(streamPath), { streamPath, index, rule: "user input needs an agent (agent/created) first" });
+    throw new GatewayError("not_found", noAgentMessage(streamPath), { streamPath, index, rule: "user input and script requests need an agent (agent/created) first" });
   }
 
   private async isBorn(streamPath: string): Promise<boolean> {

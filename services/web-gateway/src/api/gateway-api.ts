@@ -142,7 +142,7 @@ export class GatewayApi<S = unknown> {
     const startedAt = Date.now();
     // Refused here with a 413 naming the event and the limit; the store checks again.
     assertEventSizes(events, this.limits.maxEventBytes);
-    await this.births.assertUserInputHasAgent(streamPath, events);
+    await this.births.assertInputHasAgent(streamPath, events);
     const result = await this.appends.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
     if (this.tracer !== undefined && result.status === "committed") {
       // A user's message is where a turn starts: its span opens the turn's trace, which the
