@@ -11,7 +11,8 @@ import { startNatsServer } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "./k8s-schema.ts";
 import { byKind, containersOf, envOf, findOne, podTemplates } from "./manifests.ts";
-import { chartDir, renderChart } from "./render.ts";
+import YAML from "yaml";
+import { chartDir, helm, renderChart } from "./render.ts";
 
 const SERVICES = ["web-gateway", "agent-reducer", "llm-driver", "capability-host"];
 const authFile = readFileSync(join(chartDir, "files", "nats-authorization.conf"), "utf8");
@@ -31,7 +32,7 @@ describe("the chart's NATS users", () => {
     const manifests = await renderChart();
     const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === "rt-agentrt-nats-users") as Manifest & { data: Record<string, string> };
     expect(Object.keys(secret.data).sort()).toEqual([...NATS_SERVICE_USERS].sort());
-    for (const value of Object.values(secret.data)) expect(Buffer.from(value, "base64").toString()).toMatch(/^[A-Za-z0-9]{32}$/);
+    for (const value of Object.values(secret.data)) expect(Buffer.from(value, "base64").toString()).toMatch(/^[A-Za-z][A-Za-z0-9]{31}$/);
     const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
     expect(conf).toContain(authFile.trim());
     const nats = findOne(podTemplates(manifests), (p) => p.component === "nats");
@@ -43,6 +44,26 @@ describe("the chart's NATS users", () => {
       const env = serviceEnv(manifests, service);
       expect(env.get("NATS_USER")?.value, service).toBe(service);
       expect(env.get("NATS_PASSWORD")?.valueFrom?.secretKeyRef, service).toEqual({ name: "rt-agentrt-nats-users", key: service });
+    }
+  });
+
+  it("generated passwords start with a letter, which nats-server needs of a password it reads from its env", async () => {
+    // One in six characters of randAlphaNum is a digit: five users over eight renders all starting
+    // with a letter by chance is about one in a thousand.
+    const generated: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const secret = YAML.parse(await helm(["template", `pw${i}`, chartDir, "--show-only", "templates/nats/users-secret.yaml"])) as { data: Record<string, string> };
+      generated.push(...Object.values(secret.data).map((value) => Buffer.from(value, "base64").toString()));
+    }
+    expect(generated).toHaveLength(8 * NATS_SERVICE_USERS.length);
+    expect(generated.filter((password) => !/^[A-Za-z]/.test(password))).toEqual([]);
+    // Why: a password such as "4k9…" (digits, a size suffix, a digit) is not a value nats-server can parse.
+    const user = NATS_SERVICE_USERS[0];
+    process.env[natsPasswordEnvName(user)] = "4k9XyZabcdefghijklmnopqrstuvwxyz";
+    try {
+      await expect(startNatsServer({ extraConfig: authFile, readyTimeoutMs: 5_000 })).rejects.toThrow(/could not be parsed/);
+    } finally {
+      delete process.env[natsPasswordEnvName(user)];
     }
   });
 
