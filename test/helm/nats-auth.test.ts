@@ -58,7 +58,7 @@ describe("the chart's NATS users", () => {
     expect(generated).toHaveLength(8 * NATS_SERVICE_USERS.length);
     expect(generated.filter((password) => !/^[A-Za-z]/.test(password))).toEqual([]);
     // Why: a password such as "4k9…" (digits, a size suffix, a digit) is not a value nats-server can parse.
-    const user = NATS_SERVICE_USERS[0];
+    const user = NATS_SERVICE_USERS[0]!;
     process.env[natsPasswordEnvName(user)] = "4k9XyZabcdefghijklmnopqrstuvwxyz";
     try {
       await expect(startNatsServer({ extraConfig: authFile, readyTimeoutMs: 5_000 })).rejects.toThrow(/could not be parsed/);
