@@ -2,9 +2,10 @@
 // meta leader, no stream leaders) waits for it in-process and is serving once the nodes are
 // back — it does not exit and leave the restart to its supervisor, whose back-off (Kubernetes:
 // 10 s, 20 s, 40 s … 5 min) would keep it down long after NATS answered again. The chaos soak
-// saw 42 such start-up exits in one 10-minute run.
+// saw 42 such start-up exits in one 10-minute run. Meanwhile it answers /healthz (a startup
+// probe of 120 s would otherwise restart it into that back-off) and /readyz says it is starting.
 
-import { ensureWorkStreams } from "@agentrt/service-kit";
+import { ensureWorkStreams, STARTING_UP } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type NatsCluster, freeLoopbackPort, startNatsCluster, waitFor } from "@agentrt/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -65,6 +66,12 @@ describe("a service started while NATS cannot answer", () => {
     });
     await new Promise((r) => setTimeout(r, 3_000));
     for (const p of services) expect(p.running, `${p.name} still running while NATS cannot answer:\n${p.logs().slice(-2000)}`).toBe(true);
+    // ...alive meanwhile, so a startup or liveness probe does not kill it, and not ready
+    for (const p of services) {
+      expect(await p.healthz(), `${p.name} /healthz while it waits for NATS`).toBe(200);
+      const readyz = await fetch(`http://127.0.0.1:${p.opsPort}/readyz`);
+      expect([readyz.status, await readyz.text()], p.name).toEqual([503, `not ready; unmet: ${STARTING_UP}\n`]);
+    }
     for (const node of down) await node!.restart();
     // Then each becomes ready in the same process
     for (const p of services) await p.waitReady(90_000);

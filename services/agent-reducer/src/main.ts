@@ -29,6 +29,8 @@ void runService({
   logger,
   async start() {
     const metrics = createMetrics("agent-reducer");
+    // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const tracing = await createTracing("agent-reducer");
     // No echo: the reducer follows its partitions' live lane for the drivers' reply chunks and
     // publishes its own runtime changes and previews there, which it would otherwise be sent
@@ -96,7 +98,7 @@ void runService({
       "partition lease loop running": () => reducer.running(),
       ...(inProcess === undefined ? {} : { "in-process driver consuming": () => inProcess.driver.consuming() && !inProcess.nc.isClosed() }),
     });
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
+    ops.ready(readiness.unmet);
     logger.info(
       { opsPort: ops.port, startup, ...(inProcess === undefined ? {} : { inProcessDriver: { offline: inProcess.driver.offline, startup: inProcess.startup } }) },
       "agent-reducer ready",

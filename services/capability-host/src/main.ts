@@ -19,6 +19,8 @@ void runService({
   stopTimeoutMs: config.SCRIPT_MAX_RUN_MS + 5_000,
   async start() {
     const metrics = createMetrics("capability-host");
+    // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const phases = metrics.histogram("capability_host_phase_seconds", "Script phase durations", ["phase"]);
     const outcomes = metrics.counter("capability_host_scripts_total", "Scripts handled, by outcome", ["outcome"]);
     const replacedCheckers = metrics.counter("capability_host_typecheck_workers_replaced_total", "Typecheck worker threads replaced, by reason", ["reason"]);
@@ -83,7 +85,7 @@ void runService({
     });
     await host.consume();
     const readiness = trackReadiness(nc, { "script consumer running": () => host.consuming() });
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
+    ops.ready(readiness.unmet);
     logger.info({ opsPort: ops.port }, "capability-host ready");
     return stopInOrder(readiness, () => host.stop(), () => ops.close(), () => store.close(), () => nc.drain(), () => tracing.shutdown());
   },

@@ -18,9 +18,11 @@ void runService({
   logger,
   async start() {
     const metrics = createMetrics("llm-driver");
+    // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const started = await startLlmDriver({ config, logger, metrics, startup });
     const readiness = trackReadiness(started.nc, { "request consumer running": () => started.driver.consuming() });
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
+    ops.ready(readiness.unmet);
     logger.info({ opsPort: ops.port, offline: started.driver.offline, startup }, "llm-driver ready");
     return stopInOrder(readiness, () => started.stop(), () => ops.close());
   },

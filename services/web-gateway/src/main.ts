@@ -40,6 +40,8 @@ void runService({
       logger.warn("no API keys configured (AGENTRT_KEYS_FILE / AGENTRT_KEYS_JSON): every request will be refused with 401");
     }
     const metrics = createMetrics("web-gateway");
+    // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
+    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
     const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
     // Started while NATS elects leaders (a node restarting), each store waits for an answer.
@@ -89,7 +91,7 @@ void runService({
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
     // Ready while both connections (appends and live, and reads) are up and the gateway is not stopping.
     const readiness = trackReadiness(nc, { "read connection open": () => !readNc.isClosed() });
-    const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics, unmet: readiness.unmet });
+    ops.ready(readiness.unmet);
     logger.info({ http: `http://${config.HTTP_HOST}:${httpPort}`, grpcPort, opsPort: ops.port }, "web-gateway listening");
     return {
       async stop() {
