@@ -87,7 +87,12 @@ void runService({
       timeouts: { headersTimeoutMs: config.HEADERS_TIMEOUT_MS, requestTimeoutMs: config.REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS },
     });
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
-    const grpc = createGrpcServer(gateway.api, auth, logger, { liveLimiter: gateway.liveLimiter, maxJsonDepth: config.MAX_JSON_DEPTH });
+    const grpc = createGrpcServer(gateway.api, auth, logger, {
+      liveLimiter: gateway.liveLimiter,
+      maxJsonDepth: config.MAX_JSON_DEPTH,
+      maxRequestBytes: config.MAX_BODY_BYTES,
+      requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    });
     const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
     // Ready while both connections (appends and live, and reads) are up and the gateway is not stopping.
     const readiness = trackReadiness(nc, { "read connection open": () => !readNc.isClosed() });

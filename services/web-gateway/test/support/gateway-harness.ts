@@ -7,7 +7,7 @@ import { testLogger } from "@agentrt/testing";
 import { Authenticator } from "../../src/auth/authenticator.ts";
 import { mintApiKey, type Scope, type StoredKey } from "../../src/auth/keys.ts";
 import { createHttpGateway, type HttpGateway } from "../../src/gateway.ts";
-import { bindGrpc, createGrpcServer } from "../../src/grpc/server.ts";
+import { bindGrpc, createGrpcServer, type GrpcOptions } from "../../src/grpc/server.ts";
 import { gatewayCore } from "../../src/core.ts";
 import type { Server } from "@grpc/grpc-js";
 
@@ -35,6 +35,7 @@ export async function startTestGateway(options: {
   uiDistDir?: string;
   maxBodyBytes?: number;
   grpc?: boolean;
+  grpcOptions?: GrpcOptions;
 }): Promise<TestGateway> {
   const log = testLogger("web-gateway-test");
   const auth = new Authenticator({
@@ -55,7 +56,7 @@ export async function startTestGateway(options: {
   let grpcServer: Server | undefined;
   let grpcAddress = "";
   if (options.grpc === true) {
-    grpcServer = createGrpcServer(gateway.api, auth, log);
+    grpcServer = createGrpcServer(gateway.api, auth, log, options.grpcOptions);
     grpcAddress = `127.0.0.1:${await bindGrpc(grpcServer, "127.0.0.1", 0)}`;
   }
   return {
