@@ -11,7 +11,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { NATS_NAMES, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
+import { NATS_NAMES, natsInboxPrefix, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareAgent } from "../support/turns.ts";
@@ -136,6 +136,37 @@ describe("the gateway's NATS user is refused what it does not need", () => {
     await expect(jsm.streams.purge(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
     await expect(jsm.streams.update(NATS_NAMES.eventStream, { description: "reconfigured by the gateway" })).rejects.toThrow(/permission/i);
     await expect(gw.request(NATS_NAMES.interruptSubject, JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
+  });
+});
+
+describe("each NATS user reads only its own replies", () => {
+  it("the providers' user (handed to third parties) may not subscribe to every inbox nor to a service's, where tenants' events, KV values and files arrive", async () => {
+    const provider = await system.connectAs("capability-provider");
+    try {
+      // What a provider may read is still delivered to it, on its own prefix.
+      const own = provider.subscribe(`${natsInboxPrefix("capability-provider")}.probe`, { max: 1 });
+      await provider.flush();
+      system.nc.publish(`${natsInboxPrefix("capability-provider")}.probe`, "mine");
+      for await (const msg of own) expect(msg.string()).toBe("mine");
+      for (const subject of ["_INBOX.>", `${natsInboxPrefix("capability-host")}.>`, `${natsInboxPrefix("web-gateway")}.>`]) {
+        const sub = provider.subscribe(subject);
+        const outcome = await Promise.race([sub.closed, new Promise((resolve) => setTimeout(() => resolve("still open after 3 s"), 3_000))]);
+        expect(String(outcome), subject).toMatch(/permission/i);
+      }
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it("a service's user may not read another service's replies either", async () => {
+    const gateway = await system.connectAs("web-gateway");
+    try {
+      const sub = gateway.subscribe(`${natsInboxPrefix("capability-host")}.>`);
+      const outcome = await Promise.race([sub.closed, new Promise((resolve) => setTimeout(() => resolve("still open after 3 s"), 3_000))]);
+      expect(String(outcome)).toMatch(/permission/i);
+    } finally {
+      await gateway.close();
+    }
   });
 });
 

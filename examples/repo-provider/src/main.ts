@@ -3,7 +3,7 @@
 // until SIGTERM, when it revokes its registration and drains. It may start before NATS or the
 // host: the connection waits for NATS and the SDK keeps retrying the registration.
 
-import { type RunningProvider, startCapabilityProvider } from "@agentrt/capability-sdk";
+import { PROVIDER_INBOX_PREFIX, type RunningProvider, startCapabilityProvider } from "@agentrt/capability-sdk";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { z } from "zod";
@@ -37,7 +37,8 @@ async function main(): Promise<void> {
   const nc = await connect({
     servers: env.NATS_URL.split(",").map((s) => s.trim()),
     name: "repo-provider",
-    ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "" }),
+    // As the capability-provider user, replies come on its own inbox prefix (the only one it may read).
+    ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "", inboxPrefix: PROVIDER_INBOX_PREFIX }),
     waitOnFirstConnect: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,

@@ -20,6 +20,12 @@
 
 import { z } from "zod";
 
+/**
+ * The reply subjects of the `capability-provider` NATS user (service-kit's `natsInboxPrefix`). A
+ * provider that connects as that user sets it as nats.js's `inboxPrefix`: the user may read only
+ * its own replies (its registration's answer among them), not every user's `_INBOX.>`.
+ */
+export const PROVIDER_INBOX_PREFIX = "_INBOX_capability-provider";
 export const REGISTER_SUBJECT = "agentrt.capabilities.register";
 export const REVOKE_SUBJECT = "agentrt.capabilities.revoke";
 export const CALL_SUBJECT_PREFIX = "agentrt.capabilities.call.";

@@ -7,7 +7,8 @@
 // checks them against the modules that define them and runs a whole turn with every service
 // connected as its own user, which is what proves these lists complete.
 //
-// JetStream is driven by requests on `$JS.API.*` (answered on `_INBOX.*`), so a grant on a
+// JetStream is driven by requests on `$JS.API.*` (answered on each user's own inbox prefix,
+// `natsInboxPrefix`), so a grant on a
 // stream is a list of API subjects, not a wildcard over `$JS.API.>`: nobody but its owners may
 // create, delete or purge a stream, and only the services that need one can read it.
 
@@ -114,7 +115,17 @@ const objectStore = (bucket: string): string[] => [...streamUse(`OBJ_${bucket}`,
 
 /** Every JetStream client asks the account's API level first. */
 const JS_ACCOUNT = ["$JS.API.INFO"];
-const REPLIES = "_INBOX.>";
+
+/**
+ * The reply subjects of one user's connections (nats.js `inboxPrefix`; `connectNats` sets it).
+ * Replies carry what a request asked for: JetStream deliveries, direct gets, KV values and file
+ * chunks, provider results. Granted `_INBOX.>` alike, any user (the providers' one, handed to
+ * third parties, among them) could subscribe to every other's and read every tenant's events,
+ * KV values and files; each user now reads only its own.
+ */
+export function natsInboxPrefix(user: string): string {
+  return `_INBOX_${user}`;
+}
 
 /**
  * The event store: append (durable, and the live lane where the service writes it) and read.
@@ -137,7 +148,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
   // work queue, no leases, no buckets, no interrupts.
   "web-gateway": {
     publish: { allow: [...JS_ACCOUNT, ...eventStore({ live: false })] },
-    subscribe: { allow: [REPLIES, `${N.ephemeralPrefix}.>`] },
+    subscribe: { allow: [`${natsInboxPrefix("web-gateway")}.>`, `${N.ephemeralPrefix}.>`] },
     allowResponses: false,
   },
   // Folds partitions (feed, live feed), holds partition leases, snapshots, publishes work items
@@ -158,7 +169,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         N.interruptSubject,
       ],
     },
-    subscribe: { allow: [REPLIES, `${N.ephemeralPrefix}.>`, `${N.leaseLivenessPrefix}.>`] },
+    subscribe: { allow: [`${natsInboxPrefix("agent-reducer")}.>`, `${N.ephemeralPrefix}.>`, `${N.leaseLivenessPrefix}.>`] },
     // Answers its peers' liveness probes.
     allowResponses: true,
   },
@@ -175,7 +186,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         `${N.workClaimLivenessPrefix}.llm.>`,
       ],
     },
-    subscribe: { allow: [REPLIES, N.interruptSubject, `${N.workClaimLivenessPrefix}.llm.>`] },
+    subscribe: { allow: [`${natsInboxPrefix("llm-driver")}.>`, N.interruptSubject, `${N.workClaimLivenessPrefix}.llm.>`] },
     allowResponses: true,
   },
   // Claims script work items, appends run events, keeps agents' KV and files and the provider
@@ -202,7 +213,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         `${N.capabilitiesPrefix}.alive.>`,
       ],
     },
-    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`, `${N.workClaimLivenessPrefix}.script.>`] },
+    subscribe: { allow: [`${natsInboxPrefix("capability-host")}.>`, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`, `${N.workClaimLivenessPrefix}.script.>`] },
     allowResponses: true,
   },
   // An external capability provider (capability-sdk): registers with the hosts, answers calls.
@@ -211,7 +222,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
     // Its liveness subject (`alive.<instance id>`): a static list cannot name one instance, so a
     // provider could answer another's probes — which only leaves a host waiting for its call
     // timeout, as without probes.
-    subscribe: { allow: [REPLIES, `${N.capabilitiesPrefix}.call.>`, `${N.capabilitiesPrefix}.alive.>`] },
+    subscribe: { allow: [`${natsInboxPrefix("capability-provider")}.>`, `${N.capabilitiesPrefix}.call.>`, `${N.capabilitiesPrefix}.alive.>`] },
     // Answers each call twice: the instance that took it, then the result.
     allowResponses: 2,
   },

@@ -5,6 +5,7 @@
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
+import { natsInboxPrefix } from "./nats-permissions.ts";
 import { natsServers, withoutCredentials } from "./nats-urls.ts";
 
 export type { NatsConnection } from "@nats-io/nats-core";
@@ -40,7 +41,8 @@ export async function connectNats(options: NatsConnectOptions): Promise<NatsConn
   const nc = await connect({
     servers,
     name: options.name,
-    ...(options.user === undefined ? {} : { user: options.user, pass: options.pass ?? "" }),
+    // A user's replies come on its own inbox prefix, the only one its permissions let it read.
+    ...(options.user === undefined ? {} : { user: options.user, pass: options.pass ?? "", inboxPrefix: natsInboxPrefix(options.user) }),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     waitOnFirstConnect: true,

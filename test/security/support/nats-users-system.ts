@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { NATS_SERVICE_USERS, renderNatsAuthorization, type NatsServiceUser } from "@agentrt/service-kit";
+import { NATS_SERVICE_USERS, natsInboxPrefix, renderNatsAuthorization, type NatsServiceUser } from "@agentrt/service-kit";
 import type { FakeModel, FakeModelOptions, NatsServer } from "@agentrt/testing";
 import type { ProcessGroup } from "../../support/processes.ts";
 import { startSystem } from "../../support/system.ts";
@@ -74,7 +74,7 @@ export async function startNatsUsersSystem(
     nats,
     gatewayUrl,
     passwords,
-    connectAs: (user) => connect({ servers: nats.url, user, pass: passwords[user], maxReconnectAttempts: 0 }),
+    connectAs: (user) => connect({ servers: nats.url, user, pass: passwords[user], inboxPrefix: natsInboxPrefix(user), maxReconnectAttempts: 0 }),
     violations: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "").split("\n").filter((line) => /violation/i.test(line)),
     stop: () => system.stop(),
   };

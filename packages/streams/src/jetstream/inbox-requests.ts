@@ -20,8 +20,17 @@ interface Pending {
   readonly deadline: number;
 }
 
+/**
+ * A new inbox under the connection's own prefix (nats.js `inboxPrefix`, which `connectNats` sets
+ * per NATS user): a user may read only its own replies, so a reply subject made without it would
+ * never be delivered.
+ */
+export function newInbox(nc: NatsConnection): string {
+  return createInbox((nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+}
+
 export class InboxRequests {
-  private readonly prefix = createInbox();
+  private readonly prefix: string;
   private readonly pending = new Map<string, Pending>();
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
@@ -32,6 +41,7 @@ export class InboxRequests {
     /** How long a request waits for its answer. */
     readonly timeoutMs: number,
   ) {
+    this.prefix = newInbox(nc);
     this.subscription = nc.subscribe(`${this.prefix}.*`, { callback: (_error, msg) => this.onAnswer(msg) });
     this.sweeper = setInterval(() => this.expire(), Math.max(50, Math.min(1000, timeoutMs / 4)));
     this.sweeper.unref();

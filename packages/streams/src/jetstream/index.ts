@@ -11,3 +11,5 @@ export { LIVE_TYPES_HEADER } from "./subjects.ts";
 // The one rule for "NATS did not answer; trying again may succeed", for the services' own
 // start-up waits and retries (service-kit) as well as the store's error classification.
 export { isTransient as isTransientNatsError } from "./errors.ts";
+// A reply subject under the connection's own inbox prefix (each NATS user reads only its own).
+export { newInbox } from "./inbox-requests.ts";

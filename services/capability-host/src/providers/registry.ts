@@ -21,7 +21,8 @@ import {
   revokeRequestSchema,
 } from "@agentrt/capability-sdk";
 import type { KV } from "@nats-io/kv";
-import { createInbox, errors, headers, type NatsConnection, type Subscription } from "@nats-io/nats-core";
+import { newInbox } from "@agentrt/streams/jetstream";
+import { errors, headers, type NatsConnection, type Subscription } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { parseJsonOrUndefined, untilNatsAnswers } from "@agentrt/service-kit";
@@ -137,7 +138,7 @@ export class ProviderRegistry {
    */
   private awaitReply(namespace: string, method: string, body: Uint8Array, timeoutMs: number): Promise<CallReply> {
     return new Promise<CallReply>((resolve, reject) => {
-      const inbox = createInbox();
+      const inbox = newInbox(this.nc);
       let probing: ReturnType<typeof setInterval> | undefined;
       let settled = false;
       const finish = (outcome: () => void): void => {
