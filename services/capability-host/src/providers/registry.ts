@@ -16,6 +16,7 @@ import {
   parseJson,
   REGISTER_SUBJECT,
   type RegisterReply,
+  type RegisterRequest,
   registerRequestSchema,
   REVOKE_SUBJECT,
   revokeRequestSchema,
@@ -31,6 +32,10 @@ export const PROVIDERS_BUCKET = "CAPABILITY_PROVIDERS";
 
 /** How often a host asks the provider instance running a call whether it still lives. */
 export const PROVIDER_PROBE_EVERY_MS = 500;
+/** Live provider namespaces a host takes at once (built-ins aside). */
+export const MAX_PROVIDER_NAMESPACES = 64;
+/** Characters of declarations all live providers may have together: every script's typecheck reads them. */
+export const MAX_PROVIDER_DECLARATIONS = 512 * 1024;
 /** A call's headers fit in this much of a message beside its body. */
 const CALL_HEADERS_ROOM = 1024;
 /** "No responders" this many times in a row (not a reconnect's moment) means the instance is gone. */
@@ -217,6 +222,11 @@ export class ProviderRegistry {
     const request = parsed.value;
     const syntax = await declarationSyntaxError(request.namespace, request.declarations);
     if (syntax !== null) return { ok: false, error: `declarations: ${syntax}` };
+    const refused = this.overLimits(request);
+    if (refused !== null) {
+      this.logger.warn({ namespace: request.namespace, instanceId: request.instanceId, reason: refused }, "capability registration refused");
+      return { ok: false, error: refused };
+    }
     const previous = this.entries.get(request.namespace);
     const entry: ProviderEntry = {
       ...request,
@@ -229,6 +239,27 @@ export class ProviderRegistry {
       this.logger.info({ namespace: request.namespace, instanceId: request.instanceId, methods: request.methods }, "capability provided");
     }
     return { ok: true };
+  }
+
+  /**
+   * Every live provider's declarations go into every script's typecheck, and a registration is
+   * kept for up to 10 minutes: without a bound, one provider user registered 100 namespaces of
+   * 195 KB each and every script on the host failed its typecheck (the checkers ran out of
+   * memory). A renewal replaces its own namespace, so it is counted once.
+   */
+  private overLimits(request: RegisterRequest): string | null {
+    const others = this.live().filter((e) => e.namespace !== request.namespace);
+    if (others.length + 1 > MAX_PROVIDER_NAMESPACES) {
+      return `too many capability providers: ${others.length} namespaces are registered and at most ${MAX_PROVIDER_NAMESPACES} may be; "${request.namespace}" was not registered`;
+    }
+    const bytes = others.reduce((sum, e) => sum + e.declarations.length, 0) + request.declarations.length;
+    if (bytes > MAX_PROVIDER_DECLARATIONS) {
+      return (
+        `declarations: the registered providers' declarations would be ${bytes} characters, past the ${MAX_PROVIDER_DECLARATIONS} every script's typecheck ` +
+        `takes in all; "${request.namespace}" was not registered`
+      );
+    }
+    return null;
   }
 
   private async onRevoke(body: string): Promise<RegisterReply> {
