@@ -35,7 +35,7 @@ describe("capability provider registrations are bounded", () => {
       const refused = await register("onemore", each);
       expect(refused.ok).toBe(false);
       expect(refused.error).toContain(`past the ${MAX_PROVIDER_DECLARATIONS} every script's typecheck takes in all; "onemore" was not registered`);
-      expect(fx.host.registry.live().map((e) => e.namespace)).not.toContain("onemore");
+      expect(fx.host!.registry.live().map((e) => e.namespace)).not.toContain("onemore");
       // A renewal of a registered namespace is counted once, not twice
       expect(await register("big0", each, "big0-1")).toEqual({ ok: true });
       // And a script still typechecks and runs
@@ -48,7 +48,7 @@ describe("capability provider registrations are bounded", () => {
   it(`refuses a namespace past the ${MAX_PROVIDER_NAMESPACES} a host takes`, async () => {
     const nc = await connect({ servers: fx.server.url });
     try {
-      const live = fx.host.registry.live().length;
+      const live = fx.host!.registry.live().length;
       const outcomes: boolean[] = [];
       for (let i = live; i <= MAX_PROVIDER_NAMESPACES; i++) {
         const request = { namespace: `small${i}`, instanceId: `small${i}`, methods: ["ping"], declarations: declarations(`small${i}`), ttlMs: 60_000 };
@@ -56,7 +56,7 @@ describe("capability provider registrations are bounded", () => {
       }
       expect(outcomes.at(-1)).toBe(false);
       expect(outcomes.slice(0, -1).every(Boolean)).toBe(true);
-      expect(fx.host.registry.live()).toHaveLength(MAX_PROVIDER_NAMESPACES);
+      expect(fx.host!.registry.live()).toHaveLength(MAX_PROVIDER_NAMESPACES);
     } finally {
       await nc.close();
     }
