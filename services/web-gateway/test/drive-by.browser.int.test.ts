@@ -127,6 +127,29 @@ describe("a visited page against the dev-mode gateway", () => {
     await page.getByTestId("create-path").waitFor({ timeout: 15_000 });
   });
 
+  it("would not run a script injected into the UI (the key is in its localStorage): no inline handler, no inline script", { timeout: 60_000 }, async () => {
+    // Given the UI working on its own page
+    await page.goto(gw.url);
+    await page.getByTestId("create-path").waitFor({ timeout: 15_000 });
+    // When markup with an inline handler and an inline script lands in its document (as an escaping mistake would put it)
+    const ran = await page.evaluate(
+      () =>
+        new Promise<string[]>((resolve) => {
+          const g = globalThis as unknown as { document: { body: { insertAdjacentHTML(where: string, html: string): void; append(node: unknown): void }; createElement(tag: "script"): { textContent: string } }; __ran?: string[] };
+          g.__ran = [];
+          g.document.body.insertAdjacentHTML("beforeend", '<img src="data:," onerror="globalThis.__ran.push(\'handler\')">');
+          const script = g.document.createElement("script");
+          script.textContent = "globalThis.__ran.push('script')";
+          g.document.body.append(script);
+          setTimeout(() => resolve(g.__ran ?? []), 1_000);
+        }),
+    );
+    // Then neither runs: the policy allows only the gateway's own script files
+    expect(ran).toEqual([]);
+    // ...and the UI still works under it
+    expect(await page.getByTestId("create-path").count()).toBe(1);
+  });
+
   it("cannot read through a DNS name re-pointed at the gateway (rebinding): the page and the API answer 403", { timeout: 60_000 }, async () => {
     const rebound = `http://rebind.test:${new URL(gw.url).port}`;
     const loaded = await page.goto(`${rebound}/`);

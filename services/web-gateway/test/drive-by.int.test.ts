@@ -11,6 +11,7 @@ import { ensureUiBuilt } from "./support/browser.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
 import { enc } from "./support/http.ts";
 import { openTestStore, type TestStore } from "./support/store.ts";
+import { CONTENT_SECURITY_POLICY } from "../src/http/browser-guards.ts";
 
 interface RawAnswer {
   readonly status: number;
@@ -130,7 +131,8 @@ describe("every answer refuses to be framed or sniffed", () => {
     ];
     expect(answers.map((a) => a.status)).toEqual([200, 200, 404, 401, 200]);
     for (const answer of answers) {
-      expect(answer.headers.get("content-security-policy"), answer.url).toBe("frame-ancestors 'none'");
+      expect(answer.headers.get("content-security-policy"), answer.url).toBe(CONTENT_SECURITY_POLICY);
+      expect(CONTENT_SECURITY_POLICY).toContain("frame-ancestors 'none'");
       expect(answer.headers.get("x-frame-options"), answer.url).toBe("DENY");
       expect(answer.headers.get("x-content-type-options"), answer.url).toBe("nosniff");
       expect(answer.headers.get("referrer-policy"), answer.url).toBe("no-referrer");
@@ -153,7 +155,7 @@ describe("every answer refuses to be framed or sniffed", () => {
     });
     expect(refusal.status).toBe(401);
     expect(refusal.headers).toMatchObject({
-      "content-security-policy": "frame-ancestors 'none'",
+      "content-security-policy": CONTENT_SECURITY_POLICY,
       "x-frame-options": "DENY",
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",

@@ -102,8 +102,17 @@ export function assertJsonBody(headers: IncomingHttpHeaders): void {
  * under its own and have the user click Send or Pause for it: clickjacking), no answer is
  * sniffed as another type than it says, and no address leaks in a Referer.
  */
+/**
+ * Scripts only from the gateway's own files, never inline: the UI holds the API key in
+ * localStorage, so a script injected into it one day (an escaping mistake) must not run.
+ * Styles may be inline (the UI sets element styles); connections only to this origin.
+ */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " +
+  "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 export const BROWSER_HEADERS: Readonly<Record<string, string>> = {
-  "content-security-policy": "frame-ancestors 'none'",
+  "content-security-policy": CONTENT_SECURITY_POLICY,
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
