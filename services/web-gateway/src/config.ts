@@ -10,6 +10,8 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   GRPC_PORT: port.default(8081),
   /** JSON file `{keys: [...]}` of hashed API keys (see `pnpm agents keys create`). */
   AGENTRT_KEYS_FILE: z.string().optional(),
+  /** How often the keys file is read again: a key added, rotated or revoked there takes effect this soon (0: never). */
+  AGENTRT_KEYS_RELOAD_MS: z.coerce.number().int().min(0).default(10_000),
   /** The same document inline, for secrets mounted as env. */
   AGENTRT_KEYS_JSON: z.string().optional(),
   /** `1` runs without auth; refused unless HTTP_HOST is loopback. */

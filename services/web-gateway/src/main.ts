@@ -8,7 +8,7 @@ import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstrea
 import { configuredStreamQuota, connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
-import { loadKeys } from "./auth/load-keys.ts";
+import { followKeysFile, loadKeys } from "./auth/load-keys.ts";
 import { gatewayConfigSchema } from "./config.ts";
 import { gatewayCore } from "./core.ts";
 import { createHttpGateway } from "./gateway.ts";
@@ -60,6 +60,11 @@ void runService({
       defaultRateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
       nowMs: Date.now,
     });
+    const keysFile = config.AGENTRT_KEYS_FILE;
+    const stopFollowingKeys =
+      keysFile === undefined || config.AGENTRT_KEYS_RELOAD_MS === 0
+        ? () => {}
+        : followKeysFile({ file: keysFile, json: config.AGENTRT_KEYS_JSON }, { everyMs: config.AGENTRT_KEYS_RELOAD_MS, onKeys: (k) => auth.replaceKeys(k), log: logger });
     const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
     const tracing = await createTracing("web-gateway");
@@ -101,6 +106,7 @@ void runService({
     return {
       async stop() {
         readiness.markStopping();
+        stopFollowingKeys();
         if (config.SHUTDOWN_DELAY_MS > 0) {
           logger.info({ delayMs: config.SHUTDOWN_DELAY_MS }, "not ready; serving until endpoints drop this pod");
           await sleep(config.SHUTDOWN_DELAY_MS);

@@ -23,12 +23,17 @@ export interface AuthOptions {
 }
 
 export class Authenticator {
-  private readonly keys: Map<string, StoredKey>;
+  private keys: Map<string, StoredKey>;
   private readonly limiter: RateLimiter;
 
   constructor(private readonly options: AuthOptions) {
     this.keys = new Map(options.keys.map((k) => [k.id, k]));
     this.limiter = new RateLimiter(options.defaultRateLimit, options.nowMs);
+  }
+
+  /** The keys from now on (the keys file changed: a key added, rotated or revoked). */
+  replaceKeys(keys: readonly StoredKey[]): void {
+    this.keys = new Map(keys.map((k) => [k.id, k]));
   }
 
   get devMode(): boolean {

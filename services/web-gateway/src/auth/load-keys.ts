@@ -1,9 +1,50 @@
 // Loads the hashed API keys from a file or an env value, parsed with the keys schema (a
-// malformed keys file stops the gateway at start-up rather than letting it run open).
+// malformed keys file stops the gateway at start-up rather than letting it run open), and
+// follows the file afterwards: a key added, rotated or revoked there (a Kubernetes Secret
+// updated in place, `pnpm agents keys create`) takes effect without a restart. A file that no
+// longer parses keeps the keys in force and says so.
 import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import type { Logger } from "@agentrt/service-kit";
 import { keysFileSchema, type StoredKey } from "./keys.ts";
 
-export function loadKeys(source: { file?: string; json?: string }): StoredKey[] {
-  const texts = [source.file === undefined ? undefined : readFileSync(source.file, "utf8"), source.json].filter((t): t is string => t !== undefined);
-  return texts.flatMap((text) => keysFileSchema.parse(JSON.parse(text)).keys);
+export interface KeySource {
+  readonly file?: string;
+  readonly json?: string;
+}
+
+export function loadKeys(source: KeySource): StoredKey[] {
+  return keysFrom(source.file === undefined ? undefined : readFileSync(source.file, "utf8"), source.json);
+}
+
+function keysFrom(fileText: string | undefined, json: string | undefined): StoredKey[] {
+  return [fileText, json].filter((t): t is string => t !== undefined).flatMap((text) => keysFileSchema.parse(JSON.parse(text)).keys);
+}
+
+/**
+ * Reads the keys file every `everyMs` and hands over the keys whenever its text changed and
+ * parses. Returns the function that stops following it.
+ */
+export function followKeysFile(source: KeySource & { file: string }, options: { everyMs: number; onKeys: (keys: StoredKey[]) => void; log: Logger }): () => void {
+  let last = readFileSync(source.file, "utf8");
+  let reading = false;
+  const check = async (): Promise<void> => {
+    if (reading) return;
+    reading = true;
+    try {
+      const text = await readFile(source.file, "utf8");
+      if (text === last) return;
+      last = text;
+      const keys = keysFrom(text, source.json);
+      options.onKeys(keys);
+      options.log.info({ file: source.file, keys: keys.length }, "API keys reloaded from the keys file");
+    } catch (error) {
+      options.log.error({ file: source.file, err: error instanceof Error ? error.message : String(error) }, "the keys file could not be read or parsed; the keys in force are kept");
+    } finally {
+      reading = false;
+    }
+  };
+  const timer = setInterval(() => void check(), options.everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

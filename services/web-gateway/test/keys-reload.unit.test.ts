@@ -1,0 +1,44 @@
+// Given a gateway following its keys file, when a key is revoked or added there (a Kubernetes
+// Secret updated in place), then it takes effect without a restart; a file that stops parsing
+// keeps the keys in force.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { testLogger, waitFor } from "@agentrt/testing";
+import { describe, expect, it } from "vitest";
+import { Authenticator } from "../src/auth/authenticator.ts";
+import { mintApiKey } from "../src/auth/keys.ts";
+import { followKeysFile, loadKeys } from "../src/auth/load-keys.ts";
+
+const accepted = (auth: Authenticator, key: string): boolean => {
+  try {
+    auth.authenticate(key);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("the keys file, followed", () => {
+  it("revokes and adds keys without a restart, and keeps the keys in force when the file stops parsing", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+    const a = mintApiKey([{ prefix: "/agents/a", verbs: ["read"] }]);
+    const b = mintApiKey([{ prefix: "/agents/b", verbs: ["read"] }]);
+    writeFileSync(file, JSON.stringify({ keys: [a.stored] }));
+    const auth = new Authenticator({ keys: loadKeys({ file }), devMode: false, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+    const stop = followKeysFile({ file }, { everyMs: 20, onKeys: (keys) => auth.replaceKeys(keys), log: testLogger("keys") });
+    try {
+      expect([accepted(auth, a.apiKey), accepted(auth, b.apiKey)]).toEqual([true, false]);
+      // When A is revoked and B added
+      writeFileSync(file, JSON.stringify({ keys: [b.stored] }));
+      await waitFor(() => accepted(auth, b.apiKey), { timeoutMs: 5_000, what: "the new key to be accepted" });
+      expect(accepted(auth, a.apiKey)).toBe(false);
+      // When the file is half-written or broken, the keys in force stay
+      writeFileSync(file, '{"keys": [');
+      await new Promise((r) => setTimeout(r, 200));
+      expect([accepted(auth, a.apiKey), accepted(auth, b.apiKey)]).toEqual([false, true]);
+    } finally {
+      stop();
+    }
+  });
+});
