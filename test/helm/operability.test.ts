@@ -59,6 +59,18 @@ describe("image reference", () => {
   });
 });
 
+describe("releasing a new runtime version", () => {
+  it("rolls the services but not the built-in NATS cluster: its pod template names no runtime version", async () => {
+    const natsPod = async (tag: string) => {
+      const sts = findOne(byKind(await renderChart({ set: { "image.tag": tag } }), "StatefulSet"), (s) => s.metadata.name === "rt-agentrt-nats") as { spec: { template: unknown } };
+      return sts.spec.template;
+    };
+    const gatewayPod = async (tag: string) => findOne(podTemplates(await renderChart({ set: { "image.tag": tag } })), (p) => p.component === "web-gateway");
+    expect(await natsPod("0.2.0")).toEqual(await natsPod("0.3.0"));
+    expect(JSON.stringify(await gatewayPod("0.2.0"))).not.toBe(JSON.stringify(await gatewayPod("0.3.0")));
+  });
+});
+
 describe("helm test hook", () => {
   it("is off by default and needs a Secret with a presented API key when on", async () => {
     expect(byKind(await renderChart(), "Pod")).toEqual([]);

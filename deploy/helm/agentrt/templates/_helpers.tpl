@@ -37,6 +37,17 @@ app.kubernetes.io/name: {{ include "agentrt.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/*
+The built-in NATS pods' labels: no chart or app version, so releasing the runtime (a new image
+tag, a new chart version) does not roll the NATS cluster; its own image tag is its version.
+*/}}
+{{- define "agentrt.natsPodLabels" -}}
+{{ include "agentrt.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: agentrt
+app.kubernetes.io/version: {{ .root.Values.nats.embedded.image.tag | quote }}
+{{- end }}
+
 {{/* Labels of one component. Call with (dict "root" $ "component" "llm-driver"). */}}
 {{- define "agentrt.componentLabels" -}}
 {{ include "agentrt.labels" .root }}
