@@ -62,7 +62,7 @@ describe("image reference", () => {
 describe("releasing a new runtime version", () => {
   it("rolls the services but not the built-in NATS cluster: its pod template names no runtime version", async () => {
     const natsPod = async (tag: string) => {
-      const sts = findOne(byKind(await renderChart({ set: { "image.tag": tag } }), "StatefulSet"), (s) => s.metadata.name === "rt-agentrt-nats") as { spec: { template: unknown } };
+      const sts = findOne(byKind(await renderChart({ set: { "image.tag": tag } }), "StatefulSet"), (s) => s.metadata.name === "rt-agentrt-nats") as unknown as { spec: { template: unknown } };
       return sts.spec.template;
     };
     const gatewayPod = async (tag: string) => findOne(podTemplates(await renderChart({ set: { "image.tag": tag } })), (p) => p.component === "web-gateway");
