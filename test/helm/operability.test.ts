@@ -59,6 +59,17 @@ describe("image reference", () => {
   });
 });
 
+describe("a gateway Service outside the cluster", () => {
+  it("warns in the install notes when its NetworkPolicy admits no client addresses, and not once one is listed", async () => {
+    const notes = async (...set: string[]) => {
+      const out = await helm(["install", "rt", chartDir, "-n", "agents", "--dry-run=client", "--set", "webGateway.service.type=LoadBalancer", ...set.flatMap((s) => ["--set", s])]);
+      return out.slice(out.indexOf("NOTES:"));
+    };
+    expect(await notes()).toMatch(/WARNING: the gateway Service is a LoadBalancer, but its NetworkPolicy admits only\nnetworkPolicy.gatewayIngressPeers/);
+    expect(await notes("networkPolicy.gatewayIngressPeers[0].ipBlock.cidr=203.0.113.0/24")).not.toContain("WARNING: the gateway Service");
+  });
+});
+
 describe("releasing a new runtime version", () => {
   it("rolls the services but not the built-in NATS cluster: its pod template names no runtime version", async () => {
     const natsPod = async (tag: string) => {

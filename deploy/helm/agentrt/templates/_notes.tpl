@@ -31,6 +31,14 @@ Check a whole turn end to end:
 WARNING: no API keys are configured (webGateway.apiKeys.keys / existingSecret), so the gateway
 refuses every request.
 {{- end }}
+{{- $np := .Values.networkPolicy }}
+{{- if and $np.enabled (ne .Values.webGateway.service.type "ClusterIP") (not (regexMatch "ipBlock" (toJson $np.gatewayIngressPeers))) }}
+
+WARNING: the gateway Service is a {{ .Values.webGateway.service.type }}, but its NetworkPolicy admits only
+networkPolicy.gatewayIngressPeers (your ingress controller's pods) and no client addresses: traffic
+arriving through the {{ .Values.webGateway.service.type }} is dropped where the CNI enforces NetworkPolicy.
+Add the clients' addresses, e.g. --set 'networkPolicy.gatewayIngressPeers[1].ipBlock.cidr=203.0.113.0/24'.
+{{- end }}
 {{- if and (not .Values.llmDriver.modelKeys.existingSecret) (not (include "agentrt.modelKeysInline" .)) }}
 
 NOTE: no model key is configured: agents answer with the built-in offline model.
