@@ -59,6 +59,24 @@ describe("image reference", () => {
   });
 });
 
+describe("values that would render a broken install are refused, naming them", () => {
+  it.each([
+    [{ "webGateway.httpPort": "9464" }, /webGateway\.httpPort \(9464\), webGateway\.grpcPort \(8081\) and config\.opsPort \(9464\) must differ/],
+    [{ "webGateway.grpcPort": "8080" }, /webGateway\.httpPort \(8080\), webGateway\.grpcPort \(8080\) and config\.opsPort \(9464\) must differ/],
+    [{ "nats.embedded.lameDuckDuration": "90s" }, /nats\.embedded\.lameDuckDuration \(90s\) must be shorter than nats\.embedded\.terminationGracePeriodSeconds \(60 s\)/],
+    [{ "nats.embedded.lameDuckDuration": "2m" }, /lameDuckDuration \(2m\) must be shorter/],
+    [{ "webGateway.shutdownDelaySeconds": "400" }, /\/webGateway\/shutdownDelaySeconds': maximum: got 400, want 300/],
+  ])("%o", async (set, message) => {
+    const failure = await failureOf(renderChart({ set }));
+    expect(failure).toBeInstanceOf(HelmError);
+    expect((failure as HelmError).message).toMatch(message);
+  });
+
+  it("while the values beside those bounds render", async () => {
+    await renderChart({ set: { "nats.embedded.lameDuckDuration": "59s", "webGateway.shutdownDelaySeconds": "300", "webGateway.grpcPort": "9090" } });
+  });
+});
+
 describe("a gateway Service outside the cluster", () => {
   it("warns in the install notes when its NetworkPolicy admits no client addresses, and not once one is listed", async () => {
     const notes = async (...set: string[]) => {

@@ -259,7 +259,7 @@ export const valuesSchema: Schema = {
     webGateway: serviceSection(
       "web-gateway",
       {
-        shutdownDelaySeconds: int("SHUTDOWN_DELAY_MS in seconds.", { minimum: 0 }),
+        shutdownDelaySeconds: int("SHUTDOWN_DELAY_MS in seconds (the gateway takes at most 300).", { minimum: 0, maximum: 300 }),
         httpPort: int("HTTP_PORT.", { minimum: 1, maximum: 65535 }),
         grpcPort: int("GRPC_PORT.", { minimum: 1, maximum: 65535 }),
         apiKeys: closed({
