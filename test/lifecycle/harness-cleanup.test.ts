@@ -57,11 +57,12 @@ describe("startSystem", () => {
       (error: unknown) => error,
     );
     // Then start-up fails at its own deadline (not a hook's), with every service's state: the
-    // reducer running but unready, its ops port not up, and its log saying it waits for NATS
+    // reducer running but unready, its /readyz saying it is starting (its ops endpoint opens
+    // before NATS answers), and its log saying it waits for NATS
     const text = String(failure);
     expect(Date.now() - startedAt).toBeLessThan(60_000);
     expect(text).toContain("the system was not ready within 8000 ms");
-    expect(text).toMatch(/--- reducer-1: running \d+ ms, not ready; \/readyz: no answer/);
+    expect(text).toMatch(/--- reducer-1: running \d+ ms, not ready; \/readyz: 503 not ready; unmet: start-up \(connecting to NATS and opening its streams\)/);
     expect(text).toContain("NATS has not answered yet; still trying to connect");
     expect(text).toContain("--- driver-1: ready");
     expect(liveChildren()).toEqual(before);

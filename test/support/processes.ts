@@ -51,7 +51,7 @@ export class ServiceProcess {
   private readyIncarnation = -1;
   private incarnation = 0;
   private lastExit = "";
-  /** What `/readyz` last answered while waiting for readiness ("no answer (…)" before the ops port listens). */
+  /** What `/readyz` last answered while waiting for readiness ("503 … start-up …" while it connects; "no answer (…)" before the ops port listens). */
   private lastReadyAnswer = "not asked";
   /** Resolves once the current incarnation's output is fully read (after it exited). */
   private outputClosed: Promise<void> = Promise.resolve();
