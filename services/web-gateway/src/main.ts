@@ -8,7 +8,7 @@ import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstrea
 import { configuredStreamQuota, connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
-import { followKeysFile, loadKeys } from "./auth/load-keys.ts";
+import { applyKeys, followKeysFile, loadKeys } from "./auth/load-keys.ts";
 import { gatewayConfigSchema } from "./config.ts";
 import { gatewayCore } from "./core.ts";
 import { createHttpGateway } from "./gateway.ts";
@@ -60,11 +60,6 @@ void runService({
       defaultRateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
       nowMs: Date.now,
     });
-    const keysFile = config.AGENTRT_KEYS_FILE;
-    const stopFollowingKeys =
-      keysFile === undefined || config.AGENTRT_KEYS_RELOAD_MS === 0
-        ? () => {}
-        : followKeysFile({ file: keysFile, json: config.AGENTRT_KEYS_JSON }, { everyMs: config.AGENTRT_KEYS_RELOAD_MS, onKeys: (k) => auth.replaceKeys(k), log: logger });
     const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
     const tracing = await createTracing("web-gateway");
@@ -91,6 +86,13 @@ void runService({
       maxLiveSubscriptionsPerKey: config.MAX_LIVE_SUBSCRIPTIONS_PER_KEY,
       timeouts: { headersTimeoutMs: config.HEADERS_TIMEOUT_MS, requestTimeoutMs: config.REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS },
     });
+    // A key revoked or changed in the file stops working, and the live streams it opened end.
+    const keysFile = config.AGENTRT_KEYS_FILE;
+    const onKeys = applyKeys(auth, gateway.liveLimiter, logger);
+    const stopFollowingKeys =
+      keysFile === undefined || config.AGENTRT_KEYS_RELOAD_MS === 0
+        ? () => {}
+        : followKeysFile({ file: keysFile, json: config.AGENTRT_KEYS_JSON }, { everyMs: config.AGENTRT_KEYS_RELOAD_MS, onKeys, log: logger });
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
     const grpc = createGrpcServer(gateway.api, auth, logger, {
       liveLimiter: gateway.liveLimiter,

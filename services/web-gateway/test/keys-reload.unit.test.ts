@@ -41,4 +41,15 @@ describe("the keys file, followed", () => {
       stop();
     }
   });
+
+  it("names the keys revoked or changed (their live streams end), not those left as they were", () => {
+    const a = mintApiKey([{ prefix: "/agents/a", verbs: ["read"] }]);
+    const b = mintApiKey([{ prefix: "/agents/b", verbs: ["read"] }]);
+    const auth = new Authenticator({ keys: [a.stored, b.stored], devMode: false, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+    expect(auth.replaceKeys([a.stored, b.stored])).toEqual([]);
+    // b narrowed to a smaller prefix, a left as it was
+    expect(auth.replaceKeys([a.stored, { ...b.stored, scopes: [{ prefix: "/agents/b/x", verbs: ["read"] }] }])).toEqual([b.stored.id]);
+    // a revoked
+    expect(auth.replaceKeys([])).toEqual([a.stored.id, b.stored.id]);
+  });
 });

@@ -31,9 +31,15 @@ export class Authenticator {
     this.limiter = new RateLimiter(options.defaultRateLimit, options.nowMs);
   }
 
-  /** The keys from now on (the keys file changed: a key added, rotated or revoked). */
-  replaceKeys(keys: readonly StoredKey[]): void {
-    this.keys = new Map(keys.map((k) => [k.id, k]));
+  /**
+   * The keys from now on (the keys file changed: a key added, rotated or revoked). Returns the
+   * ids of the keys that were revoked or changed, whose open live streams should end.
+   */
+  replaceKeys(keys: readonly StoredKey[]): string[] {
+    const next = new Map(keys.map((k) => [k.id, k]));
+    const changed = [...this.keys].filter(([id, key]) => JSON.stringify(next.get(id)) !== JSON.stringify(key)).map(([id]) => id);
+    this.keys = next;
+    return changed;
   }
 
   get devMode(): boolean {

@@ -6,6 +6,8 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { Logger } from "@agentrt/service-kit";
+import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
+import type { Authenticator } from "./authenticator.ts";
 import { keysFileSchema, type StoredKey } from "./keys.ts";
 
 export interface KeySource {
@@ -19,6 +21,19 @@ export function loadKeys(source: KeySource): StoredKey[] {
 
 function keysFrom(fileText: string | undefined, json: string | undefined): StoredKey[] {
   return [fileText, json].filter((t): t is string => t !== undefined).flatMap((text) => keysFileSchema.parse(JSON.parse(text)).keys);
+}
+
+/**
+ * Puts new keys in force: a key revoked or changed stops working, and the live streams it
+ * opened (SSE, WebSocket, gRPC) end, since each was authorized once, when it opened.
+ */
+export function applyKeys(auth: Authenticator, live: LiveSubscriptionLimiter, log: Logger): (keys: StoredKey[]) => void {
+  return (keys) => {
+    for (const keyId of auth.replaceKeys(keys)) {
+      const ended = live.endAll(LiveSubscriptionLimiter.holderOf({ keyId, scopes: [] }, undefined));
+      if (ended > 0) log.info({ keyId, ended }, "live streams of a revoked or changed key ended");
+    }
+  };
 }
 
 /**

@@ -201,9 +201,14 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
           const principal = principalOf(call.metadata);
           const streamPath = parseStreamPath(call.request.streamPath);
           Authenticator.authorize(principal, "read", streamPath);
-          if (options.liveLimiter !== undefined) release = options.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, peerAddress(call.getPeer())));
+          let stop = () => release();
+          const revoked = () => {
+            stop();
+            call.emit("error", Object.assign(new Error("The API key this stream was opened with was revoked or changed."), { code: status.UNAUTHENTICATED }));
+          };
+          if (options.liveLimiter !== undefined) release = options.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, peerAddress(call.getPeer())), revoked);
           const subscription = await api.subscribe(streamPath, Math.max(1, call.request.fromOffset), call.request.ephemeral);
-          const stop = () => {
+          stop = () => {
             release();
             void subscription.close();
           };

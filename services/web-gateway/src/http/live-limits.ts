@@ -11,6 +11,8 @@ export const DEFAULT_MAX_LIVE_SUBSCRIPTIONS_PER_KEY = 32;
 
 export class LiveSubscriptionLimiter {
   private readonly held = new Map<string, number>();
+  /** How to end each subscription a holder has open (its key revoked or changed). */
+  private readonly enders = new Map<string, Set<() => void>>();
 
   constructor(readonly maxPerKey: number = DEFAULT_MAX_LIVE_SUBSCRIPTIONS_PER_KEY) {}
 
@@ -20,8 +22,11 @@ export class LiveSubscriptionLimiter {
     return `key:${principal.keyId}`;
   }
 
-  /** Takes a slot or throws 429; the returned function gives it back (idempotent). */
-  acquire(holder: string): () => void {
+  /**
+   * Takes a slot or throws 429; the returned function gives it back (idempotent). `end` closes
+   * the subscription's connection, for `endAll`.
+   */
+  acquire(holder: string, end?: () => void): () => void {
     const count = this.held.get(holder) ?? 0;
     if (count >= this.maxPerKey) {
       throw new GatewayError(
@@ -31,14 +36,34 @@ export class LiveSubscriptionLimiter {
       );
     }
     this.held.set(holder, count + 1);
+    if (end !== undefined) {
+      const enders = this.enders.get(holder) ?? new Set();
+      enders.add(end);
+      this.enders.set(holder, enders);
+    }
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      if (end !== undefined) {
+        const enders = this.enders.get(holder);
+        enders?.delete(end);
+        if (enders?.size === 0) this.enders.delete(holder);
+      }
       const now = (this.held.get(holder) ?? 1) - 1;
       if (now <= 0) this.held.delete(holder);
       else this.held.set(holder, now);
     };
+  }
+
+  /**
+   * Ends every live subscription `holder` has open: its key was revoked or changed in the keys
+   * file, and a stream authorized by the old key must not outlive it. Returns how many.
+   */
+  endAll(holder: string): number {
+    const enders = [...(this.enders.get(holder) ?? [])];
+    for (const end of enders) end();
+    return enders.length;
   }
 
   /** Slots held now (for tests and metrics). */

@@ -83,7 +83,7 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
     try {
       assertHandshake(req);
       const { route, input, principal } = await prepare(deps, req, "upgrade");
-      release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
+      release = acquireLiveSlot(deps, principal, req.socket.remoteAddress, () => socket.destroy());
       subscription = await route.handle({ ...input, principal, req });
     } catch (error) {
       release();

@@ -42,9 +42,9 @@ function refuseQueryKey(route: Route, query: URLSearchParams): void {
 }
 
 /** Takes a live-subscription slot for this caller (429 past the cap); returns its release. */
-export function acquireLiveSlot(deps: Pick<PipelineDeps, "liveLimiter">, principal: Principal | null, remoteAddress: string | undefined): () => void {
+export function acquireLiveSlot(deps: Pick<PipelineDeps, "liveLimiter">, principal: Principal | null, remoteAddress: string | undefined, end?: () => void): () => void {
   if (deps.liveLimiter === undefined) return () => {};
-  return deps.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, remoteAddress));
+  return deps.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, remoteAddress), end);
 }
 
 /**
@@ -193,7 +193,7 @@ export async function handleHttp(deps: PipelineDeps, req: IncomingMessage, res: 
   try {
     const { route, input, principal } = await prepare(deps, req, "http", (r) => (routeName = r.name));
     if (route.kind === "sse") {
-      const release = acquireLiveSlot(deps, principal, req.socket.remoteAddress);
+      const release = acquireLiveSlot(deps, principal, req.socket.remoteAddress, () => res.destroy());
       deps.metrics.liveOpened("sse");
       try {
         await route.handle({ ...input, principal, req, res });

@@ -13,6 +13,7 @@ import type { Server } from "@grpc/grpc-js";
 
 export interface TestGateway {
   readonly url: string;
+  readonly auth: Authenticator;
   readonly grpcAddress: string;
   readonly gateway: HttpGateway;
   close(): Promise<void>;
@@ -56,11 +57,12 @@ export async function startTestGateway(options: {
   let grpcServer: Server | undefined;
   let grpcAddress = "";
   if (options.grpc === true) {
-    grpcServer = createGrpcServer(gateway.api, auth, log, options.grpcOptions);
+    grpcServer = createGrpcServer(gateway.api, auth, log, { liveLimiter: gateway.liveLimiter, ...options.grpcOptions });
     grpcAddress = `127.0.0.1:${await bindGrpc(grpcServer, "127.0.0.1", 0)}`;
   }
   return {
     url: `http://127.0.0.1:${port}`,
+    auth,
     grpcAddress,
     gateway,
     close: async () => {

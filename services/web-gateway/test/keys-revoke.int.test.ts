@@ -1,0 +1,77 @@
+// A key revoked (or changed) in the keys file stops working at once, and the live streams it
+// opened end too: each was authorized once, when it opened, and would otherwise outlive the key.
+// SSE, WebSocket and gRPC alike; another key's stream on the same agent stays open.
+import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
+import { AgentRuntimeClient } from "@agentrt/gateway-proto";
+import { testLogger, userMessage } from "@agentrt/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { applyKeys } from "../src/auth/load-keys.ts";
+import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
+import { enc } from "./support/http.ts";
+import { openTestStore, type TestStore } from "./support/store.ts";
+
+const PATH = "/agents/revoke/demo";
+const revoked = testKey([{ prefix: "/agents/revoke", verbs: ["read"] }]);
+const kept = testKey([{ prefix: "/agents/revoke", verbs: ["read"] }]);
+let ts: TestStore;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  ts = await openTestStore();
+  await ts.store.append(PATH, [{ type: "agent/created", payload: {} }, userMessage("hello")]);
+  gw = await startTestGateway({ store: ts.store, keys: [revoked, kept], grpc: true });
+});
+afterAll(async () => {
+  await gw?.close();
+  await ts?.close();
+});
+
+/** An SSE stream's body: resolves once it has shown `first` events, then reports when it ends. */
+async function openSse(apiKey: string): Promise<{ ended: Promise<string>; close: () => Promise<void> }> {
+  const res = await fetch(`${gw.url}/v1/streams/${enc(PATH)}/subscribe?fromOffset=1&apiKey=${apiKey}`);
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  let text = "";
+  while (!text.includes("id: 2")) text += new TextDecoder().decode((await reader.read()).value);
+  const ended = (async () => {
+    try {
+      for (;;) if ((await reader.read()).done) return "ended";
+    } catch {
+      return "ended";
+    }
+  })();
+  return { ended, close: () => reader.cancel() };
+}
+
+describe("a revoked key's live streams", () => {
+  it("end over SSE, WebSocket and gRPC, while another key's stream goes on", async () => {
+    const sse = await openSse(revoked.apiKey);
+    const other = await openSse(kept.apiKey);
+    const ws = new WebSocket(`${gw.url.replace("http", "ws")}/v1/streams/${enc(PATH)}/ws?fromOffset=1`, { headers: { authorization: `Bearer ${revoked.apiKey}` } });
+    const wsClosed = new Promise<string>((resolve) => ws.on("close", () => resolve("closed")).on("error", () => resolve("closed")));
+    await new Promise<void>((resolve) => ws.once("message", () => resolve()));
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${revoked.apiKey}`);
+    const grpc = client.subscribe({ streamPath: PATH, fromOffset: 1, ephemeral: false }, md);
+    const grpcEnded = new Promise<number>((resolve) => grpc.on("error", (e: ServiceError) => resolve(e.code)).on("end", () => resolve(-1)));
+    await new Promise<void>((resolve) => grpc.once("data", () => resolve()));
+    expect(gw.gateway.liveLimiter.heldBy(`key:${revoked.stored.id}`)).toBe(3);
+
+    // When the keys file no longer holds the key
+    applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([kept.stored]);
+
+    // Then its three streams end, its slots are free, and it is refused from now on
+    expect(await sse.ended).toBe("ended");
+    expect(await wsClosed).toBe("closed");
+    expect(await grpcEnded).toBe(status.UNAUTHENTICATED);
+    expect(gw.gateway.liveLimiter.heldBy(`key:${revoked.stored.id}`)).toBe(0);
+    expect((await fetch(`${gw.url}/v1/streams/${enc(PATH)}/events?fromOffset=1`, { headers: { authorization: `Bearer ${revoked.apiKey}` } })).status).toBe(401);
+    // ...while the other key's stream is still open
+    expect(await Promise.race([other.ended, new Promise((r) => setTimeout(() => r("open"), 300))])).toBe("open");
+    expect(gw.gateway.liveLimiter.heldBy(`key:${kept.stored.id}`)).toBe(1);
+    await other.close();
+    client.close();
+  });
+});
