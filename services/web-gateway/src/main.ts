@@ -35,8 +35,8 @@ void runService({
         "!!! AGENTRT_DEV_MODE=1: the gateway is OPEN — no API key is required. Loopback only; never use this in production. !!!",
       );
     }
-    const keys = loadKeys({ file: config.AGENTRT_KEYS_FILE, json: config.AGENTRT_KEYS_JSON });
-    if (!devMode && keys.length === 0) {
+    const loaded = loadKeys({ file: config.AGENTRT_KEYS_FILE, json: config.AGENTRT_KEYS_JSON });
+    if (!devMode && loaded.keys.length === 0) {
       logger.warn("no API keys configured (AGENTRT_KEYS_FILE / AGENTRT_KEYS_JSON): every request will be refused with 401");
     }
     const metrics = createMetrics("web-gateway");
@@ -55,7 +55,7 @@ void runService({
     // Counts each stream's usage through the read connection; the ledger is shared with every gateway and host.
     const quota = configuredStreamQuota(config, readStore, logger);
     const auth = new Authenticator({
-      keys,
+      keys: loaded.keys,
       devMode,
       defaultRateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
       nowMs: Date.now,
@@ -90,9 +90,9 @@ void runService({
     const keysFile = config.AGENTRT_KEYS_FILE;
     const onKeys = applyKeys(auth, gateway.liveLimiter, logger);
     const stopFollowingKeys =
-      keysFile === undefined || config.AGENTRT_KEYS_RELOAD_MS === 0
+      keysFile === undefined || loaded.fileText === undefined || config.AGENTRT_KEYS_RELOAD_MS === 0
         ? () => {}
-        : followKeysFile({ file: keysFile, json: config.AGENTRT_KEYS_JSON }, { everyMs: config.AGENTRT_KEYS_RELOAD_MS, onKeys, log: logger });
+        : followKeysFile({ file: keysFile, json: config.AGENTRT_KEYS_JSON }, { since: loaded.fileText, everyMs: config.AGENTRT_KEYS_RELOAD_MS, onKeys, log: logger });
     const httpPort = await gateway.listen(config.HTTP_PORT, config.HTTP_HOST);
     const grpc = createGrpcServer(gateway.api, auth, logger, {
       liveLimiter: gateway.liveLimiter,

@@ -25,8 +25,9 @@ describe("the keys file, followed", () => {
     const a = mintApiKey([{ prefix: "/agents/a", verbs: ["read"] }]);
     const b = mintApiKey([{ prefix: "/agents/b", verbs: ["read"] }]);
     writeFileSync(file, JSON.stringify({ keys: [a.stored] }));
-    const auth = new Authenticator({ keys: loadKeys({ file }), devMode: false, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
-    const stop = followKeysFile({ file }, { everyMs: 20, onKeys: (keys) => auth.replaceKeys(keys), log: testLogger("keys") });
+    const loaded = loadKeys({ file });
+    const auth = new Authenticator({ keys: loaded.keys, devMode: false, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+    const stop = followKeysFile({ file }, { since: loaded.fileText!, everyMs: 20, onKeys: (keys) => auth.replaceKeys(keys), log: testLogger("keys") });
     try {
       expect([accepted(auth, a.apiKey), accepted(auth, b.apiKey)]).toEqual([true, false]);
       // When A is revoked and B added
@@ -37,6 +38,23 @@ describe("the keys file, followed", () => {
       writeFileSync(file, '{"keys": [');
       await new Promise((r) => setTimeout(r, 200));
       expect([accepted(auth, a.apiKey), accepted(auth, b.apiKey)]).toEqual([false, true]);
+    } finally {
+      stop();
+    }
+  });
+
+  it("applies a revocation made between loading the keys and following the file (the gateway waits for NATS in between)", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+    const a = mintApiKey([{ prefix: "/agents/a", verbs: ["read"] }]);
+    writeFileSync(file, JSON.stringify({ keys: [a.stored] }));
+    const loaded = loadKeys({ file });
+    const auth = new Authenticator({ keys: loaded.keys, devMode: false, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+    // Given the key revoked while start-up waited
+    writeFileSync(file, JSON.stringify({ keys: [] }));
+    // When the file is followed from then on, it is compared with what was loaded
+    const stop = followKeysFile({ file }, { since: loaded.fileText!, everyMs: 20, onKeys: (keys) => auth.replaceKeys(keys), log: testLogger("keys") });
+    try {
+      await waitFor(() => !accepted(auth, a.apiKey), { timeoutMs: 5_000, what: "the revoked key to be refused" });
     } finally {
       stop();
     }

@@ -15,8 +15,15 @@ export interface KeySource {
   readonly json?: string;
 }
 
-export function loadKeys(source: KeySource): StoredKey[] {
-  return keysFrom(source.file === undefined ? undefined : readFileSync(source.file, "utf8"), source.json);
+/** The keys, and the file's text they came from (what `followKeysFile` compares against). */
+export interface LoadedKeys {
+  readonly keys: StoredKey[];
+  readonly fileText?: string;
+}
+
+export function loadKeys(source: KeySource): LoadedKeys {
+  const fileText = source.file === undefined ? undefined : readFileSync(source.file, "utf8");
+  return { keys: keysFrom(fileText, source.json), ...(fileText === undefined ? {} : { fileText }) };
 }
 
 function keysFrom(fileText: string | undefined, json: string | undefined): StoredKey[] {
@@ -37,11 +44,17 @@ export function applyKeys(auth: Authenticator, live: LiveSubscriptionLimiter, lo
 }
 
 /**
- * Reads the keys file every `everyMs` and hands over the keys whenever its text changed and
- * parses. Returns the function that stops following it.
+ * Reads the keys file every `everyMs` and hands over the keys whenever its text differs from
+ * `since` (the text the keys in force came from) or from the last it handed over, and parses.
+ * Compared with what was loaded, not read again when following starts: the gateway waits for
+ * NATS in between, and a key revoked meanwhile would otherwise never be applied. Returns the
+ * function that stops following it.
  */
-export function followKeysFile(source: KeySource & { file: string }, options: { everyMs: number; onKeys: (keys: StoredKey[]) => void; log: Logger }): () => void {
-  let last = readFileSync(source.file, "utf8");
+export function followKeysFile(
+  source: KeySource & { file: string },
+  options: { since: string; everyMs: number; onKeys: (keys: StoredKey[]) => void; log: Logger },
+): () => void {
+  let last = options.since;
   let reading = false;
   const check = async (): Promise<void> => {
     if (reading) return;
