@@ -12,19 +12,24 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 // A relative import: the root has no workspace links, and this module has no dependencies.
-import { NATS_SERVICE_USERS, renderNatsAuthorization, type NatsServiceUser } from "../packages/service-kit/src/nats-permissions.ts";
+import { NATS_SERVICE_USERS, type ProviderUser, renderNatsAuthorization } from "../packages/service-kit/src/nats-permissions.ts";
+
+/** The quickstart's capability providers, each with its own user bound to its namespaces. */
+export const QUICKSTART_PROVIDERS: readonly ProviderUser[] = [{ user: "provider-repo", namespaces: ["repo"] }];
+/** Every user the quickstart's services and providers connect as. */
+const USERS: readonly string[] = [...NATS_SERVICE_USERS, ...QUICKSTART_PROVIDERS.map((p) => p.user)];
 
 export interface LocalNatsAuth {
   /** The nats-server config to start with (`nats-server -c <configPath>`). */
   readonly configPath: string;
   /** Where the passwords live (also the `operator` user's, for the nats CLI). */
   readonly secretsPath: string;
-  /** NATS_USER / NATS_PASSWORD for each service user. */
-  readonly env: Readonly<Record<NatsServiceUser, { NATS_USER: string; NATS_PASSWORD: string }>>;
+  /** NATS_USER / NATS_PASSWORD for each service and provider user. */
+  readonly env: Readonly<Record<string, { NATS_USER: string; NATS_PASSWORD: string }>>;
 }
 
 interface Secrets {
-  readonly passwords: Record<NatsServiceUser, string>;
+  readonly passwords: Record<string, string>;
   readonly operator: { user: string; password: string };
 }
 
@@ -33,11 +38,11 @@ const newPassword = (): string => randomBytes(24).toString("base64url");
 function loadOrCreateSecrets(path: string): Secrets {
   const existing = existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Partial<Secrets>) : {};
   const passwords = Object.fromEntries(
-    NATS_SERVICE_USERS.map((user) => {
+    USERS.map((user) => {
       const kept = existing.passwords?.[user];
       return [user, typeof kept === "string" && kept.length >= 16 ? kept : newPassword()];
     }),
-  ) as Record<NatsServiceUser, string>;
+  );
   const operator = existing.operator?.user === "operator" && typeof existing.operator.password === "string" ? existing.operator : { user: "operator", password: newPassword() };
   const secrets = { passwords, operator };
   writeFileSync(path, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
@@ -58,21 +63,26 @@ export function prepareLocalNatsAuth(options: { dataDir: string; port: number; s
     "# packages/service-kit/src/nats-permissions.ts, not here.",
     `listen: "127.0.0.1:${options.port}"`,
     `jetstream { store_dir: ${JSON.stringify(options.storeDir)} }`,
-    renderNatsAuthorization({ passwords: secrets.passwords, unrestricted: [secrets.operator] }),
+    renderNatsAuthorization({
+      passwords: Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, secrets.passwords[user]!])) as Record<(typeof NATS_SERVICE_USERS)[number], string>,
+      providers: QUICKSTART_PROVIDERS.map((p) => ({ ...p, password: secrets.passwords[p.user]! })),
+      unrestricted: [secrets.operator],
+    }),
   ].join("\n");
   writeFileSync(configPath, config, { mode: 0o600 });
-  const env = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, { NATS_USER: user, NATS_PASSWORD: secrets.passwords[user] }])) as LocalNatsAuth["env"];
+  const env = Object.fromEntries(USERS.map((user) => [user, { NATS_USER: user, NATS_PASSWORD: secrets.passwords[user]! }]));
   return { configPath, secretsPath, env };
 }
 
-/** The NATS user a quickstart process connects as (the repo provider is a capability provider). */
-export function natsUserOf(processName: string): NatsServiceUser | undefined {
-  if (processName === "repo-provider") return "capability-provider";
-  return (NATS_SERVICE_USERS as readonly string[]).includes(processName) ? (processName as NatsServiceUser) : undefined;
+/** The NATS user a quickstart process connects as (the repo provider has its own, bound to `itx.repo`). */
+export function natsUserOf(processName: string): string | undefined {
+  if (processName === "repo-provider") return "provider-repo";
+  return (NATS_SERVICE_USERS as readonly string[]).includes(processName) ? processName : undefined;
 }
 
 /** The env a quickstart process adds for its NATS user (empty when NATS is not ours). */
 export function natsUserEnv(auth: LocalNatsAuth | undefined, processName: string): Record<string, string> {
   const user = natsUserOf(processName);
-  return auth === undefined || user === undefined ? {} : { ...auth.env[user] };
+  const env = user === undefined ? undefined : auth?.env[user];
+  return env === undefined ? {} : { ...env };
 }

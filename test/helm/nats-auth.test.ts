@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { NATS_SERVICE_USERS, chartNatsAuthorization, natsPasswordEnvName } from "@agentrt/service-kit";
+import { CHART_PROVIDER_USERS_MARKER, NATS_SERVICE_USERS, chartNatsAuthorization, chartProviderUsersTemplate, natsPasswordEnvName } from "@agentrt/service-kit";
 import { startNatsServer } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "./k8s-schema.ts";
@@ -16,6 +16,11 @@ import { chartDir, helm, renderChart } from "./render.ts";
 
 const SERVICES = ["web-gateway", "agent-reducer", "llm-driver", "capability-host"];
 const authFile = readFileSync(join(chartDir, "files", "nats-authorization.conf"), "utf8");
+const providerUsersTemplate = readFileSync(join(chartDir, "templates", "nats", "_provider-users.tpl"), "utf8");
+/** The authorization block as the built-in NATS gets it when nats.auth.providers is empty. */
+const withoutProviders = authFile.replace(`\n${CHART_PROVIDER_USERS_MARKER}`, "");
+const natsConf = (manifests: readonly Manifest[]): string =>
+  (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
 
 function serviceEnv(manifests: readonly Manifest[], component: string) {
   const pod = findOne(podTemplates(manifests), (p) => p.component === component && p.owner.startsWith("Deployment/"));
@@ -25,6 +30,7 @@ function serviceEnv(manifests: readonly Manifest[], component: string) {
 describe("the chart's NATS users", () => {
   it("ships a permission file that matches packages/service-kit (pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write)", () => {
     expect(authFile).toBe(chartNatsAuthorization());
+    expect(providerUsersTemplate).toBe(chartProviderUsersTemplate());
     expect(authFile).not.toMatch(/password: "/);
   });
 
@@ -33,8 +39,9 @@ describe("the chart's NATS users", () => {
     const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === "rt-agentrt-nats-users") as Manifest & { data: Record<string, string> };
     expect(Object.keys(secret.data).sort()).toEqual([...NATS_SERVICE_USERS].sort());
     for (const value of Object.values(secret.data)) expect(Buffer.from(value, "base64").toString()).toMatch(/^[A-Za-z][A-Za-z0-9]{31}$/);
-    const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
-    expect(conf).toContain(authFile.trim());
+    const conf = natsConf(manifests);
+    expect(conf).toContain(withoutProviders.trim());
+    expect(conf).not.toContain("provider-");
     const nats = findOne(podTemplates(manifests), (p) => p.component === "nats");
     const natsEnv = envOf(findOne(containersOf(nats), (c) => c.name === "nats"));
     for (const user of NATS_SERVICE_USERS) {
@@ -61,7 +68,7 @@ describe("the chart's NATS users", () => {
     const user = NATS_SERVICE_USERS[0]!;
     process.env[natsPasswordEnvName(user)] = "4k9XyZabcdefghijklmnopqrstuvwxyz";
     try {
-      await expect(startNatsServer({ extraConfig: authFile, readyTimeoutMs: 5_000 })).rejects.toThrow(/could not be parsed/);
+      await expect(startNatsServer({ extraConfig: withoutProviders, readyTimeoutMs: 5_000 })).rejects.toThrow(/could not be parsed/);
     } finally {
       delete process.env[natsPasswordEnvName(user)];
     }
@@ -70,8 +77,7 @@ describe("the chart's NATS users", () => {
   it("nats.auth.enabled=false: no users, no Secret, no credentials in the services", async () => {
     const manifests = await renderChart({ set: { "nats.auth.enabled": "false" } });
     expect(byKind(manifests, "Secret").some((s) => s.metadata.name === "rt-agentrt-nats-users")).toBe(false);
-    const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
-    expect(conf).not.toContain("authorization");
+    expect(natsConf(manifests)).not.toContain("authorization");
     for (const service of SERVICES) expect(serviceEnv(manifests, service).has("NATS_USER")).toBe(false);
   });
 
@@ -88,7 +94,7 @@ describe("the chart's NATS users", () => {
     const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, `pw-${user}-${Math.random().toString(36).slice(2)}`]));
     // The harness's nats-server inherits this process's env, as the pod's does from the Secret.
     for (const user of NATS_SERVICE_USERS) process.env[natsPasswordEnvName(user)] = passwords[user];
-    const server = await startNatsServer({ extraConfig: authFile });
+    const server = await startNatsServer({ extraConfig: withoutProviders });
     try {
       for (const user of NATS_SERVICE_USERS) await (await connect({ servers: server.url, user, pass: passwords[user], maxReconnectAttempts: 0 })).close();
       await expect(connect({ servers: server.url, user: "web-gateway", pass: "guess", maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
@@ -99,5 +105,56 @@ describe("the chart's NATS users", () => {
       await server.stop();
       for (const user of NATS_SERVICE_USERS) delete process.env[natsPasswordEnvName(user)];
     }
+  });
+
+  it("nats.auth.providers: each provider its own user, rendered as the TS source renders it, bound to its namespaces by a real nats-server", async () => {
+    const providers = [
+      { name: "repo", namespaces: ["repo"] },
+      { name: "two", namespaces: ["alpha", "beta"] },
+    ];
+    const set = Object.fromEntries(
+      providers.flatMap((p, i) => [[`nats.auth.providers[${i}].name`, p.name], ...p.namespaces.map((ns, j) => [`nats.auth.providers[${i}].namespaces[${j}]`, ns])]),
+    ) as Record<string, string>;
+    const manifests = await renderChart({ set });
+    const asUsers = providers.map((p) => ({ user: `provider-${p.name}`, namespaces: p.namespaces }));
+    // The template's users are the TS renderer's, byte for byte.
+    const expected = chartNatsAuthorization(asUsers);
+    const conf = natsConf(manifests);
+    expect(conf).toContain(expected.slice(expected.indexOf("authorization {")).trim());
+    const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === "rt-agentrt-nats-users") as Manifest & { data: Record<string, string> };
+    expect(Object.keys(secret.data).sort()).toEqual([...NATS_SERVICE_USERS, "provider-repo", "provider-two"].sort());
+    const natsEnv = envOf(findOne(containersOf(findOne(podTemplates(manifests), (p) => p.component === "nats")), (c) => c.name === "nats"));
+    for (const { user } of asUsers) expect(natsEnv.get(natsPasswordEnvName(user))?.valueFrom?.secretKeyRef).toEqual({ name: "rt-agentrt-nats-users", key: user });
+
+    const block = conf.slice(conf.indexOf("authorization {"));
+    const passwords: Record<string, string> = Object.fromEntries([...NATS_SERVICE_USERS, "provider-repo", "provider-two"].map((u) => [u, `pw${Math.random().toString(36).slice(2)}`]));
+    for (const [user, password] of Object.entries(passwords)) process.env[natsPasswordEnvName(user)] = password;
+    const server = await startNatsServer({ extraConfig: block });
+    try {
+      const two = await connect({ servers: server.url, user: "provider-two", pass: passwords["provider-two"], inboxPrefix: "_INBOX_provider-two", maxReconnectAttempts: 0 });
+      const own = two.subscribe("agentrt.capabilities.call.beta");
+      const foreign = two.subscribe("agentrt.capabilities.call.repo");
+      expect(String(await Promise.race([foreign.closed, new Promise((r) => setTimeout(() => r("still open after 3 s"), 3_000))]))).toMatch(/permission/i);
+      expect(own.isClosed()).toBe(false);
+      await expect(two.request("agentrt.capabilities.register.repo", "{}", { timeout: 2_000 })).rejects.toThrow(/permission/i);
+      await expect(two.request("agentrt.capabilities.register", "{}", { timeout: 2_000 })).rejects.toThrow(/permission/i);
+      // Its own namespace's subject is its to publish on: nobody answers here, which is not a refusal.
+      await expect(two.request("agentrt.capabilities.register.alpha", "{}", { timeout: 2_000 })).rejects.toThrow(/no responders/i);
+      await two.close();
+    } finally {
+      await server.stop();
+      for (const user of Object.keys(passwords)) delete process.env[natsPasswordEnvName(user)];
+    }
+  });
+
+  it("refuses a namespace served by two provider users, a name listed twice, and a name that is not one", async () => {
+    await expect(
+      renderChart({ set: { "nats.auth.providers[0].name": "a", "nats.auth.providers[0].namespaces[0]": "repo", "nats.auth.providers[1].name": "b", "nats.auth.providers[1].namespaces[0]": "repo" } }),
+    ).rejects.toThrow(/nats\.auth\.providers\[1\]\.namespaces: "repo" is already served by provider-a/);
+    await expect(
+      renderChart({ set: { "nats.auth.providers[0].name": "a", "nats.auth.providers[0].namespaces[0]": "x", "nats.auth.providers[1].name": "a", "nats.auth.providers[1].namespaces[0]": "y" } }),
+    ).rejects.toThrow(/nats\.auth\.providers\[1\]\.name: "a" is listed twice/);
+    await expect(renderChart({ set: { "nats.auth.providers[0].name": "Bad_Name", "nats.auth.providers[0].namespaces[0]": "x" } })).rejects.toThrow(/\/nats\/auth\/providers\/0\/name': 'Bad_Name' does not match pattern/);
+    await expect(renderChart({ set: { "nats.auth.providers[0].name": "a" } })).rejects.toThrow(/\/nats\/auth\/providers\/0': missing property 'namespaces'/);
   });
 });

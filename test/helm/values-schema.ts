@@ -8,6 +8,8 @@
 
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+// A relative import: `--write` runs from the root, which has no workspace links.
+import { PROVIDER_NAME_PATTERN, PROVIDER_NAMESPACE_PATTERN } from "../../packages/service-kit/src/nats-permissions.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -146,6 +148,16 @@ export const valuesSchema: Schema = {
       auth: closed({
         enabled: bool("One NATS user per service with least-privilege permissions."),
         existingSecret: str("Secret with each NATS user's password (\"\" = generated once)."),
+        providers: list(
+          "Capability providers with their own NATS user (provider-<name>), bound to their namespaces.",
+          {
+            ...closed({
+              name: str("The user is provider-<name>: a lower-case letter or digit, then up to 40 of them or '-'.", { pattern: PROVIDER_NAME_PATTERN.source }),
+              namespaces: { ...list("The namespaces it serves (itx.<namespace>).", { type: "string", pattern: PROVIDER_NAMESPACE_PATTERN.source }), minItems: 1 },
+            }),
+            required: ["name", "namespaces"],
+          },
+        ),
       }),
       embedded: closed({
         enabled: bool("Install the built-in NATS cluster."),

@@ -1,6 +1,7 @@
 // The quickstart's NATS users (scripts/nats-auth.ts): the generated config starts a real
 // nats-server, every service user connects with its password, anonymous clients are refused,
-// the gateway's user cannot publish a work item, and passwords survive a restart of the stack.
+// the gateway's user cannot publish a work item, the repo provider's own user serves only
+// itx.repo, and passwords survive a restart of the stack.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -25,8 +26,8 @@ describe("the quickstart's NATS users", () => {
     const auth = prepareLocalNatsAuth({ dataDir: dir, port, storeDir: join(dir, "nats") });
     expect(statSync(auth.secretsPath).mode & 0o777).toBe(0o600);
     expect(prepareLocalNatsAuth({ dataDir: dir, port, storeDir: join(dir, "nats") }).env).toEqual(auth.env);
-    expect(natsUserEnv(auth, "web-gateway")).toEqual({ NATS_USER: "web-gateway", NATS_PASSWORD: auth.env["web-gateway"].NATS_PASSWORD });
-    expect(natsUserEnv(auth, "repo-provider").NATS_USER).toBe("capability-provider");
+    expect(natsUserEnv(auth, "web-gateway")).toEqual({ NATS_USER: "web-gateway", NATS_PASSWORD: auth.env["web-gateway"]?.NATS_PASSWORD });
+    expect(natsUserEnv(auth, "repo-provider").NATS_USER).toBe("provider-repo");
     expect(natsUserEnv(undefined, "web-gateway")).toEqual({});
 
     const binary = natsServerBinary();
@@ -41,7 +42,7 @@ describe("the quickstart's NATS users", () => {
       throw new Error(`${String(error)}\n${log}\n${readFileSync(auth.configPath, "utf8")}`);
     });
 
-    for (const user of NATS_SERVICE_USERS) {
+    for (const user of [...NATS_SERVICE_USERS, "provider-repo"]) {
       const nc = await connect({ servers: `nats://127.0.0.1:${port}`, ...pass(auth, user) });
       await nc.close();
     }
@@ -51,9 +52,20 @@ describe("the quickstart's NATS users", () => {
     const gateway = await connect({ servers: `nats://127.0.0.1:${port}`, ...pass(auth, "web-gateway") });
     await expect(gateway.request("work.llm.0", "{}", { timeout: 2_000 })).rejects.toThrow(/permission/i);
     await gateway.close();
+
+    // The repo provider's own user serves itx.repo and no other namespace.
+    const provider = await connect({ servers: `nats://127.0.0.1:${port}`, ...pass(auth, "provider-repo") });
+    const own = provider.subscribe("agentrt.capabilities.call.repo");
+    const other = provider.subscribe("agentrt.capabilities.call.other");
+    const outcome = await Promise.race([other.closed, new Promise((resolve) => setTimeout(() => resolve("still open after 3 s"), 3_000))]);
+    expect(String(outcome)).toMatch(/permission/i);
+    expect(own.isClosed()).toBe(false);
+    await provider.close();
   });
 });
 
-function pass(auth: ReturnType<typeof prepareLocalNatsAuth>, user: (typeof NATS_SERVICE_USERS)[number]) {
-  return { user: auth.env[user].NATS_USER, pass: auth.env[user].NATS_PASSWORD, maxReconnectAttempts: 0 };
+function pass(auth: ReturnType<typeof prepareLocalNatsAuth>, user: string) {
+  const env = auth.env[user];
+  if (env === undefined) throw new Error(`the quickstart has no NATS user ${user}`);
+  return { user: env.NATS_USER, pass: env.NATS_PASSWORD, maxReconnectAttempts: 0 };
 }

@@ -5,9 +5,11 @@
 // provider, the rendered result, the follow-up reply, an interrupt — with not one permissions
 // violation in the server's log. That is what proves the lists complete. Then the gateway's
 // user is shown to be refused a work item, a lease write and stream deletion, and the driver's
-// to remove only its own work consumer (to create it again). (That the names
+// to remove only its own work consumer (to create it again), and a provider's own user to reach
+// only its namespaces (the repo provider runs the turn as `provider-repo`). (That the names
 // in the lists are the runtime's own is checked by each service's nats-names unit test.)
 
+import { REGISTER_SUBJECT, registerSubject, revokeSubject, startCapabilityProvider } from "@agentrt/capability-sdk";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -191,5 +193,53 @@ describe("a worker's NATS user and the work consumers", () => {
     // it has no cluster: an answer, not a refusal); the host's work stream is not its to ask.
     await expect(stepDownStreamLeader(jsm, llm)).rejects.toThrow(/was refused/);
     await expect(stepDownStreamLeader(jsm, workStreamName("script"))).rejects.toThrow(/permission/i);
+  });
+});
+
+describe("a capability provider's own NATS user serves only its namespaces", () => {
+  let other: NatsConnection;
+  beforeAll(async () => {
+    other = await system.connectAs("provider-other");
+  });
+  afterAll(async () => other?.close());
+
+  const repoEntry = async () => (await (await new Kvm(system.nc).open(NATS_NAMES.providersBucket)).get("repo"))?.json<{ instanceId: string }>();
+  const refusedSubscription = async (nc: NatsConnection, subject: string) => {
+    const sub = nc.subscribe(subject);
+    return String(await Promise.race([sub.closed, new Promise((resolve) => setTimeout(() => resolve("still open after 3 s"), 3_000))]));
+  };
+
+  it("may not receive another provider's calls, where the calling agent's arguments arrive", async () => {
+    expect(await refusedSubscription(other, `${NATS_NAMES.capabilitiesPrefix}.call.repo`)).toMatch(/permission/i);
+    expect(await refusedSubscription(other, `${NATS_NAMES.capabilitiesPrefix}.call.>`)).toMatch(/permission/i);
+  });
+
+  it("may not register or revoke another's namespace: not on its subject, not on the shared one, not by naming it in its own registration", async () => {
+    const before = await repoEntry();
+    expect(before?.instanceId).toMatch(/^repo-/);
+    const takeover = JSON.stringify({ namespace: "repo", instanceId: "other-1", methods: ["listPulls"], declarations: "interface Itx { repo: { listPulls(): Promise<unknown> } }", ttlMs: 60_000 });
+    await expect(other.request(registerSubject("repo"), takeover, { timeout: 3_000 })).rejects.toThrow(/permission/i);
+    await expect(other.request(REGISTER_SUBJECT, takeover, { timeout: 3_000 })).rejects.toThrow(/permission/i);
+    // On its own namespace's subject the host answers, and refuses a body naming another namespace.
+    const refused = (await other.request(registerSubject("other"), takeover, { timeout: 3_000 })).json<{ ok: boolean; error?: string }>();
+    expect(refused).toEqual({ ok: false, error: expect.stringMatching(/namespace: "repo" was sent on agentrt\.capabilities\.register\.other, the subject of "other"/) });
+    const revoke = JSON.stringify({ namespace: "repo", instanceId: before!.instanceId });
+    await expect(other.request(revokeSubject("repo"), revoke, { timeout: 3_000 })).rejects.toThrow(/permission/i);
+    expect((await other.request(revokeSubject("other"), revoke, { timeout: 3_000 })).json<{ ok: boolean }>().ok).toBe(false);
+    expect((await repoEntry())?.instanceId).toBe(before!.instanceId);
+  });
+
+  it("registers and revokes its own namespace with the SDK", async () => {
+    const provider = await startCapabilityProvider(other, {
+      namespace: "other",
+      declarations: "interface Itx { other: { ping(): Promise<string> } }",
+      methods: { ping: () => "pong" },
+      registerTimeoutMs: 10_000,
+      log: { info: () => {}, warn: () => {} },
+    });
+    const providers = await new Kvm(system.nc).open(NATS_NAMES.providersBucket);
+    expect((await providers.get("other"))?.json<{ instanceId: string }>().instanceId).toBe(provider.instanceId);
+    await provider.stop();
+    await waitFor(async () => (await providers.get("other"))?.operation === "DEL", { timeoutMs: 10_000 });
   });
 });

@@ -3,7 +3,7 @@
 // until SIGTERM, when it revokes its registration and drains. It may start before NATS or the
 // host: the connection waits for NATS and the SDK keeps retrying the registration.
 
-import { PROVIDER_INBOX_PREFIX, type RunningProvider, startCapabilityProvider } from "@agentrt/capability-sdk";
+import { inboxPrefixOf, type RunningProvider, startCapabilityProvider } from "@agentrt/capability-sdk";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { z } from "zod";
@@ -12,7 +12,8 @@ import { repoProvider } from "./repo-provider.ts";
 const env = z
   .object({
     NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
-    // The provider's own NATS user (the `capability-provider` permissions), when NATS has users.
+    // The provider's NATS user, when NATS has users: its own (`provider-repo`, bound to itx.repo),
+    // or the shared `capability-provider`.
     NATS_USER: z.string().min(1).optional(),
     NATS_PASSWORD: z.string().min(1).optional(),
     REPO_DIR: z.string().min(1, "REPO_DIR must name a git work tree"),
@@ -37,8 +38,8 @@ async function main(): Promise<void> {
   const nc = await connect({
     servers: env.NATS_URL.split(",").map((s) => s.trim()),
     name: "repo-provider",
-    // As the capability-provider user, replies come on its own inbox prefix (the only one it may read).
-    ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "", inboxPrefix: PROVIDER_INBOX_PREFIX }),
+    // Replies come on the user's own inbox prefix (the only one it may read).
+    ...(env.NATS_USER === undefined ? {} : { user: env.NATS_USER, pass: env.NATS_PASSWORD ?? "", inboxPrefix: inboxPrefixOf(env.NATS_USER) }),
     waitOnFirstConnect: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,

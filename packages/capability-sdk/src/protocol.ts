@@ -1,8 +1,8 @@
 // The wire protocol between capability providers and capability hosts (NATS request/reply,
 // JSON bodies, parsed with these schemas on both sides).
 //
-//   agentrt.capabilities.register      provider → host   RegisterRequest  → RegisterReply
-//   agentrt.capabilities.revoke        provider → host   RevokeRequest    → RegisterReply
+//   agentrt.capabilities.register.<ns> provider → host   RegisterRequest  → RegisterReply
+//   agentrt.capabilities.revoke.<ns>   provider → host   RevokeRequest    → RegisterReply
 //   agentrt.capabilities.call.<ns>     host → provider   CallRequest      → CallAccepted, then CallReply
 //   agentrt.capabilities.alive.<id>    host → provider   (empty)          → (empty), while instance <id> lives
 //
@@ -15,6 +15,14 @@
 // provider of an earlier version ignores the header: either way the call works as before, with
 // the timeout as its only bound.
 //
+// A namespace is registered and revoked on its own subject, so NATS permissions can bind a
+// provider's user to its namespaces: the user of a provider of `repo` may publish on
+// `register.repo` and subscribe to `call.repo`, and nothing else of another provider's (service-kit
+// `providerUserPermissions`). A host refuses a registration whose body names another namespace
+// than its subject. Hosts still answer the single `agentrt.capabilities.register` of earlier
+// providers, and a provider falls back to it when no host answers its namespace's subject (a host
+// of an earlier version); only a user granted that subject may use it.
+//
 // A registration is a lease: the provider re-registers (heartbeat) well within `ttlMs`; a
 // namespace whose lease lapsed is "gone" and calls to it fail with an error naming it.
 
@@ -25,7 +33,17 @@ import { z } from "zod";
  * provider that connects as that user sets it as nats.js's `inboxPrefix`: the user may read only
  * its own replies (its registration's answer among them), not every user's `_INBOX.>`.
  */
-export const PROVIDER_INBOX_PREFIX = "_INBOX_capability-provider";
+export const PROVIDER_INBOX_PREFIX = inboxPrefixOf("capability-provider");
+
+/**
+ * The reply subjects of any NATS user (service-kit's `natsInboxPrefix`, the same rule): a provider
+ * that connects as its own user (`provider-repo`, say) sets this as nats.js's `inboxPrefix`.
+ */
+export function inboxPrefixOf(natsUser: string): string {
+  return `_INBOX_${natsUser}`;
+}
+
+/** The single registration subject of earlier providers (every namespace on one subject). */
 export const REGISTER_SUBJECT = "agentrt.capabilities.register";
 export const REVOKE_SUBJECT = "agentrt.capabilities.revoke";
 export const CALL_SUBJECT_PREFIX = "agentrt.capabilities.call.";
@@ -41,6 +59,15 @@ export const NAMESPACE_PATTERN = /^[a-z][A-Za-z0-9]{0,62}$/;
 export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
   "chat", "agent", "streams", "agents", "kv", "files", "capabilityHost", "docs",
 ]);
+
+/** Where a provider registers (and renews) `namespace`. */
+export function registerSubject(namespace: string): string {
+  return `${REGISTER_SUBJECT}.${namespace}`;
+}
+
+export function revokeSubject(namespace: string): string {
+  return `${REVOKE_SUBJECT}.${namespace}`;
+}
 
 export function callSubject(namespace: string): string {
   return `${CALL_SUBJECT_PREFIX}${namespace}`;

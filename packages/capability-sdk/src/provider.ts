@@ -7,7 +7,7 @@
 // provider runs. Only a host's explicit refusal (bad declarations, a reserved namespace) stops
 // `startCapabilityProvider`, because retrying cannot fix it.
 
-import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { errors, type Msg, type NatsConnection, type Subscription } from "@nats-io/nats-core";
 import { backoffDelayMs, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 import {
   aliveSubject,
@@ -21,7 +21,9 @@ import {
   REGISTER_SUBJECT,
   registerReplySchema,
   type RegisterRequest,
+  registerSubject,
   REVOKE_SUBJECT,
+  revokeSubject,
 } from "./protocol.ts";
 
 export type CapabilityMethod = (args: readonly unknown[], caller: Caller) => Promise<unknown> | unknown;
@@ -91,9 +93,9 @@ export async function startCapabilityProvider(nc: NatsConnection, options: Capab
     instanceId,
     async stop() {
       stopped.abort();
-      await nc
-        .request(REVOKE_SUBJECT, JSON.stringify({ namespace: options.namespace, instanceId }), { timeout: 2_000 })
-        .catch((error: unknown) => options.onError?.(error));
+      await requestOnNamespace(nc, revokeSubject(options.namespace), REVOKE_SUBJECT, JSON.stringify({ namespace: options.namespace, instanceId }), 2_000).catch(
+        (error: unknown) => options.onError?.(error),
+      );
       subscription.unsubscribe();
       alive.unsubscribe();
     },
@@ -195,8 +197,27 @@ function fitting(nc: NatsConnection, body: CallReply | CallAccepted, namespace: 
   return new TextEncoder().encode(JSON.stringify({ ok: false, error } satisfies CallReply));
 }
 
+/**
+ * A request on the namespace's own subject. When nobody answers there (hosts of an earlier
+ * version listen only on the single shared subject), or the user may not publish there (a NATS
+ * configured with an earlier version's permission lists), the same request on the shared one.
+ */
+async function requestOnNamespace(nc: NatsConnection, subject: string, sharedSubject: string, body: string, timeout: number): Promise<Msg> {
+  try {
+    return await nc.request(subject, body, { timeout });
+  } catch (error) {
+    if (!notServedThere(error)) throw error;
+    return await nc.request(sharedSubject, body, { timeout });
+  }
+}
+
+function notServedThere(error: unknown): boolean {
+  const cause = error instanceof errors.RequestError ? error.cause : error;
+  return cause instanceof errors.NoRespondersError || (cause instanceof errors.PermissionViolationError && cause.operation === "publish");
+}
+
 async function register(nc: NatsConnection, registration: RegisterRequest): Promise<void> {
-  const msg = await nc.request(REGISTER_SUBJECT, JSON.stringify(registration), { timeout: 3_000 });
+  const msg = await requestOnNamespace(nc, registerSubject(registration.namespace), REGISTER_SUBJECT, JSON.stringify(registration), 3_000);
   const parsed = parseJson(registerReplySchema, msg.string());
   if (!parsed.ok) throw new ProviderRegistrationError(`bad reply from the host: ${parsed.error}`);
   if (!parsed.value.ok) {

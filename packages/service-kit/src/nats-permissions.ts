@@ -213,12 +213,24 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         `${N.capabilitiesPrefix}.alive.>`,
       ],
     },
-    subscribe: { allow: [`${natsInboxPrefix("capability-host")}.>`, `${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`, `${N.workClaimLivenessPrefix}.script.>`] },
+    subscribe: {
+      allow: [
+        `${natsInboxPrefix("capability-host")}.>`,
+        // Each namespace on its own subject (`register.<ns>`), and the single one of earlier providers.
+        `${N.capabilitiesPrefix}.register`,
+        `${N.capabilitiesPrefix}.register.*`,
+        `${N.capabilitiesPrefix}.revoke`,
+        `${N.capabilitiesPrefix}.revoke.*`,
+        `${N.workClaimLivenessPrefix}.script.>`,
+      ],
+    },
     allowResponses: true,
   },
-  // An external capability provider (capability-sdk): registers with the hosts, answers calls.
+  // The shared user of external capability providers (capability-sdk): registers any namespace
+  // with the hosts, answers calls to any. A provider with its own user (`providerUserPermissions`)
+  // is bound to its namespaces instead.
   "capability-provider": {
-    publish: { allow: [`${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.revoke`] },
+    publish: { allow: [`${N.capabilitiesPrefix}.register`, `${N.capabilitiesPrefix}.register.*`, `${N.capabilitiesPrefix}.revoke`, `${N.capabilitiesPrefix}.revoke.*`] },
     // Its liveness subject (`alive.<instance id>`): a static list cannot name one instance, so a
     // provider could answer another's probes — which only leaves a host waiting for its call
     // timeout, as without probes.
@@ -230,8 +242,61 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
 
 export const NATS_SERVICE_USERS = Object.keys(NATS_PERMISSIONS) as NatsServiceUser[];
 
+/**
+ * A capability provider with its own NATS user, bound to the namespaces it serves: it may
+ * register and revoke them (each on its own subject, which the hosts check against the body) and
+ * receive their calls, and nothing of another provider's. Sharing the `capability-provider` user,
+ * any provider could register a namespace another serves or take the calls meant for it, with
+ * their arguments and callers.
+ */
+export interface ProviderUser {
+  /** `provider-<name>`: lower-case letters, digits and '-' (a subject token and a Secret key). */
+  readonly user: string;
+  /** The namespaces it serves (`itx.<namespace>`). */
+  readonly namespaces: readonly string[];
+}
+
+/** What follows `provider-` in a provider user's name: a lower-case letter or digit, then up to 40 of them or '-'. */
+export const PROVIDER_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,40}$/;
+const PROVIDER_USER_PATTERN = new RegExp(`^provider-${PROVIDER_NAME_PATTERN.source.slice(1)}`);
+/** A namespace (capability-sdk's NAMESPACE_PATTERN, checked equal by the host's nats-names test). */
+export const PROVIDER_NAMESPACE_PATTERN = /^[a-z][A-Za-z0-9]{0,62}$/;
+
+/** The permissions of a provider's own user (`ProviderUser`). */
+export function providerUserPermissions(user: string, namespaces: readonly string[]): NatsPermissions {
+  const p = N.capabilitiesPrefix;
+  return {
+    publish: { allow: namespaces.flatMap((ns) => [`${p}.register.${ns}`, `${p}.revoke.${ns}`]) },
+    // Its liveness subject (`alive.<instance id>`) is one token a static list cannot name: a
+    // provider could answer another's probes, which only leaves a host waiting for its call timeout.
+    subscribe: { allow: [`${natsInboxPrefix(user)}.>`, ...namespaces.map((ns) => `${p}.call.${ns}`), `${p}.alive.>`] },
+    allowResponses: 2,
+  };
+}
+
+/** Why a list of provider users cannot be rendered (a name, a namespace, one served twice), or null. */
+export function providerUsersProblem(providers: readonly ProviderUser[]): string | null {
+  const servedBy = new Map<string, string>();
+  const users = new Set<string>();
+  for (const [i, provider] of providers.entries()) {
+    if (!PROVIDER_USER_PATTERN.test(provider.user)) return `providers[${i}].user: "${provider.user}" must be provider- then a lower-case letter or digit, then up to 40 of them or '-'`;
+    if (users.has(provider.user)) return `providers[${i}].user: "${provider.user}" is listed twice`;
+    users.add(provider.user);
+    if (provider.namespaces.length === 0) return `providers[${i}].namespaces: ${provider.user} must serve at least one namespace`;
+    for (const ns of provider.namespaces) {
+      if (!PROVIDER_NAMESPACE_PATTERN.test(ns)) return `providers[${i}].namespaces: "${ns}" must be an identifier (a lower-case letter, then letters or digits; at most 63)`;
+      const other = servedBy.get(ns);
+      if (other !== undefined) return `providers[${i}].namespaces: "${ns}" is already served by ${other}; one namespace, one provider user`;
+      servedBy.set(ns, provider.user);
+    }
+  }
+  return null;
+}
+
 const q = (s: string): string => JSON.stringify(s);
-const list = (items: readonly string[], indent: string): string => `[\n${items.map((i) => `${indent}  ${q(i)}`).join(",\n")}\n${indent}]`;
+// One item a line, no commas (nats-server takes either): the chart's template of provider users
+// (`chartProviderUsersTemplate`) renders the same text line by line.
+const list = (items: readonly string[], indent: string): string => `[\n${items.map((i) => `${indent}  ${q(i)}`).join("\n")}\n${indent}]`;
 
 /** One user entry of the authorization block; `password` is a literal or a `$VARIABLE` reference. */
 function renderUser(user: string, password: string, permissions: NatsPermissions, indent: string): string {
@@ -256,21 +321,26 @@ function renderUser(user: string, password: string, permissions: NatsPermissions
 export interface RenderAuthorizationOptions {
   /** Password per user: a literal, or `$NAME` to have nats-server read the variable NAME from its environment. */
   readonly passwords: Readonly<Record<NatsServiceUser, string>>;
+  /** Capability providers with their own users, each with its password (literal or `$NAME`). */
+  readonly providers?: ReadonlyArray<ProviderUser & { readonly password: string }>;
   /** Extra users with no restrictions (an operator's or a test's own connection). */
   readonly unrestricted?: ReadonlyArray<{ readonly user: string; readonly password: string }>;
 }
 
 /** The nats-server `authorization { users: [...] }` block for every service user. */
 export function renderNatsAuthorization(options: RenderAuthorizationOptions): string {
+  const problem = providerUsersProblem(options.providers ?? []);
+  if (problem !== null) throw new Error(`NATS provider users: ${problem}`);
   const users = NATS_SERVICE_USERS.map((user) => renderUser(user, options.passwords[user], NATS_PERMISSIONS[user], "    "));
+  for (const provider of options.providers ?? []) users.push(renderUser(provider.user, provider.password, providerUserPermissions(provider.user, provider.namespaces), "    "));
   for (const extra of options.unrestricted ?? []) {
     users.push(`    { user: ${q(extra.user)}, password: ${extra.password.startsWith("$") ? extra.password : q(extra.password)} }`);
   }
-  return `authorization {\n  users: [\n${users.join(",\n")}\n  ]\n}\n`;
+  return `authorization {\n  users: [\n${users.join("\n")}\n  ]\n}\n`;
 }
 
 /** The environment variable a chart-run nats-server reads a user's password from. */
-export function natsPasswordEnvName(user: NatsServiceUser): string {
+export function natsPasswordEnvName(user: string): string {
   return `AGENTRT_NATS_PASSWORD_${user.toUpperCase().replace(/-/g, "_")}`;
 }
 
@@ -279,10 +349,57 @@ export function natsPasswordEnvName(user: NatsServiceUser): string {
  * passwords are `$AGENTRT_NATS_PASSWORD_<USER>` references that nats-server resolves from its
  * environment, which the chart fills from the users' Secret, so the file holds no secret.
  */
-export function chartNatsAuthorization(): string {
+export function chartNatsAuthorization(providers: readonly ProviderUser[] = []): string {
   const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, `$${natsPasswordEnvName(user)}`])) as Record<NatsServiceUser, string>;
+  const block = renderNatsAuthorization({ passwords, providers: providers.map((p) => ({ ...p, password: `$${natsPasswordEnvName(p.user)}` })) });
   return `# Generated from packages/service-kit/src/nats-permissions.ts by
 #   pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write
 # Do not edit; test/helm/nats-auth.test.ts fails when it is stale.
-${renderNatsAuthorization({ passwords })}`;
+${providers.length > 0 ? block : block.replace("\n  ]\n}\n", `\n${CHART_PROVIDER_USERS_MARKER}\n  ]\n}\n`)}`;
+}
+
+/**
+ * The line of the chart's authorization file where the template puts the users of
+ * `nats.auth.providers` (a comment to nats-server, should it stay).
+ */
+export const CHART_PROVIDER_USERS_MARKER = "    # agentrt: the users of nats.auth.providers";
+
+const SENTINEL_USER = "provider-SENTINELUSER";
+const SENTINEL_NAMESPACE = "SENTINELNAMESPACE";
+
+/**
+ * The chart's template of provider users (templates/nats/_provider-users.tpl): for each
+ * `nats.auth.providers` entry `{ name, namespaces }`, the user `provider-<name>` exactly as
+ * `renderNatsAuthorization` renders it, made from `providerUserPermissions` so the lists have
+ * one source. A subject naming the namespace is repeated for each namespace, in order.
+ */
+export function chartProviderUsersTemplate(): string {
+  const user = "provider-{{ $p.name }}";
+  const rendered = renderUser(SENTINEL_USER, `$${natsPasswordEnvName(SENTINEL_USER)}`, providerUserPermissions(SENTINEL_USER, [SENTINEL_NAMESPACE]), "    ");
+  const lines: string[] = [];
+  let inRange = false;
+  for (const line of rendered.split("\n")) {
+    const perNamespace = line.includes(SENTINEL_NAMESPACE);
+    if (perNamespace && !inRange) lines.push("{{- range $ns := $p.namespaces }}");
+    if (!perNamespace && inRange) lines.push("{{- end }}");
+    inRange = perNamespace;
+    lines.push(
+      line
+        .replace(`$${natsPasswordEnvName(SENTINEL_USER)}`, `$AGENTRT_NATS_PASSWORD_{{ printf "provider-%s" $p.name | upper | replace "-" "_" }}`)
+        .replaceAll(SENTINEL_USER, user)
+        .replaceAll(SENTINEL_NAMESPACE, "{{ $ns }}"),
+    );
+  }
+  return `{{- /*
+Generated from packages/service-kit/src/nats-permissions.ts by
+  pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write
+Do not edit; test/helm/nats-auth.test.ts fails when it is stale. The NATS users of
+nats.auth.providers, one per provider, as providerUserPermissions grants them.
+*/ -}}
+{{- define "agentrt.natsProviderUsers" -}}
+{{- range $p := .Values.nats.auth.providers }}
+${lines.join("\n")}
+{{- end }}
+{{- end }}
+`;
 }

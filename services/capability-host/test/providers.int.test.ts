@@ -4,9 +4,10 @@
 // scenario 1b with the example `repo` provider (a separate process) settles with 7.
 
 import { planScriptResultRender } from "@agentrt/agent-core";
-import { startCapabilityProvider } from "@agentrt/capability-sdk";
+import { REGISTER_SUBJECT, registerSubject, REVOKE_SUBJECT, startCapabilityProvider } from "@agentrt/capability-sdk";
 import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
+import { startNatsServer } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROVIDERS_BUCKET } from "../src/index.ts";
 import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
@@ -60,6 +61,58 @@ describe("capability providers", () => {
     expect(a).toMatchObject({ status: "failed", failureKind: "runtime" });
     expect(a.status === "failed" && a.error).toContain('no capability provider registered the namespace "weather"');
     await providerNc.close();
+  });
+
+  it("a namespace is registered on its own subject; a body naming another is refused; an earlier provider's shared subject still works", async () => {
+    const nc = await connect({ servers: fx.server.url });
+    const kv = await new Kvm(fx.nc).open(PROVIDERS_BUCKET);
+    const registration = (namespace: string, instanceId: string) =>
+      JSON.stringify({ namespace, instanceId, methods: ["ping"], declarations: `interface Itx { ${namespace}: { ping(): Promise<string> } }`, ttlMs: 60_000 });
+    try {
+      const elsewhere = (await nc.request(registerSubject("alpha"), registration("beta", "beta-1"), { timeout: 5_000 })).json<{ ok: boolean; error?: string }>();
+      expect(elsewhere).toEqual({
+        ok: false,
+        error: 'namespace: "beta" was sent on agentrt.capabilities.register.alpha, the subject of "alpha"; a namespace is registered and revoked only on its own subject (agentrt.capabilities.register.beta)',
+      });
+      expect(await kv.get("beta")).toBeNull();
+      expect((await nc.request(registerSubject("beta"), registration("beta", "beta-1"), { timeout: 5_000 })).json()).toEqual({ ok: true });
+      expect((await kv.get("beta"))?.json<{ instanceId: string }>().instanceId).toBe("beta-1");
+      // An earlier provider registers every namespace on the one shared subject.
+      expect((await nc.request(REGISTER_SUBJECT, registration("gamma", "gamma-1"), { timeout: 5_000 })).json()).toEqual({ ok: true });
+      expect((await kv.get("gamma"))?.json<{ instanceId: string }>().instanceId).toBe("gamma-1");
+      for (const ns of ["beta", "gamma"]) {
+        expect((await nc.request(REVOKE_SUBJECT, JSON.stringify({ namespace: ns, instanceId: `${ns}-1` }), { timeout: 5_000 })).json()).toEqual({ ok: true });
+        expect((await kv.get(ns))?.operation).toBe("DEL");
+      }
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("the SDK falls back to the shared subject when only a host of an earlier version answers", async () => {
+    // A NATS of its own, where the only host listens on the shared subjects, as earlier versions did.
+    const server = await startNatsServer();
+    const olderHost = await connect({ servers: server.url });
+    const nc = await connect({ servers: server.url });
+    const seen: string[] = [];
+    for (const subject of [REGISTER_SUBJECT, REVOKE_SUBJECT]) {
+      olderHost.subscribe(subject, {
+        callback: (_e, msg) => {
+          seen.push(`${msg.subject} ${msg.json<{ namespace: string }>().namespace}`);
+          msg.respond(JSON.stringify({ ok: true }));
+        },
+      });
+    }
+    await olderHost.flush();
+    try {
+      const provider = await startCapabilityProvider(nc, { namespace: "legacy", declarations: "interface Itx { legacy: { ping(): Promise<string> } }", methods: { ping: () => "pong" }, registerTimeoutMs: 5_000 });
+      await provider.stop();
+      expect(seen).toEqual([`${REGISTER_SUBJECT} legacy`, `${REVOKE_SUBJECT} legacy`]);
+    } finally {
+      await nc.close();
+      await olderHost.close();
+      await server.stop();
+    }
   });
 
   it("a call or a result past NATS's message limit fails at once, saying so, not as a provider gone after its timeout", async () => {

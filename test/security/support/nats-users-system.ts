@@ -1,6 +1,7 @@
 // A whole agentrt system whose NATS has the generated per-service users: nats-server started
-// with `renderNatsAuthorization` (random passwords), every service (and the repo provider) as
-// its own process connecting as its own user, and an unrestricted `test` user for the test's
+// with `renderNatsAuthorization` (random passwords), every service as its own process
+// connecting as its own user, the repo provider as its own provider user (`provider-repo`, bound
+// to itx.repo) beside another provider's (`provider-other`, bound to itx.other), and an unrestricted `test` user for the test's
 // own store connection. Used to prove the permission lists complete (a whole turn works) and
 // tight (a service's user is refused what it does not need).
 
@@ -11,28 +12,35 @@ import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { NATS_SERVICE_USERS, natsInboxPrefix, renderNatsAuthorization, type NatsServiceUser } from "@agentrt/service-kit";
+import { NATS_SERVICE_USERS, natsInboxPrefix, type ProviderUser, renderNatsAuthorization, type NatsServiceUser } from "@agentrt/service-kit";
 import type { FakeModel, FakeModelOptions, NatsServer } from "@agentrt/testing";
 import type { ProcessGroup } from "../../support/processes.ts";
 import { startSystem } from "../../support/system.ts";
 
 export interface NatsUsersSystem {
   readonly nats: NatsServer;
-  readonly passwords: Readonly<Record<NatsServiceUser, string>>;
+  readonly passwords: Readonly<Record<NatsServiceUser | ProviderUserName, string>>;
   /** The test's own, unrestricted connection and store. */
   readonly nc: NatsConnection;
   readonly store: JetStreamEventStore;
   readonly model: FakeModel;
   readonly processes: ProcessGroup;
   readonly gatewayUrl: string;
-  /** Connects as one service's user. */
-  connectAs(user: NatsServiceUser): Promise<NatsConnection>;
+  /** Connects as one service's or provider's user. */
+  connectAs(user: NatsServiceUser | ProviderUserName): Promise<NatsConnection>;
   /** nats-server log lines reporting a permissions violation. */
   violations(): string[];
   stop(): Promise<void>;
 }
 
 export const TEST_USER = { user: "test", password: randomBytes(12).toString("hex") };
+
+/** Providers with their own users: the repo provider's, and another's it must not reach. */
+export const PROVIDER_USERS = [
+  { user: "provider-repo", namespaces: ["repo"] },
+  { user: "provider-other", namespaces: ["other"] },
+] as const satisfies readonly ProviderUser[];
+type ProviderUserName = (typeof PROVIDER_USERS)[number]["user"];
 
 export async function startNatsUsersSystem(
   options: {
@@ -44,19 +52,26 @@ export async function startNatsUsersSystem(
     inProcessDriver?: boolean;
   } = {},
 ): Promise<NatsUsersSystem> {
-  const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((u) => [u, randomBytes(18).toString("base64url")])) as Record<NatsServiceUser, string>;
+  const passwords = Object.fromEntries([...NATS_SERVICE_USERS, ...PROVIDER_USERS.map((p) => p.user)].map((u) => [u, randomBytes(18).toString("base64url")])) as Record<
+    NatsServiceUser | ProviderUserName,
+    string
+  >;
   // The whole server log goes to a file: the harness keeps only its last lines, and a violation
   // early in the run must still be found.
   const logFile = join(mkdtempSync(join(tmpdir(), "agentrt-nats-log-")), "nats-server.log");
-  const as = (user: NatsServiceUser) => ({ NATS_USER: user, NATS_PASSWORD: passwords[user] });
+  const as = (user: NatsServiceUser | ProviderUserName) => ({ NATS_USER: user, NATS_PASSWORD: passwords[user] });
   const system = await startSystem({
     hosts: 1,
     gateway: true,
     repoProvider: { openPulls: 3 },
-    natsExtraConfig: `log_file: ${JSON.stringify(logFile)}\n${renderNatsAuthorization({ passwords, unrestricted: [TEST_USER] })}`,
+    natsExtraConfig: `log_file: ${JSON.stringify(logFile)}\n${renderNatsAuthorization({
+      passwords,
+      providers: PROVIDER_USERS.map((p) => ({ ...p, password: passwords[p.user] })),
+      unrestricted: [TEST_USER],
+    })}`,
     testUser: TEST_USER,
     envFor: (service) => ({
-      ...as(service === "repo-provider" ? "capability-provider" : service),
+      ...as(service === "repo-provider" ? "provider-repo" : service),
       ...(service === "agent-reducer" && options.inProcessDriver === true
         ? { REDUCER_LLM_DRIVER: "in-process", LLM_DRIVER_NATS_USER: "llm-driver", LLM_DRIVER_NATS_PASSWORD: passwords["llm-driver"] }
         : {}),

@@ -18,8 +18,10 @@ import {
   type RegisterReply,
   type RegisterRequest,
   registerRequestSchema,
+  registerSubject,
   REVOKE_SUBJECT,
   revokeRequestSchema,
+  revokeSubject,
 } from "@agentrt/capability-sdk";
 import type { KV } from "@nats-io/kv";
 import { newInbox } from "@agentrt/streams/jetstream";
@@ -90,10 +92,21 @@ export class ProviderRegistry {
         if (parsed.success) this.entries.set(entry.key, parsed.data);
       }
     })();
-    const queue = "capability-host";
+    // Each namespace on its own subject (`register.<ns>`), which NATS permissions can bind to a
+    // provider's user; and the single subject of earlier providers.
+    const serve = (subject: string, handle: (body: string, subjectNamespace: string | undefined) => Promise<RegisterReply>): Subscription =>
+      this.nc.subscribe(subject, {
+        queue: "capability-host",
+        callback: (_e, msg) => {
+          const subjectNamespace = subject.endsWith(".*") ? msg.subject.slice(msg.subject.lastIndexOf(".") + 1) : undefined;
+          void this.answer(() => handle(msg.string(), subjectNamespace)).then((r) => msg.respond(JSON.stringify(r)));
+        },
+      });
     this.subscriptions.push(
-      this.nc.subscribe(REGISTER_SUBJECT, { queue, callback: (_e, msg) => void this.answer(() => this.onRegister(msg.string())).then((r) => msg.respond(JSON.stringify(r))) }),
-      this.nc.subscribe(REVOKE_SUBJECT, { queue, callback: (_e, msg) => void this.answer(() => this.onRevoke(msg.string())).then((r) => msg.respond(JSON.stringify(r))) }),
+      serve(REGISTER_SUBJECT, (body, ns) => this.onRegister(body, ns)),
+      serve(registerSubject("*"), (body, ns) => this.onRegister(body, ns)),
+      serve(REVOKE_SUBJECT, (body, ns) => this.onRevoke(body, ns)),
+      serve(revokeSubject("*"), (body, ns) => this.onRevoke(body, ns)),
     );
   }
 
@@ -216,10 +229,19 @@ export class ProviderRegistry {
     }
   }
 
-  private async onRegister(body: string): Promise<RegisterReply> {
+  /**
+   * @param subjectNamespace the namespace of the subject it came on (`register.<ns>`), undefined
+   *   on the single shared subject.
+   */
+  private async onRegister(body: string, subjectNamespace: string | undefined): Promise<RegisterReply> {
     const parsed = parseJson(registerRequestSchema, body);
     if (!parsed.ok) return { ok: false, error: parsed.error };
     const request = parsed.value;
+    const elsewhere = namespaceMismatch(request.namespace, subjectNamespace, registerSubject);
+    if (elsewhere !== null) {
+      this.logger.warn({ namespace: request.namespace, subjectNamespace, instanceId: request.instanceId }, "capability registration refused: sent on another namespace's subject");
+      return { ok: false, error: elsewhere };
+    }
     const syntax = await declarationSyntaxError(request.namespace, request.declarations);
     if (syntax !== null) return { ok: false, error: `declarations: ${syntax}` };
     const refused = this.overLimits(request);
@@ -262,9 +284,11 @@ export class ProviderRegistry {
     return null;
   }
 
-  private async onRevoke(body: string): Promise<RegisterReply> {
+  private async onRevoke(body: string, subjectNamespace: string | undefined): Promise<RegisterReply> {
     const parsed = parseJson(revokeRequestSchema, body);
     if (!parsed.ok) return { ok: false, error: parsed.error };
+    const elsewhere = namespaceMismatch(parsed.value.namespace, subjectNamespace, revokeSubject);
+    if (elsewhere !== null) return { ok: false, error: elsewhere };
     const current = this.entries.get(parsed.value.namespace);
     if (current?.instanceId === parsed.value.instanceId) {
       this.entries.delete(parsed.value.namespace);
@@ -273,6 +297,16 @@ export class ProviderRegistry {
     }
     return { ok: true };
   }
+}
+
+/**
+ * A namespace's own subject is what NATS permissions bind to a provider's user: a body naming
+ * another namespace than its subject would let that user register or revoke a namespace it was
+ * not granted.
+ */
+function namespaceMismatch(namespace: string, subjectNamespace: string | undefined, subjectOf: (ns: string) => string): string | null {
+  if (subjectNamespace === undefined || subjectNamespace === namespace) return null;
+  return `namespace: "${namespace}" was sent on ${subjectOf(subjectNamespace)}, the subject of "${subjectNamespace}"; a namespace is registered and revoked only on its own subject (${subjectOf(namespace)})`;
 }
 
 /**

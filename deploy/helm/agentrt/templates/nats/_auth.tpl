@@ -8,6 +8,29 @@ passwords its server was configured with.
 */}}
 {{- define "agentrt.natsUsers" -}}
 web-gateway agent-reducer llm-driver capability-host capability-provider
+{{- range $p := .Values.nats.auth.providers }} provider-{{ $p.name }}{{ end }}
+{{- end }}
+
+{{/*
+nats.auth.providers: each its own user, bound to its namespaces (templates/nats/_provider-users.tpl).
+The schema checks each entry's name and namespaces; one namespace served by two users, or one
+name listed twice, is refused here.
+*/}}
+{{- define "agentrt.natsProvidersValid" -}}
+{{- $servedBy := dict }}
+{{- $names := dict }}
+{{- range $i, $p := .Values.nats.auth.providers }}
+{{- if hasKey $names $p.name }}
+{{- fail (printf "nats.auth.providers[%d].name: %q is listed twice; one entry per provider user" $i $p.name) }}
+{{- end }}
+{{- $_ := set $names $p.name true }}
+{{- range $ns := $p.namespaces }}
+{{- if hasKey $servedBy $ns }}
+{{- fail (printf "nats.auth.providers[%d].namespaces: %q is already served by provider-%s; one namespace, one provider user" $i $ns (get $servedBy $ns)) }}
+{{- end }}
+{{- $_ := set $servedBy $ns $p.name }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- define "agentrt.natsAuthActive" -}}
@@ -21,7 +44,8 @@ web-gateway agent-reducer llm-driver capability-host capability-provider
 {{/* The authorization block appended to the built-in nats.conf. */}}
 {{- define "agentrt.natsAuthConf" -}}
 {{- if include "agentrt.natsAuthActive" . }}
-{{ .Files.Get "files/nats-authorization.conf" }}
+{{- include "agentrt.natsProvidersValid" . }}
+{{ .Files.Get "files/nats-authorization.conf" | replace "\n    # agentrt: the users of nats.auth.providers" (include "agentrt.natsProviderUsers" .) }}
 {{- end }}
 {{- end }}
 
