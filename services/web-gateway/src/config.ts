@@ -23,6 +23,11 @@ export const gatewayConfigSchema = baseServiceConfigSchema(9467).extend({
   MAX_JSON_DEPTH: z.coerce.number().int().min(2).max(10_000).default(64),
   /** Concurrent SSE + WebSocket + gRPC subscriptions per key (per client address in dev mode); 429 past it. */
   MAX_LIVE_SUBSCRIPTIONS_PER_KEY: z.coerce.number().int().positive().default(32),
+  /**
+   * Connections each listener (HTTP, gRPC) holds at once; one past it is closed as it arrives,
+   * so a flood of connections cannot spend the gateway's file descriptors and memory.
+   */
+  MAX_CONNECTIONS: z.coerce.number().int().positive().default(10_000),
   /** Time to receive a request's headers; a slower socket is closed. */
   HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   /** Time to receive a whole request, body included (live streams are not affected). */

@@ -13,6 +13,7 @@ import type { ReadLimits } from "./api/read-limits.ts";
 import { buildRoutes } from "./api/routes.ts";
 import type { Authenticator } from "./auth/authenticator.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/body.ts";
+import { capConnections, DEFAULT_MAX_CONNECTIONS } from "./http/connection-cap.ts";
 import { NO_METRICS, type GatewayMetrics } from "./http/gateway-metrics.ts";
 import { createUpgradeHandler } from "./http/live.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./http/json-limits.ts";
@@ -40,6 +41,8 @@ export interface GatewayOptions<S> {
   readonly tracer?: Tracer;
   readonly maxJsonDepth?: number;
   readonly maxLiveSubscriptionsPerKey?: number;
+  /** Connections the HTTP listener holds at once (default 10 000); one past it is closed as it arrives. */
+  readonly maxConnections?: number;
   readonly timeouts?: ConnectionTimeouts;
 }
 
@@ -82,6 +85,7 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
     handled.catch((error: unknown) => sendError(deps, req, res, error));
   });
   guardServer(server, options.log, options.timeouts ?? DEFAULT_TIMEOUTS);
+  capConnections(server, { max: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, listener: "http", log: options.log, onDrop: () => deps.metrics.connectionDropped("http") });
   server.on("upgrade", (req, socket, head) => void upgrades.handler(req, socket, head));
   return {
     server,

@@ -63,6 +63,7 @@ void runService({
     const uiDistDir = config.UI_DIST_DIR ?? DEFAULT_UI_DIST;
     if (config.UI_BUILD_ON_START === "1") await ensureUiBuilt(uiDistDir, logger);
     const tracing = await createTracing("web-gateway");
+    const gwMetrics = gatewayMetrics(metrics);
     const gateway = createHttpGateway({
       ...tracerOption(tracing),
       store,
@@ -81,9 +82,10 @@ void runService({
       log: logger,
       uiDistDir,
       maxBodyBytes: config.MAX_BODY_BYTES,
-      metrics: gatewayMetrics(metrics),
+      metrics: gwMetrics,
       maxJsonDepth: config.MAX_JSON_DEPTH,
       maxLiveSubscriptionsPerKey: config.MAX_LIVE_SUBSCRIPTIONS_PER_KEY,
+      maxConnections: config.MAX_CONNECTIONS,
       timeouts: { headersTimeoutMs: config.HEADERS_TIMEOUT_MS, requestTimeoutMs: config.REQUEST_TIMEOUT_MS, keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS },
     });
     // A key revoked or changed in the file stops working, and the live streams it opened end.
@@ -100,7 +102,8 @@ void runService({
       maxRequestBytes: config.MAX_BODY_BYTES,
       requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     });
-    const grpcPort = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT);
+    const grpcListener = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT, { log: logger, maxConnections: config.MAX_CONNECTIONS, metrics: gwMetrics });
+    const grpcPort = grpcListener.port;
     // Ready while both connections (appends and live, and reads) are up and the gateway is not stopping.
     const readiness = trackReadiness(nc, { "read connection open": () => !readNc.isClosed() });
     ops.ready(readiness.unmet);
@@ -114,7 +117,9 @@ void runService({
           await sleep(config.SHUTDOWN_DELAY_MS);
         }
         await gateway.close();
+        const grpcClosed = grpcListener.close();
         await new Promise<void>((resolve) => grpc.tryShutdown(() => resolve()));
+        await grpcClosed;
         await ops.close();
         await readStore.close();
         await store.close();

@@ -15,6 +15,9 @@ import { appendRouteVerb, authorizeAppends } from "../auth/ownership.ts";
 import { classifyError, GatewayError } from "../errors.ts";
 import { DEFAULT_MAX_JSON_DEPTH, parseJsonBounded } from "../http/json-limits.ts";
 import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
+import { capConnections, DEFAULT_MAX_CONNECTIONS } from "../http/connection-cap.ts";
+import type { GatewayMetrics } from "../http/gateway-metrics.ts";
+import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "@agentrt/gateway-proto";
 
 export function toPbEvent(event: AgentEvent): PbEvent {
@@ -278,8 +281,34 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
   return server;
 }
 
-export function bindGrpc(server: Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) =>
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
-  );
+export interface GrpcListener {
+  readonly port: number;
+  /** Stops accepting; resolves once its connections are gone (`Server.tryShutdown` or `forceShutdown` ends them). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `server` on `host:port` from a listener of our own, whose connections grpc-js takes as
+ * injected: grpc-js's own listener has no bound on connections, and ours closes one past
+ * `maxConnections` as it arrives (http/connection-cap.ts).
+ */
+export function bindGrpc(
+  server: Server,
+  host: string,
+  port: number,
+  options: { log: Logger; maxConnections?: number; metrics?: Pick<GatewayMetrics, "connectionDropped"> },
+): Promise<GrpcListener> {
+  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const listener = createNetServer((socket) => injector.injectConnection(socket));
+  capConnections(listener, { max: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, listener: "grpc", log: options.log, onDrop: () => options.metrics?.connectionDropped("grpc") });
+  return new Promise((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen(port, host, () => {
+      listener.off("error", reject);
+      resolve({
+        port: (listener.address() as AddressInfo).port,
+        close: () => new Promise<void>((done) => listener.close(() => done())),
+      });
+    });
+  });
 }

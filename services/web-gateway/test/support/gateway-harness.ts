@@ -7,7 +7,7 @@ import { testLogger } from "@agentrt/testing";
 import { Authenticator } from "../../src/auth/authenticator.ts";
 import { mintApiKey, type Scope, type StoredKey } from "../../src/auth/keys.ts";
 import { createHttpGateway, type HttpGateway } from "../../src/gateway.ts";
-import { bindGrpc, createGrpcServer, type GrpcOptions } from "../../src/grpc/server.ts";
+import { bindGrpc, createGrpcServer, type GrpcListener, type GrpcOptions } from "../../src/grpc/server.ts";
 import { gatewayCore } from "../../src/core.ts";
 import type { Server } from "@grpc/grpc-js";
 
@@ -35,6 +35,8 @@ export async function startTestGateway(options: {
   devMode?: boolean;
   uiDistDir?: string;
   maxBodyBytes?: number;
+  /** Connections each listener holds at once. */
+  maxConnections?: number;
   grpc?: boolean;
   grpcOptions?: GrpcOptions;
 }): Promise<TestGateway> {
@@ -52,13 +54,16 @@ export async function startTestGateway(options: {
     log,
     ...(options.uiDistDir === undefined ? {} : { uiDistDir: options.uiDistDir }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
   });
   const port = await gateway.listen(0, "127.0.0.1");
   let grpcServer: Server | undefined;
   let grpcAddress = "";
+  let grpcListener: GrpcListener | undefined;
   if (options.grpc === true) {
     grpcServer = createGrpcServer(gateway.api, auth, log, { liveLimiter: gateway.liveLimiter, ...options.grpcOptions });
-    grpcAddress = `127.0.0.1:${await bindGrpc(grpcServer, "127.0.0.1", 0)}`;
+    grpcListener = await bindGrpc(grpcServer, "127.0.0.1", 0, { log, ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }) });
+    grpcAddress = `127.0.0.1:${grpcListener.port}`;
   }
   return {
     url: `http://127.0.0.1:${port}`,
@@ -67,6 +72,7 @@ export async function startTestGateway(options: {
     gateway,
     close: async () => {
       grpcServer?.forceShutdown();
+      await grpcListener?.close();
       await gateway.close();
     },
   };

@@ -1,0 +1,89 @@
+// MAX_CONNECTIONS: each listener (HTTP, gRPC) holds at most so many connections at once. A
+// connection past the cap is closed as it arrives, before a byte of a request is read, and once
+// one closes a new one is served again. Without the cap (grpc-js's own listener, node's default)
+// every one of them stays open until a timeout, spending a file descriptor and a session each.
+
+import { request } from "node:http";
+import { connect as tcp, type Socket } from "node:net";
+import { credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
+import { AgentRuntimeClient } from "@agentrt/gateway-proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openTestStore, type TestStore } from "./support/store.ts";
+import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
+
+const MAX = 4;
+const key = testKey([{ prefix: "/agents/cap", verbs: ["read"] }]);
+let ts: TestStore;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  ts = await openTestStore();
+  gw = await startTestGateway({ store: ts.store, keys: [key], grpc: true, maxConnections: MAX });
+});
+afterAll(async () => {
+  await gw?.close();
+  await ts?.close();
+});
+
+/** A raw connection that sends nothing, and what became of it within `waitMs`: "open" or "closed". */
+async function idleConnection(port: number): Promise<{ socket: Socket; fate: (waitMs: number) => Promise<"open" | "closed"> }> {
+  const socket = tcp({ host: "127.0.0.1", port });
+  socket.on("error", () => {});
+  let closed = false;
+  socket.on("close", () => (closed = true));
+  await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+  return {
+    socket,
+    fate: async (waitMs) => {
+      const deadline = Date.now() + waitMs;
+      while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      return closed ? "closed" : "open";
+    },
+  };
+}
+
+const httpStatus = (url: string): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/streams/${encodeURIComponent("/agents/cap/a")}/events`, { agent: false, headers: { authorization: `Bearer ${key.apiKey}` } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+
+describe("the most connections a listener holds", () => {
+  it("HTTP: one past the cap is closed as it arrives; after one closes, requests are served again", async () => {
+    const port = Number(new URL(gw.url).port);
+    const held = await Promise.all(Array.from({ length: MAX }, () => idleConnection(port)));
+    const extra = await idleConnection(port);
+    expect(await extra.fate(2_000)).toBe("closed");
+    for (const h of held) expect(await h.fate(0)).toBe("open");
+    held[0]!.socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await httpStatus(gw.url)).toBe(200);
+    for (const h of held) h.socket.destroy();
+  });
+
+  it("gRPC: one past the cap is closed as it arrives; after one closes, calls are served again", async () => {
+    const port = Number(gw.grpcAddress.split(":")[1]);
+    const held = await Promise.all(Array.from({ length: MAX }, () => idleConnection(port)));
+    const extra = await idleConnection(port);
+    expect(await extra.fate(2_000)).toBe("closed");
+    for (const h of held) expect(await h.fate(0)).toBe("open");
+    held[0]!.socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${key.apiKey}`);
+    try {
+      const code = await new Promise<number>((resolve) =>
+        client.readEvents({ streamPath: "/agents/cap/a", fromOffset: 1, limit: 1 }, md, (e: ServiceError | null) => resolve(e?.code ?? 0)),
+      );
+      expect(code).toBe(0);
+    } finally {
+      client.close();
+      for (const h of held) h.socket.destroy();
+    }
+  });
+});
