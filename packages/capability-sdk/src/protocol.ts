@@ -26,6 +26,7 @@
 // A registration is a lease: the provider re-registers (heartbeat) well within `ttlMs`; a
 // namespace whose lease lapsed is "gone" and calls to it fail with an error naming it.
 
+import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 
 /**
@@ -135,6 +136,17 @@ export const callReplySchema = z.union([
   z.strictObject({ ok: z.literal(false), error: z.string() }),
 ]);
 export type CallReply = z.infer<typeof callReplySchema>;
+
+/**
+ * How many bytes of body one NATS message on `nc` may carry with `headersRoom` bytes left for its
+ * headers: the server's `max_payload` counts both, and the client refuses to publish past it.
+ * Undefined until the connection has the server's limit. The host checks a call's arguments with
+ * it, a provider its result.
+ */
+export function bodyRoom(nc: NatsConnection, headersRoom = 0): number | undefined {
+  const limit = nc.info?.max_payload;
+  return limit === undefined ? undefined : limit - headersRoom;
+}
 
 /** Parses JSON bytes with a schema; returns an error message naming the field on failure. */
 export function parseJson<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T } | { ok: false; error: string } {

@@ -11,6 +11,7 @@ import { errors, type Msg, type NatsConnection, type Subscription } from "@nats-
 import { backoffDelayMs, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 import {
   aliveSubject,
+  bodyRoom,
   CALL_ACCEPTED_HEADER,
   type CallAccepted,
   type Caller,
@@ -191,9 +192,9 @@ function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions, inst
  */
 function fitting(nc: NatsConnection, body: CallReply | CallAccepted, namespace: string): Uint8Array {
   const bytes = new TextEncoder().encode(JSON.stringify(body));
-  const limit = nc.info?.max_payload;
-  if (limit === undefined || bytes.length <= limit) return bytes;
-  const error = `the result of a call to itx.${namespace} is ${bytes.length} bytes as JSON, past the ${limit} bytes one NATS message carries (the server's max_payload); return less per call`;
+  const room = bodyRoom(nc);
+  if (room === undefined || bytes.length <= room) return bytes;
+  const error = `the result of a call to itx.${namespace} is ${bytes.length} bytes as JSON, past the ${room} bytes one NATS message carries (the server's max_payload); return less per call`;
   return new TextEncoder().encode(JSON.stringify({ ok: false, error } satisfies CallReply));
 }
 

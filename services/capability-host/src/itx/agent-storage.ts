@@ -43,6 +43,14 @@ export const DEFAULT_KV_QUOTA: Quota = { bytes: 64 * 1024 * 1024, entries: ITX_L
 export const ITX_FILE_MAX_BYTES = 4 * 1024 * 1024;
 
 const USER_KEY = /^[-/_=.a-zA-Z0-9]+$/;
+/** Characters of a script's bad key or path an error message quotes. */
+const SHOWN_INPUT_MAX = 80;
+
+/** A script's input as an error message quotes it: as JSON, a long string cut to 80 characters, with "…" inside its quotes. */
+export function shownInput(value: unknown): string {
+  if (typeof value !== "string" || value.length <= SHOWN_INPUT_MAX) return JSON.stringify(value) ?? String(value);
+  return JSON.stringify(`${value.slice(0, SHOWN_INPUT_MAX)}…`);
+}
 
 export class ItxInputError extends Error {
   override readonly name = "ItxInputError";
@@ -62,8 +70,7 @@ export class AgentKv {
 
   private key(agentPath: string, key: unknown): string {
     if (typeof key !== "string" || !USER_KEY.test(key) || key.startsWith(".") || key.endsWith(".") || key.includes("..")) {
-      const shown = typeof key === "string" && key.length > 80 ? `${JSON.stringify(key.slice(0, 80))}…` : JSON.stringify(key);
-      throw new ItxInputError(`itx.kv: key ${shown} must be a non-empty string of letters, digits, "-", "_", "/", "=", "." (not starting or ending with ".", no "..")`);
+      throw new ItxInputError(`itx.kv: key ${shownInput(key)} must be a non-empty string of letters, digits, "-", "_", "/", "=", "." (not starting or ending with ".", no "..")`);
     }
     if (key.length > ITX_KV_KEY_MAX) throw new ItxInputError(`itx.kv: a key of ${key.length} characters is over the ${ITX_KV_KEY_MAX}-character limit`);
     return `${agentPath.slice(1)}.${key}`;
@@ -149,7 +156,7 @@ export class AgentFiles {
 
   private name(agentPath: string, path: unknown): string {
     if (typeof path !== "string" || path.length === 0 || path.startsWith("/") || path.split("/").some((s) => s === ".." || s === "")) {
-      throw new ItxInputError(`itx.files: path ${JSON.stringify(path)} must be relative ("notes/a.md"), with no "..", "//" or leading "/"`);
+      throw new ItxInputError(`itx.files: path ${shownInput(path)} must be relative ("notes/a.md"), with no "..", "//" or leading "/"`);
     }
     const bytes = Buffer.byteLength(path);
     if (bytes > ITX_FILE_PATH_MAX) {
@@ -159,7 +166,7 @@ export class AgentFiles {
     // with an opaque InvalidCharacterError from deep inside it.
     const beyond = [...path].find((c) => c.codePointAt(0)! > 0xff);
     if (beyond !== undefined) {
-      throw new ItxInputError(`itx.files: path ${JSON.stringify(path.length > 80 ? `${path.slice(0, 80)}…` : path)} has ${JSON.stringify(beyond)}; file names may use Latin-1 characters only (U+0000–U+00FF)`);
+      throw new ItxInputError(`itx.files: path ${shownInput(path)} has ${JSON.stringify(beyond)}; file names may use Latin-1 characters only (U+0000–U+00FF)`);
     }
     return `${agentPath}:${path}`;
   }

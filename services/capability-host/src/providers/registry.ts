@@ -7,6 +7,7 @@
 
 import {
   aliveSubject,
+  bodyRoom,
   CALL_ACCEPTED_HEADER,
   callAcceptedSchema,
   type CallReply,
@@ -131,11 +132,11 @@ export class ProviderRegistry {
     }
     const body = new TextEncoder().encode(JSON.stringify({ method, args, caller }));
     // Past the server's message limit the client refuses to publish; that must not read as a dead provider.
-    const limit = this.nc.info?.max_payload;
-    if (limit !== undefined && body.length > limit - CALL_HEADERS_ROOM) {
+    const room = bodyRoom(this.nc, CALL_HEADERS_ROOM);
+    if (room !== undefined && body.length > room) {
       throw new ProviderCallError(
         "call_too_large",
-        `itx.${namespace}.${method} was not called: its arguments are ${body.length} bytes as JSON, past the ${limit - CALL_HEADERS_ROOM} bytes ` +
+        `itx.${namespace}.${method} was not called: its arguments are ${body.length} bytes as JSON, past the ${room} bytes ` +
           `one NATS message carries to a provider (the server's max_payload, less room for headers). Pass less per call.`,
       );
     }
