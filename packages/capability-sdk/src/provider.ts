@@ -78,7 +78,9 @@ export async function startCapabilityProvider(nc: NatsConnection, options: Capab
   const subscription = serveCalls(nc, options, instanceId);
   // Answers while this process lives: a host waiting on one of our calls asks here, and "no
   // responders" (the process is gone) fails the call at once instead of after its timeout.
-  const alive = nc.subscribe(aliveSubject(instanceId), { callback: (_error, msg) => void msg.respond() });
+  // (A refused subscription calls back with an error and no message: answering that would throw
+  // inside the client's reader and stop the connection for good.)
+  const alive = nc.subscribe(aliveSubject(instanceId), { callback: (error, msg) => void (error === null ? msg.respond() : options.onError?.(error)) });
   const keeper = new RegistrationKeeper(nc, registration, options.retry ?? DEFAULT_BACKOFF, log, stopped.signal);
   const deadline = options.registerTimeoutMs === undefined ? Infinity : Date.now() + options.registerTimeoutMs;
   try {

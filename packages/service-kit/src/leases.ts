@@ -118,8 +118,9 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
 
   // Presence: answer on our liveness subject for as long as this connection lives.
   const presence: Subscription = nc.subscribe(leaseLivenessSubject(group, owner), {
-    callback: (_error, msg) => {
-      if (!stopped) msg.respond();
+    // A refused subscription calls back with an error and no message (nothing to answer).
+    callback: (error, msg) => {
+      if (error === null && !stopped) msg.respond();
     },
   });
   await nc.flush();

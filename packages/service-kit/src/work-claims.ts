@@ -99,8 +99,9 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
 
   // Presence first: a claim must never be visible before its owner answers for it.
   const presence: Subscription = nc.subscribe(claimLivenessSubject(kind, owner), {
-    callback: (_error, msg) => {
-      if (!stopped) msg.respond();
+    // A refused subscription calls back with an error and no message (nothing to answer).
+    callback: (error, msg) => {
+      if (error === null && !stopped) msg.respond();
     },
   });
   await nc.flush();

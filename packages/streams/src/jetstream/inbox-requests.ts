@@ -42,7 +42,12 @@ export class InboxRequests {
     readonly timeoutMs: number,
   ) {
     this.prefix = newInbox(nc);
-    this.subscription = nc.subscribe(`${this.prefix}.*`, { callback: (_error, msg) => this.onAnswer(msg) });
+    this.subscription = nc.subscribe(`${this.prefix}.*`, {
+      // A refused subscription calls back with an error and no message.
+      callback: (error, msg) => {
+        if (error === null) this.onAnswer(msg);
+      },
+    });
     this.sweeper = setInterval(() => this.expire(), Math.max(50, Math.min(1000, timeoutMs / 4)));
     this.sweeper.unref();
   }

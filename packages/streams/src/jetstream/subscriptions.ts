@@ -252,7 +252,12 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
     this.nextOffset = spec.fromOffset;
     if (spec.ephemeralSubject !== undefined) {
       // Opened before history is read: live-lane events published from now on are not missed.
-      this.core = spec.nc.subscribe(spec.ephemeralSubject, { callback: (_err, msg) => this.onEphemeral(msg.data) });
+      this.core = spec.nc.subscribe(spec.ephemeralSubject, {
+        // A refused subscription calls back with an error and no message.
+        callback: (error, msg) => {
+          if (error === null) this.onEphemeral(msg.data);
+        },
+      });
     }
     this.launch(() => this.run(spec), `subscribe to ${spec.subject}`);
   }
@@ -380,7 +385,14 @@ export class LivePartitionFeed implements Closable, AsyncIterable<AgentEvent> {
     private readonly types: ReadonlySet<string> | undefined,
     private readonly detach: (self: Closable) => void,
   ) {
-    this.subscriptions = subjects.map((subject) => nc.subscribe(subject, { callback: (_err, msg) => this.onMessage(msg) }));
+    this.subscriptions = subjects.map((subject) =>
+      nc.subscribe(subject, {
+        // A refused subscription calls back with an error and no message.
+        callback: (error, msg) => {
+          if (error === null) this.onMessage(msg);
+        },
+      }),
+    );
   }
 
   private onMessage(msg: Msg): void {

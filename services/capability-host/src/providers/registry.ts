@@ -98,7 +98,14 @@ export class ProviderRegistry {
     const serve = (subject: string, handle: (body: string, subjectNamespace: string | undefined) => Promise<RegisterReply>): Subscription =>
       this.nc.subscribe(subject, {
         queue: "capability-host",
-        callback: (_e, msg) => {
+        callback: (error, msg) => {
+          // A refused subscription (a NATS still on an earlier version's permission lists) calls
+          // back with an error and no message; reading that one would throw inside the client's
+          // reader and stop the host's connection for good.
+          if (error !== null) {
+            this.logger.error({ err: error, subject }, "capability host may not subscribe here: load the current NATS permissions (files/nats-authorization.conf); providers registering on it get no answer");
+            return;
+          }
           const subjectNamespace = subject.endsWith(".*") ? msg.subject.slice(msg.subject.lastIndexOf(".") + 1) : undefined;
           void this.answer(() => handle(msg.string(), subjectNamespace)).then((r) => msg.respond(JSON.stringify(r)));
         },
