@@ -14,7 +14,7 @@ import { gatewayCore } from "./core.ts";
 import { createHttpGateway } from "./gateway.ts";
 import { gatewayMetrics } from "./http/gateway-metrics.ts";
 import { LOG_REDACT_PATHS } from "./http/redact.ts";
-import { bindGrpc, createGrpcServer } from "./grpc/server.ts";
+import { bindGrpc, createGrpcServer, shutdownGrpc } from "./grpc/server.ts";
 import { DEFAULT_UI_DIST, ensureUiBuilt } from "./ui-build.ts";
 
 const config = loadConfig(gatewayConfigSchema);
@@ -102,7 +102,12 @@ void runService({
       maxRequestBytes: config.MAX_BODY_BYTES,
       requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     });
-    const grpcListener = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT, { log: logger, maxConnections: config.MAX_CONNECTIONS, metrics: gwMetrics });
+    const grpcListener = await bindGrpc(grpc, config.HTTP_HOST, config.GRPC_PORT, {
+      log: logger,
+      maxConnections: config.MAX_CONNECTIONS,
+      firstByteMs: config.HEADERS_TIMEOUT_MS,
+      metrics: gwMetrics,
+    });
     const grpcPort = grpcListener.port;
     // Ready while both connections (appends and live, and reads) are up and the gateway is not stopping.
     const readiness = trackReadiness(nc, { "read connection open": () => !readNc.isClosed() });
@@ -118,7 +123,7 @@ void runService({
         }
         await gateway.close();
         const grpcClosed = grpcListener.close();
-        await new Promise<void>((resolve) => grpc.tryShutdown(() => resolve()));
+        await shutdownGrpc(grpc);
         await grpcClosed;
         await ops.close();
         await readStore.close();

@@ -2,6 +2,8 @@
 // connection past the cap is closed as it arrives, before a byte of a request is read, and once
 // one closes a new one is served again. Without the cap (grpc-js's own listener, node's default)
 // every one of them stays open until a timeout, spending a file descriptor and a session each.
+// A silent connection cannot hold a slot for good: gRPC's, like HTTP's, is closed when it sends
+// nothing for its first-byte time.
 
 import { request } from "node:http";
 import { connect as tcp, type Socket } from "node:net";
@@ -18,7 +20,7 @@ let gw: TestGateway;
 
 beforeAll(async () => {
   ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, keys: [key], grpc: true, maxConnections: MAX });
+  gw = await startTestGateway({ store: ts.store, keys: [key], grpc: true, maxConnections: MAX, grpcFirstByteMs: 1_000 });
 });
 afterAll(async () => {
   await gw?.close();
@@ -29,6 +31,8 @@ afterAll(async () => {
 async function idleConnection(port: number): Promise<{ socket: Socket; fate: (waitMs: number) => Promise<"open" | "closed"> }> {
   const socket = tcp({ host: "127.0.0.1", port });
   socket.on("error", () => {});
+  // What the server sends (HTTP/2's settings) is read and dropped, so its close is seen.
+  socket.resume();
   let closed = false;
   socket.on("close", () => (closed = true));
   await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
@@ -84,6 +88,26 @@ describe("the most connections a listener holds", () => {
     } finally {
       client.close();
       for (const h of held) h.socket.destroy();
+    }
+  });
+
+  it("gRPC: a connection that sends nothing is closed after its first-byte time, so silent clients cannot hold the slots", async () => {
+    const port = Number(gw.grpcAddress.split(":")[1]);
+    const silent = await Promise.all(Array.from({ length: MAX }, () => idleConnection(port)));
+    const started = Date.now();
+    for (const s of silent) expect(await s.fate(5_000)).toBe("closed");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(800);
+    // A client that spoke keeps its connection past that time.
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${key.apiKey}`);
+    const read = () => new Promise<number>((resolve) => client.readEvents({ streamPath: "/agents/cap/a", fromOffset: 1, limit: 1 }, md, (e: ServiceError | null) => resolve(e?.code ?? 0)));
+    try {
+      expect(await read()).toBe(0);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await read()).toBe(0);
+    } finally {
+      client.close();
     }
   });
 });

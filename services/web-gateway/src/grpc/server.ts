@@ -287,19 +287,60 @@ export interface GrpcListener {
   close(): Promise<void>;
 }
 
+/** How long calls in flight may finish when the gateway stops before they are cancelled. */
+export const GRPC_SHUTDOWN_GRACE_MS = 1_000;
+
+/**
+ * Stops `server`: calls in flight get `graceMs` to finish, then every one still open is
+ * cancelled. A live Subscribe never finishes on its own, so `tryShutdown` alone waited for the
+ * process's stop deadline with any client subscribed (its client resumes from its last offset
+ * elsewhere, as after any disconnect; HTTP's live streams are cut at once).
+ */
+export function shutdownGrpc(server: Server, graceMs = GRPC_SHUTDOWN_GRACE_MS): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}
+
+/** How long a new gRPC connection may take to send HTTP/2's preface (HTTP's HEADERS_TIMEOUT_MS by default). */
+export const DEFAULT_GRPC_FIRST_BYTE_MS = 5_000;
+/** "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n": what an HTTP/2 client sends first. */
+const HTTP2_CLIENT_PREFACE_BYTES = 24;
+
 /**
  * Serves `server` on `host:port` from a listener of our own, whose connections grpc-js takes as
  * injected: grpc-js's own listener has no bound on connections, and ours closes one past
- * `maxConnections` as it arrives (http/connection-cap.ts).
+ * `maxConnections` as it arrives (http/connection-cap.ts). A connection that has not sent
+ * HTTP/2's preface within `firstByteMs` is closed: it has no HTTP/2 session yet, so grpc-js's
+ * idle timeout never ends it, and silent connections would otherwise hold every slot for as long
+ * as their client liked (HTTP's headers timeout does the same for its listener).
  */
 export function bindGrpc(
   server: Server,
   host: string,
   port: number,
-  options: { log: Logger; maxConnections?: number; metrics?: Pick<GatewayMetrics, "connectionDropped"> },
+  options: { log: Logger; maxConnections?: number; firstByteMs?: number; metrics?: Pick<GatewayMetrics, "connectionDropped"> },
 ): Promise<GrpcListener> {
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
-  const listener = createNetServer((socket) => injector.injectConnection(socket));
+  const firstByteMs = options.firstByteMs ?? DEFAULT_GRPC_FIRST_BYTE_MS;
+  const listener = createNetServer((socket) => {
+    // A connection that has sent at least HTTP/2's preface by then has a session, which grpc-js
+    // closes once it has no call for a while. (Node's HTTP/2 reads the socket natively; its
+    // byte count still counts, where its inactivity timer did not fire.)
+    const timer = setTimeout(() => {
+      if (socket.bytesRead < HTTP2_CLIENT_PREFACE_BYTES) socket.destroy();
+    }, firstByteMs);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+    injector.injectConnection(socket);
+  });
   capConnections(listener, { max: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, listener: "grpc", log: options.log, onDrop: () => options.metrics?.connectionDropped("grpc") });
   return new Promise((resolve, reject) => {
     listener.once("error", reject);

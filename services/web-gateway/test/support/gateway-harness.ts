@@ -15,6 +15,8 @@ export interface TestGateway {
   readonly url: string;
   readonly auth: Authenticator;
   readonly grpcAddress: string;
+  /** The gRPC server, when started (`grpc: true`). */
+  readonly grpcServer: Server | undefined;
   readonly gateway: HttpGateway;
   close(): Promise<void>;
 }
@@ -37,6 +39,8 @@ export async function startTestGateway(options: {
   maxBodyBytes?: number;
   /** Connections each listener holds at once. */
   maxConnections?: number;
+  /** How long a new gRPC connection may send nothing. */
+  grpcFirstByteMs?: number;
   grpc?: boolean;
   grpcOptions?: GrpcOptions;
 }): Promise<TestGateway> {
@@ -62,13 +66,18 @@ export async function startTestGateway(options: {
   let grpcListener: GrpcListener | undefined;
   if (options.grpc === true) {
     grpcServer = createGrpcServer(gateway.api, auth, log, { liveLimiter: gateway.liveLimiter, ...options.grpcOptions });
-    grpcListener = await bindGrpc(grpcServer, "127.0.0.1", 0, { log, ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }) });
+    grpcListener = await bindGrpc(grpcServer, "127.0.0.1", 0, {
+      log,
+      ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
+      ...(options.grpcFirstByteMs === undefined ? {} : { firstByteMs: options.grpcFirstByteMs }),
+    });
     grpcAddress = `127.0.0.1:${grpcListener.port}`;
   }
   return {
     url: `http://127.0.0.1:${port}`,
     auth,
     grpcAddress,
+    grpcServer,
     gateway,
     close: async () => {
       grpcServer?.forceShutdown();
