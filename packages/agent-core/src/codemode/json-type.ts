@@ -9,6 +9,12 @@ type Shape =
 
 const MAX_DEPTH = 8;
 const MAX_KEYS = 60;
+/**
+ * Fields an object shape tracks: the first MAX_KEYS are shown, and one more says there are
+ * others. Tracking every key cost time with the square of the keys: an array of 14 000 objects
+ * with a key each held the capability host's thread for half a minute. The text is the same.
+ */
+const TRACKED_KEYS = MAX_KEYS + 1;
 
 function shapeOf(value: unknown, depth: number): Shape {
   if (depth > MAX_DEPTH) return { kind: "primitive", name: "unknown" };
@@ -23,6 +29,7 @@ function shapeOf(value: unknown, depth: number): Shape {
     const fields = new Map<string, { shape: Shape[]; count: number }>();
     for (const [key, field] of Object.entries(value as Record<string, unknown>)) {
       if (field === undefined) continue;
+      if (fields.size === TRACKED_KEYS) break;
       fields.set(key, { shape: [shapeOf(field, depth + 1)], count: 1 });
     }
     return { kind: "object", fields, count: 1 };
@@ -48,6 +55,7 @@ function mergeShapes(a: Shape, b: Shape): Shape {
     for (const [key, field] of a.fields) fields.set(key, { shape: field.shape, count: field.count });
     for (const [key, field] of b.fields) {
       const prior = fields.get(key);
+      if (prior === undefined && fields.size === TRACKED_KEYS) continue;
       fields.set(
         key,
         prior === undefined
