@@ -29,6 +29,32 @@ export interface SandboxLimits {
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 64 * 1024 * 1024, stackBytes: 512 * 1024, maxSyncSliceMs: 10_000 };
 
+/**
+ * Characters of JSON arguments one itx call may carry out of the sandbox: a 4 MiB file written
+ * as bytes is at most 16 Mi (each byte a number and a comma) and some room.
+ */
+export const MAX_CALL_ARGS_CHARS = 20 * 1024 * 1024;
+/**
+ * Characters of JSON arguments a script's unanswered itx calls may carry together. Each call's
+ * arguments are copied out of QuickJS, whose heap cap then no longer counts them: 250 calls of a
+ * 16 MB string each, started at once, took the host to 4.5 GB before any bound applied.
+ */
+export const MAX_PENDING_CALL_ARGS_CHARS = 48 * 1024 * 1024;
+
+/** Why an itx call's arguments are refused before they are copied, or undefined. */
+export function callArgsRefusal(op: string, chars: number, pendingChars: number): string | undefined {
+  if (chars > MAX_CALL_ARGS_CHARS) {
+    return `itx ${op}: its arguments are ${chars} characters as JSON, past the ${MAX_CALL_ARGS_CHARS} one call may carry; pass less per call.`;
+  }
+  if (pendingChars + chars > MAX_PENDING_CALL_ARGS_CHARS) {
+    return (
+      `itx ${op}: this script's unanswered itx calls already carry ${pendingChars} characters of arguments, and this one's ${chars} would pass the ` +
+      `${MAX_PENDING_CALL_ARGS_CHARS} they may carry together; await some calls before starting more.`
+    );
+  }
+  return undefined;
+}
+
 /** How a host function answers a script's call. Throw to reject inside the script. */
 export type HostCallHandler = (op: string, args: unknown[]) => Promise<unknown>;
 
@@ -155,12 +181,23 @@ export class QuickJsSandbox implements ScriptSandbox {
   }
 
   private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>, enterSlice: () => void): void {
+    // Characters of arguments copied out for calls not yet answered (see MAX_PENDING_CALL_ARGS_CHARS).
+    let pendingChars = 0;
     const hostCall = vm.newFunction("hostCall", (opHandle, argsHandle) => {
       const op = vm.getString(opHandle);
-      const argsText = vm.getString(argsHandle);
+      // The length is read inside QuickJS, so arguments past the bounds are never copied out.
+      const chars = vm.getProp(argsHandle, "length").consume((h) => vm.getNumber(h));
+      const refusal = callArgsRefusal(op, chars, pendingChars);
+      const argsText = refusal === undefined ? vm.getString(argsHandle) : "";
+      if (refusal === undefined) pendingChars += chars;
+      let counted = refusal === undefined;
       const deferred = vm.newPromise();
       deferreds.add(deferred);
       const settle = (fn: () => void): void => {
+        if (counted) {
+          counted = false;
+          pendingChars -= chars;
+        }
         if (!vm.alive || !deferred.alive) return;
         try {
           fn();
@@ -173,6 +210,7 @@ export class QuickJsSandbox implements ScriptSandbox {
       };
       Promise.resolve()
         .then(() => {
+          if (refusal !== undefined) throw new RangeError(refusal);
           // Held to the gateway's nesting bound: a value of a few thousand levels overflowed the
           // structured clone to the host's thread, the call was never answered, and the script
           // hung until its deadline holding a sandbox.

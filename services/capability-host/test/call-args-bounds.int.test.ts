@@ -1,0 +1,45 @@
+// What a script's itx calls may carry out of the sandbox. Arguments are copied out of QuickJS,
+// whose heap cap then no longer counts them: 250 calls of a 16 MB string each, started at once,
+// took the host to 4.5 GB. A call past MAX_CALL_ARGS_CHARS, and a call that would take the
+// script's unanswered calls past MAX_PENDING_CALL_ARGS_CHARS, are refused before the copy, with
+// an error the script can read; calls within the bounds still run.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_CALL_ARGS_CHARS, MAX_PENDING_CALL_ARGS_CHARS } from "../src/sandbox/quickjs-sandbox.ts";
+import { type HostFixture, settlementOf, startFixture, uniquePath } from "./harness.ts";
+
+let fx: HostFixture;
+beforeAll(async () => {
+  fx = await startFixture({});
+});
+afterAll(async () => fx?.stop());
+
+describe("itx call arguments", () => {
+  it("a call past the per-call bound is refused naming it, and the script goes on", { timeout: 60_000 }, async () => {
+    const settlement = await settlementOf(fx, uniquePath("args-one"), [
+      `const big = "x".repeat(${MAX_CALL_ARGS_CHARS + 1_000});`,
+      "let refused = '';",
+      'try { await itx.kv.set("big", big); } catch (e) { refused = String(e); }',
+      'await itx.kv.set("small", 1);',
+      'return { refused, small: await itx.kv.get("small") };',
+    ]);
+    expect(settlement).toEqual({
+      status: "succeeded",
+      result: { refused: expect.stringMatching(new RegExp(`RangeError: itx kv\\.set: its arguments are \\d+ characters as JSON, past the ${MAX_CALL_ARGS_CHARS} one call may carry`)), small: 1 },
+    });
+  });
+
+  it("calls started at once past the bound they may carry together are refused before they are copied", { timeout: 60_000 }, async () => {
+    const each = 12 * 1024 * 1024;
+    const fit = Math.floor(MAX_PENDING_CALL_ARGS_CHARS / (each + 100));
+    const settlement = await settlementOf(fx, uniquePath("args-many"), [
+      `const s = "y".repeat(${each});`,
+      "const outcomes = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => itx.docs.search({ q: s })));",
+      'return outcomes.map((o) => o.status === "fulfilled" ? "ran" : String(o.reason).includes("await some calls before starting more") ? "refused" : "failed: " + String(o.reason).slice(0, 200));',
+    ]);
+    expect(settlement.status).toBe("succeeded");
+    const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
+    expect(outcomes.filter((o) => o === "refused")).toHaveLength(12 - fit);
+    expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
+  });
+});
