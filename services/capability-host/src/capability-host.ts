@@ -31,7 +31,8 @@ import { DEFAULT_SCRIPT_LIMITS, type ScriptLimits, type ScriptRunOutcome, Script
 import type { CheckedScript } from "./typecheck/checker-protocol.ts";
 import { loadItxDeclarations } from "./typecheck/itx-declarations.ts";
 import type { ScriptSourceParts } from "./typecheck/script-source.ts";
-import { type CheckerReplacedReason, type ScriptCheckService, WorkerChecker } from "./typecheck/worker-checker.ts";
+import { type CheckerReplacedReason, type CheckOptions, type ScriptCheckService, WorkerChecker } from "./typecheck/worker-checker.ts";
+import { ScriptDocsTypecheck } from "./itx/docs-typecheck.ts";
 
 export interface CapabilityHostOptions {
   readonly nc: NatsConnection;
@@ -186,8 +187,13 @@ export class CapabilityHost {
       ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
       // Every itx call is checked against the script's authority before it runs (authority/),
       // and at most MAX_ITX_CALLS_IN_FLIGHT of one script's calls run at once (itx/in-flight.ts).
-      hostCalls: (caller, scope) =>
-        limitInFlight(guardHostCalls(createHostCallHandler(
+      hostCalls: (caller, scope) => {
+        const docsChecks = new ScriptDocsTypecheck((code) => {
+          const trimmed = code.trim();
+          const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
+          return check(parts, limits.typecheckBudgetMs, { lane: "docs" });
+        }, limits.maxSourceBytes);
+        return limitInFlight(guardHostCalls(createHostCallHandler(
           {
             store: scriptAppends,
             kv: agentKvStore,
@@ -196,14 +202,11 @@ export class CapabilityHost {
             docs,
             providerCallTimeoutMs: options.providerCallTimeoutMs ?? 30_000,
             ...(options.project === undefined ? {} : { birthBatch: projectBirthBatch(options.project) }),
-            typecheck: async (code) => {
-              const trimmed = code.trim();
-              const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
-              return docsTypecheckAnswer(await check(parts, limits.typecheckBudgetMs));
-            },
+            typecheck: (code) => docsChecks.typecheck(code),
           },
           { ...caller, authority: providerAuthority(scope.authority) },
-        ), scope.authority)),
+        ), scope.authority));
+      },
     });
     self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, claims, cache, options);
     return self.host;
@@ -255,7 +258,7 @@ export class CapabilityHost {
   }
 
   /** Typechecks with the live providers' declarations (refreshed when the registry changed). */
-  check(parts: ScriptSourceParts, budgetMs: number, options?: { compile?: boolean; deadlineAtMs?: number }): Promise<CheckedScript> {
+  check(parts: ScriptSourceParts, budgetMs: number, options?: CheckOptions): Promise<CheckedScript> {
     const live = this.registry.live();
     const signature = live.map((p) => `${p.namespace}:${p.instanceId}:${p.declarations.length}`).join("|");
     if (signature !== this.providerSignature) {
@@ -301,25 +304,6 @@ async function createChecker(options: CapabilityHostOptions, declarations: strin
       options.onCheckerReplaced?.(reason);
     },
   });
-}
-
-/** What `itx.docs.typecheck` answers: only what would block a run is a problem. */
-function docsTypecheckAnswer(outcome: CheckedScript): { ok: boolean; problems: string[] } {
-  switch (outcome.kind) {
-    case "blocked":
-      return { ok: false, problems: [...outcome.problems] };
-    case "timed-out":
-      return { ok: false, problems: [`the checker did not finish within ${outcome.budgetMs} ms; simplify the types`] };
-    case "checker-lost":
-      return { ok: false, problems: [`the checker stopped while checking (${outcome.reason}); simplify the types`] };
-    case "ok":
-    case "unchecked":
-      return { ok: true, problems: [] };
-    default: {
-      const never: never = outcome;
-      return never;
-    }
-  }
 }
 
 function projectBirthBatch(project: ProjectBirth): (streamPath: string) => ReturnType<typeof birthBatch> {

@@ -33,6 +33,19 @@ async function warmPool(workers: number, entry?: URL): Promise<{ pool: WorkerChe
 }
 
 describe("typecheck in worker threads", () => {
+  it("serves a script's own check before every waiting docs check, whenever it was queued", async () => {
+    const { pool } = await warmPool(1);
+    const order: string[] = [];
+    const track = (name: string, promise: Promise<unknown>) => promise.then(() => order.push(name));
+    // The worker is busy with a docs check; two more docs checks wait, then a script's own.
+    const busy = track("docs-1", pool.check(parts("const a: number = 1; return a;"), 30_000, { lane: "docs" }));
+    const docs2 = track("docs-2", pool.check(parts("return 2;"), 30_000, { lane: "docs" }));
+    const docs3 = track("docs-3", pool.check(parts("return 3;"), 30_000, { lane: "docs" }));
+    const own = track("script", pool.check(parts("return 4;"), 30_000, { compile: true }));
+    await Promise.all([busy, docs2, docs3, own]);
+    expect(order).toEqual(["docs-1", "script", "docs-2", "docs-3"]);
+  }, 120_000);
+
   it("answers a bomb timed-out at its budget, replaces the worker, and keeps checking on the other worker meanwhile", async () => {
     const { pool, replaced } = await warmPool(2);
     const t0 = performance.now();

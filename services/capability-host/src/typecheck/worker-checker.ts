@@ -20,9 +20,21 @@ import { CheckBudget, threadCpuReader } from "./thread-cpu.ts";
 /** What the script runner and `itx.docs.typecheck` need from a checker, wherever it runs. */
 export interface ScriptCheckService {
   /** Never rejects. `deadlineAtMs`: a check still waiting for a worker then answers `timed-out`. */
-  check(parts: ScriptSourceParts, budgetMs: number, options?: { compile?: boolean; deadlineAtMs?: number }): Promise<CheckedScript>;
+  check(parts: ScriptSourceParts, budgetMs: number, options?: CheckOptions): Promise<CheckedScript>;
   setProviderDeclarations(declarations: ReadonlyMap<string, string>): void;
   close(): Promise<void>;
+}
+
+export interface CheckOptions {
+  readonly compile?: boolean;
+  readonly deadlineAtMs?: number;
+  /**
+   * `script` (the default): a script's own check before it runs, served before every waiting
+   * `docs` check. `docs`: a script asking `itx.docs.typecheck` about code it may never run,
+   * served when no script's own check waits, so one agent's questions cannot hold another's
+   * scripts in the queue until their deadlines.
+   */
+  readonly lane?: "script" | "docs";
 }
 
 export type CheckerReplacedReason = "timed-out" | "died";
@@ -39,6 +51,7 @@ export interface WorkerCheckerOptions {
 
 interface Pending {
   readonly id: number;
+  readonly lane: "script" | "docs";
   readonly parts: ScriptSourceParts;
   readonly budgetMs: number;
   readonly compile: boolean;
@@ -86,10 +99,11 @@ export class WorkerChecker implements ScriptCheckService {
     return new Promise((resolve) => this.warmWaiters.push(resolve));
   }
 
-  check(parts: ScriptSourceParts, budgetMs: number, options: { compile?: boolean; deadlineAtMs?: number } = {}): Promise<CheckedScript> {
+  check(parts: ScriptSourceParts, budgetMs: number, options: CheckOptions = {}): Promise<CheckedScript> {
     if (this.closed) return Promise.resolve({ kind: "checker-lost", reason: "the checker is closed", durationMs: 0 });
     return new Promise((resolve) => {
-      const pending: Pending = { id: ++this.nextId, parts, budgetMs, compile: options.compile ?? false, resolve, queuedAt: performance.now() };
+      const lane = options.lane ?? "script";
+      const pending: Pending = { id: ++this.nextId, lane, parts, budgetMs, compile: options.compile ?? false, resolve, queuedAt: performance.now() };
       if (options.deadlineAtMs !== undefined) {
         pending.waitTimer = setTimeout(() => {
           const at = this.queue.indexOf(pending);
@@ -99,7 +113,10 @@ export class WorkerChecker implements ScriptCheckService {
         }, timerDelayMs(options.deadlineAtMs - Date.now()));
         pending.waitTimer.unref();
       }
-      this.queue.push(pending);
+      // A script's own check goes ahead of every waiting docs check (in order among its lane).
+      const firstDocs = lane === "script" ? this.queue.findIndex((p) => p.lane === "docs") : -1;
+      if (firstDocs === -1) this.queue.push(pending);
+      else this.queue.splice(firstDocs, 0, pending);
       this.dispatch();
     });
   }
