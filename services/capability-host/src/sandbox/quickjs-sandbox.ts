@@ -154,6 +154,13 @@ export class QuickJsSandbox implements ScriptSandbox {
       const type = vm.typeof(handle);
       const text = type === "string" ? vm.getString(handle) : undefined;
       handle.dispose();
+      // Held to the contract's nesting bound, as a call's arguments are: a result thousands of
+      // levels deep overflowed the host's JSON.stringify (settled as if the host had stopped) or
+      // the structured clone to the host's thread (never reported: the script held its sandbox
+      // until its deadline).
+      if (text !== undefined && jsonDepthExceeds(text, DEFAULT_MAX_JSON_DEPTH)) {
+        return outcome({ kind: "threw", error: `RangeError: the script's result nests deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; return flatter values.` });
+      }
       return outcome({ kind: "returned", value: text === undefined ? undefined : (JSON.parse(text) as unknown) });
     } finally {
       try {

@@ -38,7 +38,15 @@ port.on("message", (message: ToWorker) => {
         }),
     })
     .then(
-      (outcome) => post({ kind: "done", runId, outcome }),
+      (outcome) => {
+        try {
+          post({ kind: "done", runId, outcome });
+        } catch (error) {
+          // The outcome could not be handed to the host's thread (its clone failed): the script
+          // is reported failed, not left to hold this sandbox until its deadline.
+          post({ kind: "done", runId, outcome: { kind: "threw", error: `the script's result could not be handed to the host: ${String(error)}`, startMs: 0, runMs: 0 } });
+        }
+      },
       (error: unknown) => post({ kind: "done", runId, outcome: { kind: "threw", error: `sandbox failure: ${String(error)}`, startMs: 0, runMs: 0 } }),
     );
 });
