@@ -2,7 +2,8 @@
 // provider user may do. That a real nats-server enforces them is test/security/nats-permissions.test.ts.
 
 import { describe, expect, it } from "vitest";
-import { providerUsersProblem, renderNatsAuthorization, type NatsServiceUser, NATS_SERVICE_USERS } from "../src/nats-permissions.ts";
+import { chartNatsAuthorization, providerUsersProblem, renderNatsAuthorization, type NatsServiceUser, NATS_SERVICE_USERS } from "../src/nats-permissions.ts";
+import { providersOfArgs } from "../scripts/nats-authorization.ts";
 
 const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((u) => [u, `pw-${u}`])) as Record<NatsServiceUser, string>;
 
@@ -50,5 +51,17 @@ describe("provider users", () => {
   it("given no providers or distinct ones, when checked, then there is no problem", () => {
     expect(providerUsersProblem([])).toBeNull();
     expect(providerUsersProblem([{ user: "provider-0a-b", namespaces: ["a", "b"] }, { user: "provider-c", namespaces: ["c"] }])).toBeNull();
+  });
+
+  it("given --provider arguments (an external NATS), when read, then each is a provider user, and the block carries it with its password variable", () => {
+    const providers = providersOfArgs(["--provider", "provider-repo=repo", "--other", "--provider", "provider-two=alpha,beta"]);
+    expect(providers).toEqual([
+      { user: "provider-repo", namespaces: ["repo"] },
+      { user: "provider-two", namespaces: ["alpha", "beta"] },
+    ]);
+    const block = chartNatsAuthorization(providers);
+    expect(block).toContain('user: "provider-two"\n      password: $AGENTRT_NATS_PASSWORD_PROVIDER_TWO');
+    expect(() => providersOfArgs(["--provider", "repo"])).toThrow('--provider: "repo" must be <user>=<namespace>[,<namespace>…], e.g. provider-repo=repo');
+    expect(() => chartNatsAuthorization(providersOfArgs(["--provider", "provider-a=repo", "--provider", "provider-b=repo"]))).toThrow(/"repo" is already served by provider-a/);
   });
 });
