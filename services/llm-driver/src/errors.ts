@@ -20,6 +20,21 @@ export class ModelIdleError extends AgentRuntimeError {
   }
 }
 
+/**
+ * The model's reply passed what one settlement stores (MAX_REPLY_BYTES): the call is cut off and
+ * nothing of it kept. Kept whole, the settlement could not be written at all (the store refuses
+ * the batch) and the request stayed open until it expired, the model asked again on each redrive.
+ */
+export class ModelReplyTooLargeError extends AgentRuntimeError {
+  constructor(limitBytes: number) {
+    super(
+      "payload_too_large",
+      `the model's reply passed ${limitBytes} bytes, more than one settlement stores (it carries the reply twice, in a batch of at most 900000 bytes); it was cut off and not kept`,
+      { retryable: true, details: { limitBytes } },
+    );
+  }
+}
+
 /** The request's `expiresAt` passed while the model was still answering. */
 export class RequestDeadlineError extends AgentRuntimeError {
   constructor(expiresAt: string) {

@@ -126,13 +126,43 @@ function headersOf(res: IncomingMessage): Headers {
   return headers;
 }
 
+/**
+ * Bytes of one model response taken at most: a reply a settlement can store (MAX_REPLY_BYTES,
+ * 400 KB) streamed a token a chunk is tens of MB of SSE, far below this.
+ */
+export const MAX_MODEL_RESPONSE_BYTES = 64 * 1024 * 1024;
+/**
+ * Bytes of one line of the response taken at most (a whole 400 KB reply in one chunk, escaped,
+ * is under 2.4 MB). The client's SSE decoder copies a line's whole buffer again for every
+ * network chunk, so one line of 50 MB burned the driver's CPU until the idle watchdog fired,
+ * which then blamed a model that was sending all along.
+ */
+export const MAX_MODEL_LINE_BYTES = 4 * 1024 * 1024;
+
 /** The response body as a web stream, paused while its reader is behind; a cut connection is an error, not an end. */
 function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
   let ended = false;
+  let total = 0;
+  let lineBytes = 0;
   return new ReadableStream<Uint8Array>({
     start(controller) {
       res.on("data", (chunk: Buffer) => {
         if (ended) return;
+        total += chunk.byteLength;
+        const newline = chunk.lastIndexOf(10);
+        lineBytes = newline === -1 ? lineBytes + chunk.byteLength : chunk.byteLength - newline - 1;
+        const over =
+          total > MAX_MODEL_RESPONSE_BYTES
+            ? `the model endpoint's response passed ${MAX_MODEL_RESPONSE_BYTES} bytes`
+            : lineBytes > MAX_MODEL_LINE_BYTES
+              ? `the model endpoint sent a line of more than ${MAX_MODEL_LINE_BYTES} bytes`
+              : undefined;
+        if (over !== undefined) {
+          ended = true;
+          controller.error(Object.assign(new Error(`${over}; the call was cut off`), { code: "ERR_MODEL_RESPONSE_TOO_LARGE" }));
+          res.destroy();
+          return;
+        }
         controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
         if ((controller.desiredSize ?? 1) <= 0) res.pause();
       });

@@ -6,20 +6,20 @@
 import type { Tracer } from "@opentelemetry/api";
 import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { AgentState } from "@agentrt/agent-core";
-import type { AgentEvent, EventInput } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, type EventInput } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import { ChunkCoalescer } from "./chunk-coalescer.ts";
 import { ChunkPublisher } from "./chunk-publisher.ts";
 import { armRunTimers, type FollowStream, watchForSettlement } from "./run-guards.ts";
 import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem } from "./compaction.ts";
-import { ModelCallError, ModelIdleError, RequestDeadlineError } from "./errors.ts";
+import { ModelCallError, ModelIdleError, ModelReplyTooLargeError, RequestDeadlineError } from "./errors.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
 import { routeModel, type ModelRoute, type ProvidersConfig } from "./providers.ts";
 import { RequestFolds } from "./request-folds.ts";
 import { RequestStop, type RunningRequest, RunningRequests } from "./running-requests.ts";
-import { failureBatch, successBatch } from "./settlement.ts";
+import { failureBatch, keptRawUsage, MAX_REPLY_BYTES, successBatch } from "./settlement.ts";
 import { normaliseUsage, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
 
 export interface DriverSettings {
@@ -73,6 +73,8 @@ interface SettleContext {
 
 interface Attempt {
   text: string;
+  /** UTF-8 bytes of `text` (bounded by MAX_REPLY_BYTES). */
+  bytes: number;
   usage: NormalisedUsage | null;
   rawUsage: Record<string, unknown> | undefined;
 }
@@ -139,7 +141,7 @@ export class RequestRunner {
     const stop = (s: RequestStop): void => {
       if (!controller.signal.aborted) controller.abort(s);
     };
-    const attempt: Attempt = { text: "", usage: null, rawUsage: undefined };
+    const attempt: Attempt = { text: "", bytes: 0, usage: null, rawUsage: undefined };
     let finish!: () => void;
     const running: RunningRequest = { partialText: () => attempt.text, stop, done: new Promise<void>((r) => (finish = r)) };
     this.deps.running.add(streamPath, R, running);
@@ -185,7 +187,7 @@ export class RequestRunner {
         for await (const event of this.deps.modelFor(route).stream(call)) {
           timers.progress();
           if (event.kind === "usage") {
-            attempt.rawUsage = event.raw;
+            attempt.rawUsage = keptRawUsage(event.raw);
             attempt.usage = normaliseUsage(event.raw);
             continue;
           }
@@ -193,6 +195,10 @@ export class RequestRunner {
             first = false;
             metrics.firstToken((nowMs() - startedAt) / 1000);
           }
+          // Bounded as it streams: past what a settlement stores, the reply can never be kept,
+          // and holding it grew the driver by a gigabyte for a 300 MB reply.
+          attempt.bytes += Buffer.byteLength(event.text);
+          if (attempt.bytes > MAX_REPLY_BYTES) throw new ModelReplyTooLargeError(MAX_REPLY_BYTES);
           attempt.text += event.text;
           for (const flush of coalescer.push(event.raw, nowMs())) publisher.publish(flush);
           armFlush();
@@ -290,7 +296,15 @@ export class RequestRunner {
       rawUsage: attempt.rawUsage,
       contextWindows: this.deps.settings.contextWindows,
     });
-    const result = await this.appendSettlement(ctx, batch);
+    let result: Awaited<ReturnType<RequestRunner["appendSettlement"]>>;
+    try {
+      result = await this.appendSettlement(ctx, batch);
+    } catch (error) {
+      // A batch the store refuses (a reply whose JSON escapes took it past the batch's bound)
+      // is settled failed, saying why: thrown, the request stayed open until it expired.
+      if (!(error instanceof ContractViolationError)) throw error;
+      return this.settleFailed(ctx, state, startedAt, new ModelCallError(`the model's reply could not be stored: ${error.message}`, { cause: error }));
+    }
     if (result.status === "duplicate") {
       ctx.log.info("another driver settled this request first (lost race); our answer committed nothing");
       return "lost-race";

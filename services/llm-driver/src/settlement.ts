@@ -9,6 +9,29 @@ import { tokenUsagePayload, type ContextWindowTable, type NormalisedUsage } from
 export const { settle: settleKey, assistantContext: assistantContextKey, tokenUsage: tokenUsageKey, failureError: failureErrorKey, compactContext: compactContextKey } =
   idempotencyKeys;
 
+/**
+ * UTF-8 bytes of reply a success settlement stores: its batch carries the text twice (the
+ * assistant's context and the settled result) and is at most MAX_BATCH_BYTES (900 000).
+ */
+export const MAX_REPLY_BYTES = 400_000;
+/** Characters of an error a failure settlement keeps (an endpoint's error page can be megabytes). */
+export const MAX_ERROR_MESSAGE_CHARS = 4_000;
+/** Bytes of the provider's usage object, as JSON, a settlement keeps (the normalised counts are always kept). */
+export const MAX_RAW_USAGE_BYTES = 4_096;
+
+/** An error message as a settlement keeps it: at most MAX_ERROR_MESSAGE_CHARS, cut with a note of its length. */
+export function keptErrorMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
+  return `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}… (cut from ${message.length} characters)`;
+}
+
+/** The provider's usage object when a settlement can keep it: a plain object of at most MAX_RAW_USAGE_BYTES as JSON. */
+export function keptRawUsage(raw: unknown): Record<string, unknown> | undefined {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
+  const json = JSON.stringify(raw);
+  return Buffer.byteLength(json) <= MAX_RAW_USAGE_BYTES ? (raw as Record<string, unknown>) : undefined;
+}
+
 export interface SuccessSettlement {
   readonly requestOffset: number;
   readonly model: string;
@@ -63,7 +86,8 @@ export function failureMessage(f: Pick<FailureSettlement, "requestOffset" | "err
   return f.attempt < f.maxAttempts ? `${head} Retrying.` : `${head} Giving up; a new user message starts fresh.`;
 }
 
-export function failureBatch(f: FailureSettlement): EventInput[] {
+export function failureBatch(input: FailureSettlement): EventInput[] {
+  const f = { ...input, errorMessage: keptErrorMessage(input.errorMessage) };
   const settled: PayloadOf<"agent/llm-request-settled"> = {
     requestOffset: f.requestOffset,
     durationMs: Math.max(0, Math.round(f.durationMs)),

@@ -6,7 +6,9 @@
 import { z } from "zod";
 import type { PayloadOf } from "@agentrt/contract";
 
-const count = z.number().int().nonnegative();
+// No model's window is near 100 M tokens: a larger count is an endpoint's junk, and taken as
+// usage it triggered a compaction at once (2^53 − 1 input tokens).
+const count = z.number().int().nonnegative().max(100_000_000);
 const rawUsageSchema = z.looseObject({
   prompt_tokens: count.optional(),
   completion_tokens: count.optional(),

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import OpenAI, { APIConnectionError, APIError } from "openai";
 import { startFakeModel, type FakeModel } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createHttpFetch, type HttpFetch } from "../src/http-fetch.ts";
+import { createHttpFetch, type HttpFetch, MAX_MODEL_LINE_BYTES } from "../src/http-fetch.ts";
 
 const SSE_REPLY = [
   `data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}`,
@@ -142,6 +142,33 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     })().catch((e: unknown) => e);
     expect(seen).toEqual(["Hel"]);
     expect(error).toBeInstanceOf(Error);
+    await server.close();
+  });
+
+  it("cuts off a response with a line past MAX_MODEL_LINE_BYTES, naming it, and closes the connection", async () => {
+    let serverSawClose!: () => void;
+    const closed = new Promise<void>((resolve) => (serverSawClose = resolve));
+    const server = await bareServer((req, res) => {
+      void readBody(req).then(() => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.on("close", () => serverSawClose());
+        // One line that never ends, 1 MiB at a time, for as long as the client reads.
+        const piece = "x".repeat(1024 * 1024);
+        const pump = (): void => {
+          while (!res.destroyed && res.write(piece));
+          if (!res.destroyed) res.once("drain", pump);
+        };
+        res.write("data: ");
+        pump();
+      });
+    });
+    http = createHttpFetch();
+    const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
+    const error = await (async () => {
+      for await (const _chunk of await chat(client, "hi"));
+    })().catch((e: unknown) => e);
+    expect(String((error as Error).message)).toContain(`the model endpoint sent a line of more than ${MAX_MODEL_LINE_BYTES} bytes; the call was cut off`);
+    await closed;
     await server.close();
   });
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseEventInput } from "@agentrt/contract";
 import { compactionCheck, compactionItem } from "../src/compaction.ts";
-import { failureBatch, failureMessage, successBatch } from "../src/settlement.ts";
+import { failureBatch, failureMessage, keptErrorMessage, keptRawUsage, MAX_ERROR_MESSAGE_CHARS, MAX_RAW_USAGE_BYTES, successBatch } from "../src/settlement.ts";
+import { normaliseUsage } from "../src/usage.ts";
 
 describe("settlement batches", () => {
   it("success: assistant context, settled and usage, each keyed, in one batch", () => {
@@ -76,5 +77,25 @@ describe("compaction", () => {
       idempotencyKey: "agent/compact-context@83",
     });
     expect(() => parseEventInput(item)).not.toThrow();
+  });
+});
+
+describe("what a settlement keeps of an endpoint's answer", () => {
+  it("given a usage object that is not one, or too large, when kept, then it is dropped; a plain small one is kept", () => {
+    expect(keptRawUsage([1, 2, 3])).toBeUndefined();
+    expect(keptRawUsage("NaN")).toBeUndefined();
+    expect(keptRawUsage({ pad: "u".repeat(MAX_RAW_USAGE_BYTES) })).toBeUndefined();
+    expect(keptRawUsage({ prompt_tokens: 3, completion_tokens: 4 })).toEqual({ prompt_tokens: 3, completion_tokens: 4 });
+  });
+
+  it("given an error of megabytes, when kept, then it is cut with a note of its length, and a short one is kept whole", () => {
+    expect(keptErrorMessage("HTTP 500: boom")).toBe("HTTP 500: boom");
+    const cut = keptErrorMessage("e".repeat(2_000_000));
+    expect(cut).toBe(`${"e".repeat(MAX_ERROR_MESSAGE_CHARS)}… (cut from 2000000 characters)`);
+  });
+
+  it("given token counts no model has (2^53 − 1), when normalised, then they are not usage", () => {
+    expect(normaliseUsage({ prompt_tokens: Number.MAX_SAFE_INTEGER, completion_tokens: 1 })).toBeNull();
+    expect(normaliseUsage({ prompt_tokens: 1_000_000, completion_tokens: 1 })).toEqual({ inputTokens: 1_000_000, outputTokens: 1 });
   });
 });
