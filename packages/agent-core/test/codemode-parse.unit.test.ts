@@ -247,3 +247,19 @@ describe("wrapScriptBody", () => {
     expect(wrapScriptBody(body)).toBe(`async (itx) => {\n${body}\n}`);
   });
 });
+
+describe("a fenced reply of many blocks that open block comments", () => {
+  it("given 400 KB of ```ts blocks each opening /*, when parsed, then it is rejected as multiple with their count, in time proportional to its length", () => {
+    // Each block's script-aware scan used to read to the end of the reply: 38 s for this reply.
+    const block = "```ts\n/*\n```\n";
+    const count = Math.floor(400_000 / block.length);
+    const parsed = parseFencedReply(block.repeat(count));
+    expect(parsed).toMatchObject({ kind: "rejected", reason: "multiple", count });
+  });
+
+  it("given a single script whose comment hides a fence-like line, when parsed, then the script-aware scan still finds its real close", () => {
+    const text = "```ts\nasync (itx) => {\n  /*\n```\n  */\n  return 1;\n}\n```\nDone.";
+    const parsed = parseFencedReply(text);
+    expect(parsed).toMatchObject({ kind: "script", prose: "Done." });
+  });
+});

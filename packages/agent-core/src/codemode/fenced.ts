@@ -20,6 +20,11 @@ interface FencedBlock {
 function scanBlocks(text: string): FencedBlock[] {
   const blocks: FencedBlock[] = [];
   let at = 0;
+  // A script-aware scan that finds no close has read to the end of the reply; the blocks after
+  // it close naively. Scanning each to the end made a reply of many blocks opening `/*` cost its
+  // length squared: 400 KB held the reducer for 38 s. (Such a reply has several blocks, so it is
+  // rejected as `multiple` either way.)
+  let scriptAware = true;
   while (at < text.length) {
     const lineEnd = text.indexOf("\n", at);
     const line = text.slice(at, lineEnd === -1 ? text.length : lineEnd).replace(/\r$/, "");
@@ -28,9 +33,9 @@ function scanBlocks(text: string): FencedBlock[] {
       const fenceLength = opener[1]?.length ?? 3;
       const language = (opener[2] ?? "").toLowerCase();
       const bodyStart = lineEnd === -1 ? text.length : lineEnd + 1;
-      const close = SCRIPT_LANGUAGES.has(language)
-        ? (findClosingFenceInScript(text, bodyStart, fenceLength) ?? findClosingFenceNaive(text, bodyStart, fenceLength))
-        : findClosingFenceNaive(text, bodyStart, fenceLength);
+      let close = SCRIPT_LANGUAGES.has(language) && scriptAware ? findClosingFenceInScript(text, bodyStart, fenceLength) : null;
+      if (close === null && SCRIPT_LANGUAGES.has(language)) scriptAware = false;
+      close ??= findClosingFenceNaive(text, bodyStart, fenceLength);
       blocks.push({ start: at, bodyStart, close, language, info: opener[3] ?? "" });
       if (close === null) break;
       at = close.after;
