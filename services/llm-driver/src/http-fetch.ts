@@ -6,7 +6,8 @@
 // The model call is on every turn's path.
 //
 // Only what a model call uses goes this way: an http(s) URL and a string or byte body. Anything
-// else (a streamed upload, a redirect to follow) is handed to the global fetch unchanged. The
+// else (a streamed upload) is handed to the global fetch unchanged. A redirect is refused, not
+// followed: it would send the conversation again, to wherever it points. The
 // response is a standard `Response` whose body streams as the socket delivers, so the client's
 // SSE parsing, its error mapping and the caller's abort work as they do on the global fetch.
 
@@ -56,9 +57,11 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
         (res) => {
           settled = true;
           const status = res.statusCode ?? 0;
-          if (REDIRECT_STATUSES.has(status) && res.headers.location !== undefined) {
+          if (REDIRECT_STATUSES.has(status)) {
+            // Not followed: a redirect would send the whole conversation again, to wherever it
+            // points (another origin too). The endpoint's URL is configuration; say which to set.
             res.resume();
-            resolve(fallback(url.href, init));
+            reject(new Error(`the model endpoint answered HTTP ${status}, a redirect to ${JSON.stringify(res.headers.location ?? "(no location)")}; redirects are not followed: configure the endpoint's own URL`));
             return;
           }
           // What the endpoint sent must not throw out of this callback (that would end the

@@ -95,7 +95,9 @@ function toModelCallError(error: unknown): ModelCallError {
   if (error instanceof ModelCallError) return error;
   if (error instanceof APIError) {
     const status = error.status === undefined ? "" : `HTTP ${error.status}: `;
-    return new ModelCallError(`${status}${error.message}`.replace(/^(HTTP \d+: )\d{3} /, "$1"), { cause: error, status: error.status });
+    // The client's "Connection error." alone says nothing of why: the cause does.
+    const why = error.status === undefined && error.cause instanceof Error && error.cause.message !== "" ? `: ${error.cause.message}` : "";
+    return new ModelCallError(`${status}${error.message.replace(/\.$/, why === "" ? "." : "")}${why}`.replace(/^(HTTP \d+: )\d{3} /, "$1"), { cause: error, status: error.status });
   }
   return new ModelCallError(error instanceof Error ? error.message : String(error), { cause: error });
 }

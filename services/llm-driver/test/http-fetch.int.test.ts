@@ -261,7 +261,7 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     await server.close();
   });
 
-  it("leaves a redirect and an unusual body to the global fetch", async () => {
+  it("refuses a redirect, naming where it pointed, and leaves an unusual body to the global fetch", async () => {
     const server = await bareServer((req, res) => {
       if (req.url === "/v1/chat/completions") {
         res.writeHead(307, { location: "/v2/chat/completions" });
@@ -276,12 +276,20 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     const handedOver: string[] = [];
     http = createHttpFetch({ fallback: (input, init) => (handedOver.push(String(input)), fetch(input, init)) });
     const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
-    expect(await textOf(await chat(client, "hi"))).toBe("Hello");
-    expect(handedOver).toEqual([`${server.url}/chat/completions`]);
+    // Followed, the conversation went again to wherever the redirect pointed (another origin too).
+    const error = await chat(client, "hi").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(APIConnectionError);
+    expect(((error as APIConnectionError).cause as Error).message).toBe(
+      'the model endpoint answered HTTP 307, a redirect to "/v2/chat/completions"; redirects are not followed: configure the endpoint\'s own URL',
+    );
+    expect(handedOver).toEqual([]);
     const streamed = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode("{}")), c.close()) });
     const response = await http.fetch(`${server.url.replace("/v1", "/v2")}/chat/completions`, { method: "POST", body: streamed, duplex: "half" } as RequestInit);
     expect(response.status).toBe(200);
-    expect(handedOver).toHaveLength(2);
+    expect(handedOver).toHaveLength(1);
     await server.close();
   });
 
