@@ -29,4 +29,14 @@ describe("capConnections", () => {
     expect(dropped).toBe(7);
     expect(warnings[1]).toEqual({ listener: "grpc", maxConnections: 3, dropped: 6 });
   });
+
+  it("given a listener that fails to accept a connection (out of file descriptors), when it says so, then it is logged and the process goes on", () => {
+    const server = Object.assign(new EventEmitter(), { maxConnections: 0 }) as unknown as Server;
+    const errors: Record<string, unknown>[] = [];
+    const log = { warn: () => {}, error: (fields: Record<string, unknown>) => errors.push(fields) } as unknown as Parameters<typeof capConnections>[1]["log"];
+    capConnections(server, { max: 3, listener: "http", log, onDrop: () => {} });
+    // An EventEmitter throws an "error" nobody hears, as node's listener would end the process.
+    expect(() => server.emit("error", Object.assign(new Error("accept EMFILE"), { code: "EMFILE" }))).not.toThrow();
+    expect(errors).toEqual([expect.objectContaining({ listener: "http", code: "EMFILE" })]);
+  });
 });

@@ -332,8 +332,8 @@ export function bindGrpc(
   const firstByteMs = options.firstByteMs ?? DEFAULT_GRPC_FIRST_BYTE_MS;
   const listener = createNetServer((socket) => {
     // A connection that has sent at least HTTP/2's preface by then has a session, which grpc-js
-    // closes once it has no call for a while. (Node's HTTP/2 reads the socket natively; its
-    // byte count still counts, where its inactivity timer did not fire.)
+    // closes once it has no call for a while. (The byte count is the socket handle's, so it
+    // counts what Node's HTTP/2 reads from it.)
     const timer = setTimeout(() => {
       if (socket.bytesRead < HTTP2_CLIENT_PREFACE_BYTES) socket.destroy();
     }, firstByteMs);
