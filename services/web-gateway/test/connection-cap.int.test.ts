@@ -56,38 +56,50 @@ const httpStatus = (url: string): Promise<number> =>
     req.end();
   });
 
+/**
+ * Fills the listener at `port` to its cap with silent connections, shows one more is closed as it
+ * arrives while the others stay open, then frees one slot. Returns the connections still held.
+ */
+async function fillToCapThenFreeOne(port: number): Promise<Socket[]> {
+  const held = await Promise.all(Array.from({ length: MAX }, () => idleConnection(port)));
+  const extra = await idleConnection(port);
+  expect(await extra.fate(2_000)).toBe("closed");
+  for (const h of held) expect(await h.fate(0)).toBe("open");
+  held[0]!.socket.destroy();
+  await new Promise((r) => setTimeout(r, 100));
+  return held.slice(1).map((h) => h.socket);
+}
+
+/** One gRPC read with the test's key, on a client of its own: its status code (0 = OK). */
+async function grpcRead(): Promise<number> {
+  const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+  const md = new Metadata();
+  md.set("authorization", `Bearer ${key.apiKey}`);
+  try {
+    return await new Promise<number>((resolve) =>
+      client.readEvents({ streamPath: "/agents/cap/a", fromOffset: 1, limit: 1 }, md, (e: ServiceError | null) => resolve(e?.code ?? 0)),
+    );
+  } finally {
+    client.close();
+  }
+}
+
 describe("the most connections a listener holds", () => {
   it("HTTP: one past the cap is closed as it arrives; after one closes, requests are served again", async () => {
-    const port = Number(new URL(gw.url).port);
-    const held = await Promise.all(Array.from({ length: MAX }, () => idleConnection(port)));
-    const extra = await idleConnection(port);
-    expect(await extra.fate(2_000)).toBe("closed");
-    for (const h of held) expect(await h.fate(0)).toBe("open");
-    held[0]!.socket.destroy();
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await httpStatus(gw.url)).toBe(200);
-    for (const h of held) h.socket.destroy();
+    const held = await fillToCapThenFreeOne(Number(new URL(gw.url).port));
+    try {
+      expect(await httpStatus(gw.url)).toBe(200);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
   });
 
   it("gRPC: one past the cap is closed as it arrives; after one closes, calls are served again", async () => {
-    const port = Number(gw.grpcAddress.split(":")[1]);
-    const held = await Promise.all(Array.from({ length: MAX }, () => idleConnection(port)));
-    const extra = await idleConnection(port);
-    expect(await extra.fate(2_000)).toBe("closed");
-    for (const h of held) expect(await h.fate(0)).toBe("open");
-    held[0]!.socket.destroy();
-    await new Promise((r) => setTimeout(r, 100));
-    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
-    const md = new Metadata();
-    md.set("authorization", `Bearer ${key.apiKey}`);
+    const held = await fillToCapThenFreeOne(Number(gw.grpcAddress.split(":")[1]));
     try {
-      const code = await new Promise<number>((resolve) =>
-        client.readEvents({ streamPath: "/agents/cap/a", fromOffset: 1, limit: 1 }, md, (e: ServiceError | null) => resolve(e?.code ?? 0)),
-      );
-      expect(code).toBe(0);
+      expect(await grpcRead()).toBe(0);
     } finally {
-      client.close();
-      for (const h of held) h.socket.destroy();
+      for (const socket of held) socket.destroy();
     }
   });
 
