@@ -46,9 +46,17 @@ export class OpenAiModelClient implements ModelClient {
     );
     let finished = false;
     for await (const chunk of stream) {
-      const choice = chunk.choices[0];
+      // An endpoint's chunk is not trusted to have the shape the types say: `choices` missing
+      // read as "Cannot read properties of undefined", and an object as content became
+      // "[object Object]" in the reply.
+      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
       if (choice?.finish_reason) finished = true;
-      yield { kind: "chunk", raw: chunk, text: choice?.delta?.content ?? "" };
+      const content: unknown = choice?.delta?.content;
+      if (content !== undefined && content !== null && typeof content !== "string") {
+        const what = Array.isArray(content) ? "an array" : typeof content === "object" ? "an object" : `a ${typeof content}`;
+        throw new ModelCallError(`the model sent ${what} as delta.content, where the chat completions protocol has text`);
+      }
+      yield { kind: "chunk", raw: chunk, text: content ?? "" };
       if (chunk.usage) yield { kind: "usage", raw: chunk.usage as unknown as Record<string, unknown> };
     }
     if (!finished && !call.signal.aborted) throw new ModelCallError("the model's stream ended without a finish_reason");

@@ -1,0 +1,65 @@
+// The chat adapter (openai-client.ts) against an endpoint whose chunks do not have the shape the
+// protocol's types promise, with the real `openai` client over HTTP: a chunk without `choices`
+// is read as one with none (a usage chunk), and content that is not text fails the call naming
+// it. They read as "Cannot read properties of undefined (reading '0')" and "[object Object]".
+
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ModelStreamEvent } from "../src/model-client.ts";
+import { OpenAiModelClient } from "../src/openai-client.ts";
+
+let server: Server | undefined;
+let client: OpenAiModelClient | undefined;
+afterEach(async () => {
+  client?.close();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+});
+
+async function endpoint(chunks: readonly unknown[]): Promise<string> {
+  server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server!.address() as AddressInfo).port}/v1`;
+}
+
+async function collect(baseUrl: string): Promise<{ text: string; error?: string }> {
+  client = new OpenAiModelClient();
+  let text = "";
+  try {
+    for await (const event of client.stream({
+      route: { provider: "p", baseUrl, apiKey: "k", remoteModel: "m", api: "chat", promptCacheKey: false },
+      model: "p/m",
+      messages: [{ role: "user", content: "hi" }],
+      promptCacheKey: "/agents/a",
+      interpretResponses: false,
+      purpose: "turn",
+      signal: new AbortController().signal,
+    }) as AsyncIterable<ModelStreamEvent>) {
+      if (event.kind === "chunk") text += event.text;
+    }
+    return { text };
+  } catch (error) {
+    return { text, error: (error as Error).message };
+  }
+}
+
+const chunk = (delta: unknown, finish: string | null = null) => ({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] });
+
+describe("chunks of an unexpected shape", () => {
+  it("given a chunk without choices, when streamed, then it is a chunk with none and the reply goes on", async () => {
+    const url = await endpoint([chunk({ content: "Hel" }), { id: "c", object: "chat.completion.chunk", created: 0, model: "m", usage: { prompt_tokens: 1, completion_tokens: 1 } }, chunk({ content: "lo" }, "stop")]);
+    expect(await collect(url)).toEqual({ text: "Hello" });
+  });
+
+  it("given content that is not text, when streamed, then the call fails naming it", async () => {
+    const url = await endpoint([chunk({ content: "a" }), chunk({ content: { x: 1 } }), chunk({ content: "b" }, "stop")]);
+    expect(await collect(url)).toEqual({ text: "a", error: "the model sent an object as delta.content, where the chat completions protocol has text" });
+  });
+});
