@@ -142,6 +142,8 @@ export const MAX_MODEL_RESPONSE_BYTES = 64 * 1024 * 1024;
  */
 export const MAX_MODEL_LINE_BYTES = 4 * 1024 * 1024;
 
+const cutOff = (): Error => Object.assign(new Error("the model endpoint closed the connection before the response ended"), { code: "ECONNRESET" });
+
 /** The response body as a web stream, paused while its reader is behind; a cut connection is an error, not an end. */
 function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
   let ended = false;
@@ -174,15 +176,16 @@ function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
         ended = true;
         controller.close();
       });
-      res.on("error", (error) => {
+      res.on("error", (error: NodeJS.ErrnoException) => {
         if (ended) return;
         ended = true;
-        controller.error(error);
+        // Node reports a connection reset mid-response as a bare "aborted".
+        controller.error(error.message === "aborted" ? cutOff() : error);
       });
       res.on("close", () => {
         if (ended) return;
         ended = true;
-        controller.error(Object.assign(new Error("the model endpoint closed the connection before the response ended"), { code: "ECONNRESET" }));
+        controller.error(cutOff());
       });
     },
     pull() {

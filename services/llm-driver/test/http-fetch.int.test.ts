@@ -142,6 +142,7 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     })().catch((e: unknown) => e);
     expect(seen).toEqual(["Hel"]);
     expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toBe("the model endpoint closed the connection before the response ended");
     await server.close();
   });
 
