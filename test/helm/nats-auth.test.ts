@@ -147,6 +147,30 @@ describe("the chart's NATS users", () => {
     }
   });
 
+  it("nats.auth.sharedProviderUser=false: no shared provider user, in the config, the Secret or the env; a real nats-server refuses it and admits a provider's own", async () => {
+    const manifests = await renderChart({ set: { "nats.auth.sharedProviderUser": "false", "nats.auth.providers[0].name": "repo", "nats.auth.providers[0].namespaces[0]": "repo" } });
+    const conf = natsConf(manifests);
+    expect(conf).not.toContain("capability-provider");
+    expect(conf).not.toContain("agentrt: ");
+    expect(conf).toContain('user: "provider-repo"');
+    const secret = findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === "rt-agentrt-nats-users") as Manifest & { data: Record<string, string> };
+    expect(Object.keys(secret.data).sort()).toEqual([...NATS_SERVICE_USERS.filter((u) => u !== "capability-provider"), "provider-repo"].sort());
+    const natsEnv = envOf(findOne(containersOf(findOne(podTemplates(manifests), (p) => p.component === "nats")), (c) => c.name === "nats"));
+    expect(natsEnv.has(natsPasswordEnvName("capability-provider"))).toBe(false);
+
+    const users = [...NATS_SERVICE_USERS, "provider-repo"];
+    const passwords: Record<string, string> = Object.fromEntries(users.map((u) => [u, `pw${Math.random().toString(36).slice(2)}`]));
+    for (const [user, password] of Object.entries(passwords)) process.env[natsPasswordEnvName(user)] = password;
+    const server = await startNatsServer({ extraConfig: conf.slice(conf.indexOf("authorization {")) });
+    try {
+      await expect(connect({ servers: server.url, user: "capability-provider", pass: passwords["capability-provider"], maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+      await (await connect({ servers: server.url, user: "provider-repo", pass: passwords["provider-repo"], maxReconnectAttempts: 0 })).close();
+    } finally {
+      await server.stop();
+      for (const user of users) delete process.env[natsPasswordEnvName(user)];
+    }
+  });
+
   it("refuses a namespace served by two provider users, a name listed twice, and a name that is not one", async () => {
     await expect(
       renderChart({ set: { "nats.auth.providers[0].name": "a", "nats.auth.providers[0].namespaces[0]": "repo", "nats.auth.providers[1].name": "b", "nats.auth.providers[1].namespaces[0]": "repo" } }),

@@ -148,6 +148,7 @@ export const valuesSchema: Schema = {
       auth: closed({
         enabled: bool("One NATS user per service with least-privilege permissions."),
         existingSecret: str("Secret with each NATS user's password (\"\" = generated once)."),
+        sharedProviderUser: bool("The shared capability-provider NATS user, which may serve any namespace."),
         providers: list(
           "Capability providers with their own NATS user (provider-<name>), bound to their namespaces.",
           {

@@ -351,12 +351,20 @@ export function natsPasswordEnvName(user: string): string {
  */
 export function chartNatsAuthorization(providers: readonly ProviderUser[] = []): string {
   const passwords = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, `$${natsPasswordEnvName(user)}`])) as Record<NatsServiceUser, string>;
-  const block = renderNatsAuthorization({ passwords, providers: providers.map((p) => ({ ...p, password: `$${natsPasswordEnvName(p.user)}` })) });
+  const rendered = renderNatsAuthorization({ passwords, providers: providers.map((p) => ({ ...p, password: `$${natsPasswordEnvName(p.user)}` })) });
+  // The shared provider user between marker comments: the chart leaves it out when
+  // nats.auth.sharedProviderUser is false.
+  const shared = renderUser("capability-provider", passwords["capability-provider"], NATS_PERMISSIONS["capability-provider"], "    ");
+  const block = rendered.replace(shared, `${CHART_SHARED_PROVIDER_BEGIN}\n${shared}\n${CHART_SHARED_PROVIDER_END}`);
   return `# Generated from packages/service-kit/src/nats-permissions.ts by
 #   pnpm exec tsx packages/service-kit/scripts/nats-authorization.ts --write
 # Do not edit; test/helm/nats-auth.test.ts fails when it is stale.
 ${providers.length > 0 ? block : block.replace("\n  ]\n}\n", `\n${CHART_PROVIDER_USERS_MARKER}\n  ]\n}\n`)}`;
 }
+
+/** The comment lines around the shared provider user in the chart's authorization file. */
+export const CHART_SHARED_PROVIDER_BEGIN = "    # agentrt: the shared provider user (nats.auth.sharedProviderUser)";
+export const CHART_SHARED_PROVIDER_END = "    # agentrt: end of the shared provider user";
 
 /**
  * The line of the chart's authorization file where the template puts the users of

@@ -7,7 +7,8 @@ Active with the built-in NATS, or with an external NATS when nats.auth.existingS
 passwords its server was configured with.
 */}}
 {{- define "agentrt.natsUsers" -}}
-web-gateway agent-reducer llm-driver capability-host capability-provider
+web-gateway agent-reducer llm-driver capability-host
+{{- if .Values.nats.auth.sharedProviderUser }} capability-provider{{ end }}
 {{- range $p := .Values.nats.auth.providers }} provider-{{ $p.name }}{{ end }}
 {{- end }}
 
@@ -45,7 +46,11 @@ name listed twice, is refused here.
 {{- define "agentrt.natsAuthConf" -}}
 {{- if include "agentrt.natsAuthActive" . }}
 {{- include "agentrt.natsProvidersValid" . }}
-{{ .Files.Get "files/nats-authorization.conf" | replace "\n    # agentrt: the users of nats.auth.providers" (include "agentrt.natsProviderUsers" .) }}
+{{- $conf := .Files.Get "files/nats-authorization.conf" | replace "\n    # agentrt: the users of nats.auth.providers" (include "agentrt.natsProviderUsers" .) }}
+{{- if not .Values.nats.auth.sharedProviderUser }}
+{{- $conf = regexReplaceAll "(?s)\n    # agentrt: the shared provider user [^\n]*\n.*?\n    # agentrt: end of the shared provider user" $conf "" }}
+{{- end }}
+{{ $conf }}
 {{- end }}
 {{- end }}
 
