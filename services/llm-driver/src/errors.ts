@@ -2,6 +2,7 @@
 // whether another attempt could help; the failure message on the stream is built from these.
 
 import { AgentRuntimeError } from "@agentrt/contract";
+import { MAX_BATCH_BYTES } from "@agentrt/streams";
 
 /** The model call failed (HTTP error, broken stream, bad answer). */
 export class ModelCallError extends AgentRuntimeError {
@@ -29,7 +30,7 @@ export class ModelReplyTooLargeError extends AgentRuntimeError {
   constructor(limitBytes: number) {
     super(
       "payload_too_large",
-      `the model's reply passed ${limitBytes} bytes, more than one settlement stores (it carries the reply twice, in a batch of at most 900000 bytes); it was cut off and not kept`,
+      `the model's reply passed ${limitBytes} bytes, more than one settlement stores (it carries the reply twice, in a batch of at most ${MAX_BATCH_BYTES} bytes); it was cut off and not kept`,
       { retryable: true, details: { limitBytes } },
     );
   }

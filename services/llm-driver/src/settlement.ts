@@ -3,17 +3,20 @@
 // first batch commits and the other commits nothing.
 
 import { eventInput, idempotencyKeys, type EventInput, type PayloadOf } from "@agentrt/contract";
+import { MAX_BATCH_BYTES } from "@agentrt/streams";
 import { tokenUsagePayload, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
 
 // The keys live in the contract's reserved namespaces (one builder each).
 export const { settle: settleKey, assistantContext: assistantContextKey, tokenUsage: tokenUsageKey, failureError: failureErrorKey, compactContext: compactContextKey } =
   idempotencyKeys;
 
+/** Bytes of a success batch kept beside the reply's two copies: its envelope, keys, usage. */
+const SUCCESS_BATCH_ROOM = 100_000;
 /**
- * UTF-8 bytes of reply a success settlement stores: its batch carries the text twice (the
- * assistant's context and the settled result) and is at most MAX_BATCH_BYTES (900 000).
+ * UTF-8 bytes of reply a success settlement stores (400 000): its batch carries the text twice
+ * (the assistant's context and the settled result) and encodes to at most MAX_BATCH_BYTES.
  */
-export const MAX_REPLY_BYTES = 400_000;
+export const MAX_REPLY_BYTES = (MAX_BATCH_BYTES - SUCCESS_BATCH_ROOM) / 2;
 /** Characters of an error a failure settlement keeps (an endpoint's error page can be megabytes). */
 export const MAX_ERROR_MESSAGE_CHARS = 4_000;
 /** Bytes of the provider's usage object, as JSON, a settlement keeps (the normalised counts are always kept). */
