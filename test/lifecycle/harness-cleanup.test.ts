@@ -5,6 +5,7 @@
 // with nothing to show (an e2e start-up once timed out that way in CI, and no one could say why).
 
 import { readFileSync, readdirSync } from "node:fs";
+import { FIRST_CONNECT_NOTICE_MS } from "@agentrt/service-kit";
 import { freeLoopbackPort } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import { startSystem } from "../support/system.ts";
@@ -46,11 +47,14 @@ describe("startSystem", () => {
     const before = liveChildren();
     // Given a reducer whose NATS answers nowhere (nothing listens on the port), beside a driver that is fine
     const nowhere = `nats://127.0.0.1:${await freeLoopbackPort()}`;
+    // Long enough for the reducer to start cold on a loaded machine and then wait out its first
+    // notice's delay: with 3 s to spare, a busy CI run once ended before it had printed anything.
+    const startupTimeoutMs = FIRST_CONNECT_NOTICE_MS + 10_000;
     const startedAt = Date.now();
     const failure = await startSystem({
       reducers: 1,
       drivers: 1,
-      startupTimeoutMs: 8_000,
+      startupTimeoutMs,
       envFor: (service): Record<string, string> => (service === "agent-reducer" ? { NATS_URL: nowhere } : {}),
     }).then(
       () => undefined,
@@ -61,7 +65,7 @@ describe("startSystem", () => {
     // before NATS answers), and its log saying it waits for NATS
     const text = String(failure);
     expect(Date.now() - startedAt).toBeLessThan(60_000);
-    expect(text).toContain("the system was not ready within 8000 ms");
+    expect(text).toContain(`the system was not ready within ${startupTimeoutMs} ms`);
     expect(text).toMatch(/--- reducer-1: running \d+ ms, not ready; \/readyz: 503 not ready; unmet: start-up \(connecting to NATS and opening its streams\)/);
     expect(text).toContain("NATS has not answered yet; still trying to connect");
     expect(text).toContain("--- driver-1: ready");
