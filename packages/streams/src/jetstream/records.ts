@@ -75,15 +75,64 @@ export class RecordReader {
         : this.jsm.direct.getMessage(this.streamName, query);
   }
 
+  /**
+   * Messages on a stream's subject that are not records this store can read, passed over by
+   * reads (see `tail`). Only a client holding a NATS user that may publish on the events'
+   * subjects can put one there, or a bug.
+   */
+  unreadableSkipped = 0;
+
+  /** The subject's last readable record (see `tail`). */
   async last(subject: string): Promise<StoredRecord | undefined> {
-    const msg = await this.get({ last_by_subj: subject });
-    return msg === null ? undefined : toStoredRecord(msg);
+    return (await this.tail(subject))?.record;
   }
 
-  /** The first record on `subject` with sequence ≥ `seq`. */
+  /**
+   * The subject's last message: its sequence, and the last record that can be read (usually
+   * that message). A message that is not a record (a NATS user that may publish on the events'
+   * subjects sent something else) is passed over, not taken as the end of the stream: reading
+   * it as the end had made the whole history read as empty and every later append fail, for
+   * good. A writer publishes after `seq`, so its optimistic check still holds.
+   * Undefined: the subject has no message.
+   */
+  async tail(subject: string): Promise<{ readonly seq: number; readonly record: StoredRecord | undefined } | undefined> {
+    const msg = await this.get({ last_by_subj: subject });
+    if (msg === null) return undefined;
+    const record = toStoredRecord(msg);
+    if (record !== undefined) return { seq: msg.seq, record };
+    this.unreadableSkipped++;
+    return { seq: msg.seq, record: await this.lastBefore(subject, msg.seq) };
+  }
+
+  /**
+   * The last readable record below `seq`. With no "previous by subject" query on 2.9, it looks
+   * back in doubling steps for any record before `seq`, then walks forward to the last one.
+   */
+  private async lastBefore(subject: string, seq: number): Promise<StoredRecord | undefined> {
+    let found: StoredRecord | undefined;
+    for (let step = 1; found === undefined; step *= 2) {
+      const from = Math.max(1, seq - step);
+      const probe = await this.nextFrom(subject, from);
+      if (probe !== undefined && probe.seq < seq) found = probe;
+      else if (from === 1) return undefined;
+    }
+    for (;;) {
+      const next = await this.nextFrom(subject, found.seq + 1);
+      if (next === undefined || next.seq >= seq) return found;
+      found = next;
+    }
+  }
+
+  /** The first readable record on `subject` with sequence ≥ `seq` (unreadable messages are passed over). */
   async nextFrom(subject: string, seq: number): Promise<StoredRecord | undefined> {
-    const msg = await this.get({ next_by_subj: subject, seq: Math.max(1, seq) });
-    return msg === null ? undefined : toStoredRecord(msg);
+    for (let from = Math.max(1, seq); ; ) {
+      const msg = await this.get({ next_by_subj: subject, seq: from });
+      if (msg === null) return undefined;
+      const record = toStoredRecord(msg);
+      if (record !== undefined) return record;
+      this.unreadableSkipped++;
+      from = msg.seq + 1;
+    }
   }
 
   /**

@@ -21,10 +21,14 @@ function applyRecord(view: StreamViewState, record: StoredRecord): void {
 
 /**
  * Brings a view up to the stream's current end: one `last_by_subj`, whatever the stream's
- * length. Resolves to that last record (undefined: the stream is empty).
+ * length. Resolves to that last record (undefined: the stream is empty). A message past it
+ * that is not a record (RecordReader.tail) moves the view's sequence, not its offset: the next
+ * record is published after that message and still continues the offsets.
  */
 export async function catchUp(reader: RecordReader, subject: string, view: StreamViewState): Promise<StoredRecord | undefined> {
-  const last = await reader.last(subject);
-  if (last !== undefined) applyRecord(view, last);
-  return last;
+  const tail = await reader.tail(subject);
+  if (tail === undefined) return undefined;
+  if (tail.record !== undefined) applyRecord(view, tail.record);
+  if (tail.seq > view.lastSeq) view.lastSeq = tail.seq;
+  return tail.record;
 }
