@@ -244,7 +244,11 @@ describe("default values: built-in 3-node NATS", () => {
     expect(spec.replicas).toBe(3);
     expect(spec.volumeClaimTemplates[0]?.spec.resources.requests.storage).toBe("10Gi");
     const conf = (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
-    expect(conf.match(/nats:\/\/rt-agentrt-nats-\d\.rt-agentrt-nats-headless\.agents\.svc\.cluster\.local:6222/g)).toHaveLength(3);
+    expect(conf.match(/\$AGENTRT_NATS_ROUTE_\d/g)).toEqual(["$AGENTRT_NATS_ROUTE_0", "$AGENTRT_NATS_ROUTE_1", "$AGENTRT_NATS_ROUTE_2"]);
+    const natsEnv = envOf(findOne(containersOf(findOne(podTemplates(manifests), (p) => p.component === "nats")), (c) => c.name === "nats"));
+    for (const i of [0, 1, 2]) {
+      expect(natsEnv.get(`AGENTRT_NATS_ROUTE_${i}`)?.value).toBe(`nats://route:$(AGENTRT_NATS_ROUTE_PASSWORD)@rt-agentrt-nats-${i}.rt-agentrt-nats-headless.agents.svc.cluster.local:6222`);
+    }
     expect(conf).toMatch(/jetstream \{\s+store_dir: "\/data"/);
     await expect(natsServerAccepts(conf)).resolves.toMatch(/is valid/);
   });
@@ -485,7 +489,12 @@ describe.skipIf(natsTgz === undefined)("agentrt-with-nats (official NATS chart; 
 const execFileAsync = promisify(execFile);
 /** `nats-server -t` on the rendered config, as pod 0 would see it (SERVER_NAME from the pod name). */
 /** What the NATS pod's env gets from the users' Secret (the config references these variables). */
-const natsPasswordsEnv = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [natsPasswordEnvName(user), `pw-${user}`]));
+const natsPasswordsEnv = {
+  ...Object.fromEntries(NATS_SERVICE_USERS.map((user) => [natsPasswordEnvName(user), `pw-${user}`])),
+  // And from the routes' Secret (test/helm/nats-routes.test.ts runs the nodes as a cluster).
+  AGENTRT_NATS_ROUTE_PASSWORD: "routePassword",
+  ...Object.fromEntries([0, 1, 2].map((i) => [`AGENTRT_NATS_ROUTE_${i}`, `nats://route:routePassword@rt-agentrt-nats-${i}.rt-agentrt-nats-headless:6222`])),
+};
 
 async function natsServerAccepts(conf: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "agentrt-natsconf-"));

@@ -22,6 +22,9 @@ const withoutProviders = authFile.replace(`\n${CHART_PROVIDER_USERS_MARKER}`, ""
 const natsConf = (manifests: readonly Manifest[]): string =>
   (findOne(byKind(manifests, "ConfigMap"), (c) => c.metadata.name === "rt-agentrt-nats-config").data as Record<string, string>)["nats.conf"]!;
 
+/** The users' authorization block at the config's top level (the routes have one of their own, inside `cluster`). */
+const usersBlock = (conf: string): string => conf.slice(conf.search(/^authorization \{/m));
+
 function serviceEnv(manifests: readonly Manifest[], component: string) {
   const pod = findOne(podTemplates(manifests), (p) => p.component === component && p.owner.startsWith("Deployment/"));
   return envOf(findOne(containersOf(pod), (c) => c.name === component || containersOf(pod).length === 1));
@@ -77,7 +80,8 @@ describe("the chart's NATS users", () => {
   it("nats.auth.enabled=false: no users, no Secret, no credentials in the services", async () => {
     const manifests = await renderChart({ set: { "nats.auth.enabled": "false" } });
     expect(byKind(manifests, "Secret").some((s) => s.metadata.name === "rt-agentrt-nats-users")).toBe(false);
-    expect(natsConf(manifests)).not.toContain("authorization");
+    expect(natsConf(manifests)).not.toMatch(/^authorization \{/m);
+    expect(natsConf(manifests)).not.toContain("users");
     for (const service of SERVICES) expect(serviceEnv(manifests, service).has("NATS_USER")).toBe(false);
   });
 
@@ -126,7 +130,7 @@ describe("the chart's NATS users", () => {
     const natsEnv = envOf(findOne(containersOf(findOne(podTemplates(manifests), (p) => p.component === "nats")), (c) => c.name === "nats"));
     for (const { user } of asUsers) expect(natsEnv.get(natsPasswordEnvName(user))?.valueFrom?.secretKeyRef).toEqual({ name: "rt-agentrt-nats-users", key: user });
 
-    const block = conf.slice(conf.indexOf("authorization {"));
+    const block = usersBlock(conf);
     const passwords: Record<string, string> = Object.fromEntries([...NATS_SERVICE_USERS, "provider-repo", "provider-two"].map((u) => [u, `pw${Math.random().toString(36).slice(2)}`]));
     for (const [user, password] of Object.entries(passwords)) process.env[natsPasswordEnvName(user)] = password;
     const server = await startNatsServer({ extraConfig: block });
@@ -161,7 +165,7 @@ describe("the chart's NATS users", () => {
     const users = [...NATS_SERVICE_USERS, "provider-repo"];
     const passwords: Record<string, string> = Object.fromEntries(users.map((u) => [u, `pw${Math.random().toString(36).slice(2)}`]));
     for (const [user, password] of Object.entries(passwords)) process.env[natsPasswordEnvName(user)] = password;
-    const server = await startNatsServer({ extraConfig: conf.slice(conf.indexOf("authorization {")) });
+    const server = await startNatsServer({ extraConfig: usersBlock(conf) });
     try {
       await expect(connect({ servers: server.url, user: "capability-provider", pass: passwords["capability-provider"], maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
       await (await connect({ servers: server.url, user: "provider-repo", pass: passwords["provider-repo"], maxReconnectAttempts: 0 })).close();

@@ -169,6 +169,7 @@ export const valuesSchema: Schema = {
           pullPolicy: str("Pull policy.", { enum: ["Always", "IfNotPresent", "Never"] }),
         }),
         clusterName: str("Cluster name announced on routes."),
+        routes: closed({ existingSecret: str("Secret with the nodes' route password under the key password (\"\" = generated once).") }, "How the nodes' routes authenticate."),
         maxPayload: int("Largest message in bytes.", { minimum: 1024, maximum: 67108864 }),
         lameDuckDuration: str("Lame-duck duration (Go duration).", { pattern: "^[0-9]+(ms|s|m|h)$" }),
         terminationGracePeriodSeconds: int("Grace period of a NATS pod.", { minimum: 0 }),
