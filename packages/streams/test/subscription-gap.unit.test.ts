@@ -5,7 +5,7 @@
 import type { AgentEvent } from "@agentrt/contract";
 import { describe, expect, it } from "vitest";
 import { recordJson } from "../src/batch.ts";
-import type { RecordReader, StoredRecord } from "../src/jetstream/records.ts";
+import { type RecordReader, type StoredRecord, toStoredRecord } from "../src/jetstream/records.ts";
 import { StreamSubscription } from "../src/jetstream/subscriptions.ts";
 
 const SUBJECT = "ev.0.agents.gap";
@@ -21,6 +21,8 @@ describe("a subscription whose consumer skips a record", () => {
     const stored = [1, 2, 3, 4, 5, 6].map((offset) => record(offset, offset));
     const delivered = stored.filter((r) => r.first !== 4); // the consumer loses offset 4
     const reader = {
+      // Every message is a record it may read (no signing here).
+      recordOf: toStoredRecord,
       locate: async (_subject: string, offset: number) => ({ startSeq: stored.find((r) => r.first === offset)!.seq, last: stored.at(-1)! }),
       async *scan(_subject: string, fromSeq: number, untilSeq: number) {
         for (const r of stored) if (r.seq >= fromSeq && r.seq <= untilSeq) yield r;

@@ -6,6 +6,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { type BatchRecord, decodeRecordJson, readRecordHead, recordEvents } from "../batch.ts";
 import type { DirectGets } from "./direct-get.ts";
+import { type RecordSigning, untrustedBecause } from "./signing.ts";
 
 /** One stored batch message: where it sits and which offsets it holds. */
 export interface StoredRecord {
@@ -20,10 +21,17 @@ export function lastOffsetOf(record: StoredRecord): number {
   return record.first + record.count - 1;
 }
 
-interface RawMsg {
+/** A stored message as the different reads hand it over. */
+export interface RawMsg {
   readonly seq: number;
   readonly subject: string;
   readonly data: Uint8Array;
+  /** A get's headers. */
+  readonly header?: { get(name: string): string } | undefined;
+  /** A consumer message's headers. */
+  readonly headers?: { get(name: string): string } | undefined;
+  /** When the server stored it (gets through the leader and consumer messages carry it so). */
+  readonly time?: Date;
 }
 
 /** The record of a message, or undefined when it is not a batch record we can read. */
@@ -62,7 +70,36 @@ export class RecordReader {
     private readonly openWaitMs = SCAN_OPEN_WAIT_MS,
     /** The store's direct gets on its inbox; without them, nats.js's (a request each). */
     private readonly direct?: DirectGets,
+    /** Whose records may be read (signing.ts); without a trust, every readable record. */
+    private readonly signing: RecordSigning = {},
   ) {}
+
+  /** Verdicts on signed messages by sequence, so a record read again is not verified again. */
+  private readonly verdicts = new Map<number, boolean>();
+
+  /**
+   * The record of a stored message, or undefined when it may not be read: it is not a record,
+   * or it is not signed as the store's trust asks (signing.ts). Either is counted in
+   * `unreadableSkipped`; a refused signature is also reported to `signing.onUntrusted`.
+   */
+  recordOf(msg: RawMsg): StoredRecord | undefined {
+    const record = toStoredRecord(msg);
+    if (record !== undefined && this.trusted(msg)) return record;
+    this.unreadableSkipped++;
+    return undefined;
+  }
+
+  private trusted(msg: RawMsg): boolean {
+    const trust = this.signing.trust;
+    if (trust === undefined) return true;
+    const known = this.verdicts.get(msg.seq);
+    if (known !== undefined) return known;
+    const reason = untrustedBecause(trust, { subject: msg.subject, data: msg.data, headers: msg.header ?? msg.headers, ...(msg.time === undefined ? {} : { storedAtMs: msg.time.getTime() }) });
+    if (reason !== undefined) this.signing.onUntrusted?.({ subject: msg.subject, seq: msg.seq, reason });
+    if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value as number);
+    this.verdicts.set(msg.seq, reason === undefined);
+    return reason === undefined;
+  }
 
   /** Scans that finished their range by gets because their consumer could not be had or went quiet. */
   scansFinishedByGets = 0;
@@ -76,9 +113,9 @@ export class RecordReader {
   }
 
   /**
-   * Messages on a stream's subject that are not records this store can read, passed over by
-   * reads (see `tail`). Only a client holding a NATS user that may publish on the events'
-   * subjects can put one there, or a bug.
+   * Messages on a stream's subject that are not records this store may read, passed over by
+   * reads (see `tail`): not records, or not signed as the store's trust asks. Only a client
+   * holding a NATS user that may publish on the events' subjects can put one there, or a bug.
    */
   unreadableSkipped = 0;
 
@@ -98,9 +135,8 @@ export class RecordReader {
   async tail(subject: string): Promise<{ readonly seq: number; readonly record: StoredRecord | undefined } | undefined> {
     const msg = await this.get({ last_by_subj: subject });
     if (msg === null) return undefined;
-    const record = toStoredRecord(msg);
+    const record = this.recordOf(msg);
     if (record !== undefined) return { seq: msg.seq, record };
-    this.unreadableSkipped++;
     return { seq: msg.seq, record: await this.lastBefore(subject, msg.seq) };
   }
 
@@ -128,9 +164,8 @@ export class RecordReader {
     for (let from = Math.max(1, seq); ; ) {
       const msg = await this.get({ next_by_subj: subject, seq: from });
       if (msg === null) return undefined;
-      const record = toStoredRecord(msg);
+      const record = this.recordOf(msg);
       if (record !== undefined) return record;
-      this.unreadableSkipped++;
       from = msg.seq + 1;
     }
   }
@@ -255,7 +290,7 @@ export class RecordReader {
             delivered++;
             // A consumer reset (a failover, a missed heartbeat) can deliver a message again.
             if (msg.seq <= lastSeen) continue;
-            const record = toStoredRecord(msg);
+            const record = this.recordOf(msg);
             if (record !== undefined && record.seq <= untilSeq) {
               yield record;
               yielded++;
@@ -432,6 +467,9 @@ const PULL_MESSAGES = 100;
 const turnOfEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Record bytes handed over between two turns of the event loop during a scan. */
 const YIELD_EVERY_BYTES = 512 * 1024;
+
+/** Signature verdicts a reader keeps (`RecordReader.trusted`): about the records of a busy minute. */
+const VERDICTS_KEPT = 16_384;
 
 /** Ranges expected to need at most this many records are read by direct gets alone. */
 const MAX_DIRECT_RECORDS = 32;

@@ -36,6 +36,7 @@ import { DirectGets } from "./direct-get.ts";
 import { ensureEventStream } from "./stream-setup.ts";
 import { type Closable, LivePartitionFeed, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
 import { LIVE_TYPES_HEADER, type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
+import type { RecordSigning } from "./signing.ts";
 import { BatchWriter } from "./writer.ts";
 
 export interface JetStreamEventStoreOptions {
@@ -65,6 +66,8 @@ export interface JetStreamEventStoreOptions {
   readonly keyIndexBucket?: string;
   /** Largest event JSON an append accepts, checked before publishing (default DEFAULT_MAX_EVENT_BYTES). */
   readonly maxEventBytes?: number;
+  /** Signing what it publishes and checking what it reads (signing.ts; default neither). */
+  readonly signing?: RecordSigning;
 }
 
 const encoder = new TextEncoder();
@@ -90,7 +93,7 @@ export class JetStreamEventStore implements EventStore {
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     jsm: JetStreamManager,
-    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now" | "maxEventBytes">> & {
+    options: Required<Pick<JetStreamEventStoreOptions, "partitionCount" | "streamName" | "publishTimeoutMs" | "maxCachedStreams" | "now" | "maxEventBytes" | "signing">> & {
       scheme: SubjectScheme;
       consistentReads: boolean;
       index: KeyIndex;
@@ -103,7 +106,7 @@ export class JetStreamEventStore implements EventStore {
     this.now = options.now;
     this.maxEventBytes = options.maxEventBytes;
     this.usageLedger = options.index.usageLedger;
-    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads, undefined, undefined, new DirectGets(options.publisher.requests));
+    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads, undefined, undefined, new DirectGets(options.publisher.requests), options.signing);
     this.publisher = options.publisher;
     this.writer = new BatchWriter({
       publisher: this.publisher,
@@ -112,6 +115,7 @@ export class JetStreamEventStore implements EventStore {
       now: options.now,
       maxCachedStreams: options.maxCachedStreams,
       maxAttempts: 200,
+      ...(options.signing.signer === undefined ? {} : { signer: options.signing.signer }),
     });
   }
 
@@ -152,6 +156,7 @@ export class JetStreamEventStore implements EventStore {
         maxCachedStreams: options.maxCachedStreams ?? 10_000,
         now: options.now ?? (() => new Date()),
         maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+        signing: options.signing ?? {},
       });
     });
   }
@@ -293,6 +298,7 @@ export class JetStreamEventStore implements EventStore {
     const feed = new PartitionFeed(
       {
         js: this.js,
+        reader: this.reader,
         streamName: this.streamName,
         filter: single === undefined ? `${this.scheme.durablePrefix}.>` : `${this.scheme.durablePrefix}.${single}.>`,
         afterSequence,

@@ -7,16 +7,28 @@ import { type RecordReader, type StoredRecord, lastOffsetOf } from "./records.ts
 export interface StreamViewState {
   lastOffset: number;
   lastSeq: number;
+  /**
+   * `lastSeq` is a message readers pass over (RecordReader.tail), not the last record: it may
+   * hold the next offset's message id (a writer of an earlier version that did not sign, or a
+   * forger), so the next record claims its offset under an id that names that message too.
+   */
+  afterUnreadable?: boolean;
 }
 
 export function emptyView(): StreamViewState {
-  return { lastOffset: 0, lastSeq: 0 };
+  return { lastOffset: 0, lastSeq: 0, afterUnreadable: false };
+}
+
+/** Takes a record as the end of the view: its sequence and last offset. */
+export function endAtRecord(view: StreamViewState, seq: number, lastOffset: number): void {
+  view.lastSeq = seq;
+  view.lastOffset = Math.max(view.lastOffset, lastOffset);
+  view.afterUnreadable = false;
 }
 
 function applyRecord(view: StreamViewState, record: StoredRecord): void {
   if (record.seq <= view.lastSeq) return;
-  view.lastSeq = record.seq;
-  view.lastOffset = Math.max(view.lastOffset, lastOffsetOf(record));
+  endAtRecord(view, record.seq, lastOffsetOf(record));
 }
 
 /**
@@ -29,6 +41,9 @@ export async function catchUp(reader: RecordReader, subject: string, view: Strea
   const tail = await reader.tail(subject);
   if (tail === undefined) return undefined;
   if (tail.record !== undefined) applyRecord(view, tail.record);
-  if (tail.seq > view.lastSeq) view.lastSeq = tail.seq;
+  if (tail.seq > view.lastSeq) {
+    view.lastSeq = tail.seq;
+    view.afterUnreadable = true;
+  }
   return tail.record;
 }

@@ -11,7 +11,7 @@ import type { Msg, NatsConnection, Subscription as CoreSubscription } from "@nat
 import { AsyncQueue } from "../async-queue.ts";
 import type { FeedBatch } from "../event-store.ts";
 import { classifyNatsError } from "./errors.ts";
-import { type RecordReader, eventsOf, toStoredRecord } from "./records.ts";
+import { type RawMsg, type RecordReader, type StoredRecord, eventsOf } from "./records.ts";
 import { LIVE_TYPES_HEADER } from "./subjects.ts";
 
 const decoder = new TextDecoder();
@@ -69,7 +69,7 @@ async function runConsumer(
   spec: ConsumerSpec,
   isClosed: () => boolean,
   onStarted: (messages: ConsumerMessages, remove: () => Promise<void>) => void,
-  onMessage: (msg: { seq: number; subject: string; data: Uint8Array; headers?: { get(k: string): string } | undefined }) => Promise<void> | undefined,
+  onMessage: (msg: RawMsg) => Promise<void> | undefined,
 ): Promise<void> {
   let startSeq = spec.startSeq;
   for (;;) {
@@ -274,7 +274,7 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
     }
     if (this.closed) return;
     await this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.subject, startSeq }, (msg) => {
-      const record = toStoredRecord(msg);
+      const record = spec.reader.recordOf(msg);
       if (record === undefined) return undefined;
       // Records are delivered one after another, in order, even when a gap must be read first.
       this.chained++;
@@ -297,7 +297,7 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
    * The missing range is read from the store before the record is delivered: a subscriber
    * never sees a gap, whatever the consumer did.
    */
-  private async deliver(spec: StreamSubscriptionSpec, record: NonNullable<ReturnType<typeof toStoredRecord>>): Promise<void> {
+  private async deliver(spec: StreamSubscriptionSpec, record: StoredRecord): Promise<void> {
     if (this.closed || record.first + record.count <= this.nextOffset) return;
     if (record.first > this.nextOffset) {
       const located = await spec.reader.locate(spec.subject, this.nextOffset);
@@ -312,7 +312,7 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
     this.releaseEphemeral();
   }
 
-  private pushEvents(record: NonNullable<ReturnType<typeof toStoredRecord>>, through: number): void {
+  private pushEvents(record: StoredRecord, through: number): void {
     const weight = Math.ceil(record.data.length / record.count);
     for (const event of eventsOf(record)) {
       if (event.offset < this.nextOffset || event.offset > through) continue;
@@ -341,6 +341,8 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
 
 export interface FeedSubscriptionSpec {
   readonly js: JetStreamClient;
+  /** Decides which messages are records it may read (RecordReader.recordOf). */
+  readonly reader: RecordReader;
   readonly streamName: string;
   readonly filter: string;
   readonly afterSequence: number;
@@ -360,7 +362,7 @@ export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
         this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.filter, startSeq: spec.afterSequence > 0 ? spec.afterSequence + 1 : 0 }, (msg) => {
           const streamPath = spec.accept(msg.subject);
           if (streamPath === undefined) return undefined;
-          const record = toStoredRecord(msg);
+          const record = spec.reader.recordOf(msg);
           if (record === undefined) return undefined;
           this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record), bytes: msg.data.length }, msg.data.length);
           return this.hasRoom() ? undefined : this.room();

@@ -22,7 +22,8 @@ import { type JetStreamPublisher, PublishDuplicateError, type PublishExpectation
 import { checkKeys, eventsAt, type KeyVerdict, pointKeysAt, reserveKeys } from "./key-check.ts";
 import type { KeyIndex } from "./key-index.ts";
 import { type RecordReader, type StoredRecord, eventsOf } from "./records.ts";
-import { type StreamViewState, catchUp, emptyView } from "./stream-view.ts";
+import { type StreamViewState, catchUp, emptyView, endAtRecord } from "./stream-view.ts";
+import { type RecordSigner, signatureHeaders } from "./signing.ts";
 import { KEYS_INDEXED_HEADER } from "./subjects.ts";
 
 /** A claim of an offset still being stored by another writer: wait a moment before looking. */
@@ -75,6 +76,8 @@ export interface WriterOptions {
   readonly maxCachedStreams: number;
   /** Commit attempts lost to other writers before giving up with a retryable conflict. */
   readonly maxAttempts: number;
+  /** Signs each record (signing.ts); without it, records go out unsigned. */
+  readonly signer?: RecordSigner;
 }
 
 const encoder = new TextEncoder();
@@ -124,7 +127,7 @@ export class BatchWriter {
     const writer = this.writerFor(streamPath, subject);
     if (writer.running || writer.pending.length > 0) return;
     if (writer.view.lastSeq >= view.lastSeq) return;
-    Object.assign(writer.view, view);
+    endAtRecord(writer.view, view.lastSeq, view.lastOffset);
   }
 
   /**
@@ -309,9 +312,17 @@ export class BatchWriter {
         // (nats-server#4320) and one event was then lost to every reader. The duplicate check
         // on the message id does see writes still in flight, so only one claim of an offset
         // is ever stored; a retried publish of our own claim is answered "duplicate" too.
-        const ack = await this.publishOnce(subject, body, view.lastSeq, `${subject}@${first}`, claimsIndex ? [[KEYS_INDEXED_HEADER, this.options.index.epoch]] : undefined);
-        view.lastSeq = ack;
-        view.lastOffset += committed.length;
+        // After a message readers pass over, the claim names that message as well: it may hold
+        // the plain claim (an unsigned writer of an earlier version), which would otherwise
+        // refuse every writer's claim of the offset until the duplicate window ended.
+        const signer = this.options.signer;
+        const headers: [string, string][] = [
+          ...(claimsIndex ? ([[KEYS_INDEXED_HEADER, this.options.index.epoch]] as [string, string][]) : []),
+          ...(signer === undefined ? [] : signatureHeaders(signer, subject, view.lastSeq, body)),
+        ];
+        const claim = view.afterUnreadable === true ? `${subject}@${first}~${view.lastSeq}` : `${subject}@${first}`;
+        const ack = await this.publishOnce(subject, body, view.lastSeq, claim, headers.length === 0 ? undefined : headers);
+        endAtRecord(view, ack, view.lastOffset + committed.length);
       } catch (error) {
         // Our own reservations are settled before the lookups of a next attempt read them: one
         // that took names an offset another record holds now, which reads as stale.
@@ -501,8 +512,7 @@ function decideGroup(view: StreamViewState, group: readonly PendingAppend[], cre
  */
 function takeRecord(writer: StreamWriter, sequence: number, lastOffset: number): void {
   if (writer.running || writer.pending.length > 0 || sequence <= writer.view.lastSeq) return;
-  writer.view.lastSeq = sequence;
-  writer.view.lastOffset = lastOffset;
+  endAtRecord(writer.view, sequence, lastOffset);
 }
 
 /**
@@ -530,8 +540,7 @@ function heldAfterLoss(written: ReadonlyMap<string, number>, first: number, took
 function fedPast(writer: StreamWriter): RecordKeys | undefined {
   const fed = writer.fed;
   if (fed === undefined || fed.seq <= writer.view.lastSeq) return undefined;
-  writer.view.lastSeq = fed.seq;
-  writer.view.lastOffset = Math.max(writer.view.lastOffset, fed.lastOffset);
+  endAtRecord(writer.view, fed.seq, fed.lastOffset);
   return { first: (fed.events[0] as AgentEvent).offset, keys: idempotencyKeysOf(fed.events) };
 }
 

@@ -1,0 +1,116 @@
+// Signed records. Every service's NATS user may publish on the events' subjects (a service
+// appends to any agent), so NATS cannot tell the gateway's records from the driver's: a
+// compromised gateway could publish a model settlement whose script the reducer would then run.
+// With signing on, each service signs the records it publishes with its own Ed25519 key, and
+// every reader passes over a record that is not signed by a known service, whose signature does
+// not hold, or that carries an event type another service owns (contract SERVICE_EMITS).
+//
+// What is signed: the subject, the sequence the publish expected to follow
+// (`Nats-Expected-Last-Subject-Sequence`, which JetStream enforces and stores with the
+// message), and the body. So a signed record cannot be moved to another agent's subject, nor
+// published again later on its own: its expected sequence is no longer the subject's last.
+
+import { type KeyObject, sign, verify } from "node:crypto";
+import { EVENT_TYPES, type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
+import { decodeRecordJson } from "../batch.ts";
+
+/** Header naming the service that signed a record. */
+export const SIGNER_HEADER = "Agentrt-Signer";
+/** Header carrying the record's Ed25519 signature, base64. */
+export const SIGNATURE_HEADER = "Agentrt-Signature";
+const EXPECTED_LAST_HEADER = "Nats-Expected-Last-Subject-Sequence";
+const STORED_AT_HEADER = "Nats-Time-Stamp";
+
+/** The key a service signs its records with. */
+export interface RecordSigner {
+  readonly service: EmittingService;
+  readonly key: KeyObject;
+}
+
+/** Whose records a reader accepts. */
+export interface RecordTrust {
+  /** Each service's public key. */
+  readonly keys: ReadonlyMap<EmittingService, KeyObject>;
+  /**
+   * Unsigned records stored (by the server's clock) before this instant are read as before: they
+   * were written before signing was turned on. Undefined: every record must be signed.
+   */
+  readonly unsignedBefore?: Date;
+}
+
+export interface RecordSigning {
+  /** Signs what this store publishes; without it, records go out unsigned. */
+  readonly signer?: RecordSigner;
+  /** Checks what this store reads; without it, every readable record is taken. */
+  readonly trust?: RecordTrust;
+  /** Told of each record the trust refuses, once per record and reader (a service logs and counts it). */
+  readonly onUntrusted?: (refused: { readonly subject: string; readonly seq: number; readonly reason: string }) => void;
+}
+
+/** A stored message as far as its signature is concerned. */
+export interface SignedMessage {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  /** The message's headers (a direct get's `header`, a consumer message's `headers`). */
+  readonly headers: { get(name: string): string } | undefined;
+  /** When the server stored it, in ms, where the answer did not carry it as a header. */
+  readonly storedAtMs?: number;
+}
+
+const encoder = new TextEncoder();
+
+function signedBytes(subject: string, expectedLastSequence: number, body: Uint8Array): Buffer {
+  return Buffer.concat([encoder.encode(`${subject}\n${expectedLastSequence}\n`), body]);
+}
+
+/** The headers that sign a record published on `subject` after `expectedLastSequence`. */
+export function signatureHeaders(signer: RecordSigner, subject: string, expectedLastSequence: number, body: Uint8Array): [string, string][] {
+  const signature = sign(null, signedBytes(subject, expectedLastSequence, body), signer.key).toString("base64");
+  return [
+    [SIGNER_HEADER, signer.service],
+    [SIGNATURE_HEADER, signature],
+  ];
+}
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+const OWNED: ReadonlyMap<string, ReadonlySet<string>> = new Map(Object.entries(SERVICE_EMITS).map(([service, types]) => [service, new Set<string>(types)]));
+
+/**
+ * Why a record may not be read under `trust`, or undefined when it may. A type this version does
+ * not know (a newer writer's) is not refused here: readers pass over such events anyway.
+ */
+export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string | undefined {
+  const signer = msg.headers?.get(SIGNER_HEADER) ?? "";
+  const signature = msg.headers?.get(SIGNATURE_HEADER) ?? "";
+  if (signer === "" && signature === "") {
+    const storedAt = storedAtMs(msg);
+    if (trust.unsignedBefore !== undefined && storedAt !== undefined && storedAt < trust.unsignedBefore.getTime()) return undefined;
+    return "it is not signed";
+  }
+  const key = trust.keys.get(signer as EmittingService);
+  if (key === undefined) return `its signer "${signer.slice(0, 64)}" is not a known service`;
+  const expected = msg.headers?.get(EXPECTED_LAST_HEADER) ?? "";
+  if (!/^\d+$/.test(expected)) return "it names no sequence it followed";
+  let holds = false;
+  try {
+    holds = verify(null, signedBytes(msg.subject, Number(expected), msg.data), key, Buffer.from(signature, "base64"));
+  } catch {
+    holds = false;
+  }
+  if (!holds) return `its signature as ${signer} does not hold`;
+  const record = decodeRecordJson(msg.data);
+  if (record === undefined) return "it is not a record";
+  const owned = OWNED.get(signer);
+  for (const event of record.events) {
+    const type = typeof event?.type === "string" ? event.type : "";
+    if (KNOWN_TYPES.has(type) && owned?.has(type) !== true) return `${signer} does not emit "${type}"`;
+  }
+  return undefined;
+}
+
+function storedAtMs(msg: SignedMessage): number | undefined {
+  if (msg.storedAtMs !== undefined) return msg.storedAtMs;
+  const stamp = msg.headers?.get(STORED_AT_HEADER) ?? "";
+  const ms = stamp === "" ? Number.NaN : Date.parse(stamp);
+  return Number.isNaN(ms) ? undefined : ms;
+}

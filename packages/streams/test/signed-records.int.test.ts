@@ -1,0 +1,176 @@
+// Signed records (signing.ts): with a trust, a store reads only records signed by a known
+// service that emits every known type in them, and passes over the rest as it passes over
+// messages that are not records: reads, subscriptions and the feed go on, and appends continue
+// the offsets. A signed record cannot be moved to another subject or published again.
+
+import { type KeyObject, generateKeyPairSync } from "node:crypto";
+import { type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type NatsConnection, headers as natsHeaders } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FeedBatch } from "../src/event-store.ts";
+import type { JetStreamEventStore } from "../src/jetstream/index.ts";
+import { type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER } from "../src/jetstream/signing.ts";
+import { durableSubject } from "../src/jetstream/subjects.ts";
+import { partitionOfPath } from "../src/partition.ts";
+import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
+
+const names = { streamName: "EV_SIGNED", subjectPrefix: "evg", ephemeralPrefix: "ephg", partitionCount: 4 };
+const SERVICES = Object.keys(SERVICE_EMITS) as EmittingService[];
+const keys = new Map(SERVICES.map((service) => [service, generateKeyPairSync("ed25519")]));
+const trust: RecordTrust = { keys: new Map(SERVICES.map((service) => [service, keys.get(service)!.publicKey])) };
+const signerOf = (service: EmittingService) => ({ service, key: keys.get(service)!.privateKey as KeyObject });
+
+let fx: KeyIndexFixture;
+let nc: NatsConnection;
+beforeAll(async () => {
+  fx = await startKeyIndexFixture(names);
+  nc = await fx.connect();
+}, 60_000);
+afterAll(async () => {
+  await fx?.stop();
+});
+
+const note = (content: string) => ({ type: "agents/context-added", payload: { role: "user", content } });
+const settled = { type: "agent/llm-request-settled", payload: { requestOffset: 1, result: { status: "succeeded", text: "forged" } } };
+const subjectOf = (path: string) => durableSubject({ durablePrefix: names.subjectPrefix, ephemeralPrefix: names.ephemeralPrefix }, partitionOfPath(path, names.partitionCount), path);
+const contents = (events: readonly { payload: unknown }[]) => events.map((e) => (e.payload as { content?: string }).content ?? JSON.stringify(e.payload));
+
+interface Refusal {
+  readonly subject: string;
+  readonly seq: number;
+  readonly reason: string;
+}
+
+/** A store signing as `service` (when given) and reading under `readTrust`, with the refusals it reports. */
+async function openStore(service: EmittingService | undefined, readTrust: RecordTrust | undefined = trust): Promise<{ store: JetStreamEventStore; refused: Refusal[] }> {
+  const refused: Refusal[] = [];
+  const signing: RecordSigning = {
+    ...(service === undefined ? {} : { signer: signerOf(service) }),
+    ...(readTrust === undefined ? {} : { trust: readTrust }),
+    onUntrusted: (refusal) => refused.push(refusal),
+  };
+  return { store: await fx.openStore(undefined, { signing }), refused };
+}
+
+/** The stored message at the end of the stream's subject: its body and headers. */
+async function lastMessage(path: string) {
+  const jsm = await jetstreamManager(nc);
+  const msg = await jsm.streams.getMessage(names.streamName, { last_by_subj: subjectOf(path) });
+  return msg!;
+}
+
+/** Everything the reader sees of a stream: a read, a subscription from the start, the feed. */
+async function everyWayRead(store: JetStreamEventStore, path: string, count: number): Promise<{ read: string[]; subscribed: string[]; fed: string[] }> {
+  const read = contents(await store.read(path));
+  const subscription = store.subscribe(path, { fromOffset: 1 });
+  const subscribed: string[] = [];
+  for await (const event of subscription) {
+    subscribed.push(contents([event])[0]!);
+    if (subscribed.length === count) break;
+  }
+  await subscription.close();
+  const feed = store.feed({ partitions: [store.partitionOf(path)] });
+  const fed: string[] = [];
+  for await (const batch of feed as AsyncIterable<FeedBatch>) {
+    if (batch.streamPath === path) fed.push(...contents(batch.events));
+    if (fed.length === count) break;
+  }
+  await feed.close();
+  return { read, subscribed, fed };
+}
+
+describe("signed records", () => {
+  it("are read when their signer emits their types; a signed record of another service's type is passed over, and appends go on", async () => {
+    // Given a stream written by the gateway and the driver, each signing as itself, and the gateway's key signing a model settlement
+    const path = "/signed/forged-type";
+    const gateway = await openStore("web-gateway");
+    const driver = await openStore("llm-driver");
+    await gateway.store.append(path, [note("user one")]);
+    await driver.store.append(path, [note("driver two")]);
+    // (a compromised gateway: the store does not check ownership itself, ownedStore does, in the service)
+    const forger = await openStore("web-gateway", undefined);
+    await forger.store.append(path, [settled]);
+    await gateway.store.append(path, [note("user three")]);
+    // When a trusting reader reads it every way
+    const reader = await openStore(undefined);
+    const seen = await everyWayRead(reader.store, path, 3);
+    // Then the settlement is passed over everywhere, named as such, and the offsets stay dense
+    expect(seen).toEqual({ read: ["user one", "driver two", "user three"], subscribed: ["user one", "driver two", "user three"], fed: ["user one", "driver two", "user three"] });
+    expect((await reader.store.read(path)).map((e) => e.offset)).toEqual([1, 2, 3]);
+    expect(reader.refused.map((r) => r.reason)).toContain('web-gateway does not emit "agent/llm-request-settled"');
+  }, 60_000);
+
+  it("unsigned records, records of an unknown signer and records whose signature does not hold are passed over", async () => {
+    const path = "/signed/unsigned";
+    const gateway = await openStore("web-gateway");
+    await gateway.store.append(path, [note("signed one")]);
+    // An unsigned record, well formed, as a store without a signer writes it
+    const unsigned = await openStore(undefined, undefined);
+    await unsigned.store.append(path, [note("unsigned")]);
+    // A record claiming a signer no one knows, and one whose body was changed after signing
+    const original = await lastMessage(path);
+    const js = jetstream(nc);
+    const publishWith = async (body: Uint8Array, set: Record<string, string>) => {
+      const h = natsHeaders();
+      for (const [name, value] of Object.entries(set)) h.set(name, value);
+      const last = await lastMessage(path);
+      return await js.publish(subjectOf(path), body, { headers: h, expect: { lastSubjectSequence: last.seq } });
+    };
+    await gateway.store.append(path, [note("signed two")]);
+    const signedTwo = await lastMessage(path);
+    await publishWith(original.data, { [SIGNER_HEADER]: "someone-else", [SIGNATURE_HEADER]: signedTwo.header.get(SIGNATURE_HEADER) });
+    const tampered = new TextDecoder().decode(signedTwo.data).replace("signed two", "tampered!!");
+    await publishWith(new TextEncoder().encode(tampered), { [SIGNER_HEADER]: "web-gateway", [SIGNATURE_HEADER]: signedTwo.header.get(SIGNATURE_HEADER) });
+    await gateway.store.append(path, [note("signed three")]);
+    // Then a trusting reader reads only the signed records, and says why it passed over the rest
+    const reader = await openStore(undefined);
+    expect(contents(await reader.store.read(path))).toEqual(["signed one", "signed two", "signed three"]);
+    expect(reader.refused.map((r) => r.reason).sort()).toEqual(['its signer "someone-else" is not a known service', "it is not signed", "its signature as web-gateway does not hold"].sort());
+  }, 60_000);
+
+  it("cannot be published again on their own subject, nor moved to another agent's", async () => {
+    const path = "/signed/replayed";
+    const other = "/signed/other";
+    const driver = await openStore("llm-driver");
+    await driver.store.append(path, [note("one")]);
+    await driver.store.append(path, [note("two")]);
+    await driver.store.append(other, [note("other one")]);
+    const first = (await jetstreamManager(nc).then((jsm) => jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) })))!;
+    const js = jetstream(nc);
+    const copyHeaders = (keep: (name: string) => boolean) => {
+      const h = natsHeaders();
+      for (const name of first.header.keys()) if (keep(name)) h.set(name, first.header.get(name));
+      return h;
+    };
+    // Published again as it was stored (its expected sequence included): JetStream refuses it
+    await expect(js.publish(subjectOf(path), first.data, { headers: copyHeaders((name) => !name.startsWith("Nats-") || name === "Nats-Expected-Last-Subject-Sequence") })).rejects.toThrow(/wrong last sequence/);
+    // Without its expected sequence, or moved to the other agent's subject: stored, and passed over
+    await js.publish(subjectOf(path), first.data, { headers: copyHeaders((name) => !name.startsWith("Nats-")) });
+    const otherLast = await jetstreamManager(nc).then((jsm) => jsm.streams.getMessage(names.streamName, { last_by_subj: subjectOf(other) }));
+    await js.publish(subjectOf(other), first.data, { headers: copyHeaders((name) => !name.startsWith("Nats-")), expect: { lastSubjectSequence: otherLast!.seq } });
+    const reader = await openStore(undefined);
+    expect(contents(await reader.store.read(path))).toEqual(["one", "two"]);
+    expect(contents(await reader.store.read(other))).toEqual(["other one"]);
+    expect(reader.refused.map((r) => r.reason).sort()).toEqual(["it names no sequence it followed", "its signature as llm-driver does not hold"]);
+    // And the next append continues each stream's offsets
+    expect((await driver.store.append(path, [note("three")])).events[0]!.offset).toBe(3);
+    expect((await driver.store.append(other, [note("other two")])).events[0]!.offset).toBe(2);
+  }, 60_000);
+
+  it("unsigned records stored before the trust's cut-off are read: they were written before signing was on", async () => {
+    const path = "/signed/before";
+    const unsigned = await openStore(undefined, undefined);
+    await unsigned.store.append(path, [note("before")]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const cutOff = new Date();
+    await unsigned.store.append(path, [note("after, unsigned")]);
+    const withCutOff = { ...trust, unsignedBefore: cutOff };
+    const gateway = await openStore("web-gateway", withCutOff);
+    await gateway.store.append(path, [note("after, signed")]);
+    const reader = await openStore(undefined, withCutOff);
+    expect(contents(await reader.store.read(path))).toEqual(["before", "after, signed"]);
+    expect((await reader.store.read(path)).map((e) => e.offset)).toEqual([1, 2]);
+    expect(reader.refused.map((r) => r.reason)).toEqual(["it is not signed"]);
+  }, 60_000);
+});
