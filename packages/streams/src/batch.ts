@@ -7,6 +7,7 @@ import {
   AgentRuntimeError,
   ContractViolationError,
   type EventInput,
+  MAX_STREAM_PATH_LENGTH,
   parseEventInput,
   parseStoredEvent,
   parseStreamPath,
@@ -148,13 +149,15 @@ export function recordJson(streamPath: string, firstOffset: number, count: numbe
   return `{"v":1,"first":${firstOffset},"n":${count},"at":"${createdAt}","path":"${streamPath}","events":[${eventsInner}]}`;
 }
 
-const RECORD_HEAD = /^\{"v":1,"first":(\d+),"n":(\d+),/;
+const RECORD_HEAD = /^\{"v":1,"first":(\d+),"n":(\d+),"at":"[^"]{1,40}","path":"([^"]{1,600})","events":\[/;
+/** Enough leading bytes for a head with the longest stream path. */
+const RECORD_HEAD_BYTES = 128 + MAX_STREAM_PATH_LENGTH;
 
-/** First offset and event count of a stored record, read from its first bytes. */
-export function readRecordHead(bytes: Uint8Array): { first: number; count: number } | undefined {
-  const match = RECORD_HEAD.exec(decoder.decode(bytes.subarray(0, 64)));
+/** First offset, event count and stream path of a stored record, read from its first bytes. */
+export function readRecordHead(bytes: Uint8Array): { first: number; count: number; path: string } | undefined {
+  const match = RECORD_HEAD.exec(decoder.decode(bytes.subarray(0, RECORD_HEAD_BYTES)));
   if (match === null) return undefined;
-  return { first: Number(match[1]), count: Number(match[2]) };
+  return { first: Number(match[1]), count: Number(match[2]), path: match[3] as string };
 }
 
 // --- the committed record ----------------------------------------------------------------

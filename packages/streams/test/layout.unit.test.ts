@@ -30,7 +30,7 @@ describe("batch records", () => {
   it("lead with the first offset and count, and round-trip the events", () => {
     const batch = prepareBatch("/a/b", [note("x", "k1"), note("y")]);
     const json = recordJson(batch.streamPath, 41, 2, "2026-01-01T00:00:00.000Z", batch.eventsJson.slice(1, -1));
-    expect(readRecordHead(encode(json))).toEqual({ first: 41, count: 2 });
+    expect(readRecordHead(encode(json))).toEqual({ first: 41, count: 2, path: "/a/b" });
     expect(decodeRecordJson(encode(json))).toEqual({
       v: 1,
       first: 41,

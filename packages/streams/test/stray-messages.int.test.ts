@@ -4,9 +4,11 @@
 // read as empty and every later append failed as "too many concurrent writers", for good.
 
 import { jetstream } from "@nats-io/jetstream";
+import { headers as natsHeaders } from "@nats-io/nats-core";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FeedBatch } from "../src/event-store.ts";
+import { RecordReader } from "../src/jetstream/records.ts";
 import { durableSubject } from "../src/jetstream/subjects.ts";
 import { partitionOfPath } from "../src/partition.ts";
 import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
@@ -27,10 +29,29 @@ const note = (content: string) => ({ type: "agents/context-added", payload: { ro
 const subjectOf = (path: string) => durableSubject({ durablePrefix: names.subjectPrefix, ephemeralPrefix: names.ephemeralPrefix }, partitionOfPath(path, names.partitionCount), path);
 const contents = (events: readonly { payload: unknown }[]) => events.map((e) => (e.payload as { content: string }).content);
 
-/** Publishes something that is not a record on the stream's subject. */
-async function stray(path: string, body = "not a record"): Promise<number> {
-  const ack = await jetstream(nc).publish(subjectOf(path), new TextEncoder().encode(body));
+/** Publishes something that is not a record on the stream's subject (or on `subject`, with a message id). */
+async function stray(path: string, body = "not a record", options: { subject?: string; msgID?: string } = {}): Promise<number> {
+  const headers = natsHeaders();
+  if (options.msgID !== undefined) headers.set("Nats-Msg-Id", options.msgID);
+  const ack = await jetstream(nc).publish(options.subject ?? subjectOf(path), new TextEncoder().encode(body), { headers });
   return ack.seq;
+}
+
+/** Counts the gets every RecordReader makes while `work` runs. */
+async function countGets(work: () => Promise<unknown>): Promise<number> {
+  const proto = RecordReader.prototype as unknown as { get: (...args: unknown[]) => unknown };
+  const get = proto.get;
+  let gets = 0;
+  proto.get = function (this: unknown, ...args: unknown[]) {
+    gets++;
+    return get.apply(this, args);
+  };
+  try {
+    await work();
+  } finally {
+    proto.get = get;
+  }
+  return gets;
 }
 
 describe("a message on a stream's subject that is not a record", () => {
@@ -80,6 +101,54 @@ describe("a message on a stream's subject that is not a record", () => {
       expect(batches.every((b) => b.sequence !== straySeq)).toBe(true);
     }, 60_000);
   }
+
+  for (const [what, body] of [
+    ["a higher offset", '{"v":1,"first":1000000,"n":1,garbage'],
+    ["a lower offset", '{"v":1,"first":1,"n":1,"at":"2026-01-01T00:00:00.000Z","path":"/stray/a-lower-offset","events":[{"type"'],
+    ["another stream's path", '{"v":1,"first":9,"n":1,"at":"2026-01-01T00:00:00.000Z","path":"/elsewhere","events":[]}'],
+  ] as const) {
+    it(`is not read as a record when it only starts like one, claiming ${what}`, async () => {
+      // Given two records, then a message whose head claims offsets but whose body is not a record of this stream
+      const path = `/stray/${what.replaceAll(/[^a-z]+/g, "-")}`;
+      const store = await fx.openStore();
+      await store.append(path, [note("one")]);
+      await store.append(path, [note("two")]);
+      await stray(path, body);
+      // When a new store appends and reads
+      const fresh = await fx.openStore();
+      const appended = await fresh.append(path, [note("three")]);
+      // Then the offsets continue from the records, and the history reads whole
+      expect(appended.events.map((e) => e.offset)).toEqual([3]);
+      expect(await fresh.lastOffset(path)).toBe(3);
+      expect(await fresh.read(path).then(contents)).toEqual(["one", "two", "three"]);
+    }, 60_000);
+  }
+
+  it("does not hold an offset's claim: a message id squatting the next offset, sent from another subject, refuses no append", async () => {
+    const path = "/stray/squatted";
+    const store = await fx.openStore();
+    await store.append(path, [note("one")]);
+    await stray(path, "x", { subject: subjectOf("/stray/elsewhere"), msgID: `${subjectOf(path)}@2` });
+    await stray(path, "x", { subject: subjectOf("/stray/elsewhere"), msgID: `${subjectOf(path)}@3` });
+    expect((await store.append(path, [note("two")])).events.map((e) => e.offset)).toEqual([2]);
+    expect((await (await fx.openStore()).append(path, [note("three")])).events.map((e) => e.offset)).toEqual([3]);
+    expect(await store.read(path).then(contents)).toEqual(["one", "two", "three"]);
+  }, 60_000);
+
+  it("costs a few gets at the end of a long stream, not a walk through its history", async () => {
+    // Given an agent with 600 records, other agents' records after them, and one stray at its end
+    const path = "/stray/long";
+    const store = await fx.openStore();
+    for (let i = 0; i < 600; i++) await store.append(path, [note(`e${i}`)]);
+    for (let i = 0; i < 300; i++) await store.append(`/stray/other-${i % 7}`, [note(`o${i}`)]);
+    await stray(path);
+    // When its end is looked up
+    const fresh = await fx.openStore();
+    const gets = await countGets(() => fresh.lastOffset(path));
+    // Then the look-up found the last record in a few gets (it walked 150 and more one by one before)
+    expect(await fresh.lastOffset(path)).toBe(600);
+    expect(gets).toBeLessThan(40);
+  }, 120_000);
 
   it("is not taken for an empty stream by the list of streams", async () => {
     const path = "/stray/listed";

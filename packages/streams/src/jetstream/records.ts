@@ -34,14 +34,28 @@ export interface RawMsg {
   readonly time?: Date;
 }
 
-/** The record of a message, or undefined when it is not a batch record we can read. */
-export function toStoredRecord(msg: RawMsg): StoredRecord | undefined {
+/**
+ * The record of a message, or undefined when it is not a batch record we can read: its head
+ * (offsets, count, path) must be whole, the body must close, and with `pathOf` the path must be
+ * the one its subject stands for. Only the head is parsed. A message that merely starts like a
+ * record (`{"v":1,"first":1000000,"n":1,` and anything) had been read as one, and moved the
+ * stream's end. A record that is valid JSON throughout is only refused by its signature
+ * (signing.ts).
+ */
+export function toStoredRecord(msg: RawMsg, pathOf?: (subject: string) => string | undefined): StoredRecord | undefined {
   const head = readRecordHead(msg.data);
-  if (head !== undefined && head.first > 0 && head.count > 0) return { seq: msg.seq, subject: msg.subject, first: head.first, count: head.count, data: msg.data };
+  if (head !== undefined) {
+    const closed = msg.data.length > 2 && msg.data[msg.data.length - 2] === CLOSE_BRACKET && msg.data[msg.data.length - 1] === CLOSE_BRACE;
+    if (!closed || head.first < 1 || head.count < 1 || (pathOf !== undefined && pathOf(msg.subject) !== head.path)) return undefined;
+    return { seq: msg.seq, subject: msg.subject, first: head.first, count: head.count, data: msg.data };
+  }
   const body = decodeRecordJson(msg.data);
-  if (body === undefined || body.events.length === 0) return undefined;
+  if (body === undefined || body.events.length === 0 || body.first < 1 || (pathOf !== undefined && pathOf(msg.subject) !== body.path)) return undefined;
   return { seq: msg.seq, subject: msg.subject, first: body.first, count: body.events.length, data: msg.data };
 }
+
+const CLOSE_BRACKET = 0x5d;
+const CLOSE_BRACE = 0x7d;
 
 export function decodeStored(record: StoredRecord): BatchRecord | undefined {
   return decodeRecordJson(record.data);
@@ -72,6 +86,8 @@ export class RecordReader {
     private readonly direct?: DirectGets,
     /** Whose records may be read (signing.ts); without a trust, every readable record. */
     private readonly signing: RecordSigning = {},
+    /** The stream path a subject stands for: a record naming another is not read. */
+    private readonly pathOf?: (subject: string) => string | undefined,
   ) {}
 
   /** Verdicts on signed messages by sequence, so a record read again is not verified again. */
@@ -83,7 +99,7 @@ export class RecordReader {
    * `unreadableSkipped`; a refused signature is also reported to `signing.onUntrusted`.
    */
   recordOf(msg: RawMsg): StoredRecord | undefined {
-    const record = toStoredRecord(msg);
+    const record = toStoredRecord(msg, this.pathOf);
     if (record !== undefined && this.trusted(msg)) return record;
     this.unreadableSkipped++;
     return undefined;
@@ -142,32 +158,43 @@ export class RecordReader {
 
   /**
    * The last readable record below `seq`. With no "previous by subject" query on 2.9, it looks
-   * back in doubling steps for any record before `seq`, then walks forward to the last one.
+   * back in doubling steps for any record before `seq`, then narrows down by halves between that
+   * one and `seq`, as `locate` does: a few gets, however long the stream.
    */
   private async lastBefore(subject: string, seq: number): Promise<StoredRecord | undefined> {
+    // Invariant: no readable record lies in [hi, seq); each step looks only below the last.
+    let hi = seq;
     let found: StoredRecord | undefined;
     for (let step = 1; found === undefined; step *= 2) {
       const from = Math.max(1, seq - step);
-      const probe = await this.nextFrom(subject, from);
-      if (probe !== undefined && probe.seq < seq) found = probe;
-      else if (from === 1) return undefined;
+      found = await this.nextFrom(subject, from, hi - 1);
+      if (found !== undefined) break;
+      if (from === 1) return undefined;
+      hi = from;
     }
-    for (;;) {
-      const next = await this.nextFrom(subject, found.seq + 1);
-      if (next === undefined || next.seq >= seq) return found;
-      found = next;
+    // Then `found` is readable and below `hi`.
+    while (found.seq + 1 < hi) {
+      const mid = Math.floor((found.seq + 1 + hi) / 2);
+      const probe = await this.nextFrom(subject, mid, hi - 1);
+      if (probe === undefined) hi = mid;
+      else found = probe;
     }
+    return found;
   }
 
-  /** The first readable record on `subject` with sequence ≥ `seq` (unreadable messages are passed over). */
-  async nextFrom(subject: string, seq: number): Promise<StoredRecord | undefined> {
-    for (let from = Math.max(1, seq); ; ) {
+  /**
+   * The first readable record on `subject` with sequence ≥ `seq` (and ≤ `until`): messages that
+   * are not records are passed over, one get each.
+   */
+  async nextFrom(subject: string, seq: number, until = Number.POSITIVE_INFINITY): Promise<StoredRecord | undefined> {
+    for (let from = Math.max(1, seq); from <= until; ) {
       const msg = await this.get({ next_by_subj: subject, seq: from });
-      if (msg === null) return undefined;
+      if (msg === null || msg.seq > until) return undefined;
       const record = this.recordOf(msg);
       if (record !== undefined) return record;
       from = msg.seq + 1;
     }
+    return undefined;
   }
 
   /**
@@ -198,8 +225,8 @@ export class RecordReader {
     let hi = last.seq;
     while (lo + 1 < hi) {
       const mid = Math.floor((lo + hi) / 2);
-      const probe = await this.nextFrom(subject, mid);
-      if (probe === undefined || probe.seq >= hi || probe.first > offset) hi = mid;
+      const probe = await this.nextFrom(subject, mid, hi - 1);
+      if (probe === undefined || probe.first > offset) hi = mid;
       else lo = probe.seq;
     }
     return { startSeq: lo, last };
@@ -249,8 +276,8 @@ export class RecordReader {
     for (let i = 0; i < direct; i++) {
       signal?.throwIfAborted();
       if (next > untilSeq) return;
-      const record = await this.nextFrom(subject, next);
-      if (record === undefined || record.seq > untilSeq) return;
+      const record = await this.nextFrom(subject, next, untilSeq);
+      if (record === undefined) return;
       yield record;
       yielded++;
       largest = Math.max(largest, record.data.length);
@@ -350,8 +377,8 @@ export class RecordReader {
   private async *byGets(subject: string, fromSeq: number, untilSeq: number, signal: AbortSignal | undefined): AsyncGenerator<StoredRecord> {
     for (let seq = fromSeq; seq <= untilSeq; ) {
       signal?.throwIfAborted();
-      const record = await this.nextFrom(subject, seq);
-      if (record === undefined || record.seq > untilSeq) return;
+      const record = await this.nextFrom(subject, seq, untilSeq);
+      if (record === undefined) return;
       yield record;
       seq = record.seq + 1;
     }

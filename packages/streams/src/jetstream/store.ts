@@ -106,7 +106,9 @@ export class JetStreamEventStore implements EventStore {
     this.now = options.now;
     this.maxEventBytes = options.maxEventBytes;
     this.usageLedger = options.index.usageLedger;
-    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads, undefined, undefined, new DirectGets(options.publisher.requests), options.signing);
+    this.reader = new RecordReader(jsm, js, this.streamName, options.consistentReads, undefined, undefined, new DirectGets(options.publisher.requests), options.signing, (subject) =>
+      pathOfSubject(this.scheme, subject),
+    );
     this.publisher = options.publisher;
     this.writer = new BatchWriter({
       publisher: this.publisher,

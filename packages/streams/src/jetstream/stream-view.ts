@@ -8,22 +8,23 @@ export interface StreamViewState {
   lastOffset: number;
   lastSeq: number;
   /**
-   * `lastSeq` is a message readers pass over (RecordReader.tail), not the last record: it may
-   * hold the next offset's message id (a writer of an earlier version that did not sign, or a
-   * forger), so the next record claims its offset under an id that names that message too.
+   * A message holding the plain claim of the next offset that is not the record at it (one
+   * readers pass over at the stream's end, RecordReader.tail, or a message id published to
+   * squat the offset): the next record claims its offset under an id naming that message too.
+   * Writers racing for the offset see the same message, so still only one claim is stored.
    */
-  afterUnreadable?: boolean;
+  claimAfter?: number | undefined;
 }
 
 export function emptyView(): StreamViewState {
-  return { lastOffset: 0, lastSeq: 0, afterUnreadable: false };
+  return { lastOffset: 0, lastSeq: 0, claimAfter: undefined };
 }
 
 /** Takes a record as the end of the view: its sequence and last offset. */
 export function endAtRecord(view: StreamViewState, seq: number, lastOffset: number): void {
   view.lastSeq = seq;
   view.lastOffset = Math.max(view.lastOffset, lastOffset);
-  view.afterUnreadable = false;
+  view.claimAfter = undefined;
 }
 
 function applyRecord(view: StreamViewState, record: StoredRecord): void {
@@ -43,7 +44,7 @@ export async function catchUp(reader: RecordReader, subject: string, view: Strea
   if (tail.record !== undefined) applyRecord(view, tail.record);
   if (tail.seq > view.lastSeq) {
     view.lastSeq = tail.seq;
-    view.afterUnreadable = true;
+    view.claimAfter = tail.seq;
   }
   return tail.record;
 }

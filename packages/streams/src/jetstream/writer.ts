@@ -312,15 +312,15 @@ export class BatchWriter {
         // (nats-server#4320) and one event was then lost to every reader. The duplicate check
         // on the message id does see writes still in flight, so only one claim of an offset
         // is ever stored; a retried publish of our own claim is answered "duplicate" too.
-        // After a message readers pass over, the claim names that message as well: it may hold
-        // the plain claim (an unsigned writer of an earlier version), which would otherwise
-        // refuse every writer's claim of the offset until the duplicate window ended.
+        // After a message readers pass over, or a squatted claim, the claim names that message
+        // as well (StreamViewState.claimAfter): the plain claim would otherwise be refused to
+        // every writer until the duplicate window ended.
         const signer = this.options.signer;
         const headers: [string, string][] = [
           ...(claimsIndex ? ([[KEYS_INDEXED_HEADER, this.options.index.epoch]] as [string, string][]) : []),
           ...(signer === undefined ? [] : signatureHeaders(signer, subject, view.lastSeq, body)),
         ];
-        const claim = view.afterUnreadable === true ? `${subject}@${first}~${view.lastSeq}` : `${subject}@${first}`;
+        const claim = view.claimAfter === undefined ? `${subject}@${first}` : `${subject}@${first}~${view.claimAfter}`;
         const ack = await this.publishOnce(subject, body, view.lastSeq, claim, headers.length === 0 ? undefined : headers);
         endAtRecord(view, ack, view.lastOffset + committed.length);
       } catch (error) {
@@ -335,6 +335,10 @@ export class BatchWriter {
           // user's message it is about to fold), and then no read of the stream's end is needed.
           const took = fedPast(writer) ?? recordKeys(await catchUp(this.options.reader, subject, view));
           if (reserved !== undefined) held = heldAfterLoss(reserved, first, took);
+          // The claim is held by a stored message, and still no record holds the offset: not a
+          // writer's record but a message sent to squat the claim (from any subject). One
+          // publish had refused every writer of the stream for the duplicate window.
+          if (error instanceof PublishDuplicateError && error.seq !== 0 && view.lastOffset < first) view.claimAfter = error.seq;
           continue;
         } else {
           throw error;

@@ -1,0 +1,55 @@
+// What a signature binds (signing.ts): the subject, the sequence the publish expected to follow
+// and the body; and what a signer may carry: the known types its service emits.
+
+import { generateKeyPairSync } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { recordJson } from "../src/batch.ts";
+import { type RecordTrust, signatureHeaders, untrustedBecause } from "../src/jetstream/signing.ts";
+
+const driver = generateKeyPairSync("ed25519");
+const gateway = generateKeyPairSync("ed25519");
+const trust: RecordTrust = {
+  keys: new Map([
+    ["llm-driver", driver.publicKey],
+    ["web-gateway", gateway.publicKey],
+  ]),
+};
+const SUBJECT = "ev.3.agents.one";
+const body = (...types: string[]) => new TextEncoder().encode(recordJson("/agents/one", 5, types.length, "2026-12-07T00:00:00.000Z", types.map((type) => JSON.stringify({ type, payload: {} })).join(",")));
+
+/** The headers a stored message carries: the signature's, and the expectation JetStream kept. */
+function stored(service: "llm-driver" | "web-gateway", subject: string, expected: number, data: Uint8Array, signedSubject = subject, signedExpected = expected) {
+  const key = service === "llm-driver" ? driver.privateKey : gateway.privateKey;
+  const headers = new Map<string, string>(signatureHeaders({ service, key }, signedSubject, signedExpected, data));
+  headers.set("Nats-Expected-Last-Subject-Sequence", String(expected));
+  return { subject, data, headers: { get: (name: string) => headers.get(name) ?? "" } };
+}
+
+describe("a record's signature", () => {
+  it("holds for its subject, its expected sequence and its body", () => {
+    expect(untrustedBecause(trust, stored("llm-driver", SUBJECT, 41, body("agent/llm-request-settled")))).toBeUndefined();
+  });
+
+  it("does not hold on another subject, after another sequence, or over a changed body", () => {
+    const data = body("agent/llm-request-settled");
+    expect(untrustedBecause(trust, stored("llm-driver", "ev.3.agents.two", 41, data, SUBJECT))).toBe("its signature as llm-driver does not hold");
+    expect(untrustedBecause(trust, stored("llm-driver", SUBJECT, 42, data, SUBJECT, 41))).toBe("its signature as llm-driver does not hold");
+    const signed = stored("llm-driver", SUBJECT, 41, data);
+    const changed = new Uint8Array(data);
+    changed[changed.length - 5] = 0x41;
+    expect(untrustedBecause(trust, { ...signed, data: changed })).toBe("its signature as llm-driver does not hold");
+  });
+
+  it("does not let a service carry a known type another service owns; a type this version does not know passes (readers skip it)", () => {
+    expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, body("agents/context-added", "agent/llm-request-settled")))).toBe('web-gateway does not emit "agent/llm-request-settled"');
+    expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, body("agents/context-added", "agent/from-a-newer-version")))).toBeUndefined();
+  });
+
+  it("is required after the trust's cut-off, by the server's stamp", () => {
+    const unsigned = { subject: SUBJECT, data: body("agents/context-added"), headers: { get: () => "" } };
+    const cutOff = { ...trust, unsignedBefore: new Date("2026-12-07T00:00:00.000Z") };
+    expect(untrustedBecause(cutOff, { ...unsigned, storedAtMs: Date.parse("2026-12-06T23:59:59.999Z") })).toBeUndefined();
+    expect(untrustedBecause(cutOff, { ...unsigned, storedAtMs: Date.parse("2026-12-07T00:00:00.000Z") })).toBe("it is not signed");
+    expect(untrustedBecause(trust, { ...unsigned, storedAtMs: 0 })).toBe("it is not signed");
+  });
+});
