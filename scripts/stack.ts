@@ -10,6 +10,7 @@
 
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeEventKeys } from "../packages/service-kit/src/event-signing.ts";
 import { planNats } from "./stack/nats.ts";
 import { log } from "./stack/output.ts";
 import { portsFromEnv, stackChildren } from "./stack/services.ts";
@@ -34,7 +35,11 @@ process.on("SIGTERM", () => void shutdown(0, "SIGTERM"));
 async function main(): Promise<void> {
   const ports = portsFromEnv(process.env);
   const nats = await planNats(root, process.env);
-  const children = stackChildren({ root, env: process.env, natsUrl: nats.url, natsChild: nats.child?.name, ports, serviceEnv: nats.serviceEnv });
+  // Each service signs its records and reads only signed ones: keys made once, kept in .data
+  // (records stored before they were made stay readable), or the directory EVENT_KEYS_DIR names.
+  const eventKeysDir = process.env.EVENT_KEYS_DIR ?? join(root, ".data", "event-keys");
+  if (process.env.EVENT_KEYS_DIR === undefined && writeEventKeys(eventKeysDir)) log(`made the services' event keys in ${eventKeysDir}`);
+  const children = stackChildren({ root, env: process.env, natsUrl: nats.url, natsChild: nats.child?.name, ports, serviceEnv: nats.serviceEnv, eventKeysDir });
   await supervisor.start(nats.child === undefined ? children : [nats.child, ...children]);
   if (exiting) return;
   const model = process.env.OPENAI_API_KEY || process.env.LLM_PROVIDERS ? "your configured provider" : "the built-in OFFLINE model (set OPENAI_API_KEY for a real one)";

@@ -12,9 +12,10 @@
 import { REGISTER_SUBJECT, registerSubject, revokeSubject, startCapabilityProvider } from "@agentrt/capability-sdk";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { NATS_NAMES, natsInboxPrefix, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
-import { waitFor } from "@agentrt/testing";
+import { type NatsConnection, headers as natsHeaders } from "@nats-io/nats-core";
+import { NATS_NAMES, loadEventSigning, natsInboxPrefix, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { userMessage, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareAgent } from "../support/turns.ts";
 import { startNatsUsersSystem, type NatsUsersSystem } from "./support/nats-users-system.ts";
@@ -108,6 +109,61 @@ describe("every service as its own NATS user", () => {
     for (const proc of system.processes.all) expect(proc.running, `${proc.name}:\n${proc.logs().slice(-2000)}`).toBe(true);
     const authErrors = system.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => /permission|authorization/i.test(l)).map((l) => `${p.name}: ${l}`));
     expect(authErrors).toEqual([]);
+    // Every service signed what it wrote, and every record of the turn was read as signed.
+    expect(passedOver()).toEqual([]);
+  });
+});
+
+/** The agent's subject on the event stream. */
+const durableSubjectOf = (path: string) => `ev.${system.store.partitionOf(path)}.${path.slice(1).replaceAll("/", ".")}`;
+
+/** Log lines of services that passed over a record not signed as the event keys require. */
+const passedOver = () => system.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => l.includes("passed over a record")).map((l) => `${p.name}: ${l}`));
+
+describe("records not signed as the event keys require", () => {
+  it("a record the gateway's user signs with another service's type, an unsigned one, or one published again, is passed over by every service; the agent still answers", { timeout: 120_000 }, async () => {
+    // Given an agent that answered a turn
+    const path = "/agents/perm/forged";
+    await createBareAgent(system.store, path, 50);
+    await system.store.append(path, [userMessage("hello")]);
+    await waitFor(async () => (await system.store.read(path)).some((e) => e.type === "agents/context-added" && e.payload.role === "assistant"), { timeoutMs: 60_000, intervalMs: 100 });
+    // When the gateway's NATS user, signing with the gateway's key, appends a title only the reducer may set
+    const gw = await system.connectAs("web-gateway");
+    const forger = await JetStreamEventStore.open(gw, { partitionCount: system.store.partitionCount, signing: { signer: loadEventSigning(system.eventKeysDir, "web-gateway").signer } });
+    await forger.append(path, [{ type: "agent/summary-updated", payload: { title: "FORGED by the gateway" } }]);
+    // And an unsigned record sets another title, and a copy of the driver's settlement is published again without its expected sequence
+    const unsigned = await JetStreamEventStore.open(system.nc, { partitionCount: system.store.partitionCount });
+    await unsigned.append(path, [{ type: "agent/summary-updated", payload: { title: "FORGED unsigned" } }]);
+    const jsm = await jetstreamManager(system.nc);
+    const subject = durableSubjectOf(path);
+    const settlementRecord = async () => {
+      for (let seq = 1; ; ) {
+        const msg = await jsm.direct.getMessage("AGENT_EVENTS", { next_by_subj: subject, seq });
+        if (msg === null) throw new Error(`no settlement record on ${subject}`);
+        if (new TextDecoder().decode(msg.data).includes('"agent/llm-request-settled"')) return msg;
+        seq = msg.seq + 1;
+      }
+    };
+    const copy = await settlementRecord();
+    const h = natsHeaders();
+    for (const name of copy.header.keys()) if (!name.startsWith("Nats-")) h.set(name, copy.header.get(name));
+    await jetstream(system.nc).publish(subject, copy.data, { headers: h });
+    // Then the next turn is answered on top of the real records, and nothing forged shows: not in the events, not in the state
+    const next = await system.store.append(path, [userMessage("again")]);
+    await waitFor(async () => (await system.store.read(path, { fromOffset: next.events[0]!.offset })).some((e) => e.type === "agents/context-added" && e.payload.role === "assistant"), {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
+    const events = await api("GET", `/v1/streams/${encodeURIComponent(path)}/events`);
+    expect(JSON.stringify(events)).not.toContain("FORGED");
+    expect(JSON.stringify(await api("GET", `/v1/agents/${encodeURIComponent(path)}/state`))).not.toContain("FORGED");
+    expect((events.events as { type: string }[]).filter((e) => e.type === "agent/llm-request-settled")).toHaveLength(2);
+    // And each service that read them said why
+    const reasons = passedOver().join("\n");
+    expect(reasons).toContain('web-gateway does not emit \\"agent/summary-updated\\"');
+    expect(reasons).toContain("it is not signed");
+    expect(reasons).toContain("it names no sequence it followed");
+    await gw.close();
   });
 });
 

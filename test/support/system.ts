@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { JetStreamEventStore } from "@agentrt/streams/jetstream";
+import { JetStreamEventStore, type RecordSigning } from "@agentrt/streams/jetstream";
 import {
   type FakeModel,
   type FakeModelOptions,
@@ -48,6 +48,8 @@ export interface SystemOptions {
   readonly natsExtraConfig?: string;
   /** The test's own connection's credentials, when the server has users. */
   readonly testUser?: { readonly user: string; readonly password: string };
+  /** How the test's own store signs and checks records, when the services require signed ones. */
+  readonly storeSigning?: RecordSigning;
   readonly replicas?: number;
   /**
    * Start services as a supervisor would: one that fails at start-up is started again (see
@@ -137,7 +139,7 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
   const nc = await connect({ servers: natsServers(natsUrl), maxReconnectAttempts: -1, reconnectTimeWait: 250, ...credentials });
   undo.push(() => nc.close());
   const replicas = options.replicas ?? (cluster === undefined ? 1 : 3);
-  const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas });
+  const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS, replicas, ...(options.storeSigning === undefined ? {} : { signing: options.storeSigning }) });
   undo.push(() => store.close());
   const model = await startFakeModel(options.model ?? {});
   undo.push(() => model.close());

@@ -22,6 +22,11 @@ export function baseServiceConfigSchema(opsPort: number) {
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     PARTITION_COUNT: z.coerce.number().int().min(1).max(1024).default(64),
     NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+    /**
+     * Directory of the services' event keys (event-signing.ts): each record is signed by its
+     * service and only records signed so are read. Unset: nothing is signed or checked.
+     */
+    EVENT_KEYS_DIR: z.string().min(1).optional(),
   });
 }
 

@@ -15,6 +15,7 @@ export * from "./leases.ts";
 export * from "./work-claims.ts";
 export * from "./tracing.ts";
 export * from "./nats-permissions.ts";
+export * from "./event-signing.ts";
 export * from "./interrupts.ts";
 export * from "./json.ts";
 export * from "./json-pieces.ts";

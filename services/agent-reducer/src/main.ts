@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { DEFAULT_PUBLISH_TIMEOUT_MS, JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import { connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, eventSigningFor, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { startLlmDriver, type StartedLlmDriver } from "@agentrt/llm-driver";
 import { inProcessDriverConfig, loadReducerConfig } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
@@ -29,6 +29,8 @@ void runService({
   logger,
   async start() {
     const metrics = createMetrics("agent-reducer");
+    // Before anything waits: a service whose event keys are wrong must not start half-trusting.
+    const signing = eventSigningFor(config.EVENT_KEYS_DIR, "agent-reducer", metrics, logger);
     // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const tracing = await createTracing("agent-reducer");
@@ -50,6 +52,7 @@ void runService({
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused,
+      signing,
     }), waiting);
     // A work item's publish waits for JetStream's ack as long as the store's appends do.
     const workPublisher = new JetStreamPublisher(nc, DEFAULT_PUBLISH_TIMEOUT_MS);

@@ -2,7 +2,7 @@
 // store, the host (checker, sandbox, itx, provider registry) and its work consumer, the ops
 // endpoint. SIGTERM stops claiming scripts, lets running ones finish, and drains NATS.
 
-import { configuredStreamQuota, connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { configuredStreamQuota, connectNats, countRefusedAppends, eventSigningFor, createLogger, createMetrics, createTracing, tracerOption, loadConfig, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { readFileSync } from "node:fs";
@@ -19,6 +19,8 @@ void runService({
   stopTimeoutMs: config.SCRIPT_MAX_RUN_MS + 5_000,
   async start() {
     const metrics = createMetrics("capability-host");
+    // Before anything waits: a service whose event keys are wrong must not start half-trusting.
+    const signing = eventSigningFor(config.EVENT_KEYS_DIR, "capability-host", metrics, logger);
     // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const phases = metrics.histogram("capability_host_phase_seconds", "Script phase durations", ["phase"]);
@@ -34,6 +36,7 @@ void runService({
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused,
+      signing,
     }), { logger });
     // The stream cache follows the feed from the store's current head: older batches are read on demand.
     const head =

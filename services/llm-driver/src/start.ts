@@ -5,7 +5,7 @@
 // NATS user, so it writes nothing a driver may not.
 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, countRefusedAppends, createTracing, ensureWorkStream, type Logger, type Metrics, natsConnectionOptions, startWorkClaims, tracerOption, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, eventSigningFor, createTracing, ensureWorkStream, type Logger, type Metrics, natsConnectionOptions, startWorkClaims, tracerOption, untilNatsAnswers } from "@agentrt/service-kit";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { openServiceStore } from "@agentrt/streams/jetstream";
 import { contextWindowsFromConfig, type DriverConfig, providersFromConfig } from "./config.ts";
@@ -35,6 +35,8 @@ export async function startLlmDriver(options: {
   readonly streamCacheFedByCaller?: boolean;
 }): Promise<StartedLlmDriver> {
   const { config, logger, metrics } = options;
+  // Before anything waits: a service whose event keys are wrong must not start half-trusting.
+  const signing = eventSigningFor(config.EVENT_KEYS_DIR, "llm-driver", metrics, logger);
   const startup = options.startup ?? {};
   const providers = providersFromConfig(config);
   const contextWindows = contextWindowsFromConfig(config);
@@ -68,6 +70,7 @@ export async function startLlmDriver(options: {
       partitionCount: config.PARTITION_COUNT,
       replicas: config.NATS_STREAM_REPLICAS,
       onRefused,
+      signing,
     }), waiting),
     claimsStarted,
   ]);

@@ -5,7 +5,7 @@
 // resume from their last offset), then drains NATS.
 
 import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
-import { configuredStreamQuota, connectNats, countRefusedAppends, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { configuredStreamQuota, connectNats, countRefusedAppends, eventSigningFor, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
 import { applyKeys, followKeysFile, loadKeys } from "./auth/load-keys.ts";
@@ -40,10 +40,12 @@ void runService({
       logger.warn("no API keys configured (AGENTRT_KEYS_FILE / AGENTRT_KEYS_JSON): every request will be refused with 401");
     }
     const metrics = createMetrics("web-gateway");
+    // Before anything waits: a service whose event keys are wrong must not start half-trusting.
+    const signing = eventSigningFor(config.EVENT_KEYS_DIR, "web-gateway", metrics, logger);
     // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
-    const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES };
+    const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES, signing };
     // Started while NATS elects leaders (a node restarting), each store waits for an answer.
     // Registered once: a start-up step may run more than once while NATS does not answer.
     const onRefused = countRefusedAppends(metrics, "web-gateway");

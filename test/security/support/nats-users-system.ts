@@ -2,8 +2,10 @@
 // with `renderNatsAuthorization` (random passwords), every service as its own process
 // connecting as its own user, the repo provider as its own provider user (`provider-repo`, bound
 // to itx.repo) beside another provider's (`provider-other`, bound to itx.other), and an unrestricted `test` user for the test's
-// own store connection. Used to prove the permission lists complete (a whole turn works) and
-// tight (a service's user is refused what it does not need).
+// own store connection. Every service signs its records with its own event key and reads only
+// records signed so (EVENT_KEYS_DIR); the test's store signs as the gateway, whose types
+// (user input, birth) are all it appends. Used to prove the permission lists complete (a whole
+// turn works) and tight (a service's user is refused what it does not need).
 
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -12,7 +14,7 @@ import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { NATS_SERVICE_USERS, natsInboxPrefix, type ProviderUser, renderNatsAuthorization, type NatsServiceUser } from "@agentrt/service-kit";
+import { NATS_SERVICE_USERS, loadEventSigning, natsInboxPrefix, type ProviderUser, renderNatsAuthorization, type NatsServiceUser, writeEventKeys } from "@agentrt/service-kit";
 import type { FakeModel, FakeModelOptions, NatsServer } from "@agentrt/testing";
 import type { ProcessGroup } from "../../support/processes.ts";
 import { startSystem } from "../../support/system.ts";
@@ -26,6 +28,8 @@ export interface NatsUsersSystem {
   readonly model: FakeModel;
   readonly processes: ProcessGroup;
   readonly gatewayUrl: string;
+  /** The services' event keys (EVENT_KEYS_DIR). */
+  readonly eventKeysDir: string;
   /** Connects as one service's or provider's user. */
   connectAs(user: NatsServiceUser | ProviderUserName): Promise<NatsConnection>;
   /** nats-server log lines reporting a permissions violation. */
@@ -60,6 +64,8 @@ export async function startNatsUsersSystem(
   // early in the run must still be found.
   const logFile = join(mkdtempSync(join(tmpdir(), "agentrt-nats-log-")), "nats-server.log");
   const as = (user: NatsServiceUser | ProviderUserName) => ({ NATS_USER: user, NATS_PASSWORD: passwords[user] });
+  const eventKeysDir = join(mkdtempSync(join(tmpdir(), "agentrt-event-keys-")), "keys");
+  writeEventKeys(eventKeysDir);
   const system = await startSystem({
     hosts: 1,
     gateway: true,
@@ -70,6 +76,7 @@ export async function startNatsUsersSystem(
       unrestricted: [TEST_USER],
     })}`,
     testUser: TEST_USER,
+    storeSigning: loadEventSigning(eventKeysDir, "web-gateway"),
     envFor: (service) => ({
       ...as(service === "repo-provider" ? "provider-repo" : service),
       ...(service === "agent-reducer" && options.inProcessDriver === true
@@ -78,7 +85,7 @@ export async function startNatsUsersSystem(
     }),
     ...(options.inProcessDriver === true ? { drivers: 0 } : {}),
     // Snapshots every few events, so the reducer's object-store grant is exercised too.
-    env: { REDUCER_SNAPSHOT_EVERY_EVENTS: "5", ...options.env },
+    env: { REDUCER_SNAPSHOT_EVERY_EVENTS: "5", EVENT_KEYS_DIR: eventKeysDir, ...options.env },
     ...(options.model === undefined ? {} : { model: options.model }),
     ...(options.gatewayEnv === undefined ? {} : { gatewayEnv: options.gatewayEnv }),
   });
@@ -89,6 +96,7 @@ export async function startNatsUsersSystem(
     nats,
     gatewayUrl,
     passwords,
+    eventKeysDir,
     connectAs: (user) => connect({ servers: nats.url, user, pass: passwords[user], inboxPrefix: natsInboxPrefix(user), maxReconnectAttempts: 0 }),
     violations: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "").split("\n").filter((line) => /violation/i.test(line)),
     stop: () => system.stop(),

@@ -1,0 +1,112 @@
+// The keys the services sign their records with (streams' signing.ts), from one directory,
+// EVENT_KEYS_DIR:
+//   <service>.key      the service's own Ed25519 private key, PEM (PKCS#8); only the services that
+//                      run in the process need theirs (the reducer with an in-process driver: both)
+//   <service>.pub      each of the four services' public key, PEM: a public key or a certificate
+//   unsigned-before    optional: an ISO time; unsigned records stored before it stay readable
+// `writeEventKeys` makes such a directory (the quickstart's, and tests'); the chart mounts one
+// per service from a Secret. Without EVENT_KEYS_DIR nothing is signed or checked.
+
+import { type KeyObject, X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
+import type { RecordSigning } from "@agentrt/streams/jetstream";
+import type { Logger } from "./logger.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** The services whose records are signed, each with its key pair. */
+export const SIGNING_SERVICES = Object.keys(SERVICE_EMITS) as EmittingService[];
+
+export const UNSIGNED_BEFORE_FILE = "unsigned-before";
+
+export class EventKeysError extends Error {
+  constructor(message: string) {
+    super(`EVENT_KEYS_DIR: ${message}`);
+    this.name = "EventKeysError";
+  }
+}
+
+function readPem(dir: string, file: string, what: string): string {
+  const path = join(dir, file);
+  if (!existsSync(path)) throw new EventKeysError(`${path} is missing: ${what}`);
+  return readFileSync(path, "utf8");
+}
+
+function publicKeyOf(pem: string, path: string): KeyObject {
+  try {
+    const key = pem.includes("BEGIN CERTIFICATE") ? new X509Certificate(pem).publicKey : createPublicKey(pem);
+    if (key.asymmetricKeyType !== "ed25519") throw new Error(`an ${key.asymmetricKeyType ?? "unknown"} key`);
+    return key;
+  } catch (error) {
+    throw new EventKeysError(`${path} is not an Ed25519 public key or certificate in PEM (${(error as Error).message})`);
+  }
+}
+
+/**
+ * What `service` signs with and whose records it reads, from `dir`. Throws an EventKeysError
+ * naming the file and what is wrong with it: a service must not start half-trusting.
+ */
+export function loadEventSigning(dir: string, service: EmittingService): Required<Pick<RecordSigning, "signer" | "trust">> {
+  const keys = new Map<EmittingService, KeyObject>();
+  for (const other of SIGNING_SERVICES) {
+    const file = `${other}.pub`;
+    keys.set(other, publicKeyOf(readPem(dir, file, `every service's public key is needed to read its records (${other})`), join(dir, file)));
+  }
+  const keyFile = `${service}.key`;
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(readPem(dir, keyFile, `${service} signs its records with it`));
+  } catch (error) {
+    if (error instanceof EventKeysError) throw error;
+    throw new EventKeysError(`${join(dir, keyFile)} is not a private key in PEM (${(error as Error).message})`);
+  }
+  if (key.asymmetricKeyType !== "ed25519") throw new EventKeysError(`${join(dir, keyFile)} is an ${key.asymmetricKeyType ?? "unknown"} key; an Ed25519 key is needed`);
+  const own = keys.get(service) as KeyObject;
+  if (!createPublicKey(key).export({ type: "spki", format: "der" }).equals(own.export({ type: "spki", format: "der" }))) {
+    throw new EventKeysError(`${join(dir, keyFile)} does not match ${join(dir, `${service}.pub`)}: others would pass over every record ${service} writes`);
+  }
+  let unsignedBefore: Date | undefined;
+  const cutOffPath = join(dir, UNSIGNED_BEFORE_FILE);
+  if (existsSync(cutOffPath)) {
+    const text = readFileSync(cutOffPath, "utf8").trim();
+    const ms = Date.parse(text);
+    if (text === "" || Number.isNaN(ms)) throw new EventKeysError(`${cutOffPath} must hold an ISO time (e.g. 2026-12-07T00:00:00Z), got "${text.slice(0, 40)}"`);
+    unsignedBefore = new Date(ms);
+  }
+  return { signer: { service, key }, trust: { keys, ...(unsignedBefore === undefined ? {} : { unsignedBefore }) } };
+}
+
+/**
+ * The store's signing for `service` when EVENT_KEYS_DIR is set (none when it is not), each
+ * passed-over record logged and counted in `agentrt_store_untrusted_records_total`.
+ */
+export function eventSigningFor(dir: string | undefined, service: EmittingService, metrics: Metrics, logger: Logger): RecordSigning {
+  if (dir === undefined) return {};
+  const refused = metrics.counter("agentrt_store_untrusted_records_total", "Records passed over because they are not signed as the event keys require", ["service"]);
+  return {
+    ...loadEventSigning(dir, service),
+    onUntrusted: ({ subject, seq, reason }) => {
+      refused.inc({ service });
+      logger.warn({ subject, seq, reason }, "passed over a record that is not signed as the event keys require");
+    },
+  };
+}
+
+/**
+ * Writes a key pair per service into `dir` (private keys mode 0600), and the time from which
+ * records must be signed; keys already there are kept. Returns whether it made any.
+ */
+export function writeEventKeys(dir: string, now: Date = new Date()): boolean {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  let made = false;
+  for (const service of SIGNING_SERVICES) {
+    if (existsSync(join(dir, `${service}.key`)) && existsSync(join(dir, `${service}.pub`))) continue;
+    const pair = generateKeyPairSync("ed25519");
+    writeFileSync(join(dir, `${service}.key`), pair.privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
+    writeFileSync(join(dir, `${service}.pub`), pair.publicKey.export({ type: "spki", format: "pem" }));
+    made = true;
+  }
+  if (!existsSync(join(dir, UNSIGNED_BEFORE_FILE))) writeFileSync(join(dir, UNSIGNED_BEFORE_FILE), `${now.toISOString()}\n`);
+  return made;
+}

@@ -1,0 +1,57 @@
+// The services' event keys (event-signing.ts): a directory written once, read by each service
+// for its own key and everyone's public keys; anything wrong in it stops the service at start
+// with the file and the rule, never a service that signs or trusts half.
+
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SIGNING_SERVICES, UNSIGNED_BEFORE_FILE, loadEventSigning, writeEventKeys } from "../src/event-signing.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+function keysDir(): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "agentrt-keys-test-")), "keys");
+  dirs.push(dir);
+  writeEventKeys(dir, new Date("2026-12-07T00:00:00.000Z"));
+  return dir;
+}
+
+describe("the event keys directory", () => {
+  it("holds a private key per service (owner-only), every public key and the cut-off; writing it again keeps them", () => {
+    const dir = keysDir();
+    expect(statSync(dir).mode & 0o077).toBe(0);
+    for (const service of SIGNING_SERVICES) expect(statSync(join(dir, `${service}.key`)).mode & 0o077).toBe(0);
+    const before = readFileSync(join(dir, "llm-driver.key"), "utf8");
+    expect(writeEventKeys(dir)).toBe(false);
+    expect(readFileSync(join(dir, "llm-driver.key"), "utf8")).toBe(before);
+    const signing = loadEventSigning(dir, "llm-driver");
+    expect(signing.signer.service).toBe("llm-driver");
+    expect([...signing.trust.keys.keys()].sort()).toEqual([...SIGNING_SERVICES].sort());
+    expect(signing.trust.unsignedBefore?.toISOString()).toBe("2026-12-07T00:00:00.000Z");
+  });
+
+  it.each([
+    ["a service's public key is missing", (dir: string) => rmSync(join(dir, "capability-host.pub")), /capability-host\.pub is missing: every service's public key is needed/],
+    ["its own private key is missing", (dir: string) => rmSync(join(dir, "agent-reducer.key")), /agent-reducer\.key is missing: agent-reducer signs its records with it/],
+    [
+      "its private key is another pair's",
+      (dir: string) => writeFileSync(join(dir, "agent-reducer.key"), generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })),
+      /agent-reducer\.key does not match .*agent-reducer\.pub: others would pass over every record agent-reducer writes/,
+    ],
+    [
+      "a public key is not Ed25519",
+      (dir: string) => writeFileSync(join(dir, "llm-driver.pub"), generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" })),
+      /llm-driver\.pub is not an Ed25519 public key or certificate in PEM \(an ec key\)/,
+    ],
+    ["a private key is not PEM", (dir: string) => writeFileSync(join(dir, "agent-reducer.key"), "nonsense"), /agent-reducer\.key is not a private key in PEM/],
+    ["the cut-off is not a time", (dir: string) => writeFileSync(join(dir, UNSIGNED_BEFORE_FILE), "yesterday"), /unsigned-before must hold an ISO time .* got "yesterday"/],
+  ])("refuses to load when %s, naming the file and the rule", (_what, spoil, message) => {
+    const dir = keysDir();
+    spoil(dir);
+    expect(() => loadEventSigning(dir, "agent-reducer")).toThrow(message);
+  });
+});
