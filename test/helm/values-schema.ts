@@ -139,6 +139,13 @@ export const valuesSchema: Schema = {
       liveness: freeObject("Liveness probe timings."),
       readiness: freeObject("Readiness probe timings."),
     }),
+    eventSigning: closed({
+      enabled: bool("Each service signs its records and reads only records signed by their types' service."),
+      existingSecret: str("Secret with <service>.key and <service>.pub for the four services (\"\" = generated once)."),
+      unsignedBefore: str("Unsigned records stored before this time stay readable (\"\" = when the keys are generated).", {
+        pattern: "^$|^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?Z$",
+      }),
+    }),
     externalNats: closed({
       url: str("NATS_URL of an existing NATS.", { pattern: "^$|^(nats|tls|ws|wss)://" }),
       existingSecret: str("Secret holding the URL."),

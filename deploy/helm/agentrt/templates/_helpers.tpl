@@ -7,6 +7,30 @@ Names, labels and shared fragments for every object in the chart.
 {{- end }}
 
 {{/* Release-scoped base name; component objects append "-<component>" to it. */}}
+{{- define "agentrt.eventKeysSecretName" -}}
+{{- default (printf "%s-event-keys" (include "agentrt.fullname" .)) .Values.eventSigning.existingSecret -}}
+{{- end }}
+
+{{/*
+A service pod's event keys (eventSigning): its own private key (the agent-reducer's also the
+llm-driver's when it runs the driver), every public key and the cut-off, read-only at
+EVENT_KEYS_DIR. (dict "root" $ "component" "<service>")
+*/}}
+{{- define "agentrt.eventKeyFiles" -}}
+{{- $own := list .component }}
+{{- if and (eq .component "agent-reducer") (eq .root.Values.llmDriver.placement "agent-reducer") }}
+{{- $own = append $own "llm-driver" }}
+{{- end }}
+{{- range $own }}
+- key: {{ . }}.key
+  path: {{ . }}.key
+{{- end }}
+{{- range list "web-gateway" "agent-reducer" "llm-driver" "capability-host" }}
+- key: {{ . }}.pub
+  path: {{ . }}.pub
+{{- end }}
+{{- end }}
+
 {{- define "agentrt.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}

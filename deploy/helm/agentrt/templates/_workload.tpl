@@ -92,6 +92,10 @@ spec:
           env:
             {{- include "agentrt.commonEnv" $root | nindent 12 }}
             {{- include "agentrt.natsUserEnv" (dict "root" $root "user" .component) | nindent 12 }}
+            {{- if $root.Values.eventSigning.enabled }}
+            - name: EVENT_KEYS_DIR
+              value: /etc/agentrt/event-keys
+            {{- end }}
             {{- if and .env (ne .env "[]") }}
             {{- .env | nindent 12 }}
             {{- end }}
@@ -129,6 +133,11 @@ spec:
             # The root filesystem is read-only; Node's temp files go here.
             - name: tmp
               mountPath: /tmp
+            {{- if $root.Values.eventSigning.enabled }}
+            - name: event-keys
+              mountPath: /etc/agentrt/event-keys
+              readOnly: true
+            {{- end }}
             {{- with .volumeMounts }}
             {{- . | nindent 12 }}
             {{- end }}
@@ -139,6 +148,23 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: {{ $root.Values.tmpVolumeSizeLimit }}
+        {{- if $root.Values.eventSigning.enabled }}
+        # Its own private key and every public key; the cut-off may be absent from your own Secret.
+        - name: event-keys
+          projected:
+            defaultMode: 0400
+            sources:
+              - secret:
+                  name: {{ include "agentrt.eventKeysSecretName" $root }}
+                  items:
+                    {{- include "agentrt.eventKeyFiles" (dict "root" $root "component" .component) | nindent 20 }}
+              - secret:
+                  name: {{ include "agentrt.eventKeysSecretName" $root }}
+                  optional: true
+                  items:
+                    - key: unsigned-before
+                      path: unsigned-before
+        {{- end }}
         {{- with .volumes }}
         {{- . | nindent 8 }}
         {{- end }}
