@@ -13,18 +13,21 @@
 // BENCH_PROFILE_DIR=/tmp/prof: the reducer and the driver run with `--cpu-prof` into a directory
 // each under it and are stopped with SIGTERM so they write their profiles.
 // BENCH_SEQUENTIAL_ONLY=1: only the sequential turns (part 1), so a profile holds nothing else.
+// BENCH_EVENT_KEYS=1: the services sign their records and read only signed ones (EVENT_KEYS_DIR,
+// as the quickstart and the chart run them); this process signs as the gateway. Part 1b, where
+// this process appends the reducer's request itself, is then left out.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { AgentEvent } from "@agentrt/contract";
-import { ensureWorkStreams, publishWork } from "@agentrt/service-kit";
+import { ensureWorkStreams, loadEventSigning, publishWork, writeEventKeys } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { type FakeModelRequest, monotonicMs, natsServerBinary, startFakeModel, startNatsServer, userMessage } from "@agentrt/testing";
 
@@ -36,6 +39,8 @@ const DEBOUNCE_MS = Number(process.env.BENCH_DEBOUNCE_MS ?? 0);
 const WARMUP_TURNS = 10;
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const AGENTS = 10;
+const EVENT_KEYS_DIR = process.env.BENCH_EVENT_KEYS === "1" ? join(mkdtempSync(join(tmpdir(), "agentrt-bench-keys-")), "keys") : undefined;
+if (EVENT_KEYS_DIR !== undefined) writeEventKeys(EVENT_KEYS_DIR);
 
 const nowMs = monotonicMs;
 const pct = (xs: number[], p: number): number => {
@@ -62,7 +67,7 @@ function startService(name: string, main: string, env: Record<string, string>): 
   const profile = PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`];
   const child = spawn(process.execPath, [...profile, "--import", "tsx", join(root, main)], {
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: "info", OPS_PORT: "0", PARTITION_COUNT: String(PARTITIONS), ...env },
+    env: { ...process.env, LOG_LEVEL: "info", OPS_PORT: "0", PARTITION_COUNT: String(PARTITIONS), ...(EVENT_KEYS_DIR === undefined ? {} : { EVENT_KEYS_DIR }), ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const started = new Promise<void>((resolve, reject) => {
@@ -119,7 +124,10 @@ const nats = await startNatsServer();
 const nc = await connect({ servers: nats.url });
 await ensureWorkStreams(await jetstreamManager(nc));
 const js = jetstream(nc);
-const store = await JetStreamEventStore.open(nc, { partitionCount: PARTITIONS });
+const store = await JetStreamEventStore.open(nc, {
+  partitionCount: PARTITIONS,
+  ...(EVENT_KEYS_DIR === undefined ? {} : { signing: loadEventSigning(EVENT_KEYS_DIR, "web-gateway") }),
+});
 
 // Replies are short prose (no script), so a turn ends at the settlement.
 const model = await startFakeModel({ defaultReply: { text: "ok.", usage: { inputTokens: 100, outputTokens: 1 } } });
@@ -237,7 +245,7 @@ try {
       { type: "agents/context-added", payload: { role: "system", key: "identity", content: "You are a benchmark agent." } },
     ]);
   }
-  for (let turn = 0; turn < (sequentialOnly ? 0 : TURNS + WARMUP_TURNS); turn += 1) {
+  for (let turn = 0; turn < (sequentialOnly || EVENT_KEYS_DIR !== undefined ? 0 : TURNS + WARMUP_TURNS); turn += 1) {
     const path = soloAgents[turn % AGENTS] as string;
     const marker = `solo-${turn}`;
     const seen = model.requests.length;
@@ -308,6 +316,7 @@ try {
     `Command: \`pnpm exec tsx bench/driver/driver.bench.ts --turns ${TURNS}\` — ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC.`,
     `Machine: ${machine()}. Load average at the end: ${load} (1/5/15 min); other work was running on the machine.`,
     "",
+    `Event keys: ${EVENT_KEYS_DIR === undefined ? "off (nothing signed or checked)" : "on (each service signs its records and reads only signed ones; BENCH_EVENT_KEYS=1)"}.`,
     `Turn overhead: ${TURNS} sequential turns (after ${WARMUP_TURNS} warm-up turns) over ${AGENTS} agents; agent-reducer and llm-driver as real processes; debounce ${DEBOUNCE_MS} ms (subtracted).`,
     "Overhead = fake model receives the request − the user event's append is acknowledged − debounce.",
     "",

@@ -76,13 +76,14 @@ describe("the chart's event keys", () => {
     const body = new TextEncoder().encode('{"v":1,"first":1,"n":1,"at":"2026-12-07T00:00:00.000Z","path":"/a","events":[{"type":"agent/llm-request-settled","payload":{}}]}');
     const headers = new Map<string, string>(signatureHeaders(loaded["llm-driver"]!.signer, "ev.0.a", 0, body));
     headers.set("Nats-Expected-Last-Subject-Sequence", "0");
-    const msg = { subject: "ev.0.a", data: body, headers: { get: (name: string) => headers.get(name) ?? "" } };
+    const asHeaders = (map: Map<string, string>) => ({ get: (name: string) => map.get(name) ?? "", keys: () => [...map.keys()], values: (name: string) => (map.has(name) ? [map.get(name)!] : []) });
+    const msg = { subject: "ev.0.a", data: body, headers: asHeaders(headers) };
     const reducerTrust: RecordTrust = loaded["agent-reducer"]!.trust;
     expect(untrustedBecause(reducerTrust, msg)).toBeUndefined();
     expect(headers.get(SIGNER_HEADER)).toBe("llm-driver");
     const forged = new Map<string, string>(signatureHeaders(loaded["web-gateway"]!.signer, "ev.0.a", 0, body));
     forged.set("Nats-Expected-Last-Subject-Sequence", "0");
-    expect(untrustedBecause(reducerTrust, { ...msg, headers: { get: (name: string) => forged.get(name) ?? "" } })).toBe('web-gateway does not emit "agent/llm-request-settled"');
+    expect(untrustedBecause(reducerTrust, { ...msg, headers: asHeaders(forged) })).toBe('web-gateway does not emit "agent/llm-request-settled"');
     expect(forged.get(SIGNATURE_HEADER)).not.toBe(headers.get(SIGNATURE_HEADER));
   });
 

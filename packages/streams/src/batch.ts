@@ -192,6 +192,8 @@ export function decodeRecordJson(bytes: Uint8Array): BatchRecord | undefined {
 export function recordEvents(record: BatchRecord): AgentEvent[] {
   const events: AgentEvent[] = [];
   record.events.forEach((e, i) => {
+    // Stored by a writer of ours, an event is an object; anything else is not one to read.
+    if (typeof e !== "object" || e === null) return;
     const parsed = parseStoredEvent({
       streamPath: record.path,
       offset: record.first + i,

@@ -10,7 +10,7 @@ import { type NatsConnection, headers as natsHeaders } from "@nats-io/transport-
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FeedBatch } from "../src/event-store.ts";
 import type { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER } from "../src/jetstream/signing.ts";
+import { type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER, signatureHeaders } from "../src/jetstream/signing.ts";
 import { durableSubject } from "../src/jetstream/subjects.ts";
 import { partitionOfPath } from "../src/partition.ts";
 import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
@@ -170,8 +170,64 @@ describe("signed records", () => {
     const gateway = await openStore("web-gateway", withCutOff);
     await gateway.store.append(path, [note("after, signed")]);
     const reader = await openStore(undefined, withCutOff);
-    expect(contents(await reader.store.read(path))).toEqual(["before", "after, signed"]);
     expect((await reader.store.read(path)).map((e) => e.offset)).toEqual([1, 2]);
-    expect(reader.refused.map((r) => r.reason)).toEqual(["it is not signed"]);
+    // (every way of reading takes the server's stamp: gets carry it as a header, consumer deliveries in their reply subject)
+    expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: ["before", "after, signed"], subscribed: ["before", "after, signed"], fed: ["before", "after, signed"] });
+    // (the feed also brings the partition's other streams: only this one's refusals count here)
+    expect(reader.refused.filter((r) => r.subject === subjectOf(path)).map((r) => r.reason)).toEqual(["it is not signed"]);
   }, 60_000);
+
+  it("published again behind a decoy of the expected sequence's header (nats-server 2.9 checks the decoy): passed over, and the next append is read", async () => {
+    const path = "/signed/decoy";
+    const driver = await openStore("llm-driver");
+    await driver.store.append(path, [note("one")]);
+    await driver.store.append(path, [note("two")]);
+    const jsm = await jetstreamManager(nc);
+    const first = (await jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) }))!;
+    const h = natsHeaders();
+    h.set("X-Nats-Expected-Last-Subject-Sequence", "decoy");
+    for (const name of first.header.keys()) if (!name.startsWith("Nats-") || name === "Nats-Expected-Last-Subject-Sequence") h.set(name, first.header.get(name));
+    // (the server stores it: it did not see the real expectation)
+    await jetstream(nc).publish(subjectOf(path), first.data, { headers: h });
+    const reader = await openStore(undefined);
+    expect(contents(await reader.store.read(path))).toEqual(["one", "two"]);
+    expect(reader.refused.map((r) => r.reason)).toEqual(["its headers name the expected sequence elsewhere too"]);
+    expect((await (await openStore("llm-driver")).store.append(path, [note("three")])).events[0]!.offset).toBe(3);
+    expect(contents(await (await openStore(undefined)).store.read(path))).toEqual(["one", "two", "three"]);
+  }, 60_000);
+
+  it("an unsigned record carrying its own Nats-Time-Stamp does not pass for one stored before the cut-off", async () => {
+    const path = "/signed/own-stamp";
+    const withCutOff = { ...trust, unsignedBefore: new Date(Date.now() - 60_000) };
+    const gateway = await openStore("web-gateway", withCutOff);
+    await gateway.store.append(path, [note("one")]);
+    const last = await lastMessage(path);
+    const h = natsHeaders();
+    h.set("Nats-Time-Stamp", "2000-01-01T00:00:00Z");
+    const body = `{"v":1,"first":2,"n":1,"at":"2026-01-01T00:00:00.000Z","path":"${path}","events":[${JSON.stringify(settled)}]}`;
+    await jetstream(nc).publish(subjectOf(path), new TextEncoder().encode(body), { headers: h, expect: { lastSubjectSequence: last.seq } });
+    const reader = await openStore(undefined, withCutOff);
+    expect(await everyWayRead(reader.store, path, 1)).toEqual({ read: ["one"], subscribed: ["one"], fed: ["one"] });
+    expect(reader.refused.filter((r) => r.subject === subjectOf(path)).map((r) => r.reason)).toEqual(["it is not signed"]);
+  }, 60_000);
+
+  for (const [what, events, count] of [
+    ["a count of a million over one event", '[{"type":"agents/context-added","payload":{"role":"user","content":"two"}}]', 1_000_000],
+    ["a null event", "[null]", 1],
+  ] as const) {
+    it(`signed by the gateway with ${what}: passed over, and the offsets go on`, async () => {
+      const path = `/signed/${what.replaceAll(/[^a-z]+/g, "-")}`;
+      const gateway = await openStore("web-gateway");
+      await gateway.store.append(path, [note("one")]);
+      const last = await lastMessage(path);
+      const body = new TextEncoder().encode(`{"v":1,"first":2,"n":${count},"at":"2026-01-01T00:00:00.000Z","path":"${path}","events":${events}}`);
+      const h = natsHeaders();
+      for (const [name, value] of signatureHeaders(signerOf("web-gateway"), subjectOf(path), last.seq, body)) h.set(name, value);
+      await jetstream(nc).publish(subjectOf(path), body, { headers: h, expect: { lastSubjectSequence: last.seq } });
+      const driver = await openStore("llm-driver");
+      expect((await driver.store.append(path, [note("three")])).events[0]!.offset).toBe(2);
+      const reader = await openStore(undefined);
+      expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: ["one", "three"], subscribed: ["one", "three"], fed: ["one", "three"] });
+    }, 60_000);
+  }
 });

@@ -22,7 +22,12 @@ function stored(service: "llm-driver" | "web-gateway", subject: string, expected
   const key = service === "llm-driver" ? driver.privateKey : gateway.privateKey;
   const headers = new Map<string, string>(signatureHeaders({ service, key }, signedSubject, signedExpected, data));
   headers.set("Nats-Expected-Last-Subject-Sequence", String(expected));
-  return { subject, data, headers: { get: (name: string) => headers.get(name) ?? "" } };
+  return { subject, data, headers: asHeaders(headers) };
+}
+
+/** Headers as readers see them (one value per name here). */
+function asHeaders(map: Map<string, string>) {
+  return { get: (name: string) => map.get(name) ?? "", keys: () => [...map.keys()], values: (name: string) => (map.has(name) ? [map.get(name)!] : []) };
 }
 
 describe("a record's signature", () => {
@@ -45,11 +50,30 @@ describe("a record's signature", () => {
     expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, body("agents/context-added", "agent/from-a-newer-version")))).toBeUndefined();
   });
 
+  it("does not hold when the expected sequence's name shows anywhere else in the headers (nats-server 2.9 would check the decoy, and store an old record again)", () => {
+    const signed = stored("llm-driver", SUBJECT, 41, body("agent/llm-request-settled"));
+    const headers = new Map([...(signed.headers.keys().map((k) => [k, signed.headers.get(k)]) as [string, string][])]);
+    expect(untrustedBecause(trust, { ...signed, headers: asHeaders(new Map([["X-Nats-Expected-Last-Subject-Sequence", "x"], ...headers])) })).toBe("its headers name the expected sequence elsewhere too");
+    expect(untrustedBecause(trust, { ...signed, headers: asHeaders(new Map([["X-Note", "nats-expected-last-subject-sequence: 7"], ...headers])) })).toBe("its headers name the expected sequence elsewhere too");
+    expect(untrustedBecause(trust, { ...signed, headers: { get: signed.headers.get } })).toBe("its headers name the expected sequence elsewhere too");
+    expect(untrustedBecause(trust, signed)).toBeUndefined();
+  });
+
+  it("does not hold for a record whose count is not its events', or one with an event that is not an object", () => {
+    const data = (text: string) => new TextEncoder().encode(text);
+    const miscounted = data('{"v":1,"first":2,"n":1000000,"at":"2026-12-07T00:00:00.000Z","path":"/agents/one","events":[{"type":"agents/context-added","payload":{}}]}');
+    expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, miscounted))).toBe("it counts 1000000 events and holds 1");
+    const nullEvent = data('{"v":1,"first":2,"n":1,"at":"2026-12-07T00:00:00.000Z","path":"/agents/one","events":[null]}');
+    expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, nullEvent))).toBe("an event in it is not an object");
+  });
+
   it("is required after the trust's cut-off, by the server's stamp", () => {
-    const unsigned = { subject: SUBJECT, data: body("agents/context-added"), headers: { get: () => "" } };
+    const unsigned = { subject: SUBJECT, data: body("agents/context-added"), headers: asHeaders(new Map([["Nats-Time-Stamp", "2000-01-01T00:00:00Z"]])) };
     const cutOff = { ...trust, unsignedBefore: new Date("2026-12-07T00:00:00.000Z") };
-    expect(untrustedBecause(cutOff, { ...unsigned, storedAtMs: Date.parse("2026-12-06T23:59:59.999Z") })).toBeUndefined();
-    expect(untrustedBecause(cutOff, { ...unsigned, storedAtMs: Date.parse("2026-12-07T00:00:00.000Z") })).toBe("it is not signed");
-    expect(untrustedBecause(trust, { ...unsigned, storedAtMs: 0 })).toBe("it is not signed");
+    expect(untrustedBecause(cutOff, { ...unsigned, storedAtMs: () => Date.parse("2026-12-06T23:59:59.999Z") })).toBeUndefined();
+    expect(untrustedBecause(cutOff, { ...unsigned, storedAtMs: () => Date.parse("2026-12-07T00:00:00.000Z") })).toBe("it is not signed");
+    expect(untrustedBecause(trust, { ...unsigned, storedAtMs: () => 0 })).toBe("it is not signed");
+    // A stamp the publisher stored is not the server's: without one from the read path, it must be signed
+    expect(untrustedBecause(cutOff, unsigned)).toBe("it is not signed");
   });
 });

@@ -16,6 +16,8 @@ export interface DirectMessage {
   readonly subject: string;
   readonly data: Uint8Array;
   readonly header: MsgHdrs;
+  /** When the server stored it, from the header the server adds after the stored ones. */
+  readonly time: Date | undefined;
 }
 
 /** A KV entry as the KV client reads it: a delete or purge marker is an entry with that operation. */
@@ -78,6 +80,9 @@ function directMessageOf(msg: Msg, subject: string): DirectMessage | null {
   if (headers.code === 503) throw new errors.RequestError(`no responders: '${subject}'`, { cause: new errors.NoRespondersError(subject) });
   if (headers.code === 404 && headers.description.toLowerCase() === "message not found") return null;
   if (headers.code !== 0) throw new DirectGetError(headers.code, headers.description);
+  // The server's own headers come after the stored message's, which a publisher chose: the last
+  // value is the server's (a stored `Nats-Time-Stamp` had passed for the time it was stored).
   const seq = headers.last("Nats-Sequence");
-  return { seq: seq === "" ? 0 : Number.parseInt(seq, 10), subject: headers.last("Nats-Subject"), data: msg.data, header: headers };
+  const stamp = Date.parse(headers.last("Nats-Time-Stamp"));
+  return { seq: seq === "" ? 0 : Number.parseInt(seq, 10), subject: headers.last("Nats-Subject"), data: msg.data, header: headers, time: Number.isNaN(stamp) ? undefined : new Date(stamp) };
 }

@@ -110,7 +110,7 @@ export class RecordReader {
     if (trust === undefined) return true;
     const known = this.verdicts.get(msg.seq);
     if (known !== undefined) return known;
-    const reason = untrustedBecause(trust, { subject: msg.subject, data: msg.data, headers: msg.header ?? msg.headers, ...(msg.time === undefined ? {} : { storedAtMs: msg.time.getTime() }) });
+    const reason = untrustedBecause(trust, { subject: msg.subject, data: msg.data, headers: msg.header ?? msg.headers, storedAtMs: () => msg.time?.getTime() });
     if (reason !== undefined) this.signing.onUntrusted?.({ subject: msg.subject, seq: msg.seq, reason });
     if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value as number);
     this.verdicts.set(msg.seq, reason === undefined);

@@ -19,7 +19,6 @@ export const SIGNER_HEADER = "Agentrt-Signer";
 /** Header carrying the record's Ed25519 signature, base64. */
 export const SIGNATURE_HEADER = "Agentrt-Signature";
 const EXPECTED_LAST_HEADER = "Nats-Expected-Last-Subject-Sequence";
-const STORED_AT_HEADER = "Nats-Time-Stamp";
 
 /** The key a service signs its records with. */
 export interface RecordSigner {
@@ -52,9 +51,20 @@ export interface SignedMessage {
   readonly subject: string;
   readonly data: Uint8Array;
   /** The message's headers (a direct get's `header`, a consumer message's `headers`). */
-  readonly headers: { get(name: string): string } | undefined;
-  /** When the server stored it, in ms, where the answer did not carry it as a header. */
-  readonly storedAtMs?: number;
+  readonly headers: StoredHeaders | undefined;
+  /**
+   * When the server stored it, in ms, as the read path reports it (asked only of unsigned ones).
+   * Never a header's first value: a publisher may store its own `Nats-Time-Stamp`.
+   */
+  readonly storedAtMs?: () => number | undefined;
+}
+
+/** What readers see of a message's headers (nats.js's MsgHdrs). */
+export interface StoredHeaders {
+  get(name: string): string;
+  keys?(): string[];
+  values?(name: string): string[];
+  readonly description?: string;
 }
 
 const encoder = new TextEncoder();
@@ -91,6 +101,7 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
   if (key === undefined) return `its signer "${signer.slice(0, 64)}" is not a known service`;
   const expected = msg.headers?.get(EXPECTED_LAST_HEADER) ?? "";
   if (!/^\d+$/.test(expected)) return "it names no sequence it followed";
+  if (!expectationStandsAlone(msg.headers)) return "its headers name the expected sequence elsewhere too";
   let holds = false;
   try {
     holds = verify(null, signedBytes(msg.subject, Number(expected), msg.data), key, Buffer.from(signature, "base64"));
@@ -100,17 +111,38 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
   if (!holds) return `its signature as ${signer} does not hold`;
   const record = decodeRecordJson(msg.data);
   if (record === undefined) return "it is not a record";
+  if (record.events.length !== record.n) return `it counts ${String(record.n).slice(0, 20)} events and holds ${record.events.length}`;
   const owned = OWNED.get(signer);
-  for (const event of record.events) {
-    const type = typeof event?.type === "string" ? event.type : "";
+  for (const event of record.events as readonly unknown[]) {
+    if (typeof event !== "object" || event === null || Array.isArray(event)) return "an event in it is not an object";
+    const type = typeof (event as { type?: unknown }).type === "string" ? (event as { type: string }).type : "";
     if (KNOWN_TYPES.has(type) && owned?.has(type) !== true) return `${signer} does not emit "${type}"`;
   }
   return undefined;
 }
 
+/**
+ * Whether the expected sequence is one header of its own, its name nowhere else. nats-server 2.9
+ * looks for the expectation at the first place its name appears in the header block: a decoy
+ * before it (`X-Nats-Expected-Last-Subject-Sequence: x`) made the server store a copy of an old
+ * signed record without checking the sequence, while readers read the real header and the
+ * signature held.
+ */
+function expectationStandsAlone(headers: StoredHeaders | undefined): boolean {
+  if (headers?.keys === undefined || headers.values === undefined) return false;
+  const name = EXPECTED_LAST_HEADER.toLowerCase();
+  if ((headers.description ?? "").toLowerCase().includes(name)) return false;
+  let found = 0;
+  for (const key of headers.keys()) {
+    for (const value of headers.values(key)) {
+      if (key === EXPECTED_LAST_HEADER) found++;
+      else if (key.toLowerCase().includes(name)) return false;
+      if (value.toLowerCase().includes(name)) return false;
+    }
+  }
+  return found === 1;
+}
+
 function storedAtMs(msg: SignedMessage): number | undefined {
-  if (msg.storedAtMs !== undefined) return msg.storedAtMs;
-  const stamp = msg.headers?.get(STORED_AT_HEADER) ?? "";
-  const ms = stamp === "" ? Number.NaN : Date.parse(stamp);
-  return Number.isNaN(ms) ? undefined : ms;
+  return msg.storedAtMs?.();
 }
