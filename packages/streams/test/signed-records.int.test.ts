@@ -230,4 +230,20 @@ describe("signed records", () => {
       expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: ["one", "three"], subscribed: ["one", "three"], fed: ["one", "three"] });
     }, 60_000);
   }
+
+  it("a store's own records are not checked again when read back (their acknowledgement is proof enough)", async () => {
+    // Given a store whose trust holds another key for the gateway than the one it signs with
+    const path = "/signed/own";
+    const otherGatewayKey = generateKeyPairSync("ed25519").publicKey;
+    const mismatched = { keys: new Map([...trust.keys, ["web-gateway", otherGatewayKey] as const]) };
+    const gateway = await openStore("web-gateway", mismatched);
+    // When it appends and reads back
+    await gateway.store.append(path, [note("own")]);
+    // Then it reads its own record without checking it, and a store with the same trust refuses it
+    expect(contents(await gateway.store.read(path))).toEqual(["own"]);
+    expect(gateway.refused).toEqual([]);
+    const other = await openStore(undefined, mismatched);
+    expect(await other.store.read(path)).toEqual([]);
+    expect(other.refused.map((r) => r.reason)).toEqual(["its signature as web-gateway does not hold"]);
+  }, 60_000);
 });

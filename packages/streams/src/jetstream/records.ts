@@ -105,6 +105,17 @@ export class RecordReader {
     return undefined;
   }
 
+  /**
+   * A record this store just published and the server acknowledged at `seq`: known good, so its
+   * signature is not checked again when the feed or a read brings it back (a reducer folds every
+   * record it wrote, a driver reads its own settlement).
+   */
+  wrote(seq: number): void {
+    if (this.signing.trust === undefined) return;
+    if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value as number);
+    this.verdicts.set(seq, true);
+  }
+
   private trusted(msg: RawMsg): boolean {
     const trust = this.signing.trust;
     if (trust === undefined) return true;

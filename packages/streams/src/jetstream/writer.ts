@@ -322,6 +322,7 @@ export class BatchWriter {
         ];
         const claim = view.claimAfter === undefined ? `${subject}@${first}` : `${subject}@${first}~${view.claimAfter}`;
         const ack = await this.publishOnce(subject, body, view.lastSeq, claim, headers.length === 0 ? undefined : headers);
+        this.options.reader.wrote(ack);
         endAtRecord(view, ack, view.lastOffset + committed.length);
       } catch (error) {
         // Our own reservations are settled before the lookups of a next attempt read them: one
