@@ -6,14 +6,12 @@
 import { type KeyObject, generateKeyPairSync } from "node:crypto";
 import { type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection, headers as natsHeaders } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
 import type { FeedBatch } from "../src/event-store.ts";
 import type { JetStreamEventStore } from "../src/jetstream/index.ts";
 import { type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER, signatureHeaders } from "../src/jetstream/signing.ts";
-import { durableSubject } from "../src/jetstream/subjects.ts";
-import { partitionOfPath } from "../src/partition.ts";
-import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
+import { contents, note, storeFixture } from "./store-fixture.ts";
 
 const names = { streamName: "EV_SIGNED", subjectPrefix: "evg", ephemeralPrefix: "ephg", partitionCount: 4 };
 const SERVICES = Object.keys(SERVICE_EMITS) as EmittingService[];
@@ -21,20 +19,10 @@ const keys = new Map(SERVICES.map((service) => [service, generateKeyPairSync("ed
 const trust: RecordTrust = { keys: new Map(SERVICES.map((service) => [service, keys.get(service)!.publicKey])) };
 const signerOf = (service: EmittingService) => ({ service, key: keys.get(service)!.privateKey as KeyObject });
 
-let fx: KeyIndexFixture;
-let nc: NatsConnection;
-beforeAll(async () => {
-  fx = await startKeyIndexFixture(names);
-  nc = await fx.connect();
-}, 60_000);
-afterAll(async () => {
-  await fx?.stop();
-});
+const fixture = storeFixture(names);
+const { subjectOf } = fixture;
 
-const note = (content: string) => ({ type: "agents/context-added", payload: { role: "user", content } });
 const settled = { type: "agent/llm-request-settled", payload: { requestOffset: 1, result: { status: "succeeded", text: "forged" } } };
-const subjectOf = (path: string) => durableSubject({ durablePrefix: names.subjectPrefix, ephemeralPrefix: names.ephemeralPrefix }, partitionOfPath(path, names.partitionCount), path);
-const contents = (events: readonly { payload: unknown }[]) => events.map((e) => (e.payload as { content?: string }).content ?? JSON.stringify(e.payload));
 
 interface Refusal {
   readonly subject: string;
@@ -50,12 +38,12 @@ async function openStore(service: EmittingService | undefined, readTrust: Record
     ...(readTrust === undefined ? {} : { trust: readTrust }),
     onUntrusted: (refusal) => refused.push(refusal),
   };
-  return { store: await fx.openStore(undefined, { signing }), refused };
+  return { store: await fixture.fx.openStore(undefined, { signing }), refused };
 }
 
 /** The stored message at the end of the stream's subject: its body and headers. */
 async function lastMessage(path: string) {
-  const jsm = await jetstreamManager(nc);
+  const jsm = await jetstreamManager(fixture.nc);
   const msg = await jsm.streams.getMessage(names.streamName, { last_by_subj: subjectOf(path) });
   return msg!;
 }
@@ -110,7 +98,7 @@ describe("signed records", () => {
     await unsigned.store.append(path, [note("unsigned")]);
     // A record claiming a signer no one knows, and one whose body was changed after signing
     const original = await lastMessage(path);
-    const js = jetstream(nc);
+    const js = jetstream(fixture.nc);
     const publishWith = async (body: Uint8Array, set: Record<string, string>) => {
       const h = natsHeaders();
       for (const [name, value] of Object.entries(set)) h.set(name, value);
@@ -136,8 +124,8 @@ describe("signed records", () => {
     await driver.store.append(path, [note("one")]);
     await driver.store.append(path, [note("two")]);
     await driver.store.append(other, [note("other one")]);
-    const first = (await jetstreamManager(nc).then((jsm) => jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) })))!;
-    const js = jetstream(nc);
+    const first = (await jetstreamManager(fixture.nc).then((jsm) => jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) })))!;
+    const js = jetstream(fixture.nc);
     const copyHeaders = (keep: (name: string) => boolean) => {
       const h = natsHeaders();
       for (const name of first.header.keys()) if (keep(name)) h.set(name, first.header.get(name));
@@ -147,7 +135,7 @@ describe("signed records", () => {
     await expect(js.publish(subjectOf(path), first.data, { headers: copyHeaders((name) => !name.startsWith("Nats-") || name === "Nats-Expected-Last-Subject-Sequence") })).rejects.toThrow(/wrong last sequence/);
     // Without its expected sequence, or moved to the other agent's subject: stored, and passed over
     await js.publish(subjectOf(path), first.data, { headers: copyHeaders((name) => !name.startsWith("Nats-")) });
-    const otherLast = await jetstreamManager(nc).then((jsm) => jsm.streams.getMessage(names.streamName, { last_by_subj: subjectOf(other) }));
+    const otherLast = await jetstreamManager(fixture.nc).then((jsm) => jsm.streams.getMessage(names.streamName, { last_by_subj: subjectOf(other) }));
     await js.publish(subjectOf(other), first.data, { headers: copyHeaders((name) => !name.startsWith("Nats-")), expect: { lastSubjectSequence: otherLast!.seq } });
     const reader = await openStore(undefined);
     expect(contents(await reader.store.read(path))).toEqual(["one", "two"]);
@@ -182,13 +170,13 @@ describe("signed records", () => {
     const driver = await openStore("llm-driver");
     await driver.store.append(path, [note("one")]);
     await driver.store.append(path, [note("two")]);
-    const jsm = await jetstreamManager(nc);
+    const jsm = await jetstreamManager(fixture.nc);
     const first = (await jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) }))!;
     const h = natsHeaders();
     h.set("X-Nats-Expected-Last-Subject-Sequence", "decoy");
     for (const name of first.header.keys()) if (!name.startsWith("Nats-") || name === "Nats-Expected-Last-Subject-Sequence") h.set(name, first.header.get(name));
     // (the server stores it: it did not see the real expectation)
-    await jetstream(nc).publish(subjectOf(path), first.data, { headers: h });
+    await jetstream(fixture.nc).publish(subjectOf(path), first.data, { headers: h });
     const reader = await openStore(undefined);
     expect(contents(await reader.store.read(path))).toEqual(["one", "two"]);
     expect(reader.refused.map((r) => r.reason)).toEqual(["its headers name the expected sequence elsewhere too"]);
@@ -205,7 +193,7 @@ describe("signed records", () => {
     const h = natsHeaders();
     h.set("Nats-Time-Stamp", "2000-01-01T00:00:00Z");
     const body = `{"v":1,"first":2,"n":1,"at":"2026-01-01T00:00:00.000Z","path":"${path}","events":[${JSON.stringify(settled)}]}`;
-    await jetstream(nc).publish(subjectOf(path), new TextEncoder().encode(body), { headers: h, expect: { lastSubjectSequence: last.seq } });
+    await jetstream(fixture.nc).publish(subjectOf(path), new TextEncoder().encode(body), { headers: h, expect: { lastSubjectSequence: last.seq } });
     const reader = await openStore(undefined, withCutOff);
     expect(await everyWayRead(reader.store, path, 1)).toEqual({ read: ["one"], subscribed: ["one"], fed: ["one"] });
     expect(reader.refused.filter((r) => r.subject === subjectOf(path)).map((r) => r.reason)).toEqual(["it is not signed"]);
@@ -223,7 +211,7 @@ describe("signed records", () => {
       const body = new TextEncoder().encode(`{"v":1,"first":2,"n":${count},"at":"2026-01-01T00:00:00.000Z","path":"${path}","events":${events}}`);
       const h = natsHeaders();
       for (const [name, value] of signatureHeaders(signerOf("web-gateway"), subjectOf(path), last.seq, body)) h.set(name, value);
-      await jetstream(nc).publish(subjectOf(path), body, { headers: h, expect: { lastSubjectSequence: last.seq } });
+      await jetstream(fixture.nc).publish(subjectOf(path), body, { headers: h, expect: { lastSubjectSequence: last.seq } });
       const driver = await openStore("llm-driver");
       expect((await driver.store.append(path, [note("three")])).events[0]!.offset).toBe(2);
       const reader = await openStore(undefined);

@@ -5,35 +5,21 @@
 
 import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/nats-core";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { FeedBatch } from "../src/event-store.ts";
 import { RecordReader } from "../src/jetstream/records.ts";
-import { durableSubject } from "../src/jetstream/subjects.ts";
-import { partitionOfPath } from "../src/partition.ts";
-import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
+import { contents, note, storeFixture } from "./store-fixture.ts";
 
 const names = { streamName: "EV_STRAY", subjectPrefix: "evs", ephemeralPrefix: "ephs", partitionCount: 4 };
-let fx: KeyIndexFixture;
-let nc: NatsConnection;
+const fixture = storeFixture(names);
+const { subjectOf } = fixture;
 
-beforeAll(async () => {
-  fx = await startKeyIndexFixture(names);
-  nc = await fx.connect();
-}, 60_000);
-afterAll(async () => {
-  await fx?.stop();
-});
-
-const note = (content: string) => ({ type: "agents/context-added", payload: { role: "user", content } });
-const subjectOf = (path: string) => durableSubject({ durablePrefix: names.subjectPrefix, ephemeralPrefix: names.ephemeralPrefix }, partitionOfPath(path, names.partitionCount), path);
-const contents = (events: readonly { payload: unknown }[]) => events.map((e) => (e.payload as { content: string }).content);
 
 /** Publishes something that is not a record on the stream's subject (or on `subject`, with a message id). */
 async function stray(path: string, body = "not a record", options: { subject?: string; msgID?: string } = {}): Promise<number> {
   const headers = natsHeaders();
   if (options.msgID !== undefined) headers.set("Nats-Msg-Id", options.msgID);
-  const ack = await jetstream(nc).publish(options.subject ?? subjectOf(path), new TextEncoder().encode(body), { headers });
+  const ack = await jetstream(fixture.nc).publish(options.subject ?? subjectOf(path), new TextEncoder().encode(body), { headers });
   return ack.seq;
 }
 
@@ -63,14 +49,14 @@ describe("a message on a stream's subject that is not a record", () => {
     it(`is passed over when it is the ${where}: reads, appends, subscriptions and the feed go on`, async () => {
       // Given a stream with a stray message among its records, written by a store that knew the stream's end before the stray
       const path = `/stray/${where.replaceAll(" ", "-")}`;
-      const writer = await fx.openStore();
+      const writer = await fixture.fx.openStore();
       for (const content of before) await writer.append(path, [note(content)]);
       const straySeq = await stray(path);
       await stray(path, '{"v":2}');
       for (const content of after) await writer.append(path, [note(content)]);
       // When that store appends again, and a new store reads and appends
       const next = await writer.append(path, [note("three")]);
-      const reader = await fx.openStore();
+      const reader = await fixture.fx.openStore();
       const read = await reader.read(path);
       const fromNew = await reader.append(path, [note("four")]);
       // Then every record is read, in order, with dense offsets, and both appends continued them
@@ -110,12 +96,12 @@ describe("a message on a stream's subject that is not a record", () => {
     it(`is not read as a record when it only starts like one, claiming ${what}`, async () => {
       // Given two records, then a message whose head claims offsets but whose body is not a record of this stream
       const path = `/stray/${what.replaceAll(/[^a-z]+/g, "-")}`;
-      const store = await fx.openStore();
+      const store = await fixture.fx.openStore();
       await store.append(path, [note("one")]);
       await store.append(path, [note("two")]);
       await stray(path, body);
       // When a new store appends and reads
-      const fresh = await fx.openStore();
+      const fresh = await fixture.fx.openStore();
       const appended = await fresh.append(path, [note("three")]);
       // Then the offsets continue from the records, and the history reads whole
       expect(appended.events.map((e) => e.offset)).toEqual([3]);
@@ -126,24 +112,24 @@ describe("a message on a stream's subject that is not a record", () => {
 
   it("does not hold an offset's claim: a message id squatting the next offset, sent from another subject, refuses no append", async () => {
     const path = "/stray/squatted";
-    const store = await fx.openStore();
+    const store = await fixture.fx.openStore();
     await store.append(path, [note("one")]);
     await stray(path, "x", { subject: subjectOf("/stray/elsewhere"), msgID: `${subjectOf(path)}@2` });
     await stray(path, "x", { subject: subjectOf("/stray/elsewhere"), msgID: `${subjectOf(path)}@3` });
     expect((await store.append(path, [note("two")])).events.map((e) => e.offset)).toEqual([2]);
-    expect((await (await fx.openStore()).append(path, [note("three")])).events.map((e) => e.offset)).toEqual([3]);
+    expect((await (await fixture.fx.openStore()).append(path, [note("three")])).events.map((e) => e.offset)).toEqual([3]);
     expect(await store.read(path).then(contents)).toEqual(["one", "two", "three"]);
   }, 60_000);
 
   it("costs a few gets at the end of a long stream, not a walk through its history", async () => {
     // Given an agent with 600 records, other agents' records after them, and one stray at its end
     const path = "/stray/long";
-    const store = await fx.openStore();
+    const store = await fixture.fx.openStore();
     for (let i = 0; i < 600; i++) await store.append(path, [note(`e${i}`)]);
     for (let i = 0; i < 300; i++) await store.append(`/stray/other-${i % 7}`, [note(`o${i}`)]);
     await stray(path);
     // When its end is looked up
-    const fresh = await fx.openStore();
+    const fresh = await fixture.fx.openStore();
     const gets = await countGets(() => fresh.lastOffset(path));
     // Then the look-up found the last record in a few gets (it walked 150 and more one by one before)
     expect(await fresh.lastOffset(path)).toBe(600);
@@ -152,7 +138,7 @@ describe("a message on a stream's subject that is not a record", () => {
 
   it("is not taken for an empty stream by the list of streams", async () => {
     const path = "/stray/listed";
-    const store = await fx.openStore();
+    const store = await fixture.fx.openStore();
     await store.append(path, [note("one")]);
     await stray(path);
     expect(await store.listStreams("/stray/listed")).toEqual([{ streamPath: path, lastOffset: 1 }]);
