@@ -62,6 +62,17 @@ function podEnv(manifests: readonly Manifest[], pod: PodTemplate, container: ICo
     mkdirSync(local, { recursive: true });
     if (volume?.secret) {
       for (const [file, content] of Object.entries(dataOf(manifests, "Secret", volume.secret.secretName!))) writeFileSync(join(local, file), content);
+    } else if (volume?.projected) {
+      // As the kubelet projects them: each source's items, a missing key an error unless optional.
+      for (const source of volume.projected.sources ?? []) {
+        if (!source.secret) throw new Error(`volume ${mount.name} of ${pod.owner} projects a source this test does not map`);
+        const data = dataOf(manifests, "Secret", source.secret.name!);
+        for (const item of source.secret.items ?? []) {
+          const content = data[item.key];
+          if (content !== undefined) writeFileSync(join(local, item.path), content);
+          else if (source.secret.optional !== true) throw new Error(`volume ${mount.name} of ${pod.owner}: Secret ${source.secret.name} has no key ${item.key}`);
+        }
+      }
     } else if (volume?.emptyDir) {
       if (RUN_AS.uid !== undefined) chownSync(local, RUN_AS.uid, RUN_AS.gid!);
       if (mount.mountPath === "/tmp") tmp = local;
@@ -82,7 +93,10 @@ function podEnv(manifests: readonly Manifest[], pod: PodTemplate, container: ICo
     else throw new Error(`env ${entry.name} of ${pod.owner} has a source this test does not map`);
   }
   for (const [name, value] of Object.entries(env)) {
-    for (const [mountPath, local] of mounts) if (value.startsWith(`${mountPath}/`)) env[name] = join(local, value.slice(mountPath.length + 1));
+    for (const [mountPath, local] of mounts) {
+      if (value === mountPath) env[name] = local;
+      else if (value.startsWith(`${mountPath}/`)) env[name] = join(local, value.slice(mountPath.length + 1));
+    }
   }
   return { env, tmp };
 }
@@ -205,6 +219,8 @@ describe("the production tree (what the image ships)", () => {
     expect(run.stderr).toBe("");
     expect(run.status).toBe(0);
     expect(run.stdout).toContain("[offline model]");
+    // Signed as the chart runs it: each service from its own mounted event key, nothing passed over.
+    for (const [service, { output }] of children) expect(output.join(""), service).not.toContain("passed over a record");
     const wrong = spawnSync(process.execPath, [join(tree, "bin/smoke-turn.mjs"), "/agents/prodtree/two"], {
       env: { PATH: process.env.PATH ?? "", AGENTRT_URL: `http://127.0.0.1:${gatewayHttpPort}`, AGENTRT_API_KEY: "agrt_0000_wrong" },
       encoding: "utf8",
