@@ -35,10 +35,14 @@ process.on("SIGTERM", () => void shutdown(0, "SIGTERM"));
 async function main(): Promise<void> {
   const ports = portsFromEnv(process.env);
   const nats = await planNats(root, process.env);
-  // Each service signs its records and reads only signed ones: keys made once, kept in .data
-  // (records stored before they were made stay readable), or the directory EVENT_KEYS_DIR names.
-  const eventKeysDir = process.env.EVENT_KEYS_DIR ?? join(root, ".data", "event-keys");
-  if (process.env.EVENT_KEYS_DIR === undefined && writeEventKeys(eventKeysDir)) log(`made the services' event keys in ${eventKeysDir}`);
+  // Each service signs its records and reads only signed ones. The keys belong with the records:
+  // beside the NATS data this stack keeps in .data (made once; records stored before stay
+  // readable), or the directory EVENT_KEYS_DIR names. A NATS this stack did not start may hold
+  // records another checkout signed with its own keys, which these would pass over: signing
+  // stays off there unless EVENT_KEYS_DIR says which keys its records are signed with.
+  const eventKeysDir = process.env.EVENT_KEYS_DIR ?? (nats.child === undefined ? undefined : join(root, ".data", "event-keys"));
+  if (eventKeysDir === undefined) log("that NATS is not started by the quickstart, so its records' keys are not the quickstart's to make: services neither sign nor check records (set EVENT_KEYS_DIR to sign them; see docs/security.md)");
+  else if (process.env.EVENT_KEYS_DIR === undefined && writeEventKeys(eventKeysDir)) log(`made the services' event keys in ${eventKeysDir}`);
   const children = stackChildren({ root, env: process.env, natsUrl: nats.url, natsChild: nats.child?.name, ports, serviceEnv: nats.serviceEnv, eventKeysDir });
   await supervisor.start(nats.child === undefined ? children : [nats.child, ...children]);
   if (exiting) return;

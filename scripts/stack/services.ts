@@ -53,11 +53,11 @@ export function stackChildren(options: {
   natsChild: string | undefined;
   ports: StackPorts;
   serviceEnv: (service: string) => Record<string, string>;
-  /** The services' event keys (EVENT_KEYS_DIR): each signs its records, and reads only signed ones. */
-  eventKeysDir: string;
+  /** The services' event keys (EVENT_KEYS_DIR): each signs its records, and reads only signed ones. None: neither. */
+  eventKeysDir: string | undefined;
 }): ChildSpec[] {
   const { root, env, natsUrl, natsChild, ports } = options;
-  const common = { NATS_URL: natsUrl, LOG_LEVEL: env.LOG_LEVEL ?? "info", OPS_HOST: LOOPBACK, EVENT_KEYS_DIR: options.eventKeysDir };
+  const common = { NATS_URL: natsUrl, LOG_LEVEL: env.LOG_LEVEL ?? "info", OPS_HOST: LOOPBACK, ...(options.eventKeysDir === undefined ? {} : { EVENT_KEYS_DIR: options.eventKeysDir }) };
   const afterNats = natsChild === undefined ? [] : [natsChild];
   // The precompiled bundle next to an entry (scripts/build-services.ts, run by setup.sh) starts
   // without transpiling; without one, or with AGENTRT_FROM_SOURCE=1, the entry runs through tsx.
