@@ -95,14 +95,12 @@ export class RecordReader {
 
   /**
    * The record of a stored message, or undefined when it may not be read: it is not a record,
-   * or it is not signed as the store's trust asks (signing.ts). Either is counted in
-   * `unreadableSkipped`; a refused signature is also reported to `signing.onUntrusted`.
+   * or it is not signed as the store's trust asks (signing.ts). A refused signature is
+   * reported to `signing.onUntrusted`.
    */
   recordOf(msg: RawMsg): StoredRecord | undefined {
     const record = toStoredRecord(msg, this.pathOf);
-    if (record !== undefined && this.trusted(msg)) return record;
-    this.unreadableSkipped++;
-    return undefined;
+    return record !== undefined && this.trusted(msg) ? record : undefined;
   }
 
   /**
@@ -111,9 +109,12 @@ export class RecordReader {
    * record it wrote, a driver reads its own settlement).
    */
   wrote(seq: number): void {
-    if (this.signing.trust === undefined) return;
+    if (this.signing.trust !== undefined) this.remember(seq, true);
+  }
+
+  private remember(seq: number, trusted: boolean): void {
     if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value as number);
-    this.verdicts.set(seq, true);
+    this.verdicts.set(seq, trusted);
   }
 
   private trusted(msg: RawMsg): boolean {
@@ -123,8 +124,7 @@ export class RecordReader {
     if (known !== undefined) return known;
     const reason = untrustedBecause(trust, { subject: msg.subject, data: msg.data, headers: msg.header ?? msg.headers, storedAtMs: () => msg.time?.getTime() });
     if (reason !== undefined) this.signing.onUntrusted?.({ subject: msg.subject, seq: msg.seq, reason });
-    if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value as number);
-    this.verdicts.set(msg.seq, reason === undefined);
+    this.remember(msg.seq, reason === undefined);
     return reason === undefined;
   }
 
@@ -138,13 +138,6 @@ export class RecordReader {
         ? this.direct.get(this.streamName, query)
         : this.jsm.direct.getMessage(this.streamName, query);
   }
-
-  /**
-   * Messages on a stream's subject that are not records this store may read, passed over by
-   * reads (see `tail`): not records, or not signed as the store's trust asks. Only a client
-   * holding a NATS user that may publish on the events' subjects can put one there, or a bug.
-   */
-  unreadableSkipped = 0;
 
   /** The subject's last readable record (see `tail`). */
   async last(subject: string): Promise<StoredRecord | undefined> {

@@ -93,7 +93,7 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
   const signer = msg.headers?.get(SIGNER_HEADER) ?? "";
   const signature = msg.headers?.get(SIGNATURE_HEADER) ?? "";
   if (signer === "" && signature === "") {
-    const storedAt = storedAtMs(msg);
+    const storedAt = msg.storedAtMs?.();
     if (trust.unsignedBefore !== undefined && storedAt !== undefined && storedAt < trust.unsignedBefore.getTime()) return undefined;
     return "it is not signed";
   }
@@ -141,8 +141,4 @@ function expectationStandsAlone(headers: StoredHeaders | undefined): boolean {
     }
   }
   return found === 1;
-}
-
-function storedAtMs(msg: SignedMessage): number | undefined {
-  return msg.storedAtMs?.();
 }
