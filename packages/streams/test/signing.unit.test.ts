@@ -4,6 +4,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { recordJson } from "../src/batch.ts";
+import { RecordReader, decodeStored } from "../src/jetstream/records.ts";
 import { type RecordTrust, signatureHeaders, untrustedBecause } from "../src/jetstream/signing.ts";
 
 const driver = generateKeyPairSync("ed25519");
@@ -75,5 +76,23 @@ describe("a record's signature", () => {
     expect(untrustedBecause(trust, { ...unsigned, storedAtMs: () => 0 })).toBe("it is not signed");
     // A stamp the publisher stored is not the server's: without one from the read path, it must be signed
     expect(untrustedBecause(cutOff, unsigned)).toBe("it is not signed");
+  });
+});
+
+describe("a reader with a trust", () => {
+  const readerOf = (signing: ConstructorParameters<typeof RecordReader>[7]) => new RecordReader({} as never, {} as never, "EVENTS", false, undefined, undefined, undefined, signing);
+
+  it("keeps the body the signature's check parsed, so reading the record parses it no more", () => {
+    const msg = stored("llm-driver", SUBJECT, 41, body("agent/llm-request-settled"));
+    const record = readerOf({ trust }).recordOf({ seq: 42, subject: msg.subject, data: msg.data, header: msg.headers });
+    expect(record?.body?.events).toEqual([{ type: "agent/llm-request-settled", payload: {} }]);
+    expect(decodeStored(record!)).toBe(record?.body);
+  });
+
+  it("parses nothing but the head of a record it takes unchecked", () => {
+    const msg = stored("llm-driver", SUBJECT, 41, body("agent/llm-request-settled"));
+    const record = readerOf({}).recordOf({ seq: 42, subject: msg.subject, data: msg.data, header: msg.headers });
+    expect(record).toMatchObject({ seq: 42, first: 5, count: 1 });
+    expect(record?.body).toBeUndefined();
   });
 });

@@ -15,6 +15,8 @@ export interface StoredRecord {
   readonly first: number;
   readonly count: number;
   readonly data: Uint8Array;
+  /** The body, when reading it already parsed it (a signature's check, a record without a head). */
+  readonly body?: BatchRecord;
 }
 
 export function lastOffsetOf(record: StoredRecord): number {
@@ -51,18 +53,18 @@ export function toStoredRecord(msg: RawMsg, pathOf?: (subject: string) => string
   }
   const body = decodeRecordJson(msg.data);
   if (body === undefined || body.events.length === 0 || body.first < 1 || (pathOf !== undefined && pathOf(msg.subject) !== body.path)) return undefined;
-  return { seq: msg.seq, subject: msg.subject, first: body.first, count: body.events.length, data: msg.data };
+  return { seq: msg.seq, subject: msg.subject, first: body.first, count: body.events.length, data: msg.data, body };
 }
 
 const CLOSE_BRACKET = 0x5d;
 const CLOSE_BRACE = 0x7d;
 
 export function decodeStored(record: StoredRecord): BatchRecord | undefined {
-  return decodeRecordJson(record.data);
+  return record.body ?? decodeRecordJson(record.data);
 }
 
 export function eventsOf(record: StoredRecord): AgentEvent[] {
-  const body = decodeRecordJson(record.data);
+  const body = decodeStored(record);
   return body === undefined ? [] : recordEvents(body);
 }
 
@@ -100,7 +102,12 @@ export class RecordReader {
    */
   recordOf(msg: RawMsg): StoredRecord | undefined {
     const record = toStoredRecord(msg, this.pathOf);
-    return record !== undefined && this.trusted(msg) ? record : undefined;
+    if (record === undefined) return undefined;
+    // The check parses the body of another service's record; reading it then parses it no more.
+    let body = record.body;
+    const parse = () => (body ??= decodeRecordJson(msg.data));
+    if (!this.trusted(msg, parse)) return undefined;
+    return body === undefined || record.body !== undefined ? record : { ...record, body };
   }
 
   /**
@@ -117,12 +124,12 @@ export class RecordReader {
     this.verdicts.set(seq, trusted);
   }
 
-  private trusted(msg: RawMsg): boolean {
+  private trusted(msg: RawMsg, body: () => BatchRecord | undefined): boolean {
     const trust = this.signing.trust;
     if (trust === undefined) return true;
     const known = this.verdicts.get(msg.seq);
     if (known !== undefined) return known;
-    const reason = untrustedBecause(trust, { subject: msg.subject, data: msg.data, headers: msg.header ?? msg.headers, storedAtMs: () => msg.time?.getTime() });
+    const reason = untrustedBecause(trust, { subject: msg.subject, data: msg.data, headers: msg.header ?? msg.headers, storedAtMs: () => msg.time?.getTime(), body });
     if (reason !== undefined) this.signing.onUntrusted?.({ subject: msg.subject, seq: msg.seq, reason });
     this.remember(msg.seq, reason === undefined);
     return reason === undefined;

@@ -12,7 +12,7 @@
 
 import { type KeyObject, sign, verify } from "node:crypto";
 import { EVENT_TYPES, type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
-import { decodeRecordJson } from "../batch.ts";
+import { type BatchRecord, decodeRecordJson } from "../batch.ts";
 
 /** Header naming the service that signed a record. */
 export const SIGNER_HEADER = "Agentrt-Signer";
@@ -57,6 +57,8 @@ export interface SignedMessage {
    * Never a header's first value: a publisher may store its own `Nats-Time-Stamp`.
    */
   readonly storedAtMs?: () => number | undefined;
+  /** The body parsed, when the reader keeps what was parsed for reading it (without it, parsed here). */
+  readonly body?: () => BatchRecord | undefined;
 }
 
 /** What readers see of a message's headers (nats.js's MsgHdrs). */
@@ -109,7 +111,7 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
     holds = false;
   }
   if (!holds) return `its signature as ${signer} does not hold`;
-  const record = decodeRecordJson(msg.data);
+  const record = msg.body === undefined ? decodeRecordJson(msg.data) : msg.body();
   if (record === undefined) return "it is not a record";
   if (record.events.length !== record.n) return `it counts ${String(record.n).slice(0, 20)} events and holds ${record.events.length}`;
   const owned = OWNED.get(signer);
