@@ -16,6 +16,11 @@ A service pod's event keys (eventSigning): its own private key (the agent-reduce
 llm-driver's when it runs the driver), every public key and the cut-off, read-only at
 EVENT_KEYS_DIR. (dict "root" $ "component" "<service>")
 */}}
+{{/* The services that sign their records (SIGNING_SERVICES in service-kit), space-separated. */}}
+{{- define "agentrt.signingServices" -}}
+web-gateway agent-reducer llm-driver capability-host
+{{- end }}
+
 {{- define "agentrt.eventKeyFiles" -}}
 {{- $own := list .component }}
 {{- if and (eq .component "agent-reducer") (eq .root.Values.llmDriver.placement "agent-reducer") }}
@@ -25,7 +30,7 @@ EVENT_KEYS_DIR. (dict "root" $ "component" "<service>")
 - key: {{ . }}.key
   path: {{ . }}.key
 {{- end }}
-{{- range list "web-gateway" "agent-reducer" "llm-driver" "capability-host" }}
+{{- range splitList " " (include "agentrt.signingServices" .root) }}
 - key: {{ . }}.pub
   path: {{ . }}.pub
 {{- end }}
