@@ -19,7 +19,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -344,4 +344,5 @@ try {
   process.stdout.write(`${lines.join("\n")}\n`);
 } finally {
   await cleanup();
+  if (EVENT_KEYS_DIR !== undefined) rmSync(dirname(EVENT_KEYS_DIR), { recursive: true, force: true });
 }

@@ -1,7 +1,7 @@
 // A whole agentrt system for e2e and chaos tests: a real nats-server (or a 3-node cluster),
 // the fake OpenAI model, and every service as its own process, each replaceable by name.
 
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -219,6 +219,7 @@ async function startSystemSteps(options: SystemOptions, undo: (() => Promise<unk
       await model.close();
       await nats?.stop();
       await cluster?.stop();
+      if (repoPath !== undefined) rmSync(repoPath, { recursive: true, force: true });
     },
   };
 }

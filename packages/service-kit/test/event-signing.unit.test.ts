@@ -14,8 +14,9 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 function keysDir(): string {
-  const dir = join(mkdtempSync(join(tmpdir(), "agentrt-keys-test-")), "keys");
-  dirs.push(dir);
+  const parent = mkdtempSync(join(tmpdir(), "agentrt-keys-test-"));
+  dirs.push(parent);
+  const dir = join(parent, "keys");
   writeEventKeys(dir, new Date("2026-12-07T00:00:00.000Z"));
   return dir;
 }

@@ -8,9 +8,9 @@
 // turn works) and tight (a service's user is refused what it does not need).
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
@@ -99,6 +99,9 @@ export async function startNatsUsersSystem(
     eventKeysDir,
     connectAs: (user) => connect({ servers: nats.url, user, pass: passwords[user], inboxPrefix: natsInboxPrefix(user), maxReconnectAttempts: 0 }),
     violations: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "").split("\n").filter((line) => /violation/i.test(line)),
-    stop: () => system.stop(),
+    stop: async () => {
+      await system.stop();
+      for (const dir of [dirname(logFile), dirname(eventKeysDir)]) rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
