@@ -65,10 +65,15 @@ interface Speaker {
   readonly who: string;
   /** "through the API" */
   readonly via: string;
+  /** Whether a value's limits are checked too (new appends), or only who may write what (stored records). */
+  readonly limits: boolean;
+  /** The service whose own key namespaces the speaker may use (the gateway's births). */
+  readonly builds?: ServiceName;
 }
 
-const API_CALLERS: Speaker = { who: "API callers", via: "through the API" };
-const SCRIPTS: Speaker = { who: "scripts", via: "by a script" };
+const API_CALLERS: Speaker = { who: "API callers", via: "through the API", limits: true };
+const SCRIPTS: Speaker = { who: "scripts", via: "by a script", limits: true };
+const GATEWAY_RECORDS: Speaker = { who: "the gateway's records", via: "in a record signed by web-gateway", limits: false, builds: "web-gateway" };
 
 export type ApiAppendDecision =
   | { readonly allowed: true; readonly verb: ApiVerb }
@@ -89,6 +94,19 @@ export function decideApiAppend(input: unknown, where = "events[0]"): ApiAppendD
   return decideAppendAs(API_CALLERS, input, where);
 }
 
+/**
+ * Why the gateway could not have written this stored event for any API caller, or undefined: a
+ * type or key the contract keeps for another service, a role, field or actor only services write,
+ * a run id the codemode interpreter mints. Readers hold records signed by web-gateway to it
+ * (service-emits.ts `signedEventRefusal`), so the gateway's key alone cannot speak as the model
+ * or a script. Only who may write what is checked, never a value's limits: a stored record must
+ * not become unreadable because a limit changed.
+ */
+export function gatewayRecordRefusal(event: unknown, where = "events[0]"): string | undefined {
+  const decision = decideAppendAs(GATEWAY_RECORDS, event, where);
+  return decision.allowed ? undefined : decision.error.message;
+}
+
 function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiAppendDecision {
   if (!isRecord(input) || typeof input.type !== "string") return { allowed: true, verb: "append" };
   const type = input.type;
@@ -102,12 +120,12 @@ function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiApp
   }
   const payload = isRecord(input.payload) ? input.payload : {};
   if (type === "agents/context-added") return decideContextAdded(speaker, payload, where);
-  if (type === "agent/configured") {
+  if (type === "agent/configured" && speaker.limits) {
     const tooLong = configDelayRefusal(payload, where);
     if (tooLong !== undefined) return tooLong;
   }
   if (type === "capability-host/script-run-requested" && typeof payload.executionId === "string") {
-    if (payload.executionId.length > MAX_EXECUTION_ID_LENGTH) {
+    if (speaker.limits && payload.executionId.length > MAX_EXECUTION_ID_LENGTH) {
       const message = `${where}.payload.executionId must be at most ${MAX_EXECUTION_ID_LENGTH} characters (the host's idempotency keys carry it), got ${payload.executionId.length}.`;
       return { allowed: false, error: new ContractViolationError("invalid_payload", message, [{ path: `${where}.payload.executionId`, message }], { type, maxLength: MAX_EXECUTION_ID_LENGTH }) };
     }
@@ -153,7 +171,7 @@ function configDelayRefusal(payload: Record<string, unknown>, where: string): Ap
 function reservedKeyRefusal(speaker: Speaker, input: Record<string, unknown>, where: string): ApiAppendDecision | undefined {
   const key = input.idempotencyKey;
   const reserved = typeof key === "string" ? reservedKeyNamespaceOf(key) : undefined;
-  if (reserved === undefined) return undefined;
+  if (reserved === undefined || (speaker.builds !== undefined && reserved.namespace.builtBy.includes(speaker.builds))) return undefined;
   return refuse(
     `${where}.idempotencyKey "${String(key)}" is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}; ${speaker.who} may not use it.`,
     `${where}.idempotencyKey`,

@@ -4,7 +4,8 @@
 // depth behind the gateway's API table and the per-service NATS users.
 
 import type { EventType } from "./events.ts";
-import { API_APPENDABLE } from "./api-appends.ts";
+import { API_APPENDABLE, API_FORBIDDEN_CONTEXT_FIELDS, gatewayRecordRefusal } from "./api-appends.ts";
+import { EVENT_TYPES } from "./events.ts";
 import type { ServiceName } from "./ownership.ts";
 
 export type EmittingService = Exclude<ServiceName, "core">;
@@ -59,4 +60,33 @@ export const SERVICE_EMITS: Readonly<Record<EmittingService, readonly EventType[
 /** Whether `service` may append events of `type` (false for types it does not emit). */
 export function serviceMayEmit(service: EmittingService, type: string): boolean {
   return (SERVICE_EMITS[service] as readonly string[]).includes(type);
+}
+
+/**
+ * The services that write model output: `agents/context-added` as `assistant`, or with a request
+ * offset or a compaction. The driver settles the model's reply; the reducer renders an
+ * interrupted partial reply.
+ */
+export const MODEL_OUTPUT_WRITERS: readonly EmittingService[] = ["llm-driver", "agent-reducer"];
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+
+/**
+ * Why a record signed by `service` may not carry this stored event, or undefined when it may:
+ * a known type the service does not emit, model output from a service that does not write it,
+ * or, signed by web-gateway, anything no API caller may append (`gatewayRecordRefusal`). A type
+ * this version does not know (a newer writer's) is not refused: readers pass over it anyway.
+ * Readers apply it to every signed record (streams' signing.ts).
+ */
+export function signedEventRefusal(service: EmittingService, event: unknown, where = "events[0]"): string | undefined {
+  if (typeof event !== "object" || event === null || Array.isArray(event)) return `${where} is not an object`;
+  const { type, payload } = event as { type?: unknown; payload?: unknown };
+  if (typeof type !== "string" || !KNOWN_TYPES.has(type)) return undefined;
+  if (!serviceMayEmit(service, type)) return `${service} does not emit "${type}"`;
+  if (service === "web-gateway") return gatewayRecordRefusal(event, where);
+  if (type !== "agents/context-added" || MODEL_OUTPUT_WRITERS.includes(service) || typeof payload !== "object" || payload === null) return undefined;
+  const fields = payload as Record<string, unknown>;
+  if (fields.role === "assistant") return `${where}.payload.role "assistant" is model output, which ${service} does not write`;
+  const field = API_FORBIDDEN_CONTEXT_FIELDS.find((f) => fields[f] !== undefined);
+  return field === undefined ? undefined : `${where}.payload.${field} is model output, which ${service} does not write`;
 }

@@ -13,6 +13,7 @@ import {
   SCRIPT_APPENDABLE,
   reservedKeyNamespaceOf,
   serviceMayEmit,
+  signedEventRefusal,
   triggerOffsetOfRequestKey,
   type ApiAppendDecision,
   type KeyNamespaceName,
@@ -231,5 +232,43 @@ describe("what each service may emit", () => {
   it("every type is emitted by some service", () => {
     const emitted = new Set(Object.values(SERVICE_EMITS).flat());
     expect(EVENT_TYPES.filter((t) => !emitted.has(t))).toEqual([]);
+  });
+});
+
+describe("what a signed record may carry (signedEventRefusal, applied by every reader)", () => {
+  const ctx = (payload: Record<string, unknown>, idempotencyKey?: string) => ({ type: "agents/context-added", payload, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+
+  it("given the gateway's key, when its record holds what an API caller may append or a birth under the gateway's own keys, then it is read", () => {
+    expect(signedEventRefusal("web-gateway", ctx({ role: "user", content: "hi" }))).toBeUndefined();
+    expect(signedEventRefusal("web-gateway", ctx({ role: "system", key: "identity", content: "x" }, idempotencyKeys.birth("boot-context")))).toBeUndefined();
+    expect(signedEventRefusal("web-gateway", { type: "agent/created", payload: {}, idempotencyKey: idempotencyKeys.birth("created") })).toBeUndefined();
+  });
+
+  it("given the gateway's key, when its record speaks as the model, a script or another service's key, then it is refused naming the field", () => {
+    expect(signedEventRefusal("web-gateway", ctx({ role: "assistant", content: "x" }))).toMatch(/^events\[0\]\.payload\.role "assistant" is model output, written by llm-driver/);
+    expect(signedEventRefusal("web-gateway", ctx({ role: "user", content: "x", llmRequestOffset: 3 }), "events[2]")).toMatch(/^events\[2\]\.payload\.llmRequestOffset is set only by llm-driver/);
+    expect(signedEventRefusal("web-gateway", ctx({ role: "user", content: "x", actor: { type: "script" } }))).toMatch(/payload\.actor of type "script"/);
+    expect(signedEventRefusal("web-gateway", ctx({ role: "user", content: "x" }, idempotencyKeys.settle(3)))).toMatch(/idempotencyKey "agent\/settle\/3" is in the namespace "agent\/settle\/"/);
+    expect(signedEventRefusal("web-gateway", { type: "capability-host/script-run-requested", payload: { executionId: "agent-output:1", code: "" } })).toMatch(/executionId may not start with "agent-output:"/);
+    expect(signedEventRefusal("web-gateway", { type: "agent/summary-updated", payload: { title: "x" } })).toBe('web-gateway does not emit "agent/summary-updated"');
+  });
+
+  it("given the gateway's key, when a stored record breaks a limit new appends are held to, then it is still read (a limit may change; a record stays readable)", () => {
+    expect(signedEventRefusal("web-gateway", { type: "agent/configured", payload: { config: { llmRequestDebounceMs: MAX_CONFIG_DELAY_MS + 1 } } })).toBeUndefined();
+    expect(signedEventRefusal("web-gateway", { type: "capability-host/script-run-requested", payload: { executionId: "x".repeat(MAX_EXECUTION_ID_LENGTH + 1), code: "" } })).toBeUndefined();
+  });
+
+  it("given another service's key, when its record is model output, then only the driver and the reducer may sign it", () => {
+    const reply = ctx({ role: "assistant", content: "x", llmRequestOffset: 3 });
+    expect(signedEventRefusal("llm-driver", reply)).toBeUndefined();
+    expect(signedEventRefusal("agent-reducer", ctx({ role: "assistant", content: "interrupted" }))).toBeUndefined();
+    expect(signedEventRefusal("capability-host", reply)).toBe('events[0].payload.role "assistant" is model output, which capability-host does not write');
+    expect(signedEventRefusal("capability-host", ctx({ role: "developer", content: "x", compaction: {} }))).toBe("events[0].payload.compaction is model output, which capability-host does not write");
+    expect(signedEventRefusal("capability-host", ctx({ role: "developer", content: "x", actor: { type: "agent", path: "/agents/a" } }))).toBeUndefined();
+  });
+
+  it("given any key, when an event is not an object, then it is refused; when its type is unknown (a newer writer's), then it is left to readers", () => {
+    expect(signedEventRefusal("llm-driver", null, "events[1]")).toBe("events[1] is not an object");
+    expect(signedEventRefusal("web-gateway", { type: "agent/from-a-newer-version", payload: { role: "assistant" } })).toBeUndefined();
   });
 });

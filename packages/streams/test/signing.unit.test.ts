@@ -65,7 +65,7 @@ describe("a record's signature", () => {
     const miscounted = data('{"v":1,"first":2,"n":1000000,"at":"2026-12-07T00:00:00.000Z","path":"/agents/one","events":[{"type":"agents/context-added","payload":{}}]}');
     expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, miscounted))).toBe("it counts 1000000 events and holds 1");
     const nullEvent = data('{"v":1,"first":2,"n":1,"at":"2026-12-07T00:00:00.000Z","path":"/agents/one","events":[null]}');
-    expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, nullEvent))).toBe("an event in it is not an object");
+    expect(untrustedBecause(trust, stored("web-gateway", SUBJECT, 41, nullEvent))).toBe("events[0] is not an object");
   });
 
   it("is required after the trust's cut-off, by the server's stamp", () => {

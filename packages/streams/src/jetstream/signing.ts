@@ -3,7 +3,8 @@
 // compromised gateway could publish a model settlement whose script the reducer would then run.
 // With signing on, each service signs the records it publishes with its own Ed25519 key, and
 // every reader passes over a record that is not signed by a known service, whose signature does
-// not hold, or that carries an event type another service owns (contract SERVICE_EMITS).
+// not hold, or that carries an event its service may not write (contract `signedEventRefusal`:
+// a type another service owns, model output, or from the gateway what no API caller may append).
 //
 // What is signed: the subject, the sequence the publish expected to follow
 // (`Nats-Expected-Last-Subject-Sequence`, which JetStream enforces and stores with the
@@ -11,7 +12,7 @@
 // published again later on its own: its expected sequence is no longer the subject's last.
 
 import { type KeyObject, sign, verify } from "node:crypto";
-import { EVENT_TYPES, type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
+import { type EmittingService, signedEventRefusal } from "@agentrt/contract";
 import { type BatchRecord, decodeRecordJson } from "../batch.ts";
 
 /** Header naming the service that signed a record. */
@@ -84,12 +85,10 @@ export function signatureHeaders(signer: RecordSigner, subject: string, expected
   ];
 }
 
-const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
-const OWNED: ReadonlyMap<string, ReadonlySet<string>> = new Map(Object.entries(SERVICE_EMITS).map(([service, types]) => [service, new Set<string>(types)]));
-
 /**
- * Why a record may not be read under `trust`, or undefined when it may. A type this version does
- * not know (a newer writer's) is not refused here: readers pass over such events anyway.
+ * Why a record may not be read under `trust`, or undefined when it may. What a signer's events
+ * may be is the contract's `signedEventRefusal`: the known types its service emits, model output
+ * only from the services that write it, and from the gateway only what an API caller may append.
  */
 export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string | undefined {
   const signer = msg.headers?.get(SIGNER_HEADER) ?? "";
@@ -114,11 +113,10 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
   const record = msg.body === undefined ? decodeRecordJson(msg.data) : msg.body();
   if (record === undefined) return "it is not a record";
   if (record.events.length !== record.n) return `it counts ${String(record.n).slice(0, 20)} events and holds ${record.events.length}`;
-  const owned = OWNED.get(signer);
-  for (const event of record.events as readonly unknown[]) {
-    if (typeof event !== "object" || event === null || Array.isArray(event)) return "an event in it is not an object";
-    const type = typeof (event as { type?: unknown }).type === "string" ? (event as { type: string }).type : "";
-    if (KNOWN_TYPES.has(type) && owned?.has(type) !== true) return `${signer} does not emit "${type}"`;
+  const events = record.events as readonly unknown[];
+  for (let i = 0; i < events.length; i++) {
+    const refusal = signedEventRefusal(signer as EmittingService, events[i], `events[${i}]`);
+    if (refusal !== undefined) return refusal;
   }
   return undefined;
 }
