@@ -18,6 +18,8 @@ const tenantA = mintKey([
   { prefix: "/shared/board", verbs: ["read"] },
 ]);
 const writerA = mintKey([{ prefix: "/agents/a", verbs: ["append", "operate"] }]);
+/** Tenant A's chat integration: user input only. */
+const chatA = mintKey([{ prefix: "/agents/a", verbs: ["read", "append"] }]);
 
 /** Agent A: created by tenant A's key, granted read on the shared board. */
 const MAIN = "/agents/a/main";
@@ -88,7 +90,7 @@ function resultOf(settlement: Settlement): Record<string, string> {
 }
 
 beforeAll(async () => {
-  system = await startSystem({ reducers: 1, drivers: 0, hosts: 1, gateway: true, env: { AGENTRT_KEYS_JSON: keysJson([admin, tenantA, writerA]) } });
+  system = await startSystem({ reducers: 1, drivers: 0, hosts: 1, gateway: true, env: { AGENTRT_KEYS_JSON: keysJson([admin, tenantA, writerA, chatA]) } });
   for (const path of [OTHER, BOARD]) expect((await api("POST", "/v1/agents", admin, { streamPath: path })).status).toBe(201);
   const main = await api("POST", "/v1/agents", tenantA, { streamPath: MAIN, grant: [{ prefix: BOARD, verbs: ["read"] }] });
   expect(main.status, JSON.stringify(main.body)).toBe(201);
@@ -112,6 +114,23 @@ describe("a key cannot grant what it does not hold", () => {
 
     const [created] = await system.store.read(MAIN, { limit: 1 });
     expect(created?.payload).toMatchObject({ grant: [{ prefix: BOARD, verbs: ["read"] }] });
+  });
+});
+
+describe("only an operating key changes an agent's grant", () => {
+  it("another birth certificate appended with an append key, widening or wiping the grant, changes nothing: the agent's scripts keep their grant", async () => {
+    // Given MAIN, granted read on the board at birth
+    const widen = await api("POST", `/v1/streams/${enc(MAIN)}/events`, chatA, { events: [{ type: "agent/created", payload: { grant: [{ prefix: "/agents/a", verbs: ["append"] }] } }] });
+    // When a key that may only append writes another agent/created, first widening the grant to the key's whole scope, then wiping it
+    expect(widen.status, JSON.stringify(widen.body)).toBe(200);
+    const wipe = await api("POST", `/v1/streams/${enc(MAIN)}/events`, chatA, { events: [{ type: "agent/created", payload: { grant: [] } }] });
+    expect(wipe.status, JSON.stringify(wipe.body)).toBe(200);
+    // Then the agent's scripts may still read the board, and still may not write to a sibling
+    const result = resultOf(await runAsModel(MAIN, probes({ board: `itx.streams.get("${BOARD}").read()`, sibling: `itx.agents.get("${OPS}").message("widened?")` })));
+    expect(result).toEqual({ board: "ok", sibling: `itx.agents.get("${OPS}").message(): ${OPS} is outside this script's grant (append: ${MAIN})` });
+    // And the same key may not regrant through agent/configured, which needs operate
+    const configured = await api("POST", `/v1/streams/${enc(MAIN)}/events`, chatA, { events: [{ type: "agent/configured", payload: { config: {}, grant: [] } }] });
+    expect(configured.status).toBe(403);
   });
 });
 

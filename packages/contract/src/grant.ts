@@ -7,7 +7,6 @@
 // them.
 
 import { z } from "zod";
-import type { AgentEvent } from "./events.ts";
 
 /** The verbs a grant can hold: `read` (streams, getEvent, files/KV reads) and `append` (everything that writes). */
 export const GRANT_VERBS = ["read", "append"] as const;
@@ -62,10 +61,29 @@ export function grantExcess(grant: AgentGrant, scopes: readonly ScopeLike[]): { 
   return null;
 }
 
-/** The grant in force after `event`: the last `agent/created` or `agent/configured` carrying one wins. */
-export function applyGrantEvent(current: AgentGrant, event: AgentEvent): AgentGrant {
-  if (event.type === "agent/created" || event.type === "agent/configured") return event.payload.grant ?? current;
-  return current;
+/** An agent's grant as its events fold it, and whether its birth certificate has been folded. */
+export interface GrantState {
+  readonly grant: AgentGrant;
+  readonly born: boolean;
+}
+
+export const UNBORN_GRANT: GrantState = { grant: [], born: false };
+
+/**
+ * The grant in force after `event`: the birth certificate's (the first `agent/created`), then
+ * the last `agent/configured` carrying one. A later `agent/created` changes nothing (contract.md):
+ * it had replaced the grant, so a key that may only append could widen or wipe what an
+ * operator had granted the agent's scripts, a change that needs `operate` as `agent/configured`.
+ */
+export function applyGrantEvent(state: GrantState, event: { readonly type: string; readonly payload: unknown }): GrantState {
+  if (event.type !== "agent/created" && event.type !== "agent/configured") return state;
+  if (event.type === "agent/created" && state.born) return state;
+  const born = true;
+  const payload = event.payload;
+  if (typeof payload !== "object" || payload === null || !("grant" in payload)) return state.born ? state : { ...state, born };
+  // Stored events as any client sees them are unvalidated JSON: parsed, never cast.
+  const parsed = agentGrantSchema.safeParse(payload.grant);
+  return { grant: parsed.success ? parsed.data : state.grant, born };
 }
 
 /** Who a script acts for: its agent, the agent's grant, and (API-requested only) the requesting key. */
@@ -120,12 +138,5 @@ export function creatorGrant(creatorPath: string): AgentGrant {
 
 /** The grant of an agent from its events as any client sees them (unvalidated JSON): parsed, never cast. */
 export function grantOfEvents(events: readonly { readonly type: string; readonly payload: unknown }[]): AgentGrant {
-  let grant: AgentGrant = [];
-  for (const event of events) {
-    if (event.type !== "agent/created" && event.type !== "agent/configured") continue;
-    if (typeof event.payload !== "object" || event.payload === null || !("grant" in event.payload)) continue;
-    const parsed = agentGrantSchema.safeParse(event.payload.grant);
-    if (parsed.success) grant = parsed.data;
-  }
-  return grant;
+  return events.reduce(applyGrantEvent, UNBORN_GRANT).grant;
 }

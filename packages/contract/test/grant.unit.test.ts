@@ -3,7 +3,6 @@
 import { describe, expect, it } from "vitest";
 import {
   type AgentEvent,
-  type AgentGrant,
   agentGrantSchema,
   applyGrantEvent,
   authorityRefusal,
@@ -12,6 +11,7 @@ import {
   parseEventInput,
   pathUnder,
   type ScriptAuthority,
+  UNBORN_GRANT,
 } from "../src/index.ts";
 
 const stored = (offset: number, input: { type: string; payload: unknown }): AgentEvent =>
@@ -33,7 +33,7 @@ describe("the grant of an agent (fold)", () => {
       stored(2, { type: "agent/configured", payload: { config: { maxAutonomousTurns: 5 } } }),
       stored(3, { type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/shared/b", verbs: ["append"] }] } }),
     ];
-    const grants = events.map((_, i) => events.slice(0, i + 1).reduce(applyGrantEvent, [] as AgentGrant));
+    const grants = events.map((_, i) => events.slice(0, i + 1).reduce(applyGrantEvent, UNBORN_GRANT).grant);
     expect(grants).toEqual([
       [{ prefix: "/shared/a", verbs: ["read"] }],
       [{ prefix: "/shared/a", verbs: ["read"] }],
@@ -46,7 +46,21 @@ describe("the grant of an agent (fold)", () => {
       stored(1, { type: "agent/created", payload: { grant: [{ prefix: "/shared", verbs: ["read"] }] } }),
       stored(2, { type: "agent/configured", payload: { config: {}, grant: [] } }),
     ];
-    expect(events.reduce(applyGrantEvent, [] as AgentGrant)).toEqual([]);
+    expect(events.reduce(applyGrantEvent, UNBORN_GRANT).grant).toEqual([]);
+  });
+
+  it("given a born agent, when another agent/created carries a grant, then it changes nothing (only agent/configured, an operate append, regrants)", () => {
+    const granted = [{ prefix: "/shared/a", verbs: ["read"] }];
+    const events = [
+      stored(1, { type: "agent/created", payload: { grant: granted } }),
+      stored(2, { type: "agent/created", payload: { grant: [{ prefix: "/agents", verbs: ["append"] }] } }),
+      stored(3, { type: "agent/created", payload: { grant: [] } }),
+    ];
+    expect(events.reduce(applyGrantEvent, UNBORN_GRANT).grant).toEqual(granted);
+    expect(grantOfEvents(events)).toEqual(granted);
+    // And a birth certificate without a grant is the birth too: a later one grants nothing
+    const bare = [stored(1, { type: "agent/created", payload: {} }), stored(2, { type: "agent/created", payload: { grant: granted } })];
+    expect(grantOfEvents(bare)).toEqual([]);
   });
 
   it("refuses a grant whose prefix is not a stream path or whose verb is unknown", () => {

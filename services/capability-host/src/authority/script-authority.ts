@@ -7,13 +7,13 @@
 
 import {
   type AgentEvent,
-  type AgentGrant,
   applyGrantEvent,
   authorityRefusal,
   type GrantVerb,
   parseStreamPath,
   type ScriptAuthority,
   streamPathProblem,
+  UNBORN_GRANT,
 } from "@agentrt/contract";
 import type { Caller } from "@agentrt/capability-sdk";
 import type { HostCallHandler } from "../sandbox/index.ts";
@@ -30,17 +30,17 @@ export class ItxGrantError extends Error {
  */
 export function authorityAt(events: readonly AgentEvent[], requestOffset: number): ScriptAuthority {
   const agentPath = events[0]?.streamPath ?? "/";
-  let grant: AgentGrant = [];
+  let state = UNBORN_GRANT;
   for (const event of events) {
     if (event.offset >= requestOffset) {
       if (event.offset === requestOffset && event.type === "capability-host/script-run-requested" && event.payload.requester !== undefined) {
-        return { agentPath, grant, requester: event.payload.requester };
+        return { agentPath, grant: state.grant, requester: event.payload.requester };
       }
       break;
     }
-    grant = applyGrantEvent(grant, event);
+    state = applyGrantEvent(state, event);
   }
-  return { agentPath, grant };
+  return { agentPath, grant: state.grant };
 }
 
 /** `itx.agents.get(p)`: an absolute path, or a name relative to the calling agent. */
