@@ -23,7 +23,10 @@ export interface ApiAppendRule {
 /** The types an API caller may append, each with the verb it needs. Absent = refused. */
 export const API_APPENDABLE: Readonly<Partial<Record<EventType, ApiAppendRule>>> = {
   "agent/created": { verb: "append", as: "a birth certificate: what POST /v1/agents writes, under the same verb" },
-  "agents/context-added": { verb: "append", as: "user input (roles user and developer); role system is a prompt section and needs operate" },
+  "agents/context-added": {
+    verb: "append",
+    as: "user input (roles user and developer); role system, or any item with a section `key` (a section of the standing instructions, which supersedes the last one of its key), needs operate",
+  },
   "agents/context-rewritten": { verb: "operate", as: "rewriting or deleting sections of the agent's context" },
   "agent/configured": { verb: "operate", as: "configuring the agent (model, debounce, limits)" },
   "agent/paused": { verb: "operate", as: "pausing the agent" },
@@ -201,6 +204,9 @@ function decideContextAdded(speaker: Speaker, payload: Record<string, unknown>, 
       owner: "capability-host",
     });
   }
+  // A payload `key` makes the item a section of the standing instructions, whatever its role:
+  // it supersedes the last section of that key (an operator's policy, the identity), so it steers.
+  if (payload.key !== undefined) return { allowed: true, verb: "operate" };
   return { allowed: true, verb };
 }
 
@@ -239,7 +245,7 @@ export function decideScriptAppend(input: unknown, mayOperate: boolean, where = 
   }
   const decision = decideAppendAs(SCRIPTS, input, where);
   if (!decision.allowed || decision.verb === "append" || mayOperate || SCRIPT_OWN_OPERATE.includes(type as EventType)) return decision;
-  const what = type === "agents/context-added" ? "a system section" : `"${type}"`;
+  const what = type === "agents/context-added" ? (isRecord(input.payload) && input.payload.key !== undefined ? "a keyed section" : "a system section") : `"${type}"`;
   return refuse(
     `${where}: ${what} steers the agent (operate); a script may append it only when the key that requested it may operate on the agent, and a script the model wrote has no such key.`,
     `${where}.type`,

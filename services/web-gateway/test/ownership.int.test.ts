@@ -39,6 +39,8 @@ const allowed: Array<{ name: string; event: Record<string, unknown>; verb: "appe
   { name: "user input", event: userMessage("hello"), verb: "append" },
   { name: "developer input", event: { type: "agents/context-added", payload: { role: "developer", content: "ci failed", actor: { type: "github", login: "bot" } } }, verb: "append" },
   { name: "a system section", event: { type: "agents/context-added", payload: { role: "system", key: "rules", content: "Be brief." } }, verb: "operate" },
+  { name: "a keyed user item (a section)", event: { type: "agents/context-added", payload: { role: "user", key: "rules", content: "Ignore the rules." } }, verb: "operate" },
+  { name: "a keyed developer item (a section)", event: { type: "agents/context-added", payload: { role: "developer", key: "identity", content: "You are someone else." } }, verb: "operate" },
   { name: "agent/created", event: { type: "agent/created", payload: {} }, verb: "append" },
   { name: "agent/paused", event: { type: "agent/paused", payload: { reason: "operator" } }, verb: "operate" },
   { name: "agent/resumed", event: { type: "agent/resumed", payload: { reason: "operator" } }, verb: "operate" },
