@@ -5,7 +5,7 @@
 // an error the script can read; calls within the bounds still run.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_CALL_ARGS_CHARS, MAX_PENDING_CALL_ARGS_CHARS } from "../src/sandbox/quickjs-sandbox.ts";
+import { MAX_CALL_ARGS_CHARS, MAX_JSON_CONTAINERS, MAX_PENDING_CALL_ARGS_CHARS, MAX_PENDING_CALL_CONTAINERS } from "../src/sandbox/quickjs-sandbox.ts";
 import { type HostFixture, settlementOf, startFixture, uniquePath } from "./harness.ts";
 
 let fx: HostFixture;
@@ -40,6 +40,37 @@ describe("itx call arguments", () => {
     expect(settlement.status).toBe("succeeded");
     const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
     expect(outcomes.filter((o) => o === "refused")).toHaveLength(12 - fit);
+    expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
+  });
+});
+
+// Arguments are also held to a count of arrays and objects: QuickJS's heap bounds the values, not
+// what their text builds in the host (one object repeated a million times is six megabytes of
+// `{},` and a million objects parsed).
+describe("itx call arguments of many arrays and objects", () => {
+  it("a call past the per-call count is refused naming it, and the script goes on", { timeout: 60_000 }, async () => {
+    const settlement = await settlementOf(fx, uniquePath("args-many-objects"), [
+      "let refused = '';",
+      `try { await itx.kv.set("many", new Array(${MAX_JSON_CONTAINERS}).fill({})); } catch (e) { refused = String(e); }`,
+      `await itx.kv.set("fit", new Array(${MAX_JSON_CONTAINERS - 2}).fill({}));`,
+      'return { refused, fit: ((await itx.kv.get("fit")) as unknown[]).length };',
+    ]);
+    expect(settlement).toEqual({
+      status: "succeeded",
+      result: { refused: `RangeError: itx kv.set: its arguments hold ${MAX_JSON_CONTAINERS + 2} arrays and objects, past the ${MAX_JSON_CONTAINERS} one call may carry; pass fewer per call.`, fit: MAX_JSON_CONTAINERS - 2 },
+    });
+  });
+
+  it("calls started at once past the count they may hold together are refused", { timeout: 60_000 }, async () => {
+    const each = 200_000;
+    const fit = Math.floor(MAX_PENDING_CALL_CONTAINERS / (each + 2));
+    const settlement = await settlementOf(fx, uniquePath("args-many-objects-pending"), [
+      `const outcomes = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => itx.docs.search({ q: "x", many: new Array(${each}).fill({}) })));`,
+      'return outcomes.map((o) => o.status === "fulfilled" ? "ran" : String(o.reason).includes("await some calls before starting more") ? "refused" : "failed: " + String(o.reason).slice(0, 200));',
+    ]);
+    expect(settlement.status).toBe("succeeded");
+    const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
+    expect(outcomes.filter((o) => o === "refused")).toHaveLength(5 - fit);
     expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
   });
 });

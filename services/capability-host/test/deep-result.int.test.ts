@@ -4,6 +4,7 @@
 // the host's thread and was never reported, holding its sandbox until the deadline (12 000).
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_JSON_CONTAINERS } from "../src/sandbox/quickjs-sandbox.ts";
 import { type HostFixture, settlementOf, startFixture, uniquePath } from "./harness.ts";
 
 let fx: HostFixture;
@@ -25,5 +26,36 @@ describe("a script's result", () => {
   it("nested 64 levels deep is returned", { timeout: 30_000 }, async () => {
     const settlement = await settlementOf(fx, uniquePath("deep-64"), nested(64));
     expect(settlement.status).toBe("succeeded");
+  });
+});
+
+// And to a count of arrays and objects (MAX_JSON_CONTAINERS): QuickJS's heap cap bounds the
+// values, not what their text builds in the host. One object repeated, or any text handed back
+// through a replaced Promise.prototype.then (8 million `{}` had taken the host to 6 GB and
+// stopped it for 24 s, for every tenant), fails at once naming the bound.
+describe("a script's result of many arrays and objects", () => {
+  it("one object a million times fails naming the bound", { timeout: 30_000 }, async () => {
+    const settlement = await settlementOf(fx, uniquePath("many-dag"), ["return new Array(1_000_000).fill({});"]);
+    expect(settlement).toMatchObject({ status: "failed", error: expect.stringContaining(`the script's result holds 1000001 arrays and objects, past the ${MAX_JSON_CONTAINERS} a result may hold`) });
+  });
+
+  it("any text handed back through a replaced Promise.then is held to the bound before the host parses it", { timeout: 60_000 }, async () => {
+    const rssBefore = process.memoryUsage().rss;
+    const started = Date.now();
+    const settlement = await settlementOf(fx, uniquePath("many-then"), [
+      'const RAW = "[" + "{},".repeat(8_000_000) + "{}]";',
+      "const then = Promise.prototype.then;",
+      "(Promise.prototype as any).then = function (f: any, r: any) { return then.call(this, () => (f ? f(RAW) : RAW), r); };",
+      "return 1;",
+    ]);
+    expect(settlement).toMatchObject({ status: "failed", error: expect.stringContaining(`the script's result holds 8000002 arrays and objects, past the ${MAX_JSON_CONTAINERS}`) });
+    expect(Date.now() - started).toBeLessThan(30_000);
+    // Parsed, it had grown the host by gigabytes; refused, it costs the text's copy.
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(1024 * 1024 * 1024);
+  });
+
+  it("at the bound it is returned, spilled to a file as any large result", { timeout: 30_000 }, async () => {
+    const settlement = await settlementOf(fx, uniquePath("many-fit"), [`return new Array(${MAX_JSON_CONTAINERS - 1}).fill({});`]);
+    expect(settlement).toMatchObject({ status: "succeeded", oversized: { kind: "omitted", serializedChars: 3 * (MAX_JSON_CONTAINERS - 1) + 1 } });
   });
 });

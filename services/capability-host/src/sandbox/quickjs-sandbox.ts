@@ -12,7 +12,7 @@ import {
   newQuickJSWASMModule,
   RELEASE_SYNC,
 } from "quickjs-emscripten";
-import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds } from "@agentrt/contract";
+import { DEFAULT_MAX_JSON_DEPTH, jsonShapeOf } from "@agentrt/contract";
 import { SANDBOX_BOOTSTRAP } from "./bootstrap.ts";
 
 export interface SandboxLimits {
@@ -40,6 +40,49 @@ export const MAX_CALL_ARGS_CHARS = 20 * 1024 * 1024;
  * 16 MB string each, started at once, took the host to 4.5 GB before any bound applied.
  */
 export const MAX_PENDING_CALL_ARGS_CHARS = 48 * 1024 * 1024;
+
+/**
+ * Arrays and objects one itx call's arguments, or a script's result, may hold as JSON. Their text
+ * is made inside QuickJS, whose heap cap bounds the values but not what the text builds once the
+ * host parses it: `new Array(2e6).fill({})` is one object two million times, and a script that
+ * replaces `Promise.prototype.then` hands back any text it likes. Eight million `{}` in a result
+ * took the host to 6 GB and stopped its main thread for 24 s, for every tenant.
+ */
+export const MAX_JSON_CONTAINERS = 250_000;
+/** Arrays and objects the unanswered itx calls of one script may hold together, parsed in the host. */
+export const MAX_PENDING_CALL_CONTAINERS = 500_000;
+
+/** Why an itx call's copied-out arguments are refused (too deep, too many arrays and objects), or undefined. */
+export function callShapeRefusal(op: string, argsText: string, pendingContainers: number): { readonly refusal?: string; readonly containers: number } {
+  // The arguments' array is one level of the text; each value may nest the bound's.
+  const { depth, containers } = jsonShapeOf(argsText, DEFAULT_MAX_JSON_DEPTH + 1);
+  if (depth > DEFAULT_MAX_JSON_DEPTH + 1) return { refusal: `itx ${op}: its arguments nest deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; pass flatter values.`, containers };
+  if (containers > MAX_JSON_CONTAINERS) {
+    return { refusal: `itx ${op}: its arguments hold ${containers} arrays and objects, past the ${MAX_JSON_CONTAINERS} one call may carry; pass fewer per call.`, containers };
+  }
+  if (pendingContainers + containers > MAX_PENDING_CALL_CONTAINERS) {
+    return {
+      refusal:
+        `itx ${op}: this script's unanswered itx calls already hold ${pendingContainers} arrays and objects, and this one's ${containers} would pass the ` +
+        `${MAX_PENDING_CALL_CONTAINERS} they may hold together; await some calls before starting more.`,
+      containers,
+    };
+  }
+  return { containers };
+}
+
+/** Why a script's result text is refused (too deep, too many arrays and objects), or undefined. */
+export function resultShapeRefusal(text: string): string | undefined {
+  const { depth, containers } = jsonShapeOf(text, DEFAULT_MAX_JSON_DEPTH);
+  // A result thousands of levels deep overflowed the host's JSON.stringify (settled as if the
+  // host had stopped) or the structured clone to the host's thread (never reported: the script
+  // held its sandbox until its deadline).
+  if (depth > DEFAULT_MAX_JSON_DEPTH) return `RangeError: the script's result nests deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; return flatter values.`;
+  if (containers > MAX_JSON_CONTAINERS) {
+    return `RangeError: the script's result holds ${containers} arrays and objects, past the ${MAX_JSON_CONTAINERS} a result may hold; return less, or write it to a file with itx.files.write().`;
+  }
+  return undefined;
+}
 
 /** Why an itx call's arguments are refused before they are copied, or undefined. */
 export function callArgsRefusal(op: string, chars: number, pendingChars: number): string | undefined {
@@ -154,13 +197,9 @@ export class QuickJsSandbox implements ScriptSandbox {
       const type = vm.typeof(handle);
       const text = type === "string" ? vm.getString(handle) : undefined;
       handle.dispose();
-      // Held to the contract's nesting bound, as a call's arguments are: a result thousands of
-      // levels deep overflowed the host's JSON.stringify (settled as if the host had stopped) or
-      // the structured clone to the host's thread (never reported: the script held its sandbox
-      // until its deadline).
-      if (text !== undefined && jsonDepthExceeds(text, DEFAULT_MAX_JSON_DEPTH)) {
-        return outcome({ kind: "threw", error: `RangeError: the script's result nests deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; return flatter values.` });
-      }
+      // Held to the bounds a call's arguments are held to, before anything is parsed.
+      const refused = text === undefined ? undefined : resultShapeRefusal(text);
+      if (refused !== undefined) return outcome({ kind: "threw", error: refused });
       return outcome({ kind: "returned", value: text === undefined ? undefined : (JSON.parse(text) as unknown) });
     } finally {
       try {
@@ -188,22 +227,30 @@ export class QuickJsSandbox implements ScriptSandbox {
   }
 
   private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>, enterSlice: () => void): void {
-    // Characters of arguments copied out for calls not yet answered (see MAX_PENDING_CALL_ARGS_CHARS).
+    // Characters of arguments copied out for calls not yet answered (see MAX_PENDING_CALL_ARGS_CHARS),
+    // and the arrays and objects they hold (MAX_PENDING_CALL_CONTAINERS).
     let pendingChars = 0;
+    let pendingContainers = 0;
     const hostCall = vm.newFunction("hostCall", (opHandle, argsHandle) => {
       const op = vm.getString(opHandle);
       // The length is read inside QuickJS, so arguments past the bounds are never copied out.
       const chars = vm.getProp(argsHandle, "length").consume((h) => vm.getNumber(h));
       const refusal = callArgsRefusal(op, chars, pendingChars);
       const argsText = refusal === undefined ? vm.getString(argsHandle) : "";
-      if (refusal === undefined) pendingChars += chars;
-      let counted = refusal === undefined;
+      const shape = refusal === undefined ? callShapeRefusal(op, argsText, pendingContainers) : { containers: 0 };
+      const refused = refusal ?? shape.refusal;
+      let counted = refused === undefined;
+      if (counted) {
+        pendingChars += chars;
+        pendingContainers += shape.containers;
+      }
       const deferred = vm.newPromise();
       deferreds.add(deferred);
       const settle = (fn: () => void): void => {
         if (counted) {
           counted = false;
           pendingChars -= chars;
+          pendingContainers -= shape.containers;
         }
         if (!vm.alive || !deferred.alive) return;
         try {
@@ -217,14 +264,11 @@ export class QuickJsSandbox implements ScriptSandbox {
       };
       Promise.resolve()
         .then(() => {
-          if (refusal !== undefined) throw new RangeError(refusal);
           // Held to the gateway's nesting bound: a value of a few thousand levels overflowed the
           // structured clone to the host's thread, the call was never answered, and the script
-          // hung until its deadline holding a sandbox.
-          // The arguments' array is one level of the text; each value may nest the bound's.
-          if (jsonDepthExceeds(argsText, DEFAULT_MAX_JSON_DEPTH + 1)) {
-            throw new RangeError(`itx ${op}: its arguments nest deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; pass flatter values.`);
-          }
+          // hung until its deadline holding a sandbox. And to a count of arrays and objects
+          // (MAX_JSON_CONTAINERS), before anything is parsed.
+          if (refused !== undefined) throw new RangeError(refused);
           return request.onHostCall(op, JSON.parse(argsText) as unknown[]);
         })
         .then(
