@@ -186,8 +186,9 @@ export class CapabilityHost {
       ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
       ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
       // Every itx call is checked against the script's authority before it runs (authority/),
-      // and at most MAX_ITX_CALLS_IN_FLIGHT of one script's calls run at once (itx/in-flight.ts).
-      hostCalls: (caller, scope) => {
+      // and at most MAX_ITX_CALLS_IN_FLIGHT of one script's calls run at once, none starting once
+      // the script is over (itx/in-flight.ts).
+      hostCalls: (caller, scope, ended) => {
         const docsChecks = new ScriptDocsTypecheck((code) => {
           const trimmed = code.trim();
           const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
@@ -205,7 +206,7 @@ export class CapabilityHost {
             typecheck: (code) => docsChecks.typecheck(code),
           },
           { ...caller, authority: providerAuthority(scope.authority) },
-        ), scope.authority));
+        ), scope.authority), undefined, ended);
       },
     });
     self.host = new CapabilityHost(runner, checker, registry, docs, sandbox, liveness, claims, cache, options);

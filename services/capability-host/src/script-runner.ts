@@ -66,7 +66,8 @@ export interface ScriptRunnerDeps {
   /** Who runs which script, and whether that host still lives (absent: every started script is orphaned). */
   readonly liveness?: RunLiveness;
   readonly wrap: (code: string) => string;
-  readonly hostCalls: (caller: { agentPath: string; executionId: string }, scope: ScriptScope) => HostCallHandler;
+  /** The script's itx calls; `ended` aborts once its sandbox run is over (see `limitInFlight`). */
+  readonly hostCalls: (caller: { agentPath: string; executionId: string }, scope: ScriptScope, ended: AbortSignal) => HostCallHandler;
   readonly limits: ScriptLimits;
   readonly logger: Logger;
   readonly now?: () => number;
@@ -284,12 +285,15 @@ export class ScriptRunner {
     this.at(run, "running");
 
     const limitMs = deadlineAtMs - this.now();
-    const outcome = await this.deps.sandbox.run({
-      javascript,
-      agentPath: streamPath,
-      deadlineAtMs,
-      onHostCall: this.deps.hostCalls({ agentPath: streamPath, executionId }, scope),
-    });
+    const ended = new AbortController();
+    const outcome = await this.deps.sandbox
+      .run({
+        javascript,
+        agentPath: streamPath,
+        deadlineAtMs,
+        onHostCall: this.deps.hostCalls({ agentPath: streamPath, executionId }, scope, ended.signal),
+      })
+      .finally(() => ended.abort());
     this.deps.onTiming?.("sandbox-start", outcome.startMs);
     this.deps.onTiming?.("run", outcome.runMs);
     if (outcome.kind === "slice") return this.settle(run, sliceFailed(outcome.limitMs), "deadline");

@@ -6,7 +6,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_CALL_ARGS_CHARS, MAX_JSON_CONTAINERS, MAX_PENDING_CALL_ARGS_CHARS, MAX_PENDING_CALL_CONTAINERS } from "../src/sandbox/quickjs-sandbox.ts";
-import { type HostFixture, settlementOf, startFixture, uniquePath } from "./harness.ts";
+import { MAX_ITX_CALLS_IN_FLIGHT } from "../src/itx/in-flight.ts";
+import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
 let fx: HostFixture;
 beforeAll(async () => {
@@ -72,5 +73,22 @@ describe("itx call arguments of many arrays and objects", () => {
     const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
     expect(outcomes.filter((o) => o === "refused")).toHaveLength(5 - fit);
     expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
+  });
+});
+
+// A script's calls end with it: calls still waiting for one of its MAX_ITX_CALLS_IN_FLIGHT turns
+// never start once it has returned. 3 000 unawaited sendMessage calls had landed after the
+// script's settlement, one after another, while its agent's next script could already run.
+describe("itx calls a script did not await", () => {
+  it("do not outlive it: at most the calls already running land after its settlement", { timeout: 60_000 }, async () => {
+    const path = uniquePath("unawaited");
+    const { executionId } = await requestScript(fx, path, 'for (let i = 0; i < 3000; i++) void itx.chat.sendMessage("m" + i);\nreturn "returned";');
+    const settled = await waitSettled(fx.store, path, executionId);
+    expect(settled.payload.settlement).toEqual({ status: "succeeded", result: "returned" });
+    // Given time for anything still queued to land
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const messages = (await fx.store.read(path)).filter((e) => e.type === "agents/web-message-sent");
+    expect(messages.filter((e) => e.offset > settled.offset).length).toBeLessThanOrEqual(MAX_ITX_CALLS_IN_FLIGHT);
+    expect(messages.length).toBeLessThan(3000);
   });
 });

@@ -40,6 +40,33 @@ describe("limitInFlight", () => {
     expect(await limited("kv.get", [1])).toBe(1);
   });
 
+  it("given 20 calls made at once, when the script ends while 18 wait, then the 2 running finish, the rest never start and are refused, as are later calls", async () => {
+    const started: number[] = [];
+    const ended = new AbortController();
+    const limited = limitInFlight(
+      async (_op, args) => {
+        started.push(args[0] as number);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return args[0];
+      },
+      2,
+      ended.signal,
+    );
+    const calls = Array.from({ length: 20 }, (_, i) => limited("chat.sendMessage", [i]));
+    ended.abort();
+    const results = await Promise.allSettled(calls);
+    expect(started).toEqual([0, 1]);
+    expect(results.slice(0, 2)).toEqual([
+      { status: "fulfilled", value: 0 },
+      { status: "fulfilled", value: 1 },
+    ]);
+    for (const result of results.slice(2)) {
+      expect(result).toMatchObject({ status: "rejected", reason: { message: "itx chat.sendMessage: the script had finished before this call could start; await itx calls before returning." } });
+    }
+    await expect(limited("kv.get", [99])).rejects.toThrow("itx kv.get: the script had finished before this call could start");
+    expect(started).toEqual([0, 1]);
+  });
+
   it("refuses a max that is not a positive integer", () => {
     expect(() => limitInFlight(async () => undefined, 0)).toThrow(RangeError);
   });
