@@ -72,4 +72,32 @@ describe("audit", () => {
     expect(all.stdout).toMatch(/✗ request-settled-once: request @3 is settled 2 times \[@3, @5, @6\]/);
     expect(all.stdout).toContain("2 streams audited, 1 with violations");
   });
+
+  it("the CLI audits and lists every agent under a prefix, past the first page of the listing", { timeout: 90_000 }, async () => {
+    // Given a gateway whose listing pages end after folding one agent's events
+    const paging = await startTestGateway({ store: ts.store, keys: [reader], limits: { maxListFoldBytes: 1 } });
+    const at = (...args: string[]) =>
+      promisify(execFile)(tsx, [main, ...args], { env: { ...process.env, AGENTRT_URL: paging.url, AGENTRT_API_KEY: reader.apiKey }, cwd: root }).then(
+        (r) => ({ code: 0, stdout: r.stdout }),
+        (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+      );
+    try {
+      // And three agents under a prefix, the broken one listed last
+      for (const name of ["a", "b"]) await turn(`/agents/audit/paged/${name}`, false);
+      await turn("/agents/audit/paged/c", true);
+      const page = (await (await fetch(`${paging.url}/v1/agents?prefix=${enc("/agents/audit/paged")}`, { headers: { authorization: `Bearer ${reader.apiKey}` } })).json()) as { agents: unknown[]; next?: string };
+      expect(page.agents).toHaveLength(1);
+      expect(page.next).toBe("/agents/audit/paged/a");
+      // When the CLI audits and lists the prefix
+      const audited = await at("audit", "--prefix", "/agents/audit/paged");
+      const listed = await at("list", "/agents/audit/paged");
+      // Then every page is read: the broken agent on the last page fails the audit
+      expect(audited.stdout).toContain("3 streams audited, 1 with violations");
+      expect(audited.stdout).toContain("/agents/audit/paged/c: 2 violation(s)");
+      expect(audited.code).toBe(1);
+      expect(listed.stdout.split("\n").filter((l) => l.startsWith("/agents/audit/paged/")).map((l) => l.split(" ")[0])).toEqual(["/agents/audit/paged/a", "/agents/audit/paged/b", "/agents/audit/paged/c"]);
+    } finally {
+      await paging.close();
+    }
+  });
 });

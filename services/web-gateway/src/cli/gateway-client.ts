@@ -94,6 +94,23 @@ export async function callGateway<T>(env: ClientEnv, method: string, path: strin
 }
 
 /** Parses `--name value` flags and positional args. */
+/**
+ * Every agent `GET /v1/agents?prefix=` lists, page after page: a page ends at its limit or its
+ * fold budget and names the `next` to continue after. Reading only the first page had left a
+ * prefix's later agents out of `agents audit --prefix` (reported as all audited) and `agents list`.
+ */
+export async function* listAllAgents<A extends { streamPath: string }>(env: ClientEnv, prefix: string | undefined): AsyncGenerator<A> {
+  let after: string | undefined;
+  do {
+    const query = new URLSearchParams();
+    if (prefix !== undefined && prefix !== "") query.set("prefix", prefix);
+    if (after !== undefined) query.set("after", after);
+    const page = await callGateway<{ agents: A[]; next?: string }>(env, "GET", `/v1/agents${query.size > 0 ? `?${query}` : ""}`);
+    yield* page.agents;
+    after = page.next !== undefined && page.next !== after ? page.next : undefined;
+  } while (after !== undefined);
+}
+
 export function parseArgs(args: readonly string[], flags: readonly string[], booleans: readonly string[] = []): { positional: string[]; flags: Record<string, string | true> } {
   const out: Record<string, string | true> = {};
   const positional: string[] = [];

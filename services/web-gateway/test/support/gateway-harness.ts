@@ -10,6 +10,7 @@ import { createHttpGateway, type HttpGateway } from "../../src/gateway.ts";
 import { bindGrpc, createGrpcServer, type GrpcListener, type GrpcOptions } from "../../src/grpc/server.ts";
 import { gatewayCore } from "../../src/core.ts";
 import type { Server } from "@grpc/grpc-js";
+import type { ReadLimits } from "../../src/api/read-limits.ts";
 
 export interface TestGateway {
   readonly url: string;
@@ -43,6 +44,8 @@ export async function startTestGateway(options: {
   grpcFirstByteMs?: number;
   grpc?: boolean;
   grpcOptions?: GrpcOptions;
+  /** The API's read limits (a listing page's fold budget, …). */
+  limits?: Partial<ReadLimits>;
 }): Promise<TestGateway> {
   const log = testLogger("web-gateway-test");
   const auth = new Authenticator({
@@ -59,6 +62,7 @@ export async function startTestGateway(options: {
     ...(options.uiDistDir === undefined ? {} : { uiDistDir: options.uiDistDir }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
   });
   const port = await gateway.listen(0, "127.0.0.1");
   let grpcServer: Server | undefined;

@@ -1,7 +1,7 @@
 // `pnpm agents create|send|state|request|list`: one-shot calls to the gateway's HTTP API.
 
 import { readFile } from "node:fs/promises";
-import { callGateway, clientEnv, encPath, parseArgs, type ClientEnv } from "../gateway-client.ts";
+import { callGateway, clientEnv, encPath, listAllAgents, parseArgs, type ClientEnv } from "../gateway-client.ts";
 
 type Out = (text: string) => void;
 
@@ -92,12 +92,8 @@ export async function usageCommand(args: readonly string[], out: Out): Promise<n
 
 export async function listCommand(args: readonly string[], out: Out): Promise<number> {
   const [prefix] = args;
-  const res = await callGateway<{ agents: Array<{ streamPath: string; lastOffset: number; title: string | null; activity: string | null; waitingFor: string | null; openRequestOffset: number | null }> }>(
-    clientEnv(),
-    "GET",
-    `/v1/agents${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ""}`,
-  );
-  for (const a of res.agents) {
+  type Listed = { streamPath: string; lastOffset: number; title: string | null; activity: string | null; waitingFor: string | null; openRequestOffset: number | null };
+  for await (const a of listAllAgents<Listed>(clientEnv(), prefix)) {
     const bits = [a.title, a.activity && `activity: ${a.activity}`, a.waitingFor && `waiting for ${a.waitingFor}`, a.openRequestOffset && `request @${a.openRequestOffset} open`];
     out(`${a.streamPath}  @${a.lastOffset}  ${bits.filter(Boolean).join(" · ")}\n`);
   }

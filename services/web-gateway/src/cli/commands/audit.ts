@@ -3,7 +3,7 @@
 // offsets involved and every note; exits 1 when any stream has a violation.
 
 import type { AuditResult } from "../../api/agent-core-port.ts";
-import { callGateway, clientEnv, encPath, parseArgs } from "../gateway-client.ts";
+import { callGateway, clientEnv, encPath, listAllAgents, parseArgs } from "../gateway-client.ts";
 
 type Out = (text: string) => void;
 
@@ -24,8 +24,7 @@ export async function auditCommand(args: readonly string[], out: Out): Promise<n
   const env = clientEnv();
   const paths = [...positional];
   if (typeof flags.prefix === "string") {
-    const listed = await callGateway<{ agents: Array<{ streamPath: string }> }>(env, "GET", `/v1/agents?prefix=${encodeURIComponent(flags.prefix)}`);
-    paths.push(...listed.agents.map((a) => a.streamPath));
+    for await (const agent of listAllAgents(env, flags.prefix)) paths.push(agent.streamPath);
   }
   if (paths.length === 0) throw new Error("usage: agents audit PATH... | --prefix P [--json]");
   let failing = 0;
