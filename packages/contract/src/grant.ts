@@ -91,6 +91,12 @@ export interface ScriptAuthority {
   readonly agentPath: string;
   readonly grant: readonly ScopeLike[];
   readonly requester?: { readonly keyId: string; readonly scopes: readonly ScopeLike[] };
+  /**
+   * Why the script may not operate on its agent although its requesting key may (the key's
+   * `operate` is then left out of `requester.scopes`): code it runs was written without that
+   * authority (the host's authority/).
+   */
+  readonly operateWithheld?: string;
 }
 
 /** The agent's effective scopes: its own subtree (read and append) plus its grant. */

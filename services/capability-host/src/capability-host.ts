@@ -205,7 +205,11 @@ export class CapabilityHost {
             ...(options.project === undefined ? {} : { birthBatch: projectBirthBatch(options.project) }),
             typecheck: (code) => docsChecks.typecheck(code),
           },
-          { ...caller, authority: providerAuthority(scope.authority) },
+          {
+            ...caller,
+            authority: providerAuthority(scope.authority),
+            ...(scope.authority.operateWithheld === undefined ? {} : { operateWithheld: scope.authority.operateWithheld }),
+          },
         ), scope.authority), undefined, ended);
       },
     });

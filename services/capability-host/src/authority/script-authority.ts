@@ -11,6 +11,9 @@ import {
   authorityRefusal,
   type GrantVerb,
   parseStreamPath,
+  RESERVED_KEY_NAMESPACES,
+  type ScopeLike,
+  scopesAllow,
   type ScriptAuthority,
   streamPathProblem,
   UNBORN_GRANT,
@@ -27,20 +30,57 @@ export class ItxGrantError extends Error {
 /**
  * The authority of the script requested at `requestOffset` of one agent's events: the grant
  * folded before it, the requester stamped on it. Every event names its stream, the agent.
+ *
+ * The agent's preamble runs at the top of every script. An entry a script set without an
+ * operating key (a script the model wrote may set its agent's preamble) would otherwise run with
+ * the operating key of the next operator's script, and steer the agent in that key's name: so
+ * while such an entry is in force, a script keeps its requester's other verbs but not `operate`
+ * (`operateWithheld` says why).
  */
 export function authorityAt(events: readonly AgentEvent[], requestOffset: number): ScriptAuthority {
   const agentPath = events[0]?.streamPath ?? "/";
   let state = UNBORN_GRANT;
+  /** Runs requested with a key that may operate on the agent, by execution id. */
+  const operating = new Set<string>();
+  /** Preamble entries in force that a script without an operating key set, by key. */
+  const setWithoutOperate = new Set<string>();
   for (const event of events) {
     if (event.offset >= requestOffset) {
       if (event.offset === requestOffset && event.type === "capability-host/script-run-requested" && event.payload.requester !== undefined) {
-        return { agentPath, grant: state.grant, requester: event.payload.requester };
+        const requester = event.payload.requester;
+        if (setWithoutOperate.size === 0 || !scopesAllow(requester.scopes, "operate", agentPath)) return { agentPath, grant: state.grant, requester };
+        return {
+          agentPath,
+          grant: state.grant,
+          requester: { keyId: requester.keyId, scopes: withoutOperate(requester.scopes) },
+          operateWithheld: `the agent's preamble holds code a script without an operating key set (${[...setWithoutOperate].map((k) => JSON.stringify(k)).join(", ")}), which runs in this script; remove it (capability-host/preamble-removed) to operate from scripts`,
+        };
       }
       break;
     }
     state = applyGrantEvent(state, event);
+    if (event.type === "capability-host/script-run-requested" && event.payload.requester !== undefined && scopesAllow(event.payload.requester.scopes, "operate", agentPath)) {
+      operating.add(event.payload.executionId);
+    } else if (event.type === "capability-host/preamble-set") {
+      const run = scriptRunOfKey(event.idempotencyKey);
+      if (run !== undefined && !operating.has(run)) setWithoutOperate.add(event.payload.key);
+      else setWithoutOperate.delete(event.payload.key);
+    } else if (event.type === "capability-host/preamble-removed") setWithoutOperate.delete(event.payload.key);
   }
   return { agentPath, grant: state.grant };
+}
+
+/** The execution id of a script's own append (`capability-host/agent-append@<id>#<n>`), or undefined. */
+function scriptRunOfKey(key: string | undefined): string | undefined {
+  const prefix = RESERVED_KEY_NAMESPACES.itxAgentAppend.prefix;
+  if (key === undefined || !key.startsWith(prefix)) return undefined;
+  const hash = key.lastIndexOf("#");
+  return hash > prefix.length ? key.slice(prefix.length, hash) : undefined;
+}
+
+/** Scopes without `operate` (`admin`, which implies it, becomes read and append). */
+function withoutOperate(scopes: readonly ScopeLike[]): ScopeLike[] {
+  return scopes.map((s) => ({ prefix: s.prefix, verbs: [...new Set(s.verbs.flatMap((v) => (v === "admin" ? ["read", "append"] : v === "operate" ? [] : [v])))] }));
 }
 
 /** `itx.agents.get(p)`: an absolute path, or a name relative to the calling agent. */

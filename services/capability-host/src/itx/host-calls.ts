@@ -8,10 +8,12 @@ import {
   creatorGrant,
   decideScriptAppend,
   type EventInput,
+  type EventType,
   EVENT_URI_PREFIX,
   idempotencyKeys,
   parseEventInput,
   parseStreamPath,
+  SCRIPT_OWN_OPERATE,
   scopesAllow,
   withBirthGrant,
 } from "@agentrt/contract";
@@ -22,7 +24,7 @@ import type { ProviderRegistry } from "../providers/registry.ts";
 import { type AgentFiles, type AgentKv, ItxInputError } from "./agent-storage.ts";
 import type { DocsIndex } from "./docs-index.ts";
 import { resultSpillPath } from "../codemode.ts";
-import { resolveAgentPath } from "../authority/script-authority.ts";
+import { ItxGrantError, resolveAgentPath } from "../authority/script-authority.ts";
 
 /** The most event JSON one `itx.streams.get(p).read()` returns (at least one event; the script reads on from the last offset + 1). */
 export const ITX_READ_MAX_BYTES = 4 * 1024 * 1024;
@@ -45,6 +47,8 @@ export interface ScriptCaller {
   readonly executionId: string;
   /** Forwarded to providers so they can scope what they do (authority/). */
   readonly authority?: Caller["authority"];
+  /** Why the script may not operate although its requesting key may (ScriptAuthority.operateWithheld). */
+  readonly operateWithheld?: string;
 }
 
 /** The sending agent's path in a key of a message to another agent (idempotencyKeys.itxAgentMessage). */
@@ -166,7 +170,17 @@ async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, 
     const requester = caller.authority?.requester;
     const mayOperate = requester !== undefined && scopesAllow(requester.scopes, "operate", caller.agentPath);
     const decision = decideScriptAppend(record, mayOperate);
-    if (!decision.allowed) throw decision.error;
+    if (!decision.allowed) {
+      if (caller.operateWithheld !== undefined && decideScriptAppend(record, true).allowed) {
+        throw new ItxGrantError(`itx.agent.append(): "${record.type}" steers the agent (operate), and this script may not operate: ${caller.operateWithheld}.`);
+      }
+      throw decision.error;
+    }
+    // The host keys a preamble change itself: the key names the script that made it, and a
+    // later script's authority depends on whether that one could operate (authority/).
+    if (SCRIPT_OWN_OPERATE.includes(record.type as EventType) && record.idempotencyKey !== undefined) {
+      throw new ItxInputError(`itx.agent.append(): a preamble change is keyed by the host, which records the script that made it; leave out idempotencyKey.`);
+    }
     record.idempotencyKey ??= fallbackKey;
   }
   const event = parseEventInput(input);
