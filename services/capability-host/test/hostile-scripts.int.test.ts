@@ -86,6 +86,36 @@ describe("capability host: hostile and busy scripts", () => {
     expect((await waitSettled(fx.store, path, next.executionId)).payload.settlement).toEqual({ status: "succeeded", result: "still serving" });
   });
 
+  it("stops a script that awaits what nothing will settle at once, so two agents' stuck scripts do not hold every slot until their deadlines", async () => {
+    // Given two agents each requesting two scripts that await a promise nothing settles (all 4 slots), one after an itx call
+    const stuck = ["await new Promise(() => {}); return 1;", 'await itx.kv.set("before", 1); await new Promise(() => {}); return 1;'];
+    const runs: { path: string; executionId: string }[] = [];
+    for (const agent of ["stuck-a", "stuck-b"]) {
+      const path = uniquePath(agent);
+      for (const code of stuck) runs.push({ path, ...(await requestScript(fx, path, code, { expiresInMs: 120_000 })) });
+    }
+    // When a third agent asks for a trivial script
+    const other = uniquePath("stuck-other");
+    const started = Date.now();
+    const trivial = await requestScript(fx, other, "return 'served';");
+    // Then it is served without waiting for their deadlines, and each stuck script failed naming why
+    expect((await waitSettled(fx.store, other, trivial.executionId, 20_000)).payload.settlement).toEqual({ status: "succeeded", result: "served" });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    for (const run of runs) {
+      expect((await waitSettled(fx.store, run.path, run.executionId, 20_000)).payload.settlement).toMatchObject({
+        status: "failed",
+        failureKind: "runtime",
+        error: expect.stringContaining("the script awaits something nothing will ever settle (no itx call is pending and the sandbox has no timers)"),
+      });
+    }
+  });
+
+  it("does not stop a script while one of its itx calls is unanswered", async () => {
+    const path = uniquePath("awaiting-call");
+    const { executionId } = await requestScript(fx, path, 'const found = await itx.docs.search({ q: "kv" }); return Array.isArray(found) || typeof found === "object";');
+    expect((await waitSettled(fx.store, path, executionId, 20_000)).payload.settlement).toEqual({ status: "succeeded", result: true });
+  });
+
   it("settles a script over the size bound as not run, naming its size and the limit, without checking or starting it", async () => {
     const path = uniquePath("too-big");
     const code = `const data = "${"x".repeat(5_000)}";\nreturn data.length;`;

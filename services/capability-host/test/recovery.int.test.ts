@@ -31,7 +31,8 @@ function startHostProcess(natsUrl: string): ChildProcess {
 it("a host killed after started leaves an orphan that the next host settles as orphaned, never re-running it", async () => {
   child = startHostProcess(fx.server.url);
   const path = uniquePath("recovery");
-  const code = 'await itx.chat.sendMessage("side effect ran");\nawait new Promise(() => {}); // hold the script open until the host dies';
+  // Held open by itx calls until the host dies (a script awaiting what nothing settles is stopped at once).
+  const code = 'await itx.chat.sendMessage("side effect ran");\nfor (;;) await itx.kv.get("hold");';
   const { executionId } = await requestScript(fx, path, code);
 
   // The body ran (its side effect is on the stream) after `started` was appended.

@@ -90,6 +90,26 @@ describe("WorkerSandbox", () => {
     ]);
   });
 
+  it("stops a script that awaits what nothing will settle at once, in a worker and in this thread, but never while a host call is unanswered", { timeout: 30_000 }, async () => {
+    const inThread = await QuickJsSandbox.create();
+    opened.push(inThread);
+    const slowHost: HostCallHandler = async () => new Promise((resolve) => setTimeout(() => resolve("late"), 1_500));
+    for (const sandbox of [await pool(1), inThread]) {
+      const started = Date.now();
+      const stuck = await run(sandbox, script("await new Promise(() => {}); return 1;"), noHost, 20_000);
+      expect(stuck).toMatchObject({ kind: "threw", error: expect.stringContaining("the script awaits something nothing will ever settle") });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // A slow answer is awaited, and what the script awaits after it is judged again
+      const slow = await run(sandbox, script('const got = await itx.kv.get("k"); return got;'), slowHost, 20_000);
+      expect(slow).toMatchObject({ kind: "returned", value: "late" });
+      const after = await run(sandbox, script('await itx.kv.get("k"); await new Promise(() => {}); return 1;'), slowHost, 20_000);
+      expect(after).toMatchObject({ kind: "threw", error: expect.stringContaining("nothing will ever settle") });
+      // A promise the script settles itself, through jobs, is not stuck
+      const chained = await run(sandbox, script("let resolve; const p = new Promise((r) => { resolve = r; }); Promise.resolve().then(() => Promise.resolve()).then(() => resolve(7)); return await p;"));
+      expect(chained).toMatchObject({ kind: "returned", value: 7 });
+    }
+  });
+
   it("queues scripts beyond its workers and runs each in a fresh sandbox", { timeout: 30_000 }, async () => {
     const sandbox = await pool(1);
     const outcomes = await Promise.all(

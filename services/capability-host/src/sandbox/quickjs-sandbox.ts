@@ -169,28 +169,58 @@ export class QuickJsSandbox implements ScriptSandbox {
       if (partial.kind === "deadline" && sliceExceeded) return { kind: "slice", limitMs: this.limits.maxSyncSliceMs, startMs, runMs };
       return { ...partial, startMs, runMs };
     };
+    // The script's own promise, kept to tell when it can never settle (see `checkStuck`).
+    let script: QuickJSHandle | undefined;
+    let nowStuck: (() => void) | undefined;
+    const stuck = new Promise<"stuck">((resolve) => {
+      nowStuck = () => resolve("stuck");
+    });
+    /**
+     * A script awaiting a promise nothing will settle (`await new Promise(() => {})`) held its
+     * sandbox slot until its deadline, up to two minutes, while other agents' scripts queued
+     * behind it. With no job queued and no itx call unanswered (the sandbox has no timers), nothing
+     * can ever settle it: it fails at once.
+     */
+    const checkStuck = () => {
+      if (script === undefined || !script.alive || deferreds.size > 0 || runtime.hasPendingJob()) return;
+      const state = vm.getPromiseState(script);
+      if (state.type === "pending") nowStuck?.();
+      else if (state.type === "rejected") state.error.dispose();
+      else if (state.notAPromise !== true) state.value.dispose();
+    };
     try {
-      this.installBootstrap(vm, request, deferreds, () => {
-        sliceStartedAt = Date.now();
-      });
+      this.installBootstrap(
+        vm,
+        request,
+        deferreds,
+        () => {
+          sliceStartedAt = Date.now();
+        },
+        checkStuck,
+      );
       t1 = performance.now();
       startMs = t1 - t0;
       sliceStartedAt = Date.now();
       const evaluated = vm.evalCode(request.javascript, "script.js");
       if (evaluated.error) return outcome(this.failure(vm, evaluated.error, sliceExceeded ? 0 : request.deadlineAtMs));
-      const settled = vm.resolvePromise(evaluated.value);
-      evaluated.value.dispose();
+      script = evaluated.value;
+      const settled = vm.resolvePromise(script);
       sliceStartedAt = Date.now();
       runtime.executePendingJobs();
+      checkStuck();
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<"deadline">((resolve) => {
         timer = setTimeout(() => resolve("deadline"), Math.max(0, request.deadlineAtMs - Date.now()));
       });
-      const result = await Promise.race([settled, deadline]);
+      const result = await Promise.race([settled, deadline, stuck]);
       clearTimeout(timer);
-      if (result === "deadline") {
+      if (result === "deadline" || result === "stuck") {
         void settled.then((late) => late.dispose());
-        return outcome({ kind: "deadline" });
+        if (result === "deadline") return outcome({ kind: "deadline" });
+        return outcome({
+          kind: "threw",
+          error: "Error: the script awaits something nothing will ever settle (no itx call is pending and the sandbox has no timers), so it could never finish; it was stopped.",
+        });
       }
       if (result.error) return outcome(this.failure(vm, result.error, sliceExceeded ? 0 : request.deadlineAtMs));
       const handle = result.value;
@@ -203,6 +233,7 @@ export class QuickJsSandbox implements ScriptSandbox {
       return outcome({ kind: "returned", value: text === undefined ? undefined : (JSON.parse(text) as unknown) });
     } finally {
       try {
+        if (script?.alive === true) script.dispose();
         for (const deferred of deferreds) if (deferred.alive) deferred.dispose();
         vm.dispose();
         runtime.dispose();
@@ -226,7 +257,7 @@ export class QuickJsSandbox implements ScriptSandbox {
     });
   }
 
-  private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>, enterSlice: () => void): void {
+  private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>, enterSlice: () => void, afterJobs: () => void): void {
     // Characters of arguments copied out for calls not yet answered (see MAX_PENDING_CALL_ARGS_CHARS),
     // and the arrays and objects they hold (MAX_PENDING_CALL_CONTAINERS).
     let pendingChars = 0;
@@ -258,6 +289,7 @@ export class QuickJsSandbox implements ScriptSandbox {
           deferreds.delete(deferred);
           enterSlice();
           vm.runtime.executePendingJobs();
+          afterJobs();
         } catch {
           // The context was torn down (deadline) while this call was in flight: nothing to do.
         }
