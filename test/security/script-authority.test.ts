@@ -177,7 +177,7 @@ describe("model-written scripts run with the agent's grant", () => {
     expect(await system.store.lastOffset("/agents/b/new")).toBe(0);
     // The sub-agent exists, got the message, and may answer its creator (its grant: append on MAIN).
     const helper = await system.store.read(`${MAIN}/helper`);
-    expect(helper[0]).toMatchObject({ type: "agent/created", payload: { grant: [{ prefix: MAIN, verbs: ["append"] }] } });
+    expect(helper[0]).toMatchObject({ type: "agent/created", payload: { grant: [{ prefix: MAIN, verbs: ["append"], exact: true }] } });
     expect(helper.some((e) => e.type === "agents/context-added" && e.payload.content === "hello helper")).toBe(true);
   });
 

@@ -18,6 +18,8 @@ const prefixSchema = z.string().regex(/^\/(?:[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*
 export const grantEntrySchema = z.strictObject({
   prefix: prefixSchema,
   verbs: z.array(z.enum(GRANT_VERBS)).min(1),
+  /** The stream at `prefix` only, not the streams under it (what a sub-agent holds on its creator). */
+  exact: z.literal(true).optional(),
 });
 
 /** The prefixes granted to an agent beyond its own subtree (replaced wholesale by each event that carries one). */
@@ -36,6 +38,13 @@ export type Requester = z.infer<typeof requesterSchema>;
 export interface ScopeLike {
   readonly prefix: string;
   readonly verbs: readonly string[];
+  /** Covers the stream at `prefix` only (a grant entry's `exact`). */
+  readonly exact?: boolean;
+}
+
+/** Whether a scope covers `path`: under its prefix at a segment boundary, or the prefix itself when exact. */
+export function scopeCovers(scope: ScopeLike, path: string): boolean {
+  return scope.exact === true ? path === scope.prefix : pathUnder(path, scope.prefix);
 }
 
 /** True when a path lies under a prefix at a segment boundary (`/a` covers `/a/b`, not `/ab`). */
@@ -47,7 +56,7 @@ export function pathUnder(path: string, prefix: string): boolean {
 
 /** `admin` implies every verb. */
 export function scopesAllow(scopes: readonly ScopeLike[], verb: string, path: string): boolean {
-  return scopes.some((s) => pathUnder(path, s.prefix) && (s.verbs.includes(verb) || s.verbs.includes("admin")));
+  return scopes.some((s) => scopeCovers(s, path) && (s.verbs.includes(verb) || s.verbs.includes("admin")));
 }
 
 /**
@@ -121,7 +130,7 @@ export function authorityRefusal(authority: ScriptAuthority, verb: GrantVerb, pa
 }
 
 function heldPrefixes(scopes: readonly ScopeLike[], verb: string): string {
-  const held = scopes.filter((s) => s.verbs.includes(verb) || s.verbs.includes("admin")).map((s) => s.prefix);
+  const held = scopes.filter((s) => s.verbs.includes(verb) || s.verbs.includes("admin")).map((s) => (s.exact === true ? `${s.prefix} (only)` : s.prefix));
   return held.length === 0 ? "none" : held.join(", ");
 }
 
@@ -137,9 +146,13 @@ export function withBirthGrant<E>(batch: readonly E[], grant: AgentGrant): E[] {
   });
 }
 
-/** The grant of an agent a script creates: it may message (append to) its creator, nothing more. */
+/**
+ * The grant of an agent a script creates: it may message (append to) its creator, nothing more.
+ * Exact: a prefix entry had also let a sub-agent message its siblings and create agents beside
+ * itself under its creator's path.
+ */
 export function creatorGrant(creatorPath: string): AgentGrant {
-  return [{ prefix: creatorPath, verbs: ["append"] }];
+  return [{ prefix: creatorPath, verbs: ["append"], exact: true }];
 }
 
 /** The grant of an agent from its events as any client sees them (unvalidated JSON): parsed, never cast. */

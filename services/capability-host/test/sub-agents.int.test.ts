@@ -59,3 +59,28 @@ it("two agents message one board from runs with the same id: both messages land,
   const messages = (await fx.store.read(board)).flatMap((e) => (e.type === "agents/context-added" ? [e.payload.content] : []));
   expect(messages).toEqual([`from ${p1}`, `from ${p2}`]);
 });
+
+it("a sub-agent may message its creator and nothing beside it: not a sibling, not a new agent under its creator", async () => {
+  // Given a parent that created two sub-agents
+  const parent = uniquePath("family");
+  const created = await settlementOf(fx, parent, 'await itx.agents.get("b").create(); await itx.agents.get("c").create(); return "born";');
+  expect(created).toEqual({ status: "succeeded", result: "born" });
+  expect((await fx.store.read(`${parent}/b`))[0]).toMatchObject({ type: "agent/created", payload: { grant: [{ prefix: parent, verbs: ["append"], exact: true }] } });
+  // When sub-agent b messages its creator, its sibling, and creates an agent beside itself
+  const probe = [
+    "const attempt = async (f: () => Promise<unknown>) => { try { await f(); return \"ok\"; } catch (e) { return e instanceof Error ? e.message : String(e); } };",
+    `return { creator: await attempt(() => itx.agents.get("${parent}").message("done")), sibling: await attempt(() => itx.agents.get("${parent}/c").message("hi c")), beside: await attempt(() => itx.agents.get("${parent}/evil").create()) };`,
+  ].join("\n");
+  const result = await settlementOf(fx, `${parent}/b`, probe);
+  // Then only the creator is reachable
+  expect(result).toEqual({
+    status: "succeeded",
+    result: {
+      creator: "ok",
+      sibling: `itx.agents.get("${parent}/c").message(): ${parent}/c is outside this script's grant (append: ${parent}/b, ${parent} (only))`,
+      beside: `itx.agents.get("${parent}/evil").create(): ${parent}/evil is outside this script's grant (append: ${parent}/b, ${parent} (only))`,
+    },
+  });
+  expect(await fx.store.lastOffset(`${parent}/evil`)).toBe(0);
+  expect((await fx.store.read(`${parent}/c`)).some((e) => e.type === "agents/context-added" && e.payload.content === "hi c")).toBe(false);
+});

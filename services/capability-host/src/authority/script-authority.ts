@@ -172,7 +172,9 @@ export function guardHostCalls(handler: HostCallHandler, authority: ScriptAuthor
 
 /** What a provider is told of the calling script's authority (the SDK's `caller.authority`). */
 export function providerAuthority(authority: ScriptAuthority): NonNullable<Caller["authority"]> {
-  const copy = (scopes: ScriptAuthority["grant"]) => scopes.map((s) => ({ prefix: s.prefix, verbs: [...s.verbs] }));
+  // An exact entry (a sub-agent's on its creator) is not forwarded: the providers' protocol has
+  // prefixes only, and as one it would cover the creator's whole subtree.
+  const copy = (scopes: ScriptAuthority["grant"]) => scopes.filter((s) => s.exact !== true).map((s) => ({ prefix: s.prefix, verbs: [...s.verbs] }));
   const requester = authority.requester;
   return { grant: copy(authority.grant), ...(requester === undefined ? {} : { requester: { keyId: requester.keyId, scopes: copy(requester.scopes) } }) };
 }

@@ -6,7 +6,7 @@
 // API_APPENDABLE); `admin` (every verb). `append` and `operate` do not imply each other.
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { pathUnder } from "@agentrt/contract";
+import { pathUnder, scopesAllow } from "@agentrt/contract";
 import { z } from "zod";
 
 export const VERBS = ["read", "append", "operate", "admin"] as const;
@@ -61,5 +61,5 @@ export { pathUnder };
 
 /** `admin` implies every verb. */
 export function scopeAllows(scopes: readonly Scope[], verb: Verb, path: string): boolean {
-  return scopes.some((s) => pathUnder(path, s.prefix) && (s.verbs.includes(verb) || s.verbs.includes("admin")));
+  return scopesAllow(scopes, verb, path);
 }

@@ -14,7 +14,7 @@ export function GrantView({ path, events }: { path: string; events: readonly Str
       <ul>
         <li class="mono">{path}/… · read, append (own subtree)</li>
         {grant.map((g) => (
-          <li class="mono" key={g.prefix} data-testid="agent-grant-entry">{g.prefix} · {g.verbs.join(", ")}</li>
+          <li class="mono" key={g.prefix} data-testid="agent-grant-entry">{g.prefix}{g.exact === true ? " (only)" : ""} · {g.verbs.join(", ")}</li>
         ))}
       </ul>
       <p class="muted">Scripts requested through the API are further limited to the requesting key's scope.</p>
