@@ -237,7 +237,17 @@ export function decideScriptAppend(input: unknown, mayOperate: boolean, where = 
   if (type === "capability-host/script-run-requested") {
     return refuse(`${where}: scripts may not request scripts; one requested from a script would run outside the authority this script has.`, `${where}.type`, { type });
   }
-  if (Object.hasOwn(SCRIPT_APPENDABLE, type)) return reservedKeyRefusal(SCRIPTS, input, where) ?? { allowed: true, verb: "append" };
+  if (Object.hasOwn(SCRIPT_APPENDABLE, type)) {
+    // A web message with a request offset is the codemode interpreter's rendering of a model reply
+    // (it is neither mirrored into the context nor shown as the script's message).
+    if (type === "agents/web-message-sent" && isRecord(input.payload) && input.payload.llmRequestOffset !== undefined) {
+      return refuse(`${where}.payload.llmRequestOffset is set only by the codemode interpreter (agent-reducer); scripts may not send it.`, `${where}.payload.llmRequestOffset`, {
+        type,
+        owner: "agent-reducer",
+      });
+    }
+    return reservedKeyRefusal(SCRIPTS, input, where) ?? { allowed: true, verb: "append" };
+  }
   // The machinery's events, and a birth certificate: its agent exists (sub-agents: itx.agents.get(p).create()).
   if (Object.hasOwn(EVENT_OWNERSHIP, type) && (type === "agent/created" || API_APPENDABLE[type as EventType] === undefined)) {
     const owner = EVENT_OWNERSHIP[type as EventType].owner;

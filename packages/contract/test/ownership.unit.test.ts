@@ -237,6 +237,14 @@ describe("what each service may emit", () => {
   });
 });
 
+describe("a script's web message", () => {
+  it("given a web message carrying a request offset (the interpreter's rendering of a model reply), when a script appends it, then it is refused naming the field", () => {
+    const error = refusal(decideScriptAppend({ type: "agents/web-message-sent", payload: { message: "hidden", llmRequestOffset: 3 } }, true));
+    expect(error.message).toBe("itx.agent.append().payload.llmRequestOffset is set only by the codemode interpreter (agent-reducer); scripts may not send it.");
+    expect(decideScriptAppend({ type: "agents/web-message-sent", payload: { message: "shown" } }, false)).toEqual({ allowed: true, verb: "append" });
+  });
+});
+
 describe("a keyed item is a section of the standing instructions", () => {
   it("given a user or developer item with a section key, when an API caller appends it, then it needs operate, as a system section does", () => {
     for (const role of ["user", "developer", "system"]) {
