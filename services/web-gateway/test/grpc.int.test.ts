@@ -10,6 +10,7 @@ import { userMessage } from "@agentrt/testing";
 
 const writer = testKey([{ prefix: "/agents/grpc", verbs: ["read", "append"] }]);
 const outsider = testKey([{ prefix: "/agents/other", verbs: ["admin"] }]);
+const appendOnly = testKey([{ prefix: "/agents/grpc", verbs: ["append"] }]);
 let ts: TestStore;
 let gw: TestGateway;
 let client: AgentRuntimeClient;
@@ -31,7 +32,7 @@ const unary = {
 
 beforeAll(async () => {
   ts = await openTestStore();
-  gw = await startTestGateway({ store: ts.store, keys: [writer, outsider], grpc: true });
+  gw = await startTestGateway({ store: ts.store, keys: [writer, outsider, appendOnly], grpc: true });
   client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
 });
 afterAll(async () => {
@@ -108,6 +109,24 @@ describe("gRPC", () => {
       stream.on("error", resolve);
     });
     expect(outOfRange.code).toBe(status.OUT_OF_RANGE);
+  });
+
+  it("holds ListAgents and AppendEvents to the HTTP routes' rules: a bad prefix and a negative expected offset are INVALID_ARGUMENT naming the field; a key that reads nothing is PERMISSION_DENIED", async () => {
+    for (const prefix of ["agents/grpc", `/${"a".repeat(600)}`]) {
+      const refused = (await unary.listAgents({ prefix }, writer.apiKey).catch((e: ServiceError) => e)) as ServiceError;
+      expect(refused.code, prefix.slice(0, 20)).toBe(status.INVALID_ARGUMENT);
+      expect(refused.details).toContain("request.prefix");
+    }
+    const blind = (await unary.listAgents({ prefix: "/agents/grpc" }, appendOnly.apiKey).catch((e: ServiceError) => e)) as ServiceError;
+    expect(blind.code).toBe(status.PERMISSION_DENIED);
+    expect(blind.details).toBe(`Key ${appendOnly.stored.id} may not read any stream.`);
+    const path = "/agents/grpc/negative";
+    await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
+    const negative = (await unary.appendEvents({ streamPath: path, events: [userInput("x")], expectedLastOffset: -1 }, writer.apiKey).catch((e: ServiceError) => e)) as ServiceError;
+    expect(negative.code).toBe(status.INVALID_ARGUMENT);
+    expect(negative.details).toContain("request.expectedLastOffset");
+    expect(await ts.store.lastOffset(path)).toBe(1);
+    expect((await unary.listAgents({}, writer.apiKey)).agents.map((a) => a.streamPath)).toContain(path);
   });
 
   it("holds CreateAgent to the HTTP route's body rule: a project name of 100 000 characters is INVALID_ARGUMENT naming the field, nothing written", async () => {

@@ -80,6 +80,13 @@ export class Authenticator {
     }
   }
 
+  /** A listing is filtered to what the key may read; a key that can read nothing is refused it (403). */
+  static authorizeListing(principal: Principal): void {
+    if (!principal.scopes.some((s) => s.verbs.includes("read") || s.verbs.includes("admin"))) {
+      throw new GatewayError("forbidden", `Key ${principal.keyId} may not read any stream.`, { verb: "read" });
+    }
+  }
+
   static can(principal: Principal, verb: Verb, path: string): boolean {
     return scopeAllows(principal.scopes, verb, path);
   }

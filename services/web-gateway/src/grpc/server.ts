@@ -4,7 +4,7 @@
 
 import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status, type sendUnaryData, type ServerInterceptor, type ServerUnaryCall, type ServerWritableStream } from "@grpc/grpc-js";
 import { jsonWithin, type Logger } from "@agentrt/service-kit";
-import { createAgentBodySchema } from "../api/schemas.ts";
+import { appendBodySchema, createAgentBodySchema, listQuerySchema } from "../api/schemas.ts";
 import { parseWith } from "../http/pipeline.ts";
 import { parseStreamPath, type AgentEvent } from "@agentrt/contract";
 import type { GatewayApi } from "../api/gateway-api.ts";
@@ -186,7 +186,9 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       authorizeAppends(principal, streamPath, inputs);
       // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
       const events = authorizeBatch(principal, inputs);
-      const result = await api.append(streamPath, events, call.request.expectedLastOffset);
+      // As HTTP's body: a non-negative integer (a negative one was a conflict with a stream "not at -1").
+      const { expectedLastOffset } = parseWith(appendBodySchema.pick({ expectedLastOffset: true }), { expectedLastOffset: call.request.expectedLastOffset }, "request");
+      const result = await api.append(streamPath, events, expectedLastOffset);
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
     readEvents: unary(async (call, signal) => {
@@ -243,8 +245,12 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     }),
     listAgents: unary(async (call, signal) => {
       const principal = principalOf(call.metadata);
+      // As HTTP's: the prefix held to the query's rule, and a key that can read nothing refused
+      // (it had been answered an empty list).
+      const { prefix } = parseWith(listQuerySchema.pick({ prefix: true }), call.request.prefix === undefined || call.request.prefix === "" ? {} : { prefix: call.request.prefix }, "request");
+      Authenticator.authorizeListing(principal);
       // The first page only (the proto has no cursor yet); HTTP's `after` pages further.
-      const { agents } = await api.list(call.request.prefix, (path) => Authenticator.can(principal, "read", path), { signal, caller: principal.keyId });
+      const { agents } = await api.list(prefix, (path) => Authenticator.can(principal, "read", path), { signal, caller: principal.keyId });
       return {
         agents: agents.map((a) => ({
           streamPath: a.streamPath,

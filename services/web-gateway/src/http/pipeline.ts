@@ -123,12 +123,8 @@ export async function prepare(
   const input: RouteInput = { params, query, body };
   const access = route.access(input);
   if (access !== null && principal !== null) {
-    if ("listPrefix" in access) {
-      // A list is filtered to what the key may read; a key that can read nothing gets 403.
-      if (!principal.scopes.some((s) => s.verbs.includes("read") || s.verbs.includes("admin"))) {
-        throw new GatewayError("forbidden", `Key ${principal.keyId} may not read any stream.`, { verb: "read" });
-      }
-    } else Authenticator.authorize(principal, access.verb, access.path);
+    if ("listPrefix" in access) Authenticator.authorizeListing(principal);
+    else Authenticator.authorize(principal, access.verb, access.path);
   }
   return { route, input, principal };
 }
