@@ -129,6 +129,32 @@ describe("gRPC", () => {
     expect((await unary.listAgents({}, writer.apiKey)).agents.map((a) => a.streamPath)).toContain(path);
   });
 
+  it("answers a request it cannot decode INVALID_ARGUMENT saying why, not INTERNAL: an int64 past 2^53, wire bytes that are not a message", async () => {
+    const huge = (await unary.readEvents({ streamPath: "/agents/grpc/one", fromOffset: 2 ** 60, limit: 1 }, writer.apiKey).catch((e: ServiceError) => e)) as ServiceError;
+    expect(huge.code).toBe(status.INVALID_ARGUMENT);
+    expect(huge.details).toBe(
+      "The request could not be decoded: Value is larger than Number.MAX_SAFE_INTEGER (an integer field is past 2^53 - 1, the largest offset or count this API takes).",
+    );
+    const stream = await new Promise<ServiceError>((resolve) => {
+      const s = client.subscribe({ streamPath: "/agents/grpc/one", fromOffset: 2 ** 60, ephemeral: false }, md(writer.apiKey));
+      s.on("data", () => undefined);
+      s.on("error", resolve);
+    });
+    expect(stream.code).toBe(status.INVALID_ARGUMENT);
+    const garbage = await new Promise<ServiceError | null>((resolve) => {
+      client.makeUnaryRequest(
+        "/agentrt.v1.AgentRuntime/ReadEvents",
+        () => Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+        (b: Buffer) => b,
+        {},
+        md(writer.apiKey),
+        (e) => resolve(e),
+      );
+    });
+    expect(garbage?.code).toBe(status.INVALID_ARGUMENT);
+    expect(garbage?.details).toMatch(/^The request could not be decoded: /);
+  });
+
   it("holds CreateAgent to the HTTP route's body rule: a project name of 100 000 characters is INVALID_ARGUMENT naming the field, nothing written", async () => {
     const path = "/agents/grpc/long-project";
     const refused = (await call((cb) => client.createAgent({ streamPath: path, project: "p".repeat(100_000) }, md(writer.apiKey), cb)).catch((e: ServiceError) => e)) as ServiceError;

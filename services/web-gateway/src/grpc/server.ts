@@ -148,6 +148,11 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
   const unary =
     <Req, Res>(fn: (call: ServerUnaryCall<Req, Res>, signal: AbortSignal) => Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+      const undecodable = undecodableRequest(call.request);
+      if (undecodable !== undefined) {
+        callback(grpcError(undecodable));
+        return;
+      }
       // A cancelled call (the client went away or gave up) stops the reads done for it.
       const cancelled = new AbortController();
       call.once("cancelled", () => cancelled.abort(new Error("grpc call cancelled")));
@@ -203,6 +208,8 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       call.on("error", (error: Error & { code?: number }) => log.debug({ code: error.code }, "grpc subscribe stream error"));
       void (async () => {
         try {
+          const undecodable = undecodableRequest(call.request);
+          if (undecodable !== undefined) throw undecodable;
           const principal = principalOf(call.metadata);
           const streamPath = parseStreamPath(call.request.streamPath);
           Authenticator.authorize(principal, "read", streamPath);
@@ -283,8 +290,42 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     "grpc.max_concurrent_streams": MAX_GRPC_STREAMS_PER_CONNECTION,
     "grpc.max_connection_idle_ms": options.idleConnectionMs ?? DEFAULT_GRPC_IDLE_CONNECTION_MS,
   });
-  server.addService(AgentRuntimeService, impl);
+  server.addService(withTotalDecoders(AgentRuntimeService), impl);
   return server;
+}
+
+/** Marks a request the generated decoder could not decode, with why. */
+const UNDECODABLE = Symbol("undecodable");
+
+/**
+ * The service with each request decoder made total. ts-proto's decoders throw on malformed wire
+ * bytes and on an int64 past 2^53 (`from_offset = 2^60`), and grpc-js answers a throwing decoder
+ * INTERNAL "Error deserializing request", naming nothing, where HTTP answers 400 naming the field.
+ * The failure is handed to the handler instead, which answers INVALID_ARGUMENT saying why.
+ */
+function withTotalDecoders<S extends Record<string, { requestDeserialize: (value: Buffer) => unknown }>>(service: S): S {
+  return Object.fromEntries(
+    Object.entries(service).map(([name, method]) => [
+      name,
+      {
+        ...method,
+        requestDeserialize: (value: Buffer) => {
+          try {
+            return method.requestDeserialize(value);
+          } catch (error) {
+            return { [UNDECODABLE]: error instanceof Error ? error.message : String(error) };
+          }
+        },
+      },
+    ]),
+  ) as S;
+}
+
+function undecodableRequest(request: unknown): GatewayError | undefined {
+  const why = typeof request === "object" && request !== null ? (request as { [UNDECODABLE]?: string })[UNDECODABLE] : undefined;
+  if (why === undefined) return undefined;
+  const hint = /MAX_SAFE_INTEGER/.test(why) ? " (an integer field is past 2^53 - 1, the largest offset or count this API takes)" : "";
+  return new GatewayError("invalid_request", `The request could not be decoded: ${why}${hint}.`, { reason: why });
 }
 
 export interface GrpcListener {
