@@ -44,6 +44,23 @@ afterAll(async () => {
 describe("pnpm agents", () => {
   const path = "/agents/cli/demo";
 
+  it("prints what agents' streams hold with their control characters escaped: no escape sequence reaches the terminal", { timeout: 60_000 }, async () => {
+    // Given an agent whose title and message carry terminal escape sequences (set the window title, clear the screen, OSC 52 clipboard, a C1 CSI)
+    const hostile = "/agents/cli/hostile";
+    await ts.store.append(hostile, [{ type: "agent/created", payload: {} }]);
+    await ts.store.append(hostile, [
+      { type: "agent/summary-updated", payload: { title: "t\u001b]0;pwned\u0007itle" } },
+      { type: "agents/context-added", payload: { role: "user", content: "hi\u001b[2J\u001b]52;c;cm0gLXJmIH4=\u0007 there\u009b31m\rover", actor: { type: "user", origin: "web" } } },
+    ]);
+    // When the CLI tails and lists it
+    const tailed = await agents("tail", hostile, "--count", "3");
+    const listed = await agents("list", hostile);
+    // Then no control character but newline reaches the terminal, and each is shown escaped
+    for (const printed of [tailed, listed]) expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(tailed).toContain("user: hi\\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07 there\\x9b31m\\x0dover");
+    expect(listed).toContain("t\\x1b]0;pwned\\x07itle");
+  });
+
   it("create, send, state and request N", { timeout: 150_000 }, async () => {
     expect(await agents("create", path)).toMatch(/^created \/agents\/cli\/demo \(\d+ birth events/);
     expect(await agents("send", path, "hello", "there")).toMatch(/^sent @\d+/);

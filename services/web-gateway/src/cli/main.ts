@@ -7,6 +7,7 @@ import { pauseCommand, resumeCommand, stopCommand } from "./commands/controls.ts
 import { keysCommand } from "./commands/keys.ts";
 import { replayCommand } from "./commands/replay.ts";
 import { tailCommand } from "./commands/tail.ts";
+import { terminalSafe } from "./terminal-safe.ts";
 
 type Command = (args: readonly string[], out: (text: string) => void, err: (text: string) => void) => Promise<number>;
 
@@ -40,8 +41,9 @@ function usage(): string {
 
 async function main(argv: readonly string[]): Promise<number> {
   const [name, ...args] = argv;
-  const out = (text: string) => void process.stdout.write(text);
-  const err = (text: string) => void process.stderr.write(text);
+  // Everything printed passes through terminalSafe: it carries what agents' streams hold.
+  const out = (text: string) => void process.stdout.write(terminalSafe(text));
+  const err = (text: string) => void process.stderr.write(terminalSafe(text));
   if (name === undefined || name === "--help" || name === "-h") {
     (name === undefined ? err : out)(usage());
     return name === undefined ? 2 : 0;
