@@ -56,7 +56,7 @@ describe("pnpm agents", () => {
     const tailed = await agents("tail", hostile, "--count", "3");
     const listed = await agents("list", hostile);
     // Then no control character but newline reaches the terminal, and each is shown escaped
-    for (const printed of [tailed, listed]) expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    for (const printed of [tailed, listed]) expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/); // eslint-disable-line no-control-regex -- no control character may be printed
     expect(tailed).toContain("user: hi\\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07 there\\x9b31m\\x0dover");
     expect(listed).toContain("t\\x1b]0;pwned\\x07itle");
   });
