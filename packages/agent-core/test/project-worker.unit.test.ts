@@ -86,6 +86,32 @@ describe("parseTaggedPromptFile", () => {
   });
 });
 
+describe("parseTaggedPromptFile at its bounds", () => {
+  it("takes a key of 256 characters and 500 sections, whose birth batch fits one append", () => {
+    const text = [`<section key="${"k".repeat(256)}">x</section>`, ...Array.from({ length: 499 }, (_, i) => `<section key="s${i}">x</section>`)].join("\n");
+    const sections = parseTaggedPromptFile(text);
+    expect(sections).toHaveLength(500);
+    const batch = birthBatch({ promptFileText: text, project: { name: "P", slug: "p" }, streamPath: "/agents/p", workspace: "/w", configRepo: "/c" });
+    expect(batch.length).toBeLessThanOrEqual(1000);
+    expect(Math.max(...batch.map((e) => e.idempotencyKey?.length ?? 0))).toBeLessThanOrEqual(512);
+  });
+
+  it("refuses a key of 257 characters and a 501st section, naming the line and the bound", () => {
+    const refusal = (text: string) => {
+      try {
+        parseTaggedPromptFile(text);
+      } catch (error) {
+        return error as PromptFileParseError;
+      }
+      throw new Error("accepted");
+    };
+    const long = refusal(`<section key="a">x</section>\n<section key="${"k".repeat(257)}">x</section>`);
+    expect([long.line, long.code, long.message]).toEqual([2, "invalid_payload", "Tagged prompt file, line 2: a section key is at most 256 characters, this one has 257."]);
+    const many = refusal(Array.from({ length: 501 }, (_, i) => `<section key="s${i}">x</section>`).join("\n"));
+    expect([many.line, many.message]).toEqual([501, "Tagged prompt file, line 501: a prompt file holds at most 500 sections."]);
+  });
+});
+
 describe("birthBatch", () => {
   it("reproduces scenario 1's birth batch @5–@20 from the tagged prompt file", () => {
     const sections = birth.events.filter((e) => e.offset >= 10 && e.offset <= 19);

@@ -18,6 +18,15 @@ export class PromptFileParseError extends AgentRuntimeError {
   }
 }
 
+/**
+ * The longest section key: each section is committed with an idempotency key that carries it
+ * (`agent/birth/section/<key>`, at most 512 characters in all). A 600-character key had been
+ * refused as `events[2].idempotencyKey`, an event the caller never wrote.
+ */
+export const MAX_SECTION_KEY_LENGTH = 256;
+/** The most sections one file holds: its birth batch carries one event each, with the batch's other events, within MAX_BATCH_EVENTS (1 000). */
+export const MAX_PROMPT_SECTIONS = 500;
+
 const OPENER = /^<section\s+key\s*=\s*"([^"]*)"\s*>(.*)$/;
 const CLOSER = "</section>";
 
@@ -45,6 +54,8 @@ export function parseTaggedPromptFile(text: string): PromptSection[] {
       }
       const key = opener[1] ?? "";
       if (key.trim() === "") throw new PromptFileParseError(lineNo, "a section key must not be empty");
+      if (key.length > MAX_SECTION_KEY_LENGTH) throw new PromptFileParseError(lineNo, `a section key is at most ${MAX_SECTION_KEY_LENGTH} characters, this one has ${key.length}`);
+      if (sections.length >= MAX_PROMPT_SECTIONS) throw new PromptFileParseError(lineNo, `a prompt file holds at most ${MAX_PROMPT_SECTIONS} sections`);
       const first = seen.get(key);
       if (first !== undefined) throw new PromptFileParseError(lineNo, `duplicate section key "${key}" (first at line ${first})`);
       seen.set(key, lineNo);
