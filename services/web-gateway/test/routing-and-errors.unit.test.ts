@@ -82,5 +82,12 @@ describe("SSE framing and resume", () => {
     expect(resumeOffset(req({}), 5)).toBe(5);
     expect(resumeOffset(req({ "last-event-id": "9" }), 5)).toBe(10);
     expect(() => resumeOffset(req({ "last-event-id": "x" }), 5)).toThrow(/Last-Event-ID/);
+    expect(resumeOffset(req({ "last-event-id": "0" }), 5)).toBe(1);
+  });
+  it("reads Last-Event-ID in decimal digits only, as the query's offsets: not hex, not an exponent, not past 2^53", () => {
+    const req = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
+    for (const id of ["0x2", "1e1", "-1", "2.0", "+3", "99999999999999999"]) {
+      expect(() => resumeOffset(req({ "last-event-id": id }), 5), id).toThrow(`Last-Event-ID must be a non-negative integer offset in decimal digits, got ${JSON.stringify(id)}.`);
+    }
   });
 });

@@ -26,6 +26,8 @@ const decimalInt = (min: number, max: number = Number.MAX_SAFE_INTEGER) =>
     .pipe(z.number().int().min(min).max(max));
 
 const offsetQuery = decimalInt(1);
+/** An SSE client's `Last-Event-ID`: the offset it saw last, in decimal digits as the query's offsets. */
+export const lastEventIdSchema = decimalInt(0);
 
 export const streamParamsSchema = z.strictObject({ streamPath: streamPathSchema });
 export const requestParamsSchema = z.strictObject({ streamPath: streamPathSchema, offset: offsetQuery });

@@ -17,6 +17,7 @@ import { classifyError, GatewayError, invalidRequest } from "../errors.ts";
 import { BROWSER_HEADERS } from "./browser-guards.ts";
 import { acquireLiveSlot, prepare, type PipelineDeps } from "./pipeline.ts";
 import { sanitizeUrl } from "./redact.ts";
+import { lastEventIdSchema } from "../api/schemas.ts";
 
 export const HEARTBEAT_MS = 15_000;
 /** A WebSocket client this far behind is disconnected (it resumes from its last offset). */
@@ -26,13 +27,14 @@ export const MAX_WS_BUFFERED_BYTES = 8 * 1024 * 1024;
 export function resumeOffset(req: IncomingMessage, fromOffset: number | undefined): number {
   const header = req.headers["last-event-id"];
   if (typeof header === "string" && header.trim() !== "") {
-    const last = Number(header);
-    if (!Number.isInteger(last) || last < 0) {
-      throw new GatewayError("invalid_request", `Last-Event-ID must be a non-negative integer offset, got ${JSON.stringify(header)}.`, {
-        issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer" }],
+    // As the query's offsets: decimal digits (Number() had taken "0x2" and "1e1").
+    const last = lastEventIdSchema.safeParse(header);
+    if (!last.success) {
+      throw new GatewayError("invalid_request", `Last-Event-ID must be a non-negative integer offset in decimal digits, got ${JSON.stringify(header.slice(0, 64))}.`, {
+        issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer in decimal digits" }],
       });
     }
-    return last + 1;
+    return last.data + 1;
   }
   return fromOffset ?? 1;
 }
