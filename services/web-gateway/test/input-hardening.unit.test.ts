@@ -88,6 +88,24 @@ describe("JSON depth", () => {
       expect((error as GatewayError).details.maxDepth).toBe(64);
     }
   });
+  it("given a lone surrogate in a string or a key, when parsed, then a 400 names where; whole characters, astral ones too, pass", () => {
+    const refused = (text: string) => {
+      try {
+        parseJsonBounded(text, 64, "The request body");
+      } catch (error) {
+        return error as GatewayError;
+      }
+      throw new Error(`${text} was accepted`);
+    };
+    const inContent = refused('{"events":[{"type":"agents/context-added","payload":{"role":"user","content":"a\\ud800b"}}]}');
+    expect(inContent.code).toBe("invalid_request");
+    expect(inContent.message).toBe("The request body holds a string that is not well-formed Unicode (a lone surrogate such as \\ud800) at events[0].payload.content; send whole characters.");
+    expect(inContent.details.issues).toEqual([{ path: "events[0].payload.content", message: "not well-formed Unicode (a lone surrogate)" }]);
+    expect(refused('{"project":"\\u0000\\udc00"}').message).toContain("at project;");
+    expect(refused('{"a":{"\\ud83d":1}}').message).toContain("at a.\\ud83d;");
+    expect(refused('"\\udfff"').message).toContain("at The request body;");
+    expect(parseJsonBounded('{"content":"\\ud83d\\ude00 ok é"}', 64, "body")).toEqual({ content: "😀 ok é" });
+  });
   it("parses JSON within the limit and names malformed JSON", () => {
     expect(parseJsonBounded('{"a":[1,{"b":2}]}', 64, "body")).toEqual({ a: [1, { b: 2 }] });
     expect(() => parseJsonBounded("{", 64, "body")).toThrow(/not valid JSON/);

@@ -16,11 +16,47 @@ export function parseJsonBounded(text: string, maxDepth: number, field: string):
       issues: [{ path: field, message: `nesting deeper than ${maxDepth} levels` }],
     });
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     throw new GatewayError("invalid_request", `${field} is not valid JSON: ${(error as Error).message}.`, {
       issues: [{ path: field, message: "malformed JSON" }],
     });
   }
+  const where = loneSurrogateAt(value, "");
+  if (where !== undefined) {
+    const path = where === "" ? field : where.replace(/^\./, "");
+    throw new GatewayError("invalid_request", `${field} holds a string that is not well-formed Unicode (a lone surrogate such as \\ud800) at ${path}; send whole characters.`, {
+      issues: [{ path, message: "not well-formed Unicode (a lone surrogate)" }],
+    });
+  }
+  return value;
+}
+
+// A high surrogate not followed by a low one, or a low one not preceded by a high one.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Where in a parsed JSON value a string (or a key) holds a lone surrogate, or undefined. JSON's
+ * `\ud800` escape parses to one; stored, it came back as U+FFFD from some reads and not others.
+ * The value's depth is already bounded, so the walk is.
+ */
+function loneSurrogateAt(value: unknown, path: string): string | undefined {
+  if (typeof value === "string") return LONE_SURROGATE.test(value) ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogateAt(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [key, inner] of Object.entries(value)) {
+      if (LONE_SURROGATE.test(key)) return `${path}.${JSON.stringify(key).slice(1, -1)}`;
+      const found = loneSurrogateAt(inner, `${path}.${key}`);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }
