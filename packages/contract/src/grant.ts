@@ -85,14 +85,18 @@ export const UNBORN_GRANT: GrantState = { grant: [], born: false };
  * operator had granted the agent's scripts, a change that needs `operate` as `agent/configured`.
  */
 export function applyGrantEvent(state: GrantState, event: { readonly type: string; readonly payload: unknown }): GrantState {
-  if (event.type !== "agent/created" && event.type !== "agent/configured") return state;
-  if (event.type === "agent/created" && state.born) return state;
-  const born = true;
-  const payload = event.payload;
-  if (typeof payload !== "object" || payload === null || !("grant" in payload)) return state.born ? state : { ...state, born };
+  if (event.type === "agent/created") return state.born ? state : { grant: grantCarried(event.payload) ?? state.grant, born: true };
+  if (event.type !== "agent/configured") return state;
+  const grant = grantCarried(event.payload);
+  return grant === undefined ? state : { ...state, grant };
+}
+
+/** The grant an event's payload carries, or undefined (none, or not a grant). */
+function grantCarried(payload: unknown): AgentGrant | undefined {
+  if (typeof payload !== "object" || payload === null || !("grant" in payload)) return undefined;
   // Stored events as any client sees them are unvalidated JSON: parsed, never cast.
   const parsed = agentGrantSchema.safeParse(payload.grant);
-  return { grant: parsed.success ? parsed.data : state.grant, born };
+  return parsed.success ? parsed.data : undefined;
 }
 
 /** Who a script acts for: its agent, the agent's grant, and (API-requested only) the requesting key. */

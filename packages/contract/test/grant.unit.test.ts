@@ -61,6 +61,9 @@ describe("the grant of an agent (fold)", () => {
     // And a birth certificate without a grant is the birth too: a later one grants nothing
     const bare = [stored(1, { type: "agent/created", payload: {} }), stored(2, { type: "agent/created", payload: { grant: granted } })];
     expect(grantOfEvents(bare)).toEqual([]);
+    // And a configuration before the birth certificate does not stand in for it
+    const configuredFirst = [stored(1, { type: "agent/configured", payload: { config: {} } }), stored(2, { type: "agent/created", payload: { grant: granted } })];
+    expect(grantOfEvents(configuredFirst)).toEqual(granted);
   });
 
   it("refuses a grant whose prefix is not a stream path or whose verb is unknown", () => {
