@@ -19,7 +19,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { streamPathSegments } from "@agentrt/contract";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
-import { isWrongLastSequence } from "./errors.ts";
+import { isTransient, isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
 import { type DirectKvEntry, DirectGets } from "./direct-get.ts";
 import type { StreamUsage, TenantUsage, UsageLedger } from "../stream-quota.ts";
@@ -164,15 +164,32 @@ export class KeyIndex {
   }
 }
 
-/** The bucket's epoch, created by the first store to open it (two racing agree on the winner's). */
+/**
+ * The bucket's epoch, created by the first store to open it (two racing agree on the winner's).
+ * The first read of a bucket two stores had just created at once timed out once in CI, on a
+ * loaded machine (nats-server 2.9's direct get), and failed the store's open: a read that timed
+ * out is asked again, EPOCH_READ_ATTEMPTS times in all.
+ */
 async function epochOf(kv: KV): Promise<string> {
   for (;;) {
-    const entry = await kv.get(EPOCH_KEY);
+    const entry = await readEpoch(kv);
     if (entry !== null && entry.operation === "PUT" && entry.value.length > 0) return entry.string();
     try {
       await kv.create(EPOCH_KEY, encoder.encode(randomUUID()));
     } catch (error) {
       if (!isWrongLastSequence(error)) throw error;
+    }
+  }
+}
+
+const EPOCH_READ_ATTEMPTS = 3;
+
+async function readEpoch(kv: KV): ReturnType<KV["get"]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await kv.get(EPOCH_KEY);
+    } catch (error) {
+      if (attempt >= EPOCH_READ_ATTEMPTS || !isTransient(error)) throw error;
     }
   }
 }
