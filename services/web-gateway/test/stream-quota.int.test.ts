@@ -14,7 +14,7 @@ import { gatewayCore } from "../src/core.ts";
 import { createHttpGateway, type HttpGateway } from "../src/gateway.ts";
 import { enc, http } from "./support/http.ts";
 import { openTestStore, type TestStore } from "./support/store.ts";
-import { startTestGateway, testKey } from "./support/gateway-harness.ts";
+import { startTestGateway, testKey, type TestKey } from "./support/gateway-harness.ts";
 
 /** Room for an agent's birth (13 events) and a few turns. */
 const QUOTA_EVENTS = 40;
@@ -26,14 +26,14 @@ const gateways: HttpGateway[] = [];
 const quotas: StreamQuota[] = [];
 
 /** A gateway as main.ts makes one: its own read connection, its quota counted through it, the ledger shared. */
-async function startGateway(tenantLimits?: StreamQuotaOptions["tenantLimits"]): Promise<string> {
+async function startGateway(tenantLimits?: StreamQuotaOptions["tenantLimits"], keys?: readonly TestKey[]): Promise<string> {
   const readNc = await connectNats({ url: ts.nats.url, name: "gateway-reads-test" });
   connections.push(readNc);
   const readStore = await JetStreamEventStore.open(readNc);
   readStores.push(readStore);
   const quota = new StreamQuota(readStore, { ledger: readStore.usageLedger, limits: { events: QUOTA_EVENTS }, ...(tenantLimits === undefined ? {} : { tenantLimits }) });
   quotas.push(quota);
-  const auth = new Authenticator({ keys: [], devMode: true, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
+  const auth = new Authenticator({ keys: (keys ?? []).map((k) => k.stored), devMode: keys === undefined, defaultRateLimit: { perSecond: 1000, burst: 1000 }, nowMs: Date.now });
   const gateway = createHttpGateway({ store: ts.store, readStore, quota, core: gatewayCore(), auth, log: testLogger("stream-quota-test") });
   gateways.push(gateway);
   return `http://127.0.0.1:${await gateway.listen(0, "127.0.0.1")}`;
@@ -137,6 +137,29 @@ it("GET …/usage reports what a stream and its tenant hold against their quotas
   // A report of a path with no stream is a 404 and writes nothing: the tenant's streams are as before.
   expect((await http(url, "GET", `/v1/agents/${enc("/agents/usage-report/none")}/usage`)).status).toBe(404);
   expect((await http(url, "GET", `/v1/agents/${enc(path)}/usage`)).body.tenant.streams).toBe(1);
+});
+
+it("a tenant quota's refusal tells what the tenant holds only to a key that may read the tenant's prefix", async () => {
+  // Given a tenant at its count of streams, and a key scoped to one agent under it
+  const narrow = testKey([{ prefix: "/agents/quota-keys/a", verbs: ["read", "append"] }, { prefix: "/agents/quota-keys/b", verbs: ["append"] }]);
+  const wide = testKey([{ prefix: "/agents/quota-keys", verbs: ["read", "append"] }]);
+  const url = await startGateway({ streams: 1 }, [narrow, wide]);
+  expect((await http(url, "POST", "/v1/agents", { body: { streamPath: "/agents/quota-keys/a" }, key: narrow.apiKey })).status).toBe(201);
+  await idle();
+  // When each creates another agent under the tenant
+  const asNarrow = await http(url, "POST", "/v1/agents", { body: { streamPath: "/agents/quota-keys/b" }, key: narrow.apiKey });
+  const asWide = await http(url, "POST", "/v1/agents", { body: { streamPath: "/agents/quota-keys/c" }, key: wide.apiKey });
+  // Then both are refused; only the key that may read the tenant learns what it holds
+  expect(asNarrow.status).toBe(403);
+  expect(asNarrow.body.error).toEqual({
+    code: "quota_exceeded",
+    message:
+      "Tenant /agents/quota-keys (every stream under it) is at its quota of 1 streams and 17179869184 bytes; this append to /agents/quota-keys/b would pass it. Nothing was appended. (What the tenant holds is shown only to a key that may read /agents/quota-keys.)",
+    details: { streamPath: "/agents/quota-keys/b", tenant: "/agents/quota-keys", quotaTenantStreams: 1, quotaTenantBytes: 17179869184 },
+  });
+  expect(asWide.status).toBe(403);
+  expect(asWide.body.error.details).toMatchObject({ tenant: "/agents/quota-keys", tenantStreams: 1 });
+  expect(asWide.body.error.message).toMatch(/^Tenant \/agents\/quota-keys \(every stream under it\) holds 1 streams of \d+ bytes/);
 });
 
 it("shows a tenant's usage only to a key that may read the tenant's prefix", async () => {

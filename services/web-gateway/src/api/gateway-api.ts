@@ -3,7 +3,7 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
-import { ContractViolationError, type AgentEvent, withBirthGrant } from "@agentrt/contract";
+import { AgentRuntimeError, ContractViolationError, type AgentEvent, isAgentRuntimeError, withBirthGrant } from "@agentrt/contract";
 import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore, tenantOf } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
@@ -124,7 +124,8 @@ export class GatewayApi<S = unknown> {
     return this.gate.run(ctx.caller ?? "anonymous", ctx.signal, work);
   }
 
-  async createAgent(input: BirthInput): Promise<AppendResult> {
+  /** `mayReadTenant`: whether the caller may see its tenant's usage, which a quota refusal tells of (see `usage`). */
+  async createAgent(input: BirthInput, mayReadTenant: (prefix: string) => boolean = () => true): Promise<AppendResult> {
     const born = this.core.birthBatch(input);
     const batch = input.grant === undefined ? born : withBirthGrant(born, input.grant);
     assertEventSizes(batch, this.limits.maxEventBytes);
@@ -134,16 +135,18 @@ export class GatewayApi<S = unknown> {
       if (error instanceof Error && "code" in error && error.code === "conflict") {
         throw new GatewayError("conflict", `An agent already exists at ${input.streamPath}.`, { streamPath: input.streamPath });
       }
-      throw error;
+      throw tenantUsageHidden(error, mayReadTenant);
     }
   }
 
-  async append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number): Promise<AppendResult> {
+  async append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number, mayReadTenant: (prefix: string) => boolean = () => true): Promise<AppendResult> {
     const startedAt = Date.now();
     // Refused here with a 413 naming the event and the limit; the store checks again.
     assertEventSizes(events, this.limits.maxEventBytes);
     await this.births.assertInputHasAgent(streamPath, events);
-    const result = await this.appends.append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset });
+    const result = await this.appends
+      .append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset })
+      .catch((error: unknown) => Promise.reject(tenantUsageHidden(error, mayReadTenant)));
     if (this.tracer !== undefined && result.status === "committed") {
       // A user's message is where a turn starts: its span opens the turn's trace, which the
       // reducer, driver and host join by deriving the same trace id from (path, offset).
@@ -348,4 +351,20 @@ interface CachedState<S> {
 
 function notFound(streamPath: string): GatewayError {
   return new GatewayError("not_found", `No agent stream at ${streamPath}.`, { streamPath });
+}
+
+/**
+ * A tenant quota's refusal as a caller who may not read the tenant's prefix sees it: which quota,
+ * not what the tenant's other streams hold (GET …/usage shows that only to a key that may read
+ * the prefix; a key scoped to one agent had read its tenant's totals from a refused create).
+ */
+function tenantUsageHidden(error: unknown, mayReadTenant: (prefix: string) => boolean): unknown {
+  if (!isAgentRuntimeError(error) || error.code !== "quota_exceeded") return error;
+  const { tenant, streamPath, quotaTenantStreams, quotaTenantBytes } = error.details as { tenant?: unknown; streamPath?: unknown; quotaTenantStreams?: unknown; quotaTenantBytes?: unknown };
+  if (typeof tenant !== "string" || mayReadTenant(tenant)) return error;
+  return new AgentRuntimeError(
+    "quota_exceeded",
+    `Tenant ${tenant} (every stream under it) is at its quota of ${String(quotaTenantStreams)} streams and ${String(quotaTenantBytes)} bytes; this append to ${String(streamPath)} would pass it. Nothing was appended. (What the tenant holds is shown only to a key that may read ${tenant}.)`,
+    { details: { streamPath, tenant, quotaTenantStreams, quotaTenantBytes } },
+  );
 }

@@ -32,7 +32,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       access: ({ body }) => ({ verb: "append", path: body.streamPath }),
       handle: async ({ body, principal }) => {
         if (principal !== null) assertGrantWithinKey(principal, body.grant);
-        const result = await api.createAgent(body);
+        const result = await api.createAgent(body, mayReadTenantOf(principal));
         return { streamPath: body.streamPath, status: result.status, events: result.events };
       },
       // After `handle`, so its result type is inferred from it.
@@ -69,7 +69,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
         // key and script requests stamped with the key's scope (auth/grants.ts).
         authorizeAppends(principal, params.streamPath, events);
         const authorized = principal === null ? events : authorizeBatch(principal, events);
-        const result = await api.append(params.streamPath, authorized, expectedLastOffset);
+        const result = await api.append(params.streamPath, authorized, expectedLastOffset, mayReadTenantOf(principal));
         return { status: result.status, events: result.events };
       },
     }),
@@ -146,7 +146,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       response: s.usageResponseSchema,
       access: ({ params }) => ({ verb: "read", path: params.streamPath }),
       handle: ({ params, signal, principal }) =>
-        api.usage(params.streamPath, readContext(principal, signal), (prefix) => principal === null || Authenticator.can(principal, "read", prefix)),
+        api.usage(params.streamPath, readContext(principal, signal), mayReadTenantOf(principal)),
     }),
     defineRoute({
       name: "auditAgent",
@@ -173,3 +173,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
   ];
 }
 
+/** Whether the caller may see a tenant's usage: it may read the tenant's prefix (dev mode: anyone). */
+function mayReadTenantOf(principal: Principal | null): (prefix: string) => boolean {
+  return (prefix) => principal === null || Authenticator.can(principal, "read", prefix);
+}

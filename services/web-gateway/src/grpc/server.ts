@@ -176,11 +176,15 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
         ...(call.request.promptFile === undefined ? {} : { promptFile: call.request.promptFile }),
         ...(call.request.project === undefined ? {} : { project: call.request.project }),
       }, "request");
-      const result = await api.createAgent({
-        streamPath,
-        ...(body.promptFile === undefined ? {} : { promptFile: body.promptFile }),
-        ...(body.project === undefined ? {} : { project: body.project }),
-      });
+      const principal = principalOf(call.metadata);
+      const result = await api.createAgent(
+        {
+          streamPath,
+          ...(body.promptFile === undefined ? {} : { promptFile: body.promptFile }),
+          ...(body.project === undefined ? {} : { project: body.project }),
+        },
+        (prefix) => Authenticator.can(principal, "read", prefix),
+      );
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
     appendEvents: unary(async (call) => {
@@ -193,7 +197,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       const events = authorizeBatch(principal, inputs);
       // As HTTP's body: a non-negative integer (a negative one was a conflict with a stream "not at -1").
       const { expectedLastOffset } = parseWith(appendBodySchema.pick({ expectedLastOffset: true }), { expectedLastOffset: call.request.expectedLastOffset }, "request");
-      const result = await api.append(streamPath, events, expectedLastOffset);
+      const result = await api.append(streamPath, events, expectedLastOffset, (prefix) => Authenticator.can(principal, "read", prefix));
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
     readEvents: unary(async (call, signal) => {
