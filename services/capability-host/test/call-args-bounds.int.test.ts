@@ -15,6 +15,22 @@ beforeAll(async () => {
 });
 afterAll(async () => fx?.stop());
 
+/**
+ * Starts `calls` copies of `call` at once in one script and expects the first `fit` to run and
+ * every later one to be refused for the bound the unanswered calls share.
+ */
+async function expectRefusedPastFit(name: string, calls: number, fit: number, setup: string, call: string): Promise<void> {
+  const settlement = await settlementOf(fx, uniquePath(name), [
+    setup,
+    `const outcomes = await Promise.allSettled(Array.from({ length: ${calls} }, () => ${call}));`,
+    'return outcomes.map((o) => o.status === "fulfilled" ? "ran" : String(o.reason).includes("await some calls before starting more") ? "refused" : "failed: " + String(o.reason).slice(0, 200));',
+  ]);
+  expect(settlement.status).toBe("succeeded");
+  const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
+  expect(outcomes.filter((o) => o === "refused")).toHaveLength(calls - fit);
+  expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
+}
+
 describe("itx call arguments", () => {
   it("a call past the per-call bound is refused naming it, and the script goes on", { timeout: 60_000 }, async () => {
     const settlement = await settlementOf(fx, uniquePath("args-one"), [
@@ -33,15 +49,7 @@ describe("itx call arguments", () => {
   it("calls started at once past the bound they may carry together are refused before they are copied", { timeout: 60_000 }, async () => {
     const each = 12 * 1024 * 1024;
     const fit = Math.floor(MAX_PENDING_CALL_ARGS_CHARS / (each + 100));
-    const settlement = await settlementOf(fx, uniquePath("args-many"), [
-      `const s = "y".repeat(${each});`,
-      "const outcomes = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => itx.docs.search({ q: s })));",
-      'return outcomes.map((o) => o.status === "fulfilled" ? "ran" : String(o.reason).includes("await some calls before starting more") ? "refused" : "failed: " + String(o.reason).slice(0, 200));',
-    ]);
-    expect(settlement.status).toBe("succeeded");
-    const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
-    expect(outcomes.filter((o) => o === "refused")).toHaveLength(12 - fit);
-    expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
+    await expectRefusedPastFit("args-many", 12, fit, `const s = "y".repeat(${each});`, "itx.docs.search({ q: s })");
   });
 });
 
@@ -65,14 +73,7 @@ describe("itx call arguments of many arrays and objects", () => {
   it("calls started at once past the count they may hold together are refused", { timeout: 60_000 }, async () => {
     const each = 200_000;
     const fit = Math.floor(MAX_PENDING_CALL_CONTAINERS / (each + 2));
-    const settlement = await settlementOf(fx, uniquePath("args-many-objects-pending"), [
-      `const outcomes = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => itx.docs.search({ q: "x", many: new Array(${each}).fill({}) })));`,
-      'return outcomes.map((o) => o.status === "fulfilled" ? "ran" : String(o.reason).includes("await some calls before starting more") ? "refused" : "failed: " + String(o.reason).slice(0, 200));',
-    ]);
-    expect(settlement.status).toBe("succeeded");
-    const outcomes = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
-    expect(outcomes.filter((o) => o === "refused")).toHaveLength(5 - fit);
-    expect(outcomes.slice(0, fit).every((o) => o !== "refused")).toBe(true);
+    await expectRefusedPastFit("args-many-objects-pending", 5, fit, "", `itx.docs.search({ q: "x", many: new Array(${each}).fill({}) })`);
   });
 });
 
