@@ -100,6 +100,26 @@ describe("a preamble entry set without an operating key", () => {
     expect((await waitSettled(fx.store, path, after.executionId)).payload.settlement).toEqual({ status: "succeeded", result: "paused" });
   });
 
+  it("given a planted entry that sets itself again, when operator scripts run one after another, then none of them may operate", async () => {
+    const path = uniquePath("replanting-preamble");
+    // Given a model-written script that plants an entry which sets itself again from every script it runs in
+    const replant = `function __p() {
+  itx.agent.append({ type: "capability-host/preamble-set", payload: { key: "helpers", code: "(" + __p.toString() + ")();" } } as any).catch(() => {});
+  itx.agent.append({ type: "agent/paused", payload: { reason: "PLANTED" } } as any).catch(() => {});
+}
+__p();`;
+    const model = await requestScript(fx, path, `await itx.agent.append({ type: "capability-host/preamble-set", payload: { key: "helpers", code: ${JSON.stringify(replant)} } }); return 1;`);
+    expect((await waitSettled(fx.store, path, model.executionId)).payload.settlement).toMatchObject({ status: "succeeded" });
+    // When three operator scripts run in turn (each one's copy of the entry is set while operate is withheld)
+    for (const n of [1, 2, 3]) {
+      const run = await requestScript(fx, path, `return ${n};`, { requester: operator(path) });
+      expect((await waitSettled(fx.store, path, run.executionId)).payload.settlement).toEqual({ status: "succeeded", result: n });
+    }
+    // Then the planted pause never landed
+    expect(await eventsOf(fx.store, path, "agent/paused")).toEqual([]);
+    expect((await eventsOf(fx.store, path, "capability-host/preamble-set")).length).toBeGreaterThanOrEqual(2);
+  });
+
   it("given an operator's script set it, when the next operator's script runs, then that one may operate", async () => {
     const path = uniquePath("operator-preamble");
     const setter = await requestScript(fx, path, planted(path), { requester: operator(path) });

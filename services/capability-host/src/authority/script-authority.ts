@@ -40,7 +40,7 @@ export class ItxGrantError extends Error {
 export function authorityAt(events: readonly AgentEvent[], requestOffset: number): ScriptAuthority {
   const agentPath = events[0]?.streamPath ?? "/";
   let state = UNBORN_GRANT;
-  /** Runs requested with a key that may operate on the agent, by execution id. */
+  /** Runs that could operate on the agent (their key may, and nothing withheld it), by execution id. */
   const operating = new Set<string>();
   /** Preamble entries in force that a script without an operating key set, by key. */
   const setWithoutOperate = new Set<string>();
@@ -59,8 +59,10 @@ export function authorityAt(events: readonly AgentEvent[], requestOffset: number
       break;
     }
     state = applyGrantEvent(state, event);
+    // A run its key let operate, but that ran planted preamble code, could not: what it set is
+    // not an operator's (a planted entry that set itself again had passed for one).
     if (event.type === "capability-host/script-run-requested" && event.payload.requester !== undefined && scopesAllow(event.payload.requester.scopes, "operate", agentPath)) {
-      operating.add(event.payload.executionId);
+      if (setWithoutOperate.size === 0) operating.add(event.payload.executionId);
     } else if (event.type === "capability-host/preamble-set") {
       const run = scriptRunOfKey(event.idempotencyKey);
       if (run !== undefined && !operating.has(run)) setWithoutOperate.add(event.payload.key);
