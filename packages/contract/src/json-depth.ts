@@ -12,15 +12,17 @@ export function jsonDepthExceeds(text: string, maxDepth: number): boolean {
 }
 
 /**
- * How deep a JSON text's arrays and objects nest, and how many it holds, in one linear scan that
- * builds nothing (strings are skipped correctly). The count is what parsing it would build: a
- * 24 MB text of `{},` is 8 million objects, gigabytes once parsed. The scan stops once the depth
+ * How deep a JSON text's arrays and objects nest, how many it holds, and how many keys its
+ * objects hold, in one linear scan that builds nothing (strings are skipped correctly). The
+ * counts are what parsing it would build: a 24 MB text of `{},` is 8 million objects, and one
+ * object of 2 million keys costs as much; gigabytes once parsed. The scan stops once the depth
  * passes `stopAboveDepth`.
  */
-export function jsonShapeOf(text: string, stopAboveDepth = Number.POSITIVE_INFINITY): { readonly depth: number; readonly containers: number } {
+export function jsonShapeOf(text: string, stopAboveDepth = Number.POSITIVE_INFINITY): { readonly depth: number; readonly containers: number; readonly keys: number } {
   let depth = 0;
   let deepest = 0;
   let containers = 0;
+  let keys = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -35,6 +37,7 @@ export function jsonShapeOf(text: string, stopAboveDepth = Number.POSITIVE_INFIN
         if (deepest > stopAboveDepth) break;
       }
     } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--;
+    else if (c === 0x3a /* : */) keys++;
   }
-  return { depth: deepest, containers };
+  return { depth: deepest, containers, keys };
 }

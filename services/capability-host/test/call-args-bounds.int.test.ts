@@ -5,7 +5,7 @@
 // an error the script can read; calls within the bounds still run.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_CALL_ARGS_CHARS, MAX_JSON_CONTAINERS, MAX_PENDING_CALL_ARGS_CHARS, MAX_PENDING_CALL_CONTAINERS } from "../src/sandbox/quickjs-sandbox.ts";
+import { MAX_CALL_ARGS_CHARS, MAX_JSON_NODES, MAX_PENDING_CALL_ARGS_CHARS, MAX_PENDING_CALL_NODES } from "../src/sandbox/quickjs-sandbox.ts";
 import { MAX_ITX_CALLS_IN_FLIGHT } from "../src/itx/in-flight.ts";
 import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
@@ -53,26 +53,37 @@ describe("itx call arguments", () => {
   });
 });
 
-// Arguments are also held to a count of arrays and objects: QuickJS's heap bounds the values, not
-// what their text builds in the host (one object repeated a million times is six megabytes of
-// `{},` and a million objects parsed).
-describe("itx call arguments of many arrays and objects", () => {
+// Arguments are also held to a count of arrays, objects and keys: QuickJS's heap bounds the values,
+// not what their text builds in the host (one object repeated a million times is six megabytes of
+// `{},` and a million objects parsed; an object of 600 000 keys stopped the host's thread 0.5 s a call).
+describe("itx call arguments of many arrays, objects and keys", () => {
   it("a call past the per-call count is refused naming it, and the script goes on", { timeout: 60_000 }, async () => {
     const settlement = await settlementOf(fx, uniquePath("args-many-objects"), [
       "let refused = '';",
-      `try { await itx.kv.set("many", new Array(${MAX_JSON_CONTAINERS}).fill({})); } catch (e) { refused = String(e); }`,
-      `await itx.kv.set("fit", new Array(${MAX_JSON_CONTAINERS - 2}).fill({}));`,
+      `try { await itx.kv.set("many", new Array(${MAX_JSON_NODES}).fill({})); } catch (e) { refused = String(e); }`,
+      `await itx.kv.set("fit", new Array(${MAX_JSON_NODES - 2}).fill({}));`,
       'return { refused, fit: ((await itx.kv.get("fit")) as unknown[]).length };',
     ]);
     expect(settlement).toEqual({
       status: "succeeded",
-      result: { refused: `RangeError: itx kv.set: its arguments hold ${MAX_JSON_CONTAINERS + 2} arrays and objects, past the ${MAX_JSON_CONTAINERS} one call may carry; pass fewer per call.`, fit: MAX_JSON_CONTAINERS - 2 },
+      result: { refused: `RangeError: itx kv.set: its arguments hold ${MAX_JSON_NODES + 2} arrays, objects and keys, past the ${MAX_JSON_NODES} one call may carry; pass fewer per call.`, fit: MAX_JSON_NODES - 2 },
+    });
+  });
+
+  it("one object of more keys than the count is refused naming it", { timeout: 60_000 }, async () => {
+    const settlement = await settlementOf(fx, uniquePath("args-many-keys"), [
+      `const wide = Object.fromEntries(Array.from({ length: ${MAX_JSON_NODES} }, (_, i) => ["k" + i, 0]));`,
+      'try { await itx.kv.set("wide", wide); return "stored"; } catch (e) { return String(e); }',
+    ]);
+    expect(settlement).toEqual({
+      status: "succeeded",
+      result: `RangeError: itx kv.set: its arguments hold ${MAX_JSON_NODES + 2} arrays, objects and keys, past the ${MAX_JSON_NODES} one call may carry; pass fewer per call.`,
     });
   });
 
   it("calls started at once past the count they may hold together are refused", { timeout: 60_000 }, async () => {
     const each = 200_000;
-    const fit = Math.floor(MAX_PENDING_CALL_CONTAINERS / (each + 2));
+    const fit = Math.floor(MAX_PENDING_CALL_NODES / (each + 2));
     await expectRefusedPastFit("args-many-objects-pending", 5, fit, "", `itx.docs.search({ q: "x", many: new Array(${each}).fill({}) })`);
   });
 });

@@ -42,44 +42,53 @@ export const MAX_CALL_ARGS_CHARS = 20 * 1024 * 1024;
 export const MAX_PENDING_CALL_ARGS_CHARS = 48 * 1024 * 1024;
 
 /**
- * Arrays and objects one itx call's arguments, or a script's result, may hold as JSON. Their text
- * is made inside QuickJS, whose heap cap bounds the values but not what the text builds once the
- * host parses it: `new Array(2e6).fill({})` is one object two million times, and a script that
- * replaces `Promise.prototype.then` hands back any text it likes. Eight million `{}` in a result
- * took the host to 6 GB and stopped its main thread for 24 s, for every tenant.
+ * Arrays, objects and object keys one itx call's arguments, or a script's result, may hold as
+ * JSON. Their text is made inside QuickJS, whose heap cap bounds the values but not what the text
+ * builds once the host parses it: `new Array(2e6).fill({})` is one object two million times, and
+ * a script that replaces `Promise.prototype.then` hands back any text it likes. Eight million `{}`
+ * in a result took the host to 6 GB and stopped its main thread for 24 s, for every tenant; one
+ * object of two million keys, 1.3 GB and 11 s. (Numbers and strings in arrays are not counted: a
+ * file written as bytes is an array of numbers, and the characters bound holds those.)
  */
-export const MAX_JSON_CONTAINERS = 250_000;
-/** Arrays and objects the unanswered itx calls of one script may hold together, parsed in the host. */
-export const MAX_PENDING_CALL_CONTAINERS = 500_000;
+export const MAX_JSON_NODES = 250_000;
+/** Arrays, objects and keys the unanswered itx calls of one script may hold together, parsed in the host. */
+export const MAX_PENDING_CALL_NODES = 500_000;
+/** Characters of JSON a script's result may be: as many as one call's arguments (a result past 4 MiB could not be spilled to a file anyway). */
+export const MAX_RESULT_CHARS = MAX_CALL_ARGS_CHARS;
 
-/** Why an itx call's copied-out arguments are refused (too deep, too many arrays and objects), or undefined. */
-export function callShapeRefusal(op: string, argsText: string, pendingContainers: number): { readonly refusal?: string; readonly containers: number } {
+/** Why an itx call's copied-out arguments are refused (too deep, too many arrays, objects and keys), or undefined. */
+export function callShapeRefusal(op: string, argsText: string, pendingNodes: number): { readonly refusal?: string; readonly nodes: number } {
   // The arguments' array is one level of the text; each value may nest the bound's.
-  const { depth, containers } = jsonShapeOf(argsText, DEFAULT_MAX_JSON_DEPTH + 1);
-  if (depth > DEFAULT_MAX_JSON_DEPTH + 1) return { refusal: `itx ${op}: its arguments nest deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; pass flatter values.`, containers };
-  if (containers > MAX_JSON_CONTAINERS) {
-    return { refusal: `itx ${op}: its arguments hold ${containers} arrays and objects, past the ${MAX_JSON_CONTAINERS} one call may carry; pass fewer per call.`, containers };
+  const shape = jsonShapeOf(argsText, DEFAULT_MAX_JSON_DEPTH + 1);
+  const nodes = shape.containers + shape.keys;
+  if (shape.depth > DEFAULT_MAX_JSON_DEPTH + 1) return { refusal: `itx ${op}: its arguments nest deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; pass flatter values.`, nodes };
+  if (nodes > MAX_JSON_NODES) {
+    return { refusal: `itx ${op}: its arguments hold ${nodes} arrays, objects and keys, past the ${MAX_JSON_NODES} one call may carry; pass fewer per call.`, nodes };
   }
-  if (pendingContainers + containers > MAX_PENDING_CALL_CONTAINERS) {
+  if (pendingNodes + nodes > MAX_PENDING_CALL_NODES) {
     return {
       refusal:
-        `itx ${op}: this script's unanswered itx calls already hold ${pendingContainers} arrays and objects, and this one's ${containers} would pass the ` +
-        `${MAX_PENDING_CALL_CONTAINERS} they may hold together; await some calls before starting more.`,
-      containers,
+        `itx ${op}: this script's unanswered itx calls already hold ${pendingNodes} arrays, objects and keys, and this one's ${nodes} would pass the ` +
+        `${MAX_PENDING_CALL_NODES} they may hold together; await some calls before starting more.`,
+      nodes,
     };
   }
-  return { containers };
+  return { nodes };
 }
 
-/** Why a script's result text is refused (too deep, too many arrays and objects), or undefined. */
+/** Why a script's result text is refused (too long, too deep, too many arrays, objects and keys), or undefined. */
 export function resultShapeRefusal(text: string): string | undefined {
-  const { depth, containers } = jsonShapeOf(text, DEFAULT_MAX_JSON_DEPTH);
+  if (text.length > MAX_RESULT_CHARS) {
+    return `RangeError: the script's result is ${text.length} characters as JSON, past the ${MAX_RESULT_CHARS} a result may be; return less, or write it to files with itx.files.write().`;
+  }
+  const shape = jsonShapeOf(text, DEFAULT_MAX_JSON_DEPTH);
   // A result thousands of levels deep overflowed the host's JSON.stringify (settled as if the
   // host had stopped) or the structured clone to the host's thread (never reported: the script
   // held its sandbox until its deadline).
-  if (depth > DEFAULT_MAX_JSON_DEPTH) return `RangeError: the script's result nests deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; return flatter values.`;
-  if (containers > MAX_JSON_CONTAINERS) {
-    return `RangeError: the script's result holds ${containers} arrays and objects, past the ${MAX_JSON_CONTAINERS} a result may hold; return less, or write it to a file with itx.files.write().`;
+  if (shape.depth > DEFAULT_MAX_JSON_DEPTH) return `RangeError: the script's result nests deeper than ${DEFAULT_MAX_JSON_DEPTH} levels of arrays and objects; return flatter values.`;
+  const nodes = shape.containers + shape.keys;
+  if (nodes > MAX_JSON_NODES) {
+    return `RangeError: the script's result holds ${nodes} arrays, objects and keys, past the ${MAX_JSON_NODES} a result may hold; return less, or write it to a file with itx.files.write().`;
   }
   return undefined;
 }
@@ -259,21 +268,21 @@ export class QuickJsSandbox implements ScriptSandbox {
 
   private installBootstrap(vm: QuickJSContext, request: SandboxRun, deferreds: Set<QuickJSDeferredPromise>, enterSlice: () => void, afterJobs: () => void): void {
     // Characters of arguments copied out for calls not yet answered (see MAX_PENDING_CALL_ARGS_CHARS),
-    // and the arrays and objects they hold (MAX_PENDING_CALL_CONTAINERS).
+    // and the arrays, objects and keys they hold (MAX_PENDING_CALL_NODES).
     let pendingChars = 0;
-    let pendingContainers = 0;
+    let pendingNodes = 0;
     const hostCall = vm.newFunction("hostCall", (opHandle, argsHandle) => {
       const op = vm.getString(opHandle);
       // The length is read inside QuickJS, so arguments past the bounds are never copied out.
       const chars = vm.getProp(argsHandle, "length").consume((h) => vm.getNumber(h));
       const refusal = callArgsRefusal(op, chars, pendingChars);
       const argsText = refusal === undefined ? vm.getString(argsHandle) : "";
-      const shape = refusal === undefined ? callShapeRefusal(op, argsText, pendingContainers) : { containers: 0 };
+      const shape = refusal === undefined ? callShapeRefusal(op, argsText, pendingNodes) : { nodes: 0 };
       const refused = refusal ?? shape.refusal;
       let counted = refused === undefined;
       if (counted) {
         pendingChars += chars;
-        pendingContainers += shape.containers;
+        pendingNodes += shape.nodes;
       }
       const deferred = vm.newPromise();
       deferreds.add(deferred);
@@ -281,7 +290,7 @@ export class QuickJsSandbox implements ScriptSandbox {
         if (counted) {
           counted = false;
           pendingChars -= chars;
-          pendingContainers -= shape.containers;
+          pendingNodes -= shape.nodes;
         }
         if (!vm.alive || !deferred.alive) return;
         try {
@@ -298,8 +307,8 @@ export class QuickJsSandbox implements ScriptSandbox {
         .then(() => {
           // Held to the gateway's nesting bound: a value of a few thousand levels overflowed the
           // structured clone to the host's thread, the call was never answered, and the script
-          // hung until its deadline holding a sandbox. And to a count of arrays and objects
-          // (MAX_JSON_CONTAINERS), before anything is parsed.
+          // hung until its deadline holding a sandbox. And to a count of arrays, objects and keys
+          // (MAX_JSON_NODES), before anything is parsed.
           if (refused !== undefined) throw new RangeError(refused);
           return request.onHostCall(op, JSON.parse(argsText) as unknown[]);
         })
