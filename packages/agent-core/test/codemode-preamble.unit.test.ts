@@ -53,6 +53,13 @@ describe("applyPreambleEvent", () => {
       '// preamble entry "a"\nconst A = 1;\n\n// preamble entry "b"\nconst B = 2;',
     );
   });
+
+  it("given a key holding a line separator, when rendered, then the key stays inside its comment and never runs", () => {
+    const source = buildPreambleSource([{ key: "notes\u2028const HIDDEN = 'ran from the key';//\u2029x", code: "" }]);
+    expect(source).toBe('// preamble entry "notes\\u2028const HIDDEN = \'ran from the key\';//\\u2029x"\n');
+    // Evaluated as script text, the comment declares nothing
+    expect(new Function(`${source}\nreturn typeof HIDDEN;`)()).toBe("undefined");
+  });
 });
 
 const ok = (executionId: string, result?: unknown): SettledScriptResult => ({

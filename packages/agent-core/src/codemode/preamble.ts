@@ -27,9 +27,13 @@ export function applyPreambleEvent(entries: readonly PreambleEntry[], event: Age
   return entries;
 }
 
-/** The entries in order, each under a comment naming its key (diagnostics point at it). */
+/**
+ * The entries in order, each under a comment naming its key (diagnostics point at it). The key is
+ * written as JSON with U+2028 and U+2029 escaped too: JSON leaves them as they are, and either
+ * ends a `//` comment, so a key had run as code (`notes\u2028const HIDDEN = 1;//`).
+ */
 export function buildPreambleSource(entries: readonly PreambleEntry[]): string {
-  return entries.map((e) => `// preamble entry ${JSON.stringify(e.key)}\n${e.code}`).join("\n\n");
+  return entries.map((e) => `// preamble entry ${JSON.stringify(e.key).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")}\n${e.code}`).join("\n\n");
 }
 
 export interface SettledScriptResult {
