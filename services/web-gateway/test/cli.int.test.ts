@@ -44,21 +44,25 @@ afterAll(async () => {
 describe("pnpm agents", () => {
   const path = "/agents/cli/demo";
 
-  it("prints what agents' streams hold with their control characters escaped: no escape sequence reaches the terminal", { timeout: 60_000 }, async () => {
-    // Given an agent whose title and message carry terminal escape sequences (set the window title, clear the screen, OSC 52 clipboard, a C1 CSI)
+  it("prints what agents' streams hold with their control characters escaped: no escape sequence reaches the terminal, and JSON output still parses", { timeout: 60_000 }, async () => {
+    // Given an agent whose title and message carry terminal escape sequences (set the window title, clear the screen, OSC 52 clipboard, a C1 CSI, DEL, a bidi override)
     const hostile = "/agents/cli/hostile";
     await ts.store.append(hostile, [{ type: "agent/created", payload: {} }]);
+    const content = "hi\u001b[2J\u001b]52;c;cm0gLXJmIH4=\u0007 there\u009b31m\rover\u007f\u202egnp.exe";
     await ts.store.append(hostile, [
       { type: "agent/summary-updated", payload: { title: "t\u001b]0;pwned\u0007itle" } },
-      { type: "agents/context-added", payload: { role: "user", content: "hi\u001b[2J\u001b]52;c;cm0gLXJmIH4=\u0007 there\u009b31m\rover", actor: { type: "user", origin: "web" } } },
+      { type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } },
     ]);
-    // When the CLI tails and lists it
+    // When the CLI tails, lists and prints the state as JSON
     const tailed = await agents("tail", hostile, "--count", "3");
     const listed = await agents("list", hostile);
-    // Then no control character but newline reaches the terminal, and each is shown escaped
-    for (const printed of [tailed, listed]) expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/); // eslint-disable-line no-control-regex -- no control character may be printed
-    expect(tailed).toContain("user: hi\\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07 there\\x9b31m\\x0dover");
-    expect(listed).toContain("t\\x1b]0;pwned\\x07itle");
+    const state = await agents("state", hostile);
+    // Then no control or reordering character but newline reaches the terminal, and each is shown escaped
+    for (const printed of [tailed, listed, state]) expect(printed).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/); // eslint-disable-line no-control-regex -- no control character may be printed
+    expect(tailed).toContain("user: hi\\u001b[2J\\u001b]52;c;cm0gLXJmIH4=\\u0007 there\\u009b31m\\u000dover\\u007f\\u202egnp.exe");
+    expect(listed).toContain("t\\u001b]0;pwned\\u0007itle");
+    // And the JSON output is still JSON, holding the characters themselves
+    expect(JSON.stringify(JSON.parse(state))).toContain(JSON.stringify(content).slice(1, -1));
   });
 
   it("create, send, state and request N", { timeout: 150_000 }, async () => {

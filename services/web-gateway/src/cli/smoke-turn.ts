@@ -8,6 +8,7 @@
 // Exits 0 with the reply on stdout, 1 with the reason on stderr.
 
 import { z } from "zod";
+import { terminalSafe } from "./terminal-safe.ts";
 
 const eventPage = z.object({
   events: z.array(z.object({ offset: z.number(), type: z.string(), payload: z.unknown() })),
@@ -77,7 +78,7 @@ if (process.argv[1]?.endsWith("smoke-turn.mjs") || process.argv[1]?.endsWith("sm
   const streamPath = process.argv[2] ?? `${process.env.SMOKE_PATH_PREFIX ?? "/agents/smoke"}/${Date.now().toString(36)}`;
   smokeTurn({ url, apiKey, streamPath, timeoutMs: Number(process.env.SMOKE_TIMEOUT_MS ?? 120_000) }).then(
     (reply) => {
-      process.stdout.write(`${streamPath}: ${reply}\n`);
+      process.stdout.write(terminalSafe(`${streamPath}: ${reply}\n`));
       process.exit(0);
     },
     (error: unknown) => {
