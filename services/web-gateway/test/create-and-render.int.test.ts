@@ -30,6 +30,20 @@ describe("create", () => {
     expect(again.status).toBe(200);
     expect(again.body.status).toBe("duplicate");
     expect(await fx.ts.store.lastOffset(streamPath)).toBe(5);
+    // A different create (another section, another project, a grant) is a conflict naming why, and writes nothing.
+    for (const body of [
+      { streamPath, promptFile: `${promptFile}<section key="more">\nAlso this.\n</section>\n`, project: "Acme Labs" },
+      { streamPath, promptFile, project: "Other" },
+      { streamPath, promptFile, project: "Acme Labs", grant: [{ prefix: "/agents/shared", verbs: ["read"] }] },
+    ]) {
+      const changed = await http(fx.gw.url, "POST", "/v1/agents", { body });
+      expect(changed.status, JSON.stringify(body).slice(0, 80)).toBe(409);
+      expect(changed.body.error.message).toBe(`An agent already exists at ${streamPath}, born from another prompt file, project or grant; this create wrote nothing.`);
+    }
+    expect(await fx.ts.store.lastOffset(streamPath)).toBe(5);
+    // And the same create retried after the agent moved on is still a duplicate.
+    await http(fx.gw.url, "POST", `/v1/streams/${enc(streamPath)}/events`, { body: { events: [userMessage("hello")] } });
+    expect((await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath, promptFile, project: "Acme Labs" } })).body.status).toBe("duplicate");
     // A stream that already holds other events is not an agent to create. (User input cannot
     // start such a stream any more: the gateway refuses it with 404, see send-needs-agent.)
     const other = "/agents/web/not-empty";
@@ -38,6 +52,18 @@ describe("create", () => {
     expect(clash.status).toBe(409);
     expect(clash.body.error.code).toBe("conflict");
     expect(await fx.ts.store.lastOffset(other)).toBe(1);
+  });
+
+  it("refuses a prompt file whose birth batch is too large for one append with a 413 naming the prompt file, and writes nothing", async () => {
+    const streamPath = "/agents/web/too-large";
+    const promptFile = Array.from({ length: 500 }, (_, i) => `<section key="${String(i).padEnd(256, "€")}">${"€".repeat(110)}</section>`).join("\n");
+    expect(promptFile.length).toBeLessThanOrEqual(200_000);
+    const res = await http(fx.gw.url, "POST", "/v1/agents", { body: { streamPath, promptFile } });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe("batch_too_large");
+    expect(res.body.error.message).toMatch(/^The agent's birth batch \(its sections, each stored with its key twice, and the boot context\) encodes to \d+ bytes, past the 900000 one append may take; shorten the prompt file/);
+    expect(res.body.error.details.issues).toEqual([{ path: "promptFile", message: "its birth batch encodes to at most 900000 bytes" }]);
+    expect(await fx.ts.store.lastOffset(streamPath)).toBe(0);
   });
 
   it("uses the built-in project's prompt file when none is given", async () => {

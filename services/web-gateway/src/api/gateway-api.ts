@@ -3,7 +3,7 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
-import { AgentRuntimeError, ContractViolationError, type AgentEvent, isAgentRuntimeError, withBirthGrant } from "@agentrt/contract";
+import { AgentRuntimeError, ContractViolationError, type AgentEvent, isAgentRuntimeError, parseEventInput, withBirthGrant } from "@agentrt/contract";
 import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore, tenantOf } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
@@ -129,14 +129,32 @@ export class GatewayApi<S = unknown> {
     const born = this.core.birthBatch(input);
     const batch = input.grant === undefined ? born : withBirthGrant(born, input.grant);
     assertEventSizes(batch, this.limits.maxEventBytes);
+    let result: AppendResult;
     try {
-      return await this.appends.append(input.streamPath, batch, { expectedLastOffset: 0 });
+      result = await this.appends.append(input.streamPath, batch, { expectedLastOffset: 0 });
     } catch (error) {
       if (error instanceof Error && "code" in error && error.code === "conflict") {
         throw new GatewayError("conflict", `An agent already exists at ${input.streamPath}.`, { streamPath: input.streamPath });
       }
+      if (isAgentRuntimeError(error) && error.code === "batch_too_large") {
+        // The caller sent a prompt file, not a batch: name what it can change.
+        const { bytes, maxBytes } = error.details as { bytes?: unknown; maxBytes?: unknown };
+        throw new GatewayError(
+          "batch_too_large",
+          `The agent's birth batch (its sections, each stored with its key twice, and the boot context) encodes to ${String(bytes)} bytes, past the ${String(maxBytes)} one append may take; shorten the prompt file (fewer or shorter sections and keys).`,
+          { bytes, maxBytes, issues: [{ path: "promptFile", message: `its birth batch encodes to at most ${String(maxBytes)} bytes` }] },
+        );
+      }
       throw tenantUsageHidden(error, mayReadTenant);
     }
+    // The birth's keys make a retried create a duplicate; a different one (another prompt file,
+    // project or grant) had answered duplicate too, and its changes were silently dropped.
+    if (result.status === "duplicate" && !sameBirth(result.events, batch)) {
+      throw new GatewayError("conflict", `An agent already exists at ${input.streamPath}, born from another prompt file, project or grant; this create wrote nothing.`, {
+        streamPath: input.streamPath,
+      });
+    }
+    return result;
   }
 
   async append(streamPath: string, events: readonly unknown[], expectedLastOffset?: number, mayReadTenant: (prefix: string) => boolean = () => true): Promise<AppendResult> {
@@ -367,4 +385,14 @@ function tenantUsageHidden(error: unknown, mayReadTenant: (prefix: string) => bo
     `Tenant ${tenant} (every stream under it) is at its quota of ${String(quotaTenantStreams)} streams and ${String(quotaTenantBytes)} bytes; this append to ${String(streamPath)} would pass it. Nothing was appended. (What the tenant holds is shown only to a key that may read ${tenant}.)`,
     { details: { streamPath, tenant, quotaTenantStreams, quotaTenantBytes } },
   );
+}
+
+/** Whether stored birth events are exactly what `batch` would have written (a retried create). */
+function sameBirth(stored: readonly AgentEvent[], batch: readonly unknown[]): boolean {
+  if (stored.length !== batch.length) return false;
+  return batch.every((input, i) => {
+    const written = parseEventInput(input);
+    const event = stored[i]!;
+    return event.type === written.type && event.idempotencyKey === written.idempotencyKey && JSON.stringify(event.payload) === JSON.stringify(written.payload);
+  });
 }

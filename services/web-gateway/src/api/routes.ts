@@ -24,7 +24,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       method: "POST",
       path: "/v1/agents",
       summary:
-        "Create an agent: commits its birth batch atomically (201). Retrying the same create returns the original events with status duplicate (200); 409 when the stream already holds other events.",
+        "Create an agent: commits its birth batch atomically (201). Retrying the same create returns the original events with status duplicate (200); 409 when the stream already holds other events, or an agent born from another prompt file, project or grant.",
       kind: "json",
       body: s.createAgentBodySchema,
       response: s.createAgentResponseSchema,
