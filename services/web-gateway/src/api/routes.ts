@@ -32,7 +32,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       access: ({ body }) => ({ verb: "append", path: body.streamPath }),
       handle: async ({ body, principal }) => {
         if (principal !== null) assertGrantWithinKey(principal, body.grant);
-        const result = await api.createAgent(body, mayReadTenantOf(principal));
+        const result = await api.createAgent(body, Authenticator.reads(principal));
         return { streamPath: body.streamPath, status: result.status, events: result.events };
       },
       // After `handle`, so its result type is inferred from it.
@@ -49,8 +49,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       response: s.listResponseSchema,
       access: ({ query }) => ({ verb: "read", listPrefix: query.prefix }),
       handle: async ({ query: q, principal, signal }) => {
-        const canRead = (path: string) => principal === null || Authenticator.can(principal, "read", path);
-        return api.list(q.prefix, canRead, { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...readContext(principal, signal) });
+        return api.list(q.prefix, Authenticator.reads(principal), { limit: q.limit, ...(q.after === undefined ? {} : { after: q.after }), ...readContext(principal, signal) });
       },
     }),
     defineRoute({
@@ -69,7 +68,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
         // key and script requests stamped with the key's scope (auth/grants.ts).
         authorizeAppends(principal, params.streamPath, events);
         const authorized = principal === null ? events : authorizeBatch(principal, events);
-        const result = await api.append(params.streamPath, authorized, expectedLastOffset, mayReadTenantOf(principal));
+        const result = await api.append(params.streamPath, authorized, expectedLastOffset, Authenticator.reads(principal));
         return { status: result.status, events: result.events };
       },
     }),
@@ -146,7 +145,7 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       response: s.usageResponseSchema,
       access: ({ params }) => ({ verb: "read", path: params.streamPath }),
       handle: ({ params, signal, principal }) =>
-        api.usage(params.streamPath, readContext(principal, signal), mayReadTenantOf(principal)),
+        api.usage(params.streamPath, readContext(principal, signal), Authenticator.reads(principal)),
     }),
     defineRoute({
       name: "auditAgent",
@@ -171,9 +170,4 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       handle: async () => openApi(),
     }),
   ];
-}
-
-/** Whether the caller may see a tenant's usage: it may read the tenant's prefix (dev mode: anyone). */
-function mayReadTenantOf(principal: Principal | null): (prefix: string) => boolean {
-  return (prefix) => principal === null || Authenticator.can(principal, "read", prefix);
 }

@@ -87,6 +87,11 @@ export class Authenticator {
     }
   }
 
+  /** What a caller may read, as a predicate on paths: listings and tenant usage filter by it (dev mode, no principal: everything). */
+  static reads(principal: Principal | null): (path: string) => boolean {
+    return (path) => principal === null || Authenticator.can(principal, "read", path);
+  }
+
   static can(principal: Principal, verb: Verb, path: string): boolean {
     return scopeAllows(principal.scopes, verb, path);
   }

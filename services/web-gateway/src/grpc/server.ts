@@ -183,7 +183,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
           ...(body.promptFile === undefined ? {} : { promptFile: body.promptFile }),
           ...(body.project === undefined ? {} : { project: body.project }),
         },
-        (prefix) => Authenticator.can(principal, "read", prefix),
+        Authenticator.reads(principal),
       );
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
@@ -197,7 +197,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       const events = authorizeBatch(principal, inputs);
       // As HTTP's body: a non-negative integer (a negative one was a conflict with a stream "not at -1").
       const { expectedLastOffset } = parseWith(appendBodySchema.pick({ expectedLastOffset: true }), { expectedLastOffset: call.request.expectedLastOffset }, "request");
-      const result = await api.append(streamPath, events, expectedLastOffset, (prefix) => Authenticator.can(principal, "read", prefix));
+      const result = await api.append(streamPath, events, expectedLastOffset, Authenticator.reads(principal));
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
     readEvents: unary(async (call, signal) => {
@@ -261,7 +261,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       const { prefix } = parseWith(listQuerySchema.pick({ prefix: true }), call.request.prefix === undefined || call.request.prefix === "" ? {} : { prefix: call.request.prefix }, "request");
       Authenticator.authorizeListing(principal);
       // The first page only (the proto has no cursor yet); HTTP's `after` pages further.
-      const { agents } = await api.list(prefix, (path) => Authenticator.can(principal, "read", path), { signal, caller: principal.keyId });
+      const { agents } = await api.list(prefix, Authenticator.reads(principal), { signal, caller: principal.keyId });
       return {
         agents: agents.map((a) => ({
           streamPath: a.streamPath,
