@@ -57,9 +57,11 @@ export const SERVICE_EMITS: Readonly<Record<EmittingService, readonly EventType[
   ],
 };
 
-/** Whether `service` may append events of `type` (false for types it does not emit). */
+const EMITS: ReadonlyMap<string, ReadonlySet<string>> = new Map(Object.entries(SERVICE_EMITS).map(([service, types]) => [service, new Set<string>(types)]));
+
+/** Whether `service` may append events of `type` (false for types it does not emit). Asked of every event of every signed record read. */
 export function serviceMayEmit(service: EmittingService, type: string): boolean {
-  return (SERVICE_EMITS[service] as readonly string[]).includes(type);
+  return EMITS.get(service)?.has(type) === true;
 }
 
 /**
