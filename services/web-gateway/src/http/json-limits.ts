@@ -24,7 +24,9 @@ export function parseJsonBounded(text: string, maxDepth: number, field: string):
       issues: [{ path: field, message: "malformed JSON" }],
     });
   }
-  const where = loneSurrogateAt(value, "");
+  // A surrogate can only come from a `\uD800`–`\uDFFF` escape (decoded UTF-8 holds none): most
+  // bodies have none, and are not walked.
+  const where = SURROGATE_ESCAPE.test(text) ? loneSurrogateAt(value, "") : undefined;
   if (where !== undefined) {
     const path = where === "" ? field : where.replace(/^\./, "");
     throw new GatewayError("invalid_request", `${field} holds a string that is not well-formed Unicode (a lone surrogate such as \\ud800) at ${path}; send whole characters.`, {
@@ -33,6 +35,8 @@ export function parseJsonBounded(text: string, maxDepth: number, field: string):
   }
   return value;
 }
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
