@@ -12,3 +12,4 @@ export * from "./api-appends.ts";
 export * from "./service-emits.ts";
 export * from "./json-schema.ts";
 export * from "./json-depth.ts";
+export * from "./well-formed.ts";

@@ -13,6 +13,7 @@ import {
   MAY_BE_EPHEMERAL_EVENT_TYPES,
 } from "./events.ts";
 import { streamPathProblem } from "./stream-path.ts";
+import { formatValuePath, illFormedTextAt } from "./well-formed.ts";
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 512;
 
@@ -125,6 +126,16 @@ export function parseEventInput(raw: unknown, index?: number): EventInput {
       throw new ContractViolationError("invalid_payload", `${where}: ${error.message}`, issues, { type, index });
     }
     throw error;
+  }
+  const illFormed = illFormedTextAt(parsed);
+  if (illFormed !== undefined || (typeof idempotencyKey === "string" && !idempotencyKey.isWellFormed())) {
+    const path = illFormed === undefined ? `${where}.idempotencyKey` : formatValuePath(`${where}.payload`, illFormed);
+    throw new ContractViolationError(
+      "invalid_payload",
+      `${path} holds text that is not well-formed Unicode (a lone surrogate such as \\ud800); send whole characters.`,
+      [{ path, message: "not well-formed Unicode (a lone surrogate)" }],
+      { type, index },
+    );
   }
   return {
     type,

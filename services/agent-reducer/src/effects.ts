@@ -4,7 +4,7 @@
 // unit tests.
 
 import type { AgentEvent, EventInput, PayloadOf } from "@agentrt/contract";
-import { RESERVED_KEY_NAMESPACES, isAgentRuntimeError } from "@agentrt/contract";
+import { RESERVED_KEY_NAMESPACES, isAgentRuntimeError, mendIllFormedText } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { inSpan, publishWork, requestInterrupt, triggerOffsetOfRequestKey, turnContext, type WorkOutcome } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
@@ -70,13 +70,16 @@ export function natsReducerEffects(deps: {
     publishWork(workPublisher, "llm", store.partitionOf(streamPath), { streamPath, requestOffset }, options);
   return {
     now: deps.now ?? Date.now,
+    // What the reducer writes is made of text it did not write (a reply's script, a driver's
+    // partial text, records stored before the contract refused lone surrogates): mended, as a
+    // UTF-8 decoder would, so the store never refuses a reaction.
     append(streamPath, batch) {
-      return store.append(streamPath, batch);
+      return store.append(streamPath, mendIllFormedText(batch));
     },
     async appendAtHead(streamPath, batch, expectedLastOffset) {
       const attempt = async (): Promise<HeadAppendResult> => {
         try {
-          const result = await store.append(streamPath, batch, { expectedLastOffset, keysNewAtHead: keysOnlyDecidedAtHead(batch) });
+          const result = await store.append(streamPath, mendIllFormedText(batch), { expectedLastOffset, keysNewAtHead: keysOnlyDecidedAtHead(batch) });
           return result.status === "committed" ? result : { status: result.status, events: [] };
         } catch (error) {
           if (isAgentRuntimeError(error) && error.code === "conflict") return { status: "conflict", events: [] };
@@ -131,7 +134,7 @@ export function natsReducerEffects(deps: {
       await store.append(streamPath, [{ type: "agent/runtime-changed", payload, ephemeral: true }], { knownLastOffset: payload.sinceOffset });
     },
     async publishPreviews(streamPath, deltas, foldedOffset) {
-      await store.append(streamPath, deltas, { knownLastOffset: foldedOffset });
+      await store.append(streamPath, mendIllFormedText(deltas), { knownLastOffset: foldedOffset });
     },
   };
 }

@@ -7,7 +7,7 @@
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
 import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
-import { AgentRuntimeError, isAgentRuntimeError, type AgentEvent } from "@agentrt/contract";
+import { AgentRuntimeError, isAgentRuntimeError, mendIllFormedText, type AgentEvent } from "@agentrt/contract";
 import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
@@ -372,7 +372,8 @@ export class ScriptRunner {
     const result = await retryTransient(
       () =>
         this.deps.store.append(streamPath, [
-          { type: "capability-host/script-run-settled", payload: { executionId, settlement }, idempotencyKey: settledKey(executionId) },
+          // The script's result and errors are its text, not the host's: mended to well-formed Unicode.
+          { type: "capability-host/script-run-settled", payload: { executionId, settlement: mendIllFormedText(settlement) }, idempotencyKey: settledKey(executionId) },
         ]),
       { signal: run.shutdown, onRetry: (error, attempt, delayMs) => log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying") },
     );

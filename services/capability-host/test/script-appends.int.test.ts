@@ -34,6 +34,21 @@ describe("itx.agent.append: what a script may append", () => {
     expect(assistant).toEqual([]);
   });
 
+  it("given a lone surrogate in a script's append, when appended, then it is refused naming the field, and nothing is appended", async () => {
+    const path = uniquePath("lone-surrogate-append");
+    const { executionId } = await requestScript(fx, path, 'await itx.agent.append({ type: "agents/context-added", payload: { role: "user", content: "half \\ud83d" } }); return "appended";');
+    expect(await failure(path, executionId)).toContain("event.payload.content holds text that is not well-formed Unicode (a lone surrogate such as \\ud800)");
+    expect((await eventsOf(fx.store, path, "agents/context-added")).filter((e) => e.type === "agents/context-added" && e.payload.role === "user")).toEqual([]);
+  });
+
+  it("given a script whose result or error holds lone surrogates, when it settles, then they are stored mended to U+FFFD", async () => {
+    const path = uniquePath("lone-surrogate-result");
+    const returned = await requestScript(fx, path, 'return { text: "a\\ud800b", ["k\\udc00"]: ["\\udbff"] };');
+    expect((await waitSettled(fx.store, path, returned.executionId)).payload.settlement).toEqual({ status: "succeeded", result: { text: "a\ufffdb", ["k\ufffd"]: ["\ufffd"] } });
+    const thrown = await requestScript(fx, path, 'throw new Error("broken \\ud800 text");');
+    expect(await failure(path, thrown.executionId)).toContain("broken \ufffd text");
+  });
+
   it("given a script, when it appends a script request, then it is refused: that script would run outside this one's authority", async () => {
     const path = uniquePath("nested-request");
     const inner = JSON.stringify({ type: "capability-host/script-run-requested", payload: { code: "return 1", executionId: "inner", expiresAt: "2099-01-01T00:00:00.000Z" } });

@@ -1,6 +1,7 @@
 // Publishes coalesced chunks on the live lane one flush after another, so a viewer sees the
 // provider's order; a lost live event is logged, never fatal (the settlement carries the text).
 
+import { mendIllFormedText } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import type { ChunkFlush } from "./chunk-coalescer.ts";
@@ -23,7 +24,7 @@ export class ChunkPublisher {
   publish(flush: ChunkFlush): void {
     const event = {
       type: "agent/llm-response-chunks" as const,
-      payload: { chunks: [...flush.chunks], llmRequestOffset: this.requestOffset, sequence: flush.sequence },
+      payload: { chunks: mendIllFormedText([...flush.chunks]), llmRequestOffset: this.requestOffset, sequence: flush.sequence },
     };
     this.chain = this.chain.then(async () => {
       try {

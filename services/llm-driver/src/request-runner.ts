@@ -6,7 +6,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { AgentState } from "@agentrt/agent-core";
-import { type AgentEvent, ContractViolationError, type EventInput } from "@agentrt/contract";
+import { type AgentEvent, ContractViolationError, type EventInput, mendIllFormedText } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
 import type { EventStore } from "@agentrt/streams";
 import { ChunkCoalescer } from "./chunk-coalescer.ts";
@@ -323,9 +323,12 @@ export class RequestRunner {
    * Retried here across a NATS blip: thrown back to the queue, a settlement (an answer the model
    * already gave) waited for a redelivery up to 30 s after NATS was back and then asked the
    * model again (chaos soak). The keys make a retry of a batch that did land answer `duplicate`.
+   * The model's text is mended to well-formed Unicode first: a provider's `\ud800` escape is no
+   * input of ours to refuse, and refused, the answer could never be stored.
    */
   private appendSettlement(ctx: SettleContext, batch: EventInput[]): ReturnType<EventStore["append"]> {
-    return retryTransient(() => this.deps.store.append(ctx.streamPath, batch), {
+    const mended = mendIllFormedText(batch);
+    return retryTransient(() => this.deps.store.append(ctx.streamPath, mended), {
       signal: ctx.shutdown,
       onRetry: (error, attempt, delayMs) => ctx.log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying"),
     });
@@ -359,6 +362,6 @@ export class RequestRunner {
       clearTimeout(timer);
     }
     const item: EventInput = compactionItem(report.payload, report.offset, check, summary.trim());
-    await this.deps.store.append(ctx.streamPath, [item]);
+    await this.deps.store.append(ctx.streamPath, [mendIllFormedText(item)]);
   }
 }

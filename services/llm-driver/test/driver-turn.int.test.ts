@@ -69,6 +69,30 @@ describe("llm-driver: a full turn", () => {
     expect(state.tokenUsage).toEqual({ totalInputTokens: 321, totalOutputTokens: 9, totalCachedInputTokens: 256, totalReasoningOutputTokens: 4 });
   });
 
+  it("given a provider that sends lone surrogates (a pair split across chunks), when the reply settles, then it is stored mended to U+FFFD, live chunks too", async () => {
+    const path = "/agents/test/lone-surrogates";
+    env.model.script({ tokens: ["half ", "\ud83d", " pair ", "\ude00", " end"] });
+    const R = await seedTurn(env, path, "say something odd");
+    const live = env.store.subscribe(path, { fromOffset: R + 1, ephemeral: true });
+    const chunks: AgentEvent[] = [];
+    const watched = (async () => {
+      for await (const event of live) {
+        chunks.push(event);
+        if (event.type === "agent/llm-request-settled") break;
+      }
+    })();
+    await publishLlmWork(env, path, R);
+
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", (e) => e.payload.requestOffset === R);
+    await watched;
+    await live.close();
+    const mended = "half \ufffd pair \ufffd end";
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: mended });
+    const assistant = (await env.store.read(path)).find((e) => e.type === "agents/context-added" && e.payload.role === "assistant");
+    expect(assistant?.payload).toMatchObject({ content: mended });
+    expect(chunkText(chunks)).toBe(mended);
+  });
+
   it("delivers chunks to a live subscriber in order, coalesced, before the settlement", async () => {
     const path = "/agents/test/live-chunks";
     const tokens = Array.from({ length: 60 }, (_, i) => `tok${i} `);

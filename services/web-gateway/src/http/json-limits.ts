@@ -2,7 +2,7 @@
 // overflows the stack of whatever walks it (validation, fold, serialisation) and used to give
 // a 500.
 
-import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds } from "@agentrt/contract";
+import { DEFAULT_MAX_JSON_DEPTH, formatValuePath, illFormedTextAt, jsonDepthExceeds } from "@agentrt/contract";
 import { GatewayError } from "../errors.ts";
 
 // The rule itself is the contract's: the capability host holds scripts' itx values to it too.
@@ -25,10 +25,10 @@ export function parseJsonBounded(text: string, maxDepth: number, field: string):
     });
   }
   // A surrogate can only come from a `\uD800`–`\uDFFF` escape (decoded UTF-8 holds none): most
-  // bodies have none, and are not walked.
-  const where = SURROGATE_ESCAPE.test(text) ? loneSurrogateAt(value, "") : undefined;
+  // bodies have none, and are not walked. The rule is the contract's, for every writer.
+  const where = SURROGATE_ESCAPE.test(text) ? illFormedTextAt(value) : undefined;
   if (where !== undefined) {
-    const path = where === "" ? field : where.replace(/^\./, "");
+    const path = where.length === 0 ? field : formatValuePath("", where);
     throw new GatewayError("invalid_request", `${field} holds a string that is not well-formed Unicode (a lone surrogate such as \\ud800) at ${path}; send whole characters.`, {
       issues: [{ path, message: "not well-formed Unicode (a lone surrogate)" }],
     });
@@ -37,30 +37,3 @@ export function parseJsonBounded(text: string, maxDepth: number, field: string):
 }
 
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
-
-// A high surrogate not followed by a low one, or a low one not preceded by a high one.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/**
- * Where in a parsed JSON value a string (or a key) holds a lone surrogate, or undefined. JSON's
- * `\ud800` escape parses to one; stored, it came back as U+FFFD from some reads and not others.
- * The value's depth is already bounded, so the walk is.
- */
-function loneSurrogateAt(value: unknown, path: string): string | undefined {
-  if (typeof value === "string") return LONE_SURROGATE.test(value) ? path : undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = loneSurrogateAt(value[i], `${path}[${i}]`);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-  if (typeof value === "object" && value !== null) {
-    for (const [key, inner] of Object.entries(value)) {
-      if (LONE_SURROGATE.test(key)) return `${path}.${JSON.stringify(key).slice(1, -1)}`;
-      const found = loneSurrogateAt(inner, `${path}.${key}`);
-      if (found !== undefined) return found;
-    }
-  }
-  return undefined;
-}
