@@ -20,8 +20,8 @@ let gw: TestGateway;
 
 const agents = (...args: string[]) =>
   promisify(execFile)(tsx, [main, ...args], { env: { ...process.env, AGENTRT_URL: gw.url, AGENTRT_API_KEY: reader.apiKey }, cwd: root }).then(
-    (r) => ({ code: 0, stdout: r.stdout }),
-    (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
 
 async function turn(path: string, settleTwice: boolean): Promise<number> {
@@ -99,5 +99,21 @@ describe("audit", () => {
     } finally {
       await paging.close();
     }
+  });
+
+  it("given agents whose paths share text but not a segment, when the CLI audits a prefix, then only the streams under it are audited", { timeout: 90_000 }, async () => {
+    // Given two agents under /agents/audit/seg and a broken one under /agents/audit/segment
+    for (const name of ["a", "b"]) await turn(`/agents/audit/seg/${name}`, false);
+    await turn("/agents/audit/segment/c", true);
+    // When the CLI audits /agents/audit/seg (the listing's text match also finds /agents/audit/segment/c)
+    const audited = await agents("audit", "--prefix", "/agents/audit/seg");
+    // Then the two under it are audited, and the one beside it is not
+    expect(audited.stdout).toContain("2 streams audited, 0 with violations");
+    expect(audited.stdout).not.toContain("/agents/audit/segment/c");
+    expect(audited.code).toBe(0);
+    // And a prefix with nothing under it says so, naming the rule
+    const none = await agents("audit", "--prefix", "/agents/audit/se");
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain("no agent under /agents/audit/se that this key may read (a prefix covers whole path segments");
   });
 });

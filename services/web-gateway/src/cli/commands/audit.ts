@@ -2,6 +2,7 @@
 // gateway with the core's audit (GET /v1/agents/{path}/audit). Prints every violation with the
 // offsets involved and every note; exits 1 when any stream has a violation.
 
+import { pathUnder } from "@agentrt/contract";
 import type { AuditResult } from "../../api/agent-core-port.ts";
 import { callGateway, clientEnv, encPath, listAllAgents, parseArgs } from "../gateway-client.ts";
 
@@ -24,7 +25,12 @@ export async function auditCommand(args: readonly string[], out: Out): Promise<n
   const env = clientEnv();
   const paths = [...positional];
   if (typeof flags.prefix === "string") {
-    for await (const agent of listAllAgents(env, flags.prefix)) paths.push(agent.streamPath);
+    // The listing matches a prefix by text, as the UI's search wants (`/agents/a` finds
+    // `/agents/ab`); an audit of a prefix means the streams under it, segment by segment, as
+    // keys' scopes do.
+    const prefix = flags.prefix;
+    for await (const agent of listAllAgents(env, prefix)) if (pathUnder(agent.streamPath, prefix)) paths.push(agent.streamPath);
+    if (paths.length === 0) throw new Error(`no agent under ${prefix} that this key may read (a prefix covers whole path segments: /agents/a covers /agents/a/b, not /agents/ab)`);
   }
   if (paths.length === 0) throw new Error("usage: agents audit PATH... | --prefix P [--json]");
   let failing = 0;
