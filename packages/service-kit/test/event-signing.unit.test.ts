@@ -3,18 +3,18 @@
 // with the file and the rule, never a service that signs or trusts half.
 
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SIGNING_SERVICES, UNSIGNED_BEFORE_FILE, loadEventSigning, writeEventKeys } from "../src/event-signing.ts";
+import { scratchDir } from "@agentrt/testing";
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 function keysDir(): string {
-  const parent = mkdtempSync(join(tmpdir(), "agentrt-keys-test-"));
+  const parent = scratchDir("agentrt-keys-test-");
   dirs.push(parent);
   const dir = join(parent, "keys");
   writeEventKeys(dir, new Date("2026-12-07T00:00:00.000Z"));

@@ -8,4 +8,4 @@ export * from "./fake-model/index.ts";
 export * from "./events.ts";
 export * from "./live/index.ts";
 export * from "./logger.ts";
-export { registerChild, unregisterChild } from "./process-registry.ts";
+export { registerChild, scratchDir, unregisterChild } from "./process-registry.ts";

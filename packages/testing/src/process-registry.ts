@@ -10,7 +10,9 @@
 // means its end of the pipe closes, and the reaper kills whatever is still registered.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const children = new Set<ChildProcess>();
 const dirs = new Set<string>();
@@ -114,4 +116,11 @@ export function registerDir(dir: string): void {
 
 export function unregisterDir(dir: string): void {
   dirs.delete(dir);
+}
+
+/** A new temp dir named `<prefix>XXXXXX`, removed when this process ends (however a test ends). */
+export function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  registerDir(dir);
+  return dir;
 }

@@ -1,10 +1,9 @@
 // Given a gateway following its keys file, when a key is revoked or added there (a Kubernetes
 // Secret updated in place), then it takes effect without a restart; a file that stops parsing
 // keeps the keys in force.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { testLogger, waitFor } from "@agentrt/testing";
+import { testLogger, waitFor, scratchDir } from "@agentrt/testing";
 import { describe, expect, it } from "vitest";
 import { Authenticator } from "../src/auth/authenticator.ts";
 import { mintApiKey } from "../src/auth/keys.ts";
@@ -21,7 +20,7 @@ const accepted = (auth: Authenticator, key: string): boolean => {
 
 describe("the keys file, followed", () => {
   it("revokes and adds keys without a restart, and keeps the keys in force when the file stops parsing", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+    const file = join(scratchDir("agentrt-keys-"), "keys.json");
     const a = mintApiKey([{ prefix: "/agents/a", verbs: ["read"] }]);
     const b = mintApiKey([{ prefix: "/agents/b", verbs: ["read"] }]);
     writeFileSync(file, JSON.stringify({ keys: [a.stored] }));
@@ -44,7 +43,7 @@ describe("the keys file, followed", () => {
   });
 
   it("applies a revocation made between loading the keys and following the file (the gateway waits for NATS in between)", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+    const file = join(scratchDir("agentrt-keys-"), "keys.json");
     const a = mintApiKey([{ prefix: "/agents/a", verbs: ["read"] }]);
     writeFileSync(file, JSON.stringify({ keys: [a.stored] }));
     const loaded = loadKeys({ file });

@@ -1,11 +1,10 @@
 // The composition root as a process: dev mode refuses a non-loopback address and announces
 // itself loudly when allowed; with a keys file the gateway demands a valid key.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freeLoopbackPorts, startNatsServer, waitFor, type NatsServer } from "@agentrt/testing";
+import { freeLoopbackPorts, startNatsServer, waitFor, type NatsServer, scratchDir } from "@agentrt/testing";
 import { mintApiKey } from "../src/auth/keys.ts";
 
 const root = join(import.meta.dirname, "../../..");
@@ -53,7 +52,7 @@ describe("web-gateway main", () => {
 
   it("with a keys file, refuses a missing key and accepts a valid one", { timeout: 60_000 }, async () => {
     const { apiKey, stored } = mintApiKey([{ prefix: "/agents", verbs: ["read"] }]);
-    const file = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+    const file = join(scratchDir("agentrt-keys-"), "keys.json");
     writeFileSync(file, JSON.stringify({ keys: [stored] }));
     const [http, grpc, ops] = (await freeLoopbackPorts(3)) as [number, number, number];
     startGateway({ AGENTRT_KEYS_FILE: file, HTTP_PORT: String(http), GRPC_PORT: String(grpc), OPS_PORT: String(ops) });

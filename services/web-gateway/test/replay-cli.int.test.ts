@@ -6,18 +6,17 @@
 // switch (`--no-project-worker`) and AGENTS.md (`--agents-md FILE`).
 
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { userMessage } from "@agentrt/testing";
+import { userMessage, scratchDir } from "@agentrt/testing";
 
 const root = join(import.meta.dirname, "../../..");
 const tsx = join(root, "node_modules/.bin/tsx");
 const main = join(root, "services/web-gateway/src/cli/main.ts");
-const dir = mkdtempSync(join(tmpdir(), "agentrt-decide-"));
+const dir = scratchDir("agentrt-decide-");
 
 const T0 = Date.parse("2026-08-24T16:41:00.000Z");
 const at = (ms: number) => new Date(T0 + ms).toISOString();

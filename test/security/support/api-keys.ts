@@ -6,10 +6,9 @@
 //   loads with AGENTRT_KEYS_FILE: the same path an operator takes.
 import { createHash, randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "../../support/processes.ts";
+import { scratchDir } from "@agentrt/testing";
 
 export interface KeyScope {
   readonly prefix: string;
@@ -40,7 +39,7 @@ export interface KeysFile {
 }
 
 export function keysFile(): KeysFile {
-  const file = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+  const file = join(scratchDir("agentrt-keys-"), "keys.json");
   return {
     file,
     mint(prefix, verbs) {

@@ -5,11 +5,10 @@ import type { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import type { FakeModel, NatsServer } from "@agentrt/testing";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ProcessGroup, repoRoot } from "../../support/processes.ts";
 import { startSystem } from "../../support/system.ts";
+import { scratchDir } from "@agentrt/testing";
 
 export interface AuthSystem {
   readonly nats: NatsServer;
@@ -39,7 +38,7 @@ function mintKey(file: string, name: string, scope: KeyScope): string {
 }
 
 export async function startAuthSystem(keyScopes: Record<string, KeyScope>, gatewayEnv: Record<string, string> = {}): Promise<AuthSystem> {
-  const keysFile = join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+  const keysFile = join(scratchDir("agentrt-keys-"), "keys.json");
   const keys = Object.fromEntries(Object.entries(keyScopes).map(([name, scope]) => [name, mintKey(keysFile, name, scope)]));
   const system = await startSystem({
     gateway: true,

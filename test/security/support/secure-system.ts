@@ -5,11 +5,10 @@
 // all of it.
 
 import { execFile } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type FakeModel, freeLoopbackPort, type NatsServer, startFakeModel, startNatsServer } from "@agentrt/testing";
+import { type FakeModel, freeLoopbackPort, type NatsServer, startFakeModel, startNatsServer, scratchDir } from "@agentrt/testing";
 import { ProcessGroup, repoRoot, type ServiceName, type ServiceProcess } from "../../support/processes.ts";
 import { lastUserContent } from "../../support/turns.ts";
 
@@ -61,7 +60,7 @@ export async function startSecureSystem(keysFile: string, options: SecureSystemO
   const model = await startFakeModel({ defaultReply: (r) => ({ text: `answer to ${lastUserContent(r.body)}` }) });
   const common = { NATS_URL: nats.url, PARTITION_COUNT: "4", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "test-key", REDUCER_LEASE_TTL_MS: "4000" };
   // A tiny built UI, so static paths reach real files, the fallback and the asset cache rule.
-  const uiDir = mkdtempSync(join(tmpdir(), "agentrt-ui-"));
+  const uiDir = scratchDir("agentrt-ui-");
   mkdirSync(join(uiDir, "assets"));
   writeFileSync(join(uiDir, "index.html"), "<!doctype html><title>agentrt</title>");
   writeFileSync(join(uiDir, "assets", "app.js"), "export {};");
@@ -107,5 +106,5 @@ export async function startSecureSystem(keysFile: string, options: SecureSystemO
 
 /** A temp keys file path (the CLI creates it). */
 export function tempKeysFile(): string {
-  return join(mkdtempSync(join(tmpdir(), "agentrt-keys-")), "keys.json");
+  return join(scratchDir("agentrt-keys-"), "keys.json");
 }

@@ -2,13 +2,12 @@
 // (never a downloaded browser), and the UI built when its build is missing or older than its
 // sources (a test never runs against a stale bundle).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { uiNeedsBuild } from "../../src/ui-build.ts";
 import { startTestGateway, type TestGateway } from "./gateway-harness.ts";
 import { openTestStore, type TestStore } from "./store.ts";
+import { scratchDir } from "@agentrt/testing";
 
 const CHROMIUM = "/usr/bin/chromium";
 export const UI_DIST = join(import.meta.dirname, "../../ui/dist");
@@ -18,7 +17,7 @@ export const UI_DIST = join(import.meta.dirname, "../../ui/dist");
  * otherwise a temp dir, so an ordinary test run leaves the working tree clean.
  */
 export function screenshotPath(name: string): string {
-  const dir = process.env.AGENTRT_SCREENSHOTS === "1" ? join(import.meta.dirname, "../../../../docs") : mkdtempSync(join(tmpdir(), "agentrt-shots-"));
+  const dir = process.env.AGENTRT_SCREENSHOTS === "1" ? join(import.meta.dirname, "../../../../docs") : scratchDir("agentrt-shots-");
   return join(dir, name);
 }
 
