@@ -20,8 +20,11 @@ afterAll(() => {
 });
 
 interface Projection {
-  readonly sources: { secret: { name: string; optional?: boolean; items: { key: string; path: string }[] } }[];
+  readonly sources: ({ secret: { name: string; optional?: boolean; items: { key: string; path: string }[] } } | { configMap: { name: string }; secret?: undefined })[];
 }
+
+type SecretSource = { secret: { name: string; optional?: boolean; items: { key: string; path: string }[] } };
+const secretSources = (projection: Projection) => projection.sources.filter((s): s is SecretSource => s.secret !== undefined);
 
 function secretData(manifests: readonly Manifest[], name = SECRET): Record<string, string> {
   return (findOne(byKind(manifests, "Secret"), (s) => s.metadata.name === name) as Manifest & { data: Record<string, string> }).data;
@@ -41,15 +44,15 @@ function mountedDir(manifests: readonly Manifest[], component: string): string {
   const data = secretData(manifests);
   const dir = mkdtempSync(join(tmpdir(), "agentrt-chart-keys-"));
   dirs.push(dir);
-  for (const source of projection(manifests, component).sources) {
+  for (const source of secretSources(projection(manifests, component))) {
     for (const item of source.secret.items) if (data[item.key] !== undefined) writeFileSync(join(dir, item.path), Buffer.from(data[item.key]!, "base64"));
   }
   return dir;
 }
 
 const mountedKeys = (manifests: readonly Manifest[], component: string) =>
-  projection(manifests, component)
-    .sources.flatMap((s) => s.secret.items.map((i) => i.key))
+  secretSources(projection(manifests, component))
+    .flatMap((s) => s.secret.items.map((i) => i.key))
     .filter((key) => key.endsWith(".key"))
     .sort();
 
@@ -97,7 +100,8 @@ describe("the chart's event keys", () => {
   it("takes your own Secret (its cut-off optional) and the cut-off you name; off: no Secret, no env, no volume", async () => {
     const own = await renderChart({ set: { "eventSigning.existingSecret": "my-keys" } });
     expect(byKind(own, "Secret").map((s) => s.metadata.name)).not.toContain(SECRET);
-    const sources = projection(own, "web-gateway").sources;
+    const sources = secretSources(projection(own, "web-gateway"));
+    expect(projection(own, "web-gateway").sources).toHaveLength(2);
     expect(sources.map((s) => [s.secret.name, s.secret.optional ?? false])).toEqual([
       ["my-keys", false],
       ["my-keys", true],
@@ -113,5 +117,18 @@ describe("the chart's event keys", () => {
       expect(projection(off, service)).toBeUndefined();
       expect(envOf(findOne(containersOf(servicePod(off, service)), (c) => c.name === service)).has("EVENT_KEYS_DIR")).toBe(false);
     }
+  });
+
+  it("given a ConfigMap of other public keys (a rotation), when rendered, then every pod mounts it whole beside the Secret, and the loader trusts its keys", async () => {
+    const manifests = await renderChart({ set: { "eventSigning.otherPublicKeysConfigMap": "rotated-keys" } });
+    for (const service of SIGNING_SERVICES) expect(projection(manifests, service).sources.at(-1)).toEqual({ configMap: { name: "rotated-keys" } });
+    // As mounted: the ConfigMap's keys are files beside the Secret's
+    const dir = mountedDir(manifests, "agent-reducer");
+    const { generateKeyPairSync } = await import("node:crypto");
+    const { keyIdOf } = await import("../../packages/streams/src/jetstream/signing.ts");
+    const next = generateKeyPairSync("ed25519").publicKey;
+    writeFileSync(join(dir, "llm-driver.next.pub"), next.export({ type: "spki", format: "pem" }));
+    expect(loadEventSigning(dir, "agent-reducer").trust.retired?.get("llm-driver")?.map(keyIdOf)).toEqual([keyIdOf(next)]);
+    expect(projection(await renderChart(), "agent-reducer").sources.some((s) => "configMap" in s)).toBe(false);
   });
 });

@@ -3,15 +3,18 @@
 //   <service>.key      the service's own Ed25519 private key, PEM (PKCS#8); only the services that
 //                      run in the process need theirs (the reducer with an in-process driver: both)
 //   <service>.pub      each of the four services' public key, PEM: a public key or a certificate
+//   <service>.<name>.pub  optional, any number: another public key of the service, trusted too.
+//                      After a rotation, the old key (its records stay readable); before one,
+//                      the new key (so every reader trusts it before any writer signs with it)
 //   unsigned-before    optional: an ISO time; unsigned records stored before it stay readable
 // `writeEventKeys` makes such a directory (the quickstart's, and tests'); the chart mounts one
 // per service from a Secret. Without EVENT_KEYS_DIR nothing is signed or checked.
 
 import { type KeyObject, X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type EmittingService, SERVICE_EMITS } from "@agentrt/contract";
-import type { RecordSigning } from "@agentrt/streams/jetstream";
+import { keyIdOf, type RecordSigning } from "@agentrt/streams/jetstream";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -66,6 +69,7 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
   if (!createPublicKey(key).export({ type: "spki", format: "der" }).equals(own.export({ type: "spki", format: "der" }))) {
     throw new EventKeysError(`${join(dir, keyFile)} does not match ${join(dir, `${service}.pub`)}: others would pass over every record ${service} writes`);
   }
+  const retired = retiredKeys(dir, keys);
   let unsignedBefore: Date | undefined;
   const cutOffPath = join(dir, UNSIGNED_BEFORE_FILE);
   if (existsSync(cutOffPath)) {
@@ -74,7 +78,32 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
     if (text === "" || Number.isNaN(ms)) throw new EventKeysError(`${cutOffPath} must hold an ISO time (e.g. 2026-12-07T00:00:00Z), got "${text.slice(0, 40)}"`);
     unsignedBefore = new Date(ms);
   }
-  return { signer: { service, key }, trust: { keys, ...(unsignedBefore === undefined ? {} : { unsignedBefore }) } };
+  return {
+    signer: { service, key },
+    trust: { keys, ...(retired.size === 0 ? {} : { retired }), ...(unsignedBefore === undefined ? {} : { unsignedBefore }) },
+  };
+}
+
+const OTHER_KEY_FILE = /^(.+)\.([A-Za-z0-9_-]{1,64})\.pub$/;
+
+/**
+ * The services' other public keys (`<service>.<name>.pub`). A file that looks like one but names
+ * no service is refused rather than skipped: a misspelt name would leave a rotated key untrusted.
+ */
+function retiredKeys(dir: string, current: ReadonlyMap<EmittingService, KeyObject>): Map<EmittingService, KeyObject[]> {
+  const retired = new Map<EmittingService, KeyObject[]>();
+  for (const file of readdirSync(dir).sort()) {
+    const match = OTHER_KEY_FILE.exec(file);
+    if (match === null) continue;
+    const service = match[1] as EmittingService;
+    if (!SIGNING_SERVICES.includes(service)) {
+      throw new EventKeysError(`${join(dir, file)} names no service: another key of a service is <service>.<name>.pub, the service one of ${SIGNING_SERVICES.join(", ")}`);
+    }
+    const key = publicKeyOf(readFileSync(join(dir, file), "utf8"), join(dir, file));
+    if (keyIdOf(key) === keyIdOf(current.get(service) as KeyObject)) continue;
+    retired.set(service, [...(retired.get(service) ?? []), key]);
+  }
+  return retired;
 }
 
 /**

@@ -6,6 +6,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { keyIdOf } from "@agentrt/streams/jetstream";
 import { SIGNING_SERVICES, UNSIGNED_BEFORE_FILE, loadEventSigning, writeEventKeys } from "../src/event-signing.ts";
 import { scratchDir } from "@agentrt/testing";
 
@@ -35,7 +36,31 @@ describe("the event keys directory", () => {
     expect(signing.trust.unsignedBefore?.toISOString()).toBe("2026-12-07T00:00:00.000Z");
   });
 
+  it("given other public keys of a service (<service>.<name>.pub), when loaded, then each is trusted beside the current one, which alone signs", () => {
+    const dir = keysDir();
+    const old = generateKeyPairSync("ed25519").publicKey;
+    const older = generateKeyPairSync("ed25519").publicKey;
+    writeFileSync(join(dir, "llm-driver.2026-11.pub"), old.export({ type: "spki", format: "pem" }));
+    writeFileSync(join(dir, "llm-driver.2026-10.pub"), older.export({ type: "spki", format: "pem" }));
+    // The current key listed again under another name is not a second key
+    writeFileSync(join(dir, "llm-driver.current.pub"), readFileSync(join(dir, "llm-driver.pub")));
+    const signing = loadEventSigning(dir, "agent-reducer");
+    expect(signing.trust.retired?.get("llm-driver")?.map(keyIdOf)).toEqual([keyIdOf(older), keyIdOf(old)]);
+    expect([...(signing.trust.retired?.keys() ?? [])]).toEqual(["llm-driver"]);
+    expect(keyIdOf(signing.signer.key)).toBe(keyIdOf(signing.trust.keys.get("agent-reducer")!));
+  });
+
   it.each([
+    [
+      "another key names no service",
+      (dir: string) => writeFileSync(join(dir, "llm-drivr.old.pub"), readFileSync(join(dir, "llm-driver.pub"))),
+      /llm-drivr\.old\.pub names no service: another key of a service is <service>\.<name>\.pub, the service one of web-gateway, agent-reducer, llm-driver, capability-host/,
+    ],
+    [
+      "another key is not a key",
+      (dir: string) => writeFileSync(join(dir, "capability-host.old.pub"), "nonsense"),
+      /capability-host\.old\.pub is not an Ed25519 public key or certificate in PEM/,
+    ],
     ["a service's public key is missing", (dir: string) => rmSync(join(dir, "capability-host.pub")), /capability-host\.pub is missing: every service's public key is needed/],
     ["its own private key is missing", (dir: string) => rmSync(join(dir, "agent-reducer.key")), /agent-reducer\.key is missing: agent-reducer signs its records with it/],
     [

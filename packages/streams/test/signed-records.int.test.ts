@@ -10,7 +10,7 @@ import { headers as natsHeaders } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import type { FeedBatch } from "../src/event-store.ts";
 import type { JetStreamEventStore } from "../src/jetstream/index.ts";
-import { type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER, signatureHeaders } from "../src/jetstream/signing.ts";
+import { type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER, keyIdOf, signatureHeaders } from "../src/jetstream/signing.ts";
 import { contents, note, storeFixture } from "./store-fixture.ts";
 
 const names = { streamName: "EV_SIGNED", subjectPrefix: "evg", ephemeralPrefix: "ephg", partitionCount: 4 };
@@ -232,6 +232,28 @@ describe("signed records", () => {
     expect(gateway.refused).toEqual([]);
     const other = await openStore(undefined, mismatched);
     expect(await other.store.read(path)).toEqual([]);
-    expect(other.refused.map((r) => r.reason)).toEqual(["its signature as web-gateway does not hold"]);
+    expect(other.refused.map((r) => r.reason)).toEqual([`its key "${keyIdOf(keys.get("web-gateway")!.publicKey)}" is not one of web-gateway's keys`]);
+  }, 60_000);
+
+  it("given a driver key rotated mid-stream (new key trusted first, then signing, the old one kept), when read every way, then both keys' records are read, and a reader that dropped the old key passes its records over", async () => {
+    const path = "/signed/rotated";
+    const next = generateKeyPairSync("ed25519");
+    // Given records signed with the driver's first key
+    const before = await openStore("llm-driver");
+    await before.store.append(path, [note("old key")]);
+    // When the driver signs with its next key, every reader trusting the first as retired
+    const rotated: RecordTrust = { keys: new Map([...trust.keys, ["llm-driver", next.publicKey] as const]), retired: new Map([["llm-driver", [keys.get("llm-driver")!.publicKey]]]) };
+    const refused: Refusal[] = [];
+    const after = await fixture.fx.openStore(undefined, { signing: { signer: { service: "llm-driver", key: next.privateKey }, trust: rotated, onUntrusted: (r) => refused.push(r) } });
+    await after.append(path, [note("new key")]);
+    // Then a reader under the rotated trust reads both, every way
+    const reader = await openStore(undefined, rotated);
+    expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: ["old key", "new key"], subscribed: ["old key", "new key"], fed: ["old key", "new key"] });
+    expect(reader.refused.filter((r) => r.subject === subjectOf(path))).toEqual([]);
+    expect(refused.filter((r) => r.subject === subjectOf(path))).toEqual([]);
+    // And a reader that no longer trusts the first key passes over what it signed, naming the key
+    const forgetful = await openStore(undefined, { keys: rotated.keys });
+    expect(contents(await forgetful.store.read(path))).not.toContain("old key");
+    expect(forgetful.refused.map((r) => r.reason)).toEqual([`its key "${keyIdOf(keys.get("llm-driver")!.publicKey)}" is not one of llm-driver's keys`]);
   }, 60_000);
 });

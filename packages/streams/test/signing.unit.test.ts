@@ -5,7 +5,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { recordJson } from "../src/batch.ts";
 import { RecordReader, decodeStored } from "../src/jetstream/records.ts";
-import { type RecordTrust, signatureHeaders, untrustedBecause } from "../src/jetstream/signing.ts";
+import { KEY_ID_HEADER, type RecordTrust, keyIdOf, signatureHeaders, untrustedBecause } from "../src/jetstream/signing.ts";
 
 const driver = generateKeyPairSync("ed25519");
 const gateway = generateKeyPairSync("ed25519");
@@ -94,5 +94,41 @@ describe("a reader with a trust", () => {
     const record = readerOf({}).recordOf({ seq: 42, subject: msg.subject, data: msg.data, header: msg.headers });
     expect(record).toMatchObject({ seq: 42, first: 5, count: 1 });
     expect(record?.body).toBeUndefined();
+  });
+});
+
+describe("a rotated key", () => {
+  const next = generateKeyPairSync("ed25519");
+  /** The driver signs with its next key now; the one before is retired. */
+  const rotated: RecordTrust = { keys: new Map([...trust.keys, ["llm-driver", next.publicKey]]), retired: new Map([["llm-driver", [driver.publicKey]]]) };
+  const signedWith = (key: typeof driver.privateKey, options: { keyId?: string | null } = {}) => {
+    const data = body("agent/llm-request-settled");
+    const headers = new Map<string, string>(signatureHeaders({ service: "llm-driver", key }, SUBJECT, 41, data));
+    if (options.keyId === null) headers.delete(KEY_ID_HEADER);
+    else if (options.keyId !== undefined) headers.set(KEY_ID_HEADER, options.keyId);
+    headers.set("Nats-Expected-Last-Subject-Sequence", "41");
+    return { subject: SUBJECT, data, headers: asHeaders(headers) };
+  };
+
+  it("given a record signed with the key it names, when read, then it is checked against that key", () => {
+    expect(signedWith(next.privateKey).headers.get(KEY_ID_HEADER)).toBe(keyIdOf(next.publicKey));
+    expect(keyIdOf(next.privateKey)).toBe(keyIdOf(next.publicKey));
+    expect(untrustedBecause(rotated, signedWith(next.privateKey))).toBeUndefined();
+  });
+
+  it("given records signed with the retired key, with and without the key header (written before it), when read, then they hold", () => {
+    expect(untrustedBecause(rotated, signedWith(driver.privateKey))).toBeUndefined();
+    expect(untrustedBecause(rotated, signedWith(driver.privateKey, { keyId: null }))).toBeUndefined();
+    expect(untrustedBecause(rotated, signedWith(next.privateKey, { keyId: null }))).toBeUndefined();
+  });
+
+  it("given a retired key no longer trusted, or a key id that is none of the service's, when read, then the record is passed over", () => {
+    const forgotten: RecordTrust = { keys: rotated.keys };
+    expect(untrustedBecause(forgotten, signedWith(driver.privateKey))).toBe(`its key "${keyIdOf(driver.publicKey)}" is not one of llm-driver's keys`);
+    expect(untrustedBecause(forgotten, signedWith(driver.privateKey, { keyId: null }))).toBe("its signature as llm-driver does not hold");
+    const stranger = generateKeyPairSync("ed25519");
+    expect(untrustedBecause(rotated, signedWith(stranger.privateKey))).toBe(`its key "${keyIdOf(stranger.publicKey)}" is not one of llm-driver's keys`);
+    // Naming a trusted key does not make another key's signature hold
+    expect(untrustedBecause(rotated, signedWith(stranger.privateKey, { keyId: keyIdOf(next.publicKey) }))).toBe("its signature as llm-driver does not hold");
   });
 });

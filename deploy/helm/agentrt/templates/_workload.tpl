@@ -164,6 +164,11 @@ spec:
                   items:
                     - key: unsigned-before
                       path: unsigned-before
+              {{- with $root.Values.eventSigning.otherPublicKeysConfigMap }}
+              # Other public keys of the services (<service>.<name>.pub): rotated keys.
+              - configMap:
+                  name: {{ . }}
+              {{- end }}
         {{- end }}
         {{- with .volumes }}
         {{- . | nindent 8 }}

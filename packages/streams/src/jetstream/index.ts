@@ -14,4 +14,4 @@ export { isTransient as isTransientNatsError } from "./errors.ts";
 // A reply subject under the connection's own inbox prefix (each NATS user reads only its own).
 export { newInbox } from "./inbox-requests.ts";
 // Signed records: what a store signs with and whose records it reads (signing.ts).
-export { type RecordSigner, type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER } from "./signing.ts";
+export { KEY_ID_HEADER, keyIdOf, type RecordSigner, type RecordSigning, type RecordTrust, SIGNATURE_HEADER, SIGNER_HEADER } from "./signing.ts";

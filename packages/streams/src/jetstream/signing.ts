@@ -11,7 +11,7 @@
 // message), and the body. So a signed record cannot be moved to another agent's subject, nor
 // published again later on its own: its expected sequence is no longer the subject's last.
 
-import { type KeyObject, sign, verify } from "node:crypto";
+import { type KeyObject, createHash, createPublicKey, sign, verify } from "node:crypto";
 import { type EmittingService, signedEventRefusal } from "@agentrt/contract";
 import { type BatchRecord, decodeRecordJson } from "../batch.ts";
 
@@ -19,6 +19,12 @@ import { type BatchRecord, decodeRecordJson } from "../batch.ts";
 export const SIGNER_HEADER = "Agentrt-Signer";
 /** Header carrying the record's Ed25519 signature, base64. */
 export const SIGNATURE_HEADER = "Agentrt-Signature";
+/**
+ * Header naming the key that signed it (`keyIdOf`), so a reader checks it against that key alone
+ * when a service has more than one (rotated keys). Not signed: naming another key only makes the
+ * signature fail. Records from before it are checked against each of the signer's keys.
+ */
+export const KEY_ID_HEADER = "Agentrt-Key";
 const EXPECTED_LAST_HEADER = "Nats-Expected-Last-Subject-Sequence";
 
 /** The key a service signs its records with. */
@@ -29,8 +35,14 @@ export interface RecordSigner {
 
 /** Whose records a reader accepts. */
 export interface RecordTrust {
-  /** Each service's public key. */
+  /** Each service's public key: the one its private key signs with now. */
   readonly keys: ReadonlyMap<EmittingService, KeyObject>;
+  /**
+   * Each service's earlier public keys, after a rotation: records they signed stay readable (a
+   * stored record is never signed again). Also where a new key goes first, so that every reader
+   * trusts it before any writer signs with it.
+   */
+  readonly retired?: ReadonlyMap<EmittingService, readonly KeyObject[]>;
   /**
    * Unsigned records stored (by the server's clock) before this instant are read as before: they
    * were written before signing was turned on. Undefined: every record must be signed.
@@ -76,13 +88,47 @@ function signedBytes(subject: string, expectedLastSequence: number, body: Uint8A
   return Buffer.concat([encoder.encode(`${subject}\n${expectedLastSequence}\n`), body]);
 }
 
+const keyIds = new WeakMap<KeyObject, string>();
+
+/** A key's id: the first 16 hex digits of the SHA-256 of its public half (SPKI, DER). */
+export function keyIdOf(key: KeyObject): string {
+  let id = keyIds.get(key);
+  if (id === undefined) {
+    const spki = (key.type === "private" ? createPublicKey(key) : key).export({ type: "spki", format: "der" });
+    id = createHash("sha256").update(spki).digest("hex").slice(0, 16);
+    keyIds.set(key, id);
+  }
+  return id;
+}
+
 /** The headers that sign a record published on `subject` after `expectedLastSequence`. */
 export function signatureHeaders(signer: RecordSigner, subject: string, expectedLastSequence: number, body: Uint8Array): [string, string][] {
   const signature = sign(null, signedBytes(subject, expectedLastSequence, body), signer.key).toString("base64");
   return [
     [SIGNER_HEADER, signer.service],
+    [KEY_ID_HEADER, keyIdOf(signer.key)],
     [SIGNATURE_HEADER, signature],
   ];
+}
+
+/** The keys a record of `service` may be checked against: the one its header names, or each of the service's. */
+function keysToCheck(trust: RecordTrust, service: EmittingService, current: KeyObject, keyId: string): readonly KeyObject[] {
+  const retired = trust.retired?.get(service) ?? [];
+  if (keyId === "") return retired.length === 0 ? [current] : [current, ...retired];
+  if (keyIdOf(current) === keyId) return [current];
+  return retired.filter((key) => keyIdOf(key) === keyId);
+}
+
+function signatureHolds(bytes: Buffer, keys: readonly KeyObject[], signature: string): boolean {
+  const raw = Buffer.from(signature, "base64");
+  for (const key of keys) {
+    try {
+      if (verify(null, bytes, key, raw)) return true;
+    } catch {
+      // a malformed signature holds for no key
+    }
+  }
+  return false;
 }
 
 /**
@@ -98,18 +144,15 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
     if (trust.unsignedBefore !== undefined && storedAt !== undefined && storedAt < trust.unsignedBefore.getTime()) return undefined;
     return "it is not signed";
   }
-  const key = trust.keys.get(signer as EmittingService);
-  if (key === undefined) return `its signer "${signer.slice(0, 64)}" is not a known service`;
+  const current = trust.keys.get(signer as EmittingService);
+  if (current === undefined) return `its signer "${signer.slice(0, 64)}" is not a known service`;
   const expected = msg.headers?.get(EXPECTED_LAST_HEADER) ?? "";
   if (!/^\d+$/.test(expected)) return "it names no sequence it followed";
   if (!expectationStandsAlone(msg.headers)) return "its headers name the expected sequence elsewhere too";
-  let holds = false;
-  try {
-    holds = verify(null, signedBytes(msg.subject, Number(expected), msg.data), key, Buffer.from(signature, "base64"));
-  } catch {
-    holds = false;
-  }
-  if (!holds) return `its signature as ${signer} does not hold`;
+  const keyId = msg.headers?.get(KEY_ID_HEADER) ?? "";
+  const keys = keysToCheck(trust, signer as EmittingService, current, keyId);
+  if (keys.length === 0) return `its key "${keyId.slice(0, 64)}" is not one of ${signer}'s keys`;
+  if (!signatureHolds(signedBytes(msg.subject, Number(expected), msg.data), keys, signature)) return `its signature as ${signer} does not hold`;
   const record = msg.body === undefined ? decodeRecordJson(msg.data) : msg.body();
   if (record === undefined) return "it is not a record";
   if (record.events.length !== record.n) return `it counts ${String(record.n).slice(0, 20)} events and holds ${record.events.length}`;
