@@ -15,7 +15,7 @@ import type { Authenticator } from "./auth/authenticator.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/body.ts";
 import { capConnections, DEFAULT_MAX_CONNECTIONS } from "./http/connection-cap.ts";
 import { NO_METRICS, type GatewayMetrics } from "./http/gateway-metrics.ts";
-import { createUpgradeHandler } from "./http/live.ts";
+import { createUpgradeHandler, type LiveTimings } from "./http/live.ts";
 import { DEFAULT_MAX_JSON_DEPTH } from "./http/json-limits.ts";
 import { DEFAULT_MAX_LIVE_SUBSCRIPTIONS_PER_KEY, LiveSubscriptionLimiter } from "./http/live-limits.ts";
 import { handleHttp, sendError, type PipelineDeps } from "./http/pipeline.ts";
@@ -41,6 +41,8 @@ export interface GatewayOptions<S> {
   readonly tracer?: Tracer;
   readonly maxJsonDepth?: number;
   readonly maxLiveSubscriptionsPerKey?: number;
+  /** WebSocket heartbeat and close grace (default 15 s and 5 s). */
+  readonly liveTimings?: LiveTimings;
   /** Connections the HTTP listener holds at once (default 10 000); one past it is closed as it arrives. */
   readonly maxConnections?: number;
   readonly timeouts?: ConnectionTimeouts;
@@ -75,7 +77,7 @@ export function createHttpGateway<S>(options: GatewayOptions<S>): HttpGateway {
     maxJsonDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH,
     liveLimiter,
   };
-  const upgrades = createUpgradeHandler(deps, options.log);
+  const upgrades = createUpgradeHandler(deps, options.log, options.liveTimings);
   // Each handler settles its own errors; these catches only make a bug a 500 instead of a crash.
   const server = createServer(serverOptions(options.timeouts ?? DEFAULT_TIMEOUTS), (req, res) => {
     setBrowserHeaders(res);

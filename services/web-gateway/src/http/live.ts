@@ -22,6 +22,20 @@ import { lastEventIdSchema } from "../api/schemas.ts";
 export const HEARTBEAT_MS = 15_000;
 /** A WebSocket client this far behind is disconnected (it resumes from its last offset). */
 export const MAX_WS_BUFFERED_BYTES = 8 * 1024 * 1024;
+/**
+ * How long a WebSocket being closed may take to answer the close before it is cut off. A client
+ * that stopped reading never sees the close frame, queued behind what it did not read; ws alone
+ * waits 30 s, holding that backlog while the slot (which waits for the socket) stays taken.
+ */
+export const WS_CLOSE_GRACE_MS = 5_000;
+
+/** The live streams' timings (tests shorten them). */
+export interface LiveTimings {
+  readonly heartbeatMs: number;
+  readonly closeGraceMs: number;
+}
+
+const DEFAULT_LIVE_TIMINGS: LiveTimings = { heartbeatMs: HEARTBEAT_MS, closeGraceMs: WS_CLOSE_GRACE_MS };
 
 /** The offset to start from: `Last-Event-ID` (a reconnect) wins over the query's fromOffset. */
 export function resumeOffset(req: IncomingMessage, fromOffset: number | undefined): number {
@@ -73,7 +87,7 @@ export async function pipeSse(req: IncomingMessage, res: ServerResponse, subscri
 }
 
 /** Accepts WebSocket upgrades for `websocket` routes, after the same auth and parsing as HTTP. */
-export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
+export function createUpgradeHandler(deps: PipelineDeps, log: Logger, timings: LiveTimings = DEFAULT_LIVE_TIMINGS) {
   const { metrics } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const handler = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
@@ -106,7 +120,8 @@ export function createUpgradeHandler(deps: PipelineDeps, log: Logger) {
       upgraded = true;
       socket.off("close", abandon);
       metrics.liveOpened("websocket");
-      void pumpWebSocket(ws, subscription, log).finally(() => {
+      // The slot is held until the socket has closed: its backlog is in memory until then.
+      void pumpWebSocket(ws, subscription, log, timings).finally(() => {
         release();
         metrics.liveClosed("websocket");
       });
@@ -141,28 +156,45 @@ function refuseUpgrade(socket: Duplex, error: unknown): void {
   );
 }
 
-async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Logger): Promise<void> {
+async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Logger, timings: LiveTimings): Promise<void> {
+  const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
   // Bad frames (oversized, bad opcode, invalid UTF-8) make ws emit `error` and close with 1002/1009.
   ws.on("error", (error: Error & { code?: string }) => log.debug({ code: error.code, message: error.message }, "websocket protocol error"));
-  ws.on("message", () => {
-    if (ws.readyState === ws.OPEN) ws.close(1003, "this stream accepts no messages; reconnect with fromOffset to resume");
-  });
+  ws.on("message", () => endWebSocket(ws, 1003, "this stream accepts no messages; reconnect with fromOffset to resume", timings));
   ws.on("close", () => void subscription.close());
-  const heartbeat = setInterval(() => ws.ping(), HEARTBEAT_MS);
+  // A peer that answered no ping since the last one is gone without closing (a dropped network):
+  // cut off now, not when TCP gives up retransmitting, minutes later.
+  let answered = true;
+  ws.on("pong", () => (answered = true));
+  const heartbeat = setInterval(() => {
+    if (!answered) return ws.terminate();
+    answered = false;
+    ws.ping();
+  }, timings.heartbeatMs);
   try {
     for await (const event of subscription) {
       if (ws.readyState !== ws.OPEN) break;
       if (ws.bufferedAmount > MAX_WS_BUFFERED_BYTES) {
-        ws.close(1013, "client too slow; reconnect from your last offset");
+        endWebSocket(ws, 1013, "client too slow; reconnect from your last offset", timings);
         break;
       }
       ws.send(eventJson(event));
     }
   } catch (error) {
     log.warn({ err: error }, "websocket subscription failed");
-    ws.close(1011, "subscription failed");
+    endWebSocket(ws, 1011, "subscription failed", timings);
   } finally {
     clearInterval(heartbeat);
     await subscription.close();
+    endWebSocket(ws, 1001, "the stream ended", timings);
+    await closed;
   }
+}
+
+/** Closes a WebSocket, cut off if the peer has not answered the close within the grace. */
+function endWebSocket(ws: WebSocket, code: number, reason: string, timings: LiveTimings): void {
+  if (ws.readyState === ws.CLOSED) return;
+  if (ws.readyState === ws.OPEN) ws.close(code, reason);
+  const cutOff = setTimeout(() => ws.terminate(), timings.closeGraceMs);
+  ws.once("close", () => clearTimeout(cutOff));
 }

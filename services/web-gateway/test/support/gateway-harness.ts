@@ -11,6 +11,7 @@ import { bindGrpc, createGrpcServer, type GrpcListener, type GrpcOptions } from 
 import { gatewayCore } from "../../src/core.ts";
 import type { Server } from "@grpc/grpc-js";
 import type { ReadLimits } from "../../src/api/read-limits.ts";
+import type { LiveTimings } from "../../src/http/live.ts";
 
 export interface TestGateway {
   readonly url: string;
@@ -46,6 +47,8 @@ export async function startTestGateway(options: {
   grpcOptions?: GrpcOptions;
   /** The API's read limits (a listing page's fold budget, …). */
   limits?: Partial<ReadLimits>;
+  maxLiveSubscriptionsPerKey?: number;
+  liveTimings?: LiveTimings;
 }): Promise<TestGateway> {
   const log = testLogger("web-gateway-test");
   const auth = new Authenticator({
@@ -63,6 +66,8 @@ export async function startTestGateway(options: {
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.maxLiveSubscriptionsPerKey === undefined ? {} : { maxLiveSubscriptionsPerKey: options.maxLiveSubscriptionsPerKey }),
+    ...(options.liveTimings === undefined ? {} : { liveTimings: options.liveTimings }),
   });
   const port = await gateway.listen(0, "127.0.0.1");
   let grpcServer: Server | undefined;
