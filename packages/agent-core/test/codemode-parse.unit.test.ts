@@ -236,9 +236,21 @@ describe("wrapScriptBody", () => {
     "async (itx: Itx): Promise<number> => { return 1; };",
     "async function main(itx) {\n  return `}${1}`;\n}",
     "async itx => itx.agent.path",
+    "async function main(itx: Itx): Promise<number> {\n  return 1;\n}",
+    'async (itx, label = String(")")) => { return label; }',
+    "async (\n  itx, // the surface (really)\n) => itx.agent.path",
   ])("keeps a body that is already one async function: %j", (code) => {
     expect(isAsyncFunctionSource(code)).toBe(true);
     expect(wrapScriptBody(code)).toBe(code);
+  });
+
+  it("given 64 KB of an unclosed head full of `):`, when checked, then it is read in time proportional to its length (the host's main thread runs it)", () => {
+    const started = performance.now();
+    for (const code of ["async (" + "):".repeat(32_000), "async function f(" + "):".repeat(32_000), "async (" + "(:".repeat(32_000)]) {
+      expect(isAsyncFunctionSource(code)).toBe(false);
+    }
+    // A regex of two lazy scans took 2.3 s for the first of these alone.
+    expect(performance.now() - started).toBeLessThan(200);
   });
 
   it("wraps a body that only starts with an async helper", () => {

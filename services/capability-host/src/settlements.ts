@@ -9,12 +9,39 @@ type Failed = Extract<Settlement, { status: "failed" }>;
 // The keys live in the contract's reserved namespaces (one builder each).
 export const { scriptRunStarted: startedKey, scriptRunSettled: settledKey } = idempotencyKeys;
 
+/**
+ * The most of a failure's text a settlement keeps: the model reads it, and a settlement must fit
+ * in an event (1 MiB). A 64 KB script of 31 000 type errors made 4.4 MB of text; the settlement
+ * was refused, the item dropped, and the script never settled (red-team).
+ */
+export const MAX_FAILURE_TEXT_CHARS = 16_000;
+
+/** A failure's text cut to MAX_FAILURE_TEXT_CHARS, saying how much was left out. */
+export function keptFailureText(text: string): string {
+  if (text.length <= MAX_FAILURE_TEXT_CHARS) return text;
+  const note = `\n… (${text.length - MAX_FAILURE_TEXT_CHARS} more characters not shown)`;
+  let cut = MAX_FAILURE_TEXT_CHARS - note.length;
+  // Never half of a surrogate pair.
+  if (/[\uD800-\uDBFF]/.test(text[cut - 1] ?? "")) cut--;
+  return text.slice(0, cut) + note;
+}
+
 export function typecheckErrorText(problems: readonly string[]): string {
-  return (
-    "Script was NOT executed: it does not typecheck against this scope's capability types.\n" +
-    `${problems.join("\n")}\n` +
-    "Fix the type errors and resend the whole corrected script."
-  );
+  const head = "Script was NOT executed: it does not typecheck against this scope's capability types.\n";
+  const tail = "Fix the type errors and resend the whole corrected script.";
+  // Whole problems, first to last, while they fit; then how many were left out.
+  const room = MAX_FAILURE_TEXT_CHARS - head.length - tail.length - 80;
+  const shown: string[] = [];
+  let used = 0;
+  for (const problem of problems) {
+    const cost = Math.min(problem.length, 2_000) + 1;
+    if (used + cost > room) break;
+    shown.push(problem.length > 2_000 ? `${problem.slice(0, 2_000)}…` : problem);
+    used += cost;
+  }
+  const left = problems.length - shown.length;
+  const more = left === 0 ? "" : `… and ${left} more problem${left === 1 ? "" : "s"} not shown.\n`;
+  return `${head}${shown.join("\n")}\n${more}${tail}`;
 }
 
 export function typecheckFailed(problems: readonly string[]): Failed {
@@ -65,7 +92,7 @@ export function sliceFailed(limitMs: number): Failed {
 export function runtimeFailed(error: string): Failed {
   return {
     status: "failed",
-    error,
+    error: keptFailureText(error),
     failureKind: "runtime",
     phase: "execution",
     executionMayHaveOccurred: true,

@@ -49,6 +49,17 @@ describe("itx.agent.append: what a script may append", () => {
     expect(await failure(path, thrown.executionId)).toContain("broken \ufffd text");
   });
 
+  it("given a script of 31 000 type errors (62 KB), when checked, then it settles failed with the first problems and how many more, not a text too large to store", async () => {
+    const path = uniquePath("many-type-errors");
+    const { executionId } = await requestScript(fx, path, "):".repeat(31_000));
+    const settlement = (await waitSettled(fx.store, path, executionId, 60_000)).payload.settlement;
+    expect(settlement).toMatchObject({ status: "failed", failureKind: "typecheck", executionMayHaveOccurred: false });
+    const error = (settlement as { error: string }).error;
+    expect(error.length).toBeLessThanOrEqual(16_000);
+    expect(error).toMatch(/^Script was NOT executed: it does not typecheck/);
+    expect(error).toMatch(/… and \d+ more problems not shown\.\nFix the type errors and resend the whole corrected script\.$/);
+  }, 90_000);
+
   it("given a script, when it appends a script request, then it is refused: that script would run outside this one's authority", async () => {
     const path = uniquePath("nested-request");
     const inner = JSON.stringify({ type: "capability-host/script-run-requested", payload: { code: "return 1", executionId: "inner", expiresAt: "2099-01-01T00:00:00.000Z" } });
