@@ -261,6 +261,26 @@ describe("a worker's NATS user and the work consumers", () => {
   });
 });
 
+describe("work claims: each kind's workers have a bucket of their own", () => {
+  it("the host's user may not write the drivers' claims, nor the driver's the hosts' (a forged owner's claim made drivers nak items still running)", async () => {
+    const host = await system.connectAs("capability-host");
+    const driver = await system.connectAs("llm-driver");
+    try {
+      const forged = JSON.stringify({ owner: "forged", acks: ["$JS.ACK.AGENT_WORK_LLM.llm-driver.1.1.1.1.1"] });
+      await expect(new Kvm(host).open(NATS_NAMES.llmWorkClaimsBucket).then((kv) => kv.put("llm.forged.held", forged))).rejects.toThrow(/permission/i);
+      await expect(new Kvm(driver).open(NATS_NAMES.scriptWorkClaimsBucket).then((kv) => kv.put("script.forged.held", forged))).rejects.toThrow(/permission/i);
+      // Each writes its own kind's
+      await expect(new Kvm(driver).open(NATS_NAMES.llmWorkClaimsBucket).then((kv) => kv.get("llm.nobody.held"))).resolves.toBeNull();
+      await expect(new Kvm(host).open(NATS_NAMES.scriptWorkClaimsBucket).then((kv) => kv.get("script.nobody.held"))).resolves.toBeNull();
+      const llmClaims = await new Kvm(system.nc).open(NATS_NAMES.llmWorkClaimsBucket);
+      expect(await llmClaims.get("llm.forged.held")).toBeNull();
+    } finally {
+      await host.close();
+      await driver.close();
+    }
+  });
+});
+
 describe("a capability provider's own NATS user serves only its namespaces", () => {
   let other: NatsConnection;
   beforeAll(async () => {

@@ -14,7 +14,7 @@
 
 import { INTERRUPT_SUBJECT } from "./interrupts.ts";
 import { LEASE_LIVENESS_PREFIX } from "./leases.ts";
-import { WORK_CLAIM_LIVENESS_PREFIX, WORK_CLAIMS_BUCKET } from "./work-claims.ts";
+import { WORK_CLAIM_LIVENESS_PREFIX, workClaimsBucket } from "./work-claims.ts";
 import { LEGACY_WORK_STREAM, WORK_STREAMS } from "./work-queue.ts";
 
 export type NatsServiceUser = "web-gateway" | "agent-reducer" | "llm-driver" | "capability-host" | "capability-provider";
@@ -55,8 +55,9 @@ export const NATS_NAMES = {
   scriptRunsBucket: "agentrt_script_runs",
   interruptSubject: INTERRUPT_SUBJECT,
   capabilitiesPrefix: "agentrt.capabilities",
-  /** Claims of in-flight work items: one key per worker, the ack subjects of the items it runs. */
-  workClaimsBucket: WORK_CLAIMS_BUCKET,
+  /** Claims of in-flight work items, a bucket per kind: one key per worker, the ack subjects of the items it runs. */
+  llmWorkClaimsBucket: workClaimsBucket("llm"),
+  scriptWorkClaimsBucket: workClaimsBucket("script"),
   /** Drivers and hosts answer here while connected; a dead one's claimed items are handed back at once. */
   workClaimLivenessPrefix: WORK_CLAIM_LIVENESS_PREFIX,
   llmDriverDurable: "llm-driver",
@@ -181,8 +182,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...eventStore({ live: true }),
         ...streamUse(N.llmWorkStream, { create: true, durable: N.llmDriverDurable }),
         ...legacyWorkStream,
-        // Work claims: a driver that finds another's connection gone hands its items back.
-        ...kvBucket(N.workClaimsBucket),
+        // Work claims: a driver that finds another's connection gone hands its items back (its kind's bucket only).
+        ...kvBucket(N.llmWorkClaimsBucket),
         `${N.workClaimLivenessPrefix}.llm.>`,
       ],
     },
@@ -205,8 +206,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         // Liveness leases and run records: a host settles another's script orphaned only once its lease expired.
         ...kvBucket(N.hostLivenessBucket),
         ...kvBucket(N.scriptRunsBucket),
-        // Work claims: a host that finds another's connection gone hands its items back.
-        ...kvBucket(N.workClaimsBucket),
+        // Work claims: a host that finds another's connection gone hands its items back (its kind's bucket only).
+        ...kvBucket(N.scriptWorkClaimsBucket),
         `${N.workClaimLivenessPrefix}.script.>`,
         `${N.capabilitiesPrefix}.call.>`,
         // Asks the provider instance running a call whether it still lives.

@@ -2,7 +2,7 @@
 // of the work queue's ack wait (the same principle as the partition leases' presence, see
 // leases.ts).
 //
-// A worker records the items it runs in a KV bucket under one key of its own
+// A worker records the items it runs in its kind's KV bucket under one key of its own
 // (`<kind>.<owner>.held`), whose value is the set of their ack subjects. Each worker answers on
 // its own liveness subject for as long as its connection lives. Every worker watches the claims
 // of its kind and, every probe period, asks each other owner with claims whether it is there
@@ -38,7 +38,17 @@ import { isNoResponders } from "./presence.ts";
 import { parseJsonOrUndefined } from "./json.ts";
 import { untilNatsAnswers } from "./transient-retry.ts";
 
-export const WORK_CLAIMS_BUCKET = "agentrt_work_claims";
+/**
+ * The claims bucket of one kind of work: each kind's workers run as their own NATS user, granted
+ * only their own bucket. One shared bucket let a host's user copy a driver's ack subjects under
+ * a made-up owner, which the drivers then found dead and naked while their model calls ran,
+ * asking the model again each time (red-team). A worker of an earlier version wrote its claims
+ * to the shared `agentrt_work_claims`: if it dies during the upgrade, its items wait for the
+ * work queue's ack wait instead.
+ */
+export function workClaimsBucket(kind: WorkKind): string {
+  return `agentrt_work_claims_${kind}`;
+}
 /** Liveness subjects of workers with claims: `<prefix>.<kind>.<owner>`. */
 export const WORK_CLAIM_LIVENESS_PREFIX = "agentrt.claims";
 /** How often the claims of other workers are checked: a dead worker's item moves on within about this. */
@@ -92,7 +102,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   const { nc, kind, owner, logger } = options;
   const probeEveryMs = options.probeEveryMs ?? DEFAULT_CLAIM_PROBE_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_CLAIM_PROBE_TIMEOUT_MS;
-  const kv: KV = await untilNatsAnswers("work claims bucket", () => new Kvm(nc).create(WORK_CLAIMS_BUCKET, { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 }), { logger });
+  const kv: KV = await untilNatsAnswers("work claims bucket", () => new Kvm(nc).create(workClaimsBucket(kind), { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 }), { logger });
   const ownToken = claimOwnerToken(owner);
   const ownKey = `${kind}.${ownToken}.held`;
   let stopped = false;

@@ -9,7 +9,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { type NatsServer, startNatsServer, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { claimLivenessSubject, createLogger, startWorkClaims, WORK_CLAIMS_BUCKET } from "../src/index.ts";
+import { claimLivenessSubject, createLogger, startWorkClaims, workClaimsBucket } from "../src/index.ts";
 
 const logger = createLogger("test", "silent");
 let server: NatsServer;
@@ -43,7 +43,7 @@ it("given a claimant that answers probes slowly, when it dies with a probe in fl
     },
   });
   await victim.flush();
-  const kv = await new Kvm(await client()).create(WORK_CLAIMS_BUCKET, { history: 1 });
+  const kv = await new Kvm(await client()).create(workClaimsBucket("llm"), { history: 1 });
   await kv.put("llm.busy-victim.held", JSON.stringify({ owner: "busy-victim", acks: ["$JS.ACK.AGENT_WORK_LLM.nobody.1.1.1.1.0"] }));
   // and a survivor that probes it every 100 ms, each probe counted alive unless refused within 4 s
   const handedBack: number[] = [];

@@ -21,7 +21,7 @@ import {
   ensureWorkStreams,
   publishWork,
   startWorkClaims,
-  WORK_CLAIMS_BUCKET,
+  workClaimsBucket,
   workStreamName,
   type WorkClaims,
   type WorkConsumer,
@@ -93,7 +93,7 @@ async function survivor(durable: string, owner: string, ackWaitMs: number, probe
 }
 
 async function claimKeys(prefix: string): Promise<string[]> {
-  const kv = await new Kvm(nc).open(WORK_CLAIMS_BUCKET);
+  const kv = await new Kvm(nc).open(workClaimsBucket("llm"));
   const keys: string[] = [];
   for await (const key of await kv.keys(`${prefix}.>`)) keys.push(key);
   return keys;
@@ -160,7 +160,7 @@ describe("work claims", { timeout: 120_000 }, () => {
     const victim = await claimantProcess(durable, "victim-many", ACK_WAIT_MS, 5_000);
     for (let i = 0; i < ITEMS; i++) await publishWork(jetstream(nc), "llm", i + 1, { streamPath: `/a/claims-kill-many-${i}`, requestOffset: 3 });
     await waitFor(() => victim.claimed.length === ITEMS, { timeoutMs: 10_000, what: "the victim to claim every item" });
-    const kv = await new Kvm(nc).open(WORK_CLAIMS_BUCKET);
+    const kv = await new Kvm(nc).open(workClaimsBucket("llm"));
     await waitFor(async () => (await kv.get("llm.victim-many.held"))?.json<{ acks: string[] }>().acks.length === ITEMS, { timeoutMs: 10_000, what: "the victim's claims" });
     const alive = await survivor(durable, "survivor-many", ACK_WAIT_MS);
     victim.child.kill("SIGKILL");
@@ -199,7 +199,7 @@ describe("work claims", { timeout: 120_000 }, () => {
     const ITEMS = 50;
     const c = await connect({ servers: server.url });
     const claims = await startWorkClaims({ nc: c, kind: "llm", owner: "busy", logger });
-    const claimsStream = `KV_${WORK_CLAIMS_BUCKET}`;
+    const claimsStream = `KV_${workClaimsBucket("llm")}`;
     const lastSeq = async () => (await (await jetstreamManager(nc)).streams.info(claimsStream)).state.last_seq;
     const before = await lastSeq();
     for (let i = 0; i < ITEMS; i++) await publishWork(jetstream(nc), "llm", i + 1, { streamPath: `/a/claims-writes-${i}`, requestOffset: 3 });
@@ -228,7 +228,7 @@ describe("work claims", { timeout: 120_000 }, () => {
 
     await waitFor(() => received === ITEMS, { timeoutMs: 10_000, what: "every item to be taken" });
     // Every item is recorded: a survivor would hand all of them back.
-    const kv = await new Kvm(nc).open(WORK_CLAIMS_BUCKET);
+    const kv = await new Kvm(nc).open(workClaimsBucket("llm"));
     const recorded = async () => {
       const acks = new Set<string>();
       for (const key of await claimKeys("llm.busy")) {
