@@ -154,7 +154,8 @@ function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
       res.on("data", (chunk: Buffer) => {
         if (ended) return;
         total += chunk.byteLength;
-        const newline = chunk.lastIndexOf(10);
+        // SSE ends a line with LF, CR or CRLF: a stream of CR-only lines is lines too.
+        const newline = Math.max(chunk.lastIndexOf(10), chunk.lastIndexOf(13));
         lineBytes = newline === -1 ? lineBytes + chunk.byteLength : chunk.byteLength - newline - 1;
         const over =
           total > MAX_MODEL_RESPONSE_BYTES

@@ -173,6 +173,33 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     await server.close();
   });
 
+  it("given a valid stream of more than MAX_MODEL_LINE_BYTES whose lines end in CR alone, when read, then it is lines, not one line past the bound", async () => {
+    const server = await bareServer((req, res) => {
+      void readBody(req).then(() => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const frame = (content: string) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\r\r`;
+        // 5 MiB of chunks, CR-only line ends (SSE allows LF, CR or CRLF), in 64 KiB writes
+        const piece = frame("x".repeat(60)).repeat(512);
+        let sent = 0;
+        const pump = (): void => {
+          while (!res.destroyed && sent < 5 * 1024 * 1024) {
+            sent += piece.length;
+            if (!res.write(piece)) return void res.once("drain", pump);
+          }
+          res.end("data: [DONE]\r\r");
+        };
+        pump();
+      });
+    });
+    http = createHttpFetch();
+    const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
+    const text = await textOf(await chat(client, "hi"));
+    // (5 MiB of SSE, past the line bound, carries 1.5 M characters of text)
+    expect(text.length).toBeGreaterThan(1_500_000);
+    expect(text).toMatch(/^x+$/);
+    await server.close();
+  });
+
   it("stops reading and closes the request when the caller aborts mid-reply", async () => {
     let closedByClient!: () => void;
     const clientClosed = new Promise<void>((resolve) => (closedByClient = resolve));
