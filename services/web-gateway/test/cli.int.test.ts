@@ -3,6 +3,8 @@
 // streaming text), send to a path with no agent (404 named), stop/pause/resume, and a gateway
 // that is not there (the error names the URL and AGENTRT_URL).
 import { execFile, spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -133,6 +135,38 @@ describe("pnpm agents", () => {
     }
     const bad = await failing({ AGENTRT_URL: "localhost:8080" }, "state", path);
     expect(bad.stderr).toContain('AGENTRT_URL must be an http(s) URL such as http://127.0.0.1:8080; got "localhost:8080"');
+  });
+
+  it("a server at AGENTRT_URL that never ends an answer: tail and state fail naming the bound, instead of growing without end", { timeout: 90_000 }, async () => {
+    // Given a server answering an event stream frame that never ends, and a JSON body that never ends
+    const piece = Buffer.alloc(1024 * 1024, "A");
+    const server = createServer((req, res) => {
+      const sse = (req.url ?? "").includes("/subscribe");
+      res.writeHead(200, { "content-type": sse ? "text/event-stream" : "application/json" });
+      res.write(sse ? 'id: 1\ndata: {"offset":1,"type":"agent/created","payload":{}}\n\ndata: ' : '{"x":"');
+      const pump = (): void => {
+        while (!res.destroyed && res.write(piece));
+        if (!res.destroyed) res.once("drain", pump);
+      };
+      pump();
+      res.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      // When the CLI tails and asks for state there
+      const tailed = await failing({ AGENTRT_URL: url }, "tail", path);
+      const state = await failing({ AGENTRT_URL: url }, "state", path);
+      // Then each fails, saying what was too long, after printing what was whole
+      expect(tailed.code).toBe(1);
+      expect(tailed.stdout).toContain("@1 agent/created");
+      expect(tailed.stderr).toContain(`the gateway at ${url} sent an event stream frame of more than 8388608 characters (an event is at most 1 MiB); is AGENTRT_URL an agentrt gateway?`);
+      expect(state.code).toBe(1);
+      expect(state.stderr).toContain(`the gateway at ${url} answered more than 134217728 bytes; is AGENTRT_URL an agentrt gateway?`);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 
   it("tail prints history, then live events and the streamed reply text", { timeout: 60_000 }, async () => {

@@ -73,13 +73,36 @@ export function headers(env: ClientEnv, extra: Record<string, string> = {}): Rec
   return { ...(env.apiKey ? { authorization: `Bearer ${env.apiKey}` } : {}), ...extra };
 }
 
+/**
+ * The most of one answer the CLI reads (an agent's state or a request can be megabytes, never
+ * this): whatever answers at AGENTRT_URL, an endless body is an error, not the machine's memory.
+ */
+export const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
+
+/** A response's text, read to at most `maxBytes`. */
+export async function boundedText(res: Response, maxBytes: number, env: ClientEnv): Promise<string> {
+  if (res.body === null) return "";
+  const decoder = new TextDecoder();
+  let text = "";
+  let bytes = 0;
+  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    bytes += chunk.byteLength;
+    if (bytes > maxBytes) {
+      await res.body.cancel().catch(() => undefined);
+      throw new GatewayCallError(res.status, "too_large", `the gateway at ${env.url} answered more than ${maxBytes} bytes; is AGENTRT_URL an agentrt gateway?`);
+    }
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
 export async function callGateway<T>(env: ClientEnv, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetchGateway(env, path, {
     method,
     headers: headers(env, body === undefined ? {} : { "content-type": "application/json" }),
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  const text = await res.text();
+  const text = await boundedText(res, MAX_ANSWER_BYTES, env);
   let json: unknown;
   try {
     json = JSON.parse(text);

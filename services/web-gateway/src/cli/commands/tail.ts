@@ -3,7 +3,13 @@
 // connection is resumed with Last-Event-ID, so no event is lost or printed twice.
 
 import { chunksText, formatDuration } from "@agentrt/agent-core/display";
-import { clientEnv, encPath, fetchGateway, GatewayUnreachableError, headers, parseArgs } from "../gateway-client.ts";
+import { boundedText, clientEnv, encPath, fetchGateway, GatewayUnreachableError, headers, parseArgs } from "../gateway-client.ts";
+
+/**
+ * The longest SSE frame taken (an event is at most 1 MiB of JSON, escapes included far less than
+ * this): a server that never ends a frame is an error, not a buffer that grows without end.
+ */
+export const MAX_SSE_FRAME_CHARS = 8 * 1024 * 1024;
 
 type Out = (text: string) => void;
 
@@ -55,7 +61,7 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
         headers: headers(env, { accept: "text/event-stream", ...(lastOffset > 0 ? { "last-event-id": String(lastOffset) } : {}) }),
       });
       if (!res.ok || res.body === null) {
-        const body = await res.text();
+        const body = await boundedText(res, 64 * 1024, env).catch(() => "(an answer too long to show)");
         if (res.status < 500 && res.status !== 429) throw new Error(`subscribe failed: HTTP ${res.status} ${body}`);
         throw Object.assign(new Error(`HTTP ${res.status}`), { retry: true });
       }
@@ -63,12 +69,15 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
       connected = true;
       const decoder = new TextDecoder();
       let buffer = "";
+      // Where the search for a frame's end goes on from: not the start of a long frame again for every chunk.
+      let searchFrom = 0;
       for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
         buffer += decoder.decode(chunk, { stream: true });
         let cut: number;
-        while ((cut = buffer.indexOf("\n\n")) >= 0 && printed < limit) {
+        while ((cut = buffer.indexOf("\n\n", searchFrom)) >= 0 && printed < limit) {
           const data = buffer.slice(0, cut).split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
           buffer = buffer.slice(cut + 2);
+          searchFrom = 0;
           if (data === "") continue;
           const event = JSON.parse(data) as TailEvent;
           if (event.ephemeral === true) {
@@ -86,6 +95,11 @@ export async function tailCommand(args: readonly string[], out: Out, err: Out): 
           printed += 1;
         }
         if (printed >= limit) break;
+        if (buffer.length > MAX_SSE_FRAME_CHARS) {
+          await res.body.cancel().catch(() => undefined);
+          throw new Error(`the gateway at ${env.url} sent an event stream frame of more than ${MAX_SSE_FRAME_CHARS} characters (an event is at most 1 MiB); is AGENTRT_URL an agentrt gateway?`);
+        }
+        searchFrom = Math.max(0, buffer.length - 1);
       }
     } catch (error) {
       // A gateway that never answered is a setup problem (wrong URL, stack not running): say so and stop.
