@@ -5,17 +5,8 @@ import { useEffect, useState } from "preact/hooks";
 import { AgentsList } from "./agents-list.tsx";
 import { AgentPage } from "./agent-page.tsx";
 import { apiKey } from "./api.ts";
+import { parseHash } from "./route.ts";
 import "./styles.css";
-
-type RouteState = { page: "list" } | { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
-
-function parseHash(hash: string): RouteState {
-  const m = /^#\/agent\/([^/]+)(?:\/(events|request)(?:\/(\d+))?)?$/.exec(hash);
-  if (!m) return { page: "list" };
-  const path = decodeURIComponent(m[1]!);
-  if (m[2] === "request" && m[3]) return { page: "request", path, offset: Number(m[3]) };
-  return { page: "agent", path, tab: m[2] === "events" ? "events" : "chat" };
-}
 
 function App() {
   const [route, setRoute] = useState(parseHash(location.hash));
