@@ -51,7 +51,11 @@ describe("service NetworkPolicies (default values)", () => {
     expect(egress("capability-host")).toEqual([dns, "pods:nats 4222/TCP"]);
     expect(egress("agent-reducer")).toEqual([dns, "pods:nats 4222/TCP"]);
     expect(egress("web-gateway")).toEqual([dns, "pods:nats 4222/TCP"]);
-    expect(egress("llm-driver")).toEqual([dns, "pods:nats 4222/TCP", "ip:0.0.0.0/0-3 443/TCP"]);
+    expect(egress("llm-driver")).toEqual([dns, "pods:nats 4222/TCP", "ip:0.0.0.0/0-5 443/TCP"]);
+    // The carve-outs: private ranges, the shared range some clusters give pods, and link-local (cloud metadata)
+    const driverPolicy = policiesOf(manifests, findOne(pods, (p) => p.component === "llm-driver"))[0]!.spec as PolicySpec;
+    const modelRule = (driverPolicy.egress ?? []).find((rule) => rule.to?.some((peer) => peer.ipBlock !== undefined));
+    expect(modelRule?.to?.[0]?.ipBlock?.except).toEqual(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"]);
   });
 
   it("with llmDriver.placement agent-reducer: the reducer, which runs the driver, also reaches the model endpoints; there is no driver policy", async () => {
@@ -59,7 +63,7 @@ describe("service NetworkPolicies (default values)", () => {
     const pods = podTemplates(manifests);
     const egress = (service: string) => egressOf(policiesOf(manifests, findOne(pods, (p) => p.component === service))[0]!.spec as PolicySpec, pods);
     const dns = 'ns:{"kubernetes.io/metadata.name":"kube-system"} 53/UDP,53/TCP';
-    expect(egress("agent-reducer")).toEqual([dns, "pods:nats 4222/TCP", "ip:0.0.0.0/0-3 443/TCP"]);
+    expect(egress("agent-reducer")).toEqual([dns, "pods:nats 4222/TCP", "ip:0.0.0.0/0-5 443/TCP"]);
     expect(egress("capability-host")).toEqual([dns, "pods:nats 4222/TCP"]);
     expect(byKind(manifests, "NetworkPolicy").map((p) => p.metadata.name)).not.toContain("rt-agentrt-llm-driver");
   });

@@ -88,6 +88,27 @@ describe("a gateway Service outside the cluster", () => {
   });
 });
 
+describe("security opt-outs in the install notes", () => {
+  const notes = async (...set: string[]) => {
+    const out = await helm(["install", "rt", chartDir, "-n", "agents", "--dry-run=client", ...set.flatMap((s) => ["--set", s])]);
+    return out.slice(out.indexOf("NOTES:"));
+  };
+
+  it("given a default install, when its notes print, then none of the opt-out warnings is there", async () => {
+    const printed = await notes();
+    for (const opted of ["the Ingress has no TLS", "nats.auth.enabled=false", "eventSigning.enabled=false", "networkPolicy.enabled=false"]) expect(printed).not.toContain(opted);
+  });
+
+  it("given an Ingress without TLS, NATS without users, unsigned events or no NetworkPolicy, when installed, then the notes warn of each, saying what it exposes", async () => {
+    const printed = await notes("webGateway.ingress.enabled=true", "nats.auth.enabled=false", "eventSigning.enabled=false", "networkPolicy.enabled=false");
+    expect(printed).toMatch(/WARNING: the Ingress has no TLS \(webGateway.ingress.tls\): API keys cross the network in clear text,\nand a browser's live stream carries its key in the URL \(\?apiKey=\)/);
+    expect(printed).toContain("WARNING: nats.auth.enabled=false: the built-in NATS takes clients without a user");
+    expect(printed).toContain("WARNING: eventSigning.enabled=false: records are not signed");
+    expect(printed).toContain("WARNING: networkPolicy.enabled=false: the capability host, which runs model-written code, may\nreach any address");
+    expect(await notes("webGateway.ingress.enabled=true", "webGateway.ingress.tls[0].secretName=tls", "webGateway.ingress.tls[0].hosts[0]=agentrt.example.com")).not.toContain("the Ingress has no TLS");
+  });
+});
+
 describe("releasing a new runtime version", () => {
   it("rolls the services but not the built-in NATS cluster: its pod template names no runtime version", async () => {
     const natsPod = async (tag: string) => {

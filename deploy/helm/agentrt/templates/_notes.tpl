@@ -39,6 +39,28 @@ networkPolicy.gatewayIngressPeers (your ingress controller's pods) and no client
 arriving through the {{ .Values.webGateway.service.type }} is dropped where the CNI enforces NetworkPolicy.
 Add the clients' addresses, e.g. --set 'networkPolicy.gatewayIngressPeers[1].ipBlock.cidr=203.0.113.0/24'.
 {{- end }}
+{{- if and .Values.webGateway.ingress.enabled (not .Values.webGateway.ingress.tls) }}
+
+WARNING: the Ingress has no TLS (webGateway.ingress.tls): API keys cross the network in clear text,
+and a browser's live stream carries its key in the URL (?apiKey=), which ingress controllers'
+access logs keep. Set webGateway.ingress.tls, or terminate TLS in front of the Ingress.
+{{- end }}
+{{- if and .Values.nats.embedded.enabled (not .Values.nats.auth.enabled) }}
+
+WARNING: nats.auth.enabled=false: the built-in NATS takes clients without a user, so any pod that
+reaches its port 4222 reads and writes every agent's events, work and files; only the
+NetworkPolicy stands in the way, where the CNI enforces one.
+{{- end }}
+{{- if not .Values.eventSigning.enabled }}
+
+WARNING: eventSigning.enabled=false: records are not signed, so any service's NATS credentials can
+write another service's events (a model reply whose script the capability host then runs).
+{{- end }}
+{{- if not .Values.networkPolicy.enabled }}
+
+WARNING: networkPolicy.enabled=false: the capability host, which runs model-written code, may
+reach any address, and anything in the cluster may reach NATS and the services' ops ports.
+{{- end }}
 {{- if and (not .Values.llmDriver.modelKeys.existingSecret) (not (include "agentrt.modelKeysInline" .)) }}
 
 NOTE: no model key is configured: agents answer with the built-in offline model.
