@@ -126,4 +126,20 @@ describe("live lane", () => {
     const other = { ...flush(0, [chat("x")]), type: "agent/created", payload: {} } as AgentEvent;
     expect(applyChunksEvent(state, other)).toEqual({ state, deltas: [] });
   });
+
+  it("given a 390 KB reply dripped in 100-character flushes, when folded, then it takes time in proportion to its length, and the increments still add up to the whole split", () => {
+    const proseText = "word ".repeat(40_000);
+    const script = "return 1;\n".repeat(16_000);
+    const long = `${proseText}\n<codemode status="Working">\n${script}</codemode>\nafter`;
+    const events = stream(long, 100, 1);
+    expect(events.length).toBeGreaterThan(3_500);
+    const started = performance.now();
+    const { deltas } = run(events);
+    // One preview per flush read the whole text each time: 8 s in the reducer for this reply.
+    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(prose(deltas)).toBe(`${proseText.trim()}\n\nafter`);
+    expect(code(deltas)).toBe(script.trim());
+    // Small replies still get a preview for every flush that adds to them
+    expect(run(stream(reply, 3, 1)).deltas.filter((d) => d.type === "render/message-delta").length).toBeGreaterThan(5);
+  });
 });

@@ -15,9 +15,20 @@ import { normaliseStatus } from "./reply.ts";
 export type LiveDialect = "fenced" | "tag" | "auto";
 export type LiveDelta = EventInputOf<"render/message-delta"> | EventInputOf<"render/script-delta">;
 
+/**
+ * Past this many characters, a lane's preview is worked out again only once its text has grown by
+ * an eighth since the last time (or the reply finished): each preview reads the whole text, so
+ * one per flush made a 390 KB reply dripped in 100-character flushes cost the reducer 8 s of CPU
+ * (red-team). Batched geometrically, a reply costs a few times its length in all; below this, every
+ * flush still gets its preview.
+ */
+export const LIVE_PREVIEW_EVERY_FLUSH_CHARS = 8_192;
+
 interface RequestLane {
   readonly nextSequence: number;
   readonly text: string;
+  /** The text's length when its preview was last worked out. */
+  readonly previewedAt: number;
   readonly finished: boolean;
   readonly stopped: boolean;
   readonly emittedProse: string;
@@ -102,6 +113,7 @@ export function applyChunksEvent(state: LiveLaneState, event: AgentEvent): { sta
   const prior: RequestLane = state.requests.get(llmRequestOffset) ?? {
     nextSequence: 0,
     text: "",
+    previewedAt: 0,
     finished: false,
     stopped: false,
     emittedProse: "",
@@ -122,7 +134,12 @@ export function applyChunksEvent(state: LiveLaneState, event: AgentEvent): { sta
     text += piece.text;
     finished ||= piece.done;
   }
-  const { lane, deltas } = deltasFor({ ...prior, text, finished, nextSequence: sequence + 1 }, llmRequestOffset, state.dialect);
+  const grown = { ...prior, text, finished, nextSequence: sequence + 1 };
+  if (!finished && text.length > LIVE_PREVIEW_EVERY_FLUSH_CHARS && text.length - prior.previewedAt < prior.previewedAt / 8) {
+    requests.set(llmRequestOffset, grown);
+    return { state: { ...state, requests: bounded(requests, state.maxRequests) }, deltas: [] };
+  }
+  const { lane, deltas } = deltasFor({ ...grown, previewedAt: text.length }, llmRequestOffset, state.dialect);
   requests.set(llmRequestOffset, lane);
   return { state: { ...state, requests: bounded(requests, state.maxRequests) }, deltas };
 }
