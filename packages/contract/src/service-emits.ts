@@ -86,8 +86,14 @@ export function signedEventRefusal(service: EmittingService, event: unknown, whe
   if (typeof type !== "string" || !KNOWN_TYPES.has(type)) return undefined;
   if (!serviceMayEmit(service, type)) return `${service} does not emit "${type}"`;
   if (service === "web-gateway") return gatewayRecordRefusal(event, where);
-  if (type !== "agents/context-added" || MODEL_OUTPUT_WRITERS.includes(service) || typeof payload !== "object" || payload === null) return undefined;
+  if (type !== "agents/context-added" || typeof payload !== "object" || payload === null) return undefined;
   const fields = payload as Record<string, unknown>;
+  // The driver writes the model's reply and compactions of it: a system or user item in its
+  // name would be a compromised driver steering the agent.
+  if (service === "llm-driver" && fields.role !== "assistant" && fields.compaction === undefined) {
+    return `${where}.payload.role ${JSON.stringify(fields.role)}: llm-driver writes the model's reply ("assistant") and compactions, nothing else`;
+  }
+  if (MODEL_OUTPUT_WRITERS.includes(service)) return undefined;
   if (fields.role === "assistant") return `${where}.payload.role "assistant" is model output, which ${service} does not write`;
   const field = API_FORBIDDEN_CONTEXT_FIELDS.find((f) => fields[f] !== undefined);
   return field === undefined ? undefined : `${where}.payload.${field} is model output, which ${service} does not write`;
