@@ -39,7 +39,13 @@ export interface LlmDriverDeps {
   readonly logger: Logger;
   readonly metrics: DriverMetrics;
   readonly settings: DriverSettings;
-  readonly work?: { readonly ackWaitMs?: number; readonly heartbeatMs?: number; readonly concurrency?: number };
+  readonly work?: {
+    readonly ackWaitMs?: number;
+    readonly heartbeatMs?: number;
+    readonly concurrency?: number;
+    /** Deliveries of an item naming a request the stream never shows before it is dropped (default MAX_NOT_VISIBLE_DELIVERIES). */
+    readonly maxNotVisibleDeliveries?: number;
+  };
   /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
   readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
   /**
@@ -146,7 +152,7 @@ export class LlmDriver {
       handler: async (item, context): Promise<WorkOutcome> => {
         this.queueRuns += 1;
         try {
-          return await this.runItem(item.streamPath, item.requestOffset, context.signal);
+          return await this.runItem(item.streamPath, item.requestOffset, context.signal, context.deliveryCount);
         } finally {
           this.queueRuns -= 1;
         }
@@ -179,9 +185,13 @@ export class LlmDriver {
   }
 
   /** One run of a request, delivered or handed over, counted, and what the queue is told of it. */
-  private async runItem(streamPath: string, requestOffset: number, signal: AbortSignal): Promise<WorkOutcome> {
+  private async runItem(streamPath: string, requestOffset: number, signal: AbortSignal, deliveryCount = 1): Promise<WorkOutcome> {
     const outcome = await this.runner.run(streamPath, requestOffset, signal);
     this.deps.metrics.workItem(outcome);
+    if (outcome === "not-visible" && deliveryCount >= (this.deps.work?.maxNotVisibleDeliveries ?? MAX_NOT_VISIBLE_DELIVERIES)) {
+      this.deps.logger.warn({ streamPath, requestOffset, deliveryCount }, "the stream still ends before the request this work item names; dropping it (a real request is re-driven by the reducer)");
+      return { type: "drop" };
+    }
     return workOutcome(outcome);
   }
 
@@ -206,6 +216,15 @@ export class LlmDriver {
     this.openai.close();
   }
 }
+
+/**
+ * Deliveries of an item whose request the stream read never reached before it is dropped: half
+ * a second apart, about 30 s. A read behind the request catches up in far less; an item naming an
+ * offset past the stream's end (only the reducer's user may publish one) was tried again every
+ * half second forever, reading the whole stream each time (red-team). A request that is real and
+ * still open is re-driven by the reducer.
+ */
+export const MAX_NOT_VISIBLE_DELIVERIES = 60;
 
 /**
  * A run stopped by shutdown goes back to the queue at once so another driver takes it; an item
