@@ -22,6 +22,9 @@ const signerOf = (service: EmittingService) => ({ service, key: keys.get(service
 const fixture = storeFixture(names);
 const { subjectOf } = fixture;
 
+/** What the driver writes of a turn: the model's reply (its key signs nothing else of context). */
+const reply = (content: string) => ({ type: "agents/context-added", payload: { role: "assistant", content } });
+
 const settled = { type: "agent/llm-request-settled", payload: { requestOffset: 1, result: { status: "succeeded", text: "forged" } } };
 
 interface Refusal {
@@ -75,7 +78,7 @@ describe("signed records", () => {
     const gateway = await openStore("web-gateway");
     const driver = await openStore("llm-driver");
     await gateway.store.append(path, [note("user one")]);
-    await driver.store.append(path, [note("driver two")]);
+    await driver.store.append(path, [reply("driver two")]);
     // (a compromised gateway: the store does not check ownership itself, ownedStore does, in the service)
     const forger = await openStore("web-gateway", undefined);
     await forger.store.append(path, [settled]);
@@ -121,9 +124,9 @@ describe("signed records", () => {
     const path = "/signed/replayed";
     const other = "/signed/other";
     const driver = await openStore("llm-driver");
-    await driver.store.append(path, [note("one")]);
-    await driver.store.append(path, [note("two")]);
-    await driver.store.append(other, [note("other one")]);
+    await driver.store.append(path, [reply("one")]);
+    await driver.store.append(path, [reply("two")]);
+    await driver.store.append(other, [reply("other one")]);
     const first = (await jetstreamManager(fixture.nc).then((jsm) => jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) })))!;
     const js = jetstream(fixture.nc);
     const copyHeaders = (keep: (name: string) => boolean) => {
@@ -143,8 +146,8 @@ describe("signed records", () => {
     // (the moved copy names the first agent's path, so it is not even a record of the other's; its signature, over the subject, would not hold either)
     expect(reader.refused.map((r) => r.reason)).toEqual(["it names no sequence it followed"]);
     // And the next append continues each stream's offsets
-    expect((await driver.store.append(path, [note("three")])).events[0]!.offset).toBe(3);
-    expect((await driver.store.append(other, [note("other two")])).events[0]!.offset).toBe(2);
+    expect((await driver.store.append(path, [reply("three")])).events[0]!.offset).toBe(3);
+    expect((await driver.store.append(other, [reply("other two")])).events[0]!.offset).toBe(2);
   }, 60_000);
 
   it("unsigned records stored before the trust's cut-off are read: they were written before signing was on", async () => {
@@ -168,8 +171,8 @@ describe("signed records", () => {
   it("published again behind a decoy of the expected sequence's header (nats-server 2.9 checks the decoy): passed over, and the next append is read", async () => {
     const path = "/signed/decoy";
     const driver = await openStore("llm-driver");
-    await driver.store.append(path, [note("one")]);
-    await driver.store.append(path, [note("two")]);
+    await driver.store.append(path, [reply("one")]);
+    await driver.store.append(path, [reply("two")]);
     const jsm = await jetstreamManager(fixture.nc);
     const first = (await jsm.direct.getMessage(names.streamName, { seq: 1, next_by_subj: subjectOf(path) }))!;
     const h = natsHeaders();
@@ -180,7 +183,7 @@ describe("signed records", () => {
     const reader = await openStore(undefined);
     expect(contents(await reader.store.read(path))).toEqual(["one", "two"]);
     expect(reader.refused.map((r) => r.reason)).toEqual(["its headers name the expected sequence elsewhere too"]);
-    expect((await (await openStore("llm-driver")).store.append(path, [note("three")])).events[0]!.offset).toBe(3);
+    expect((await (await openStore("llm-driver")).store.append(path, [reply("three")])).events[0]!.offset).toBe(3);
     expect(contents(await (await openStore(undefined)).store.read(path))).toEqual(["one", "two", "three"]);
   }, 60_000);
 
@@ -213,7 +216,7 @@ describe("signed records", () => {
       for (const [name, value] of signatureHeaders(signerOf("web-gateway"), subjectOf(path), last.seq, body)) h.set(name, value);
       await jetstream(fixture.nc).publish(subjectOf(path), body, { headers: h, expect: { lastSubjectSequence: last.seq } });
       const driver = await openStore("llm-driver");
-      expect((await driver.store.append(path, [note("three")])).events[0]!.offset).toBe(2);
+      expect((await driver.store.append(path, [reply("three")])).events[0]!.offset).toBe(2);
       const reader = await openStore(undefined);
       expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: ["one", "three"], subscribed: ["one", "three"], fed: ["one", "three"] });
     }, 60_000);
@@ -240,12 +243,12 @@ describe("signed records", () => {
     const next = generateKeyPairSync("ed25519");
     // Given records signed with the driver's first key
     const before = await openStore("llm-driver");
-    await before.store.append(path, [note("old key")]);
+    await before.store.append(path, [reply("old key")]);
     // When the driver signs with its next key, every reader trusting the first as retired
     const rotated: RecordTrust = { keys: new Map([...trust.keys, ["llm-driver", next.publicKey] as const]), retired: new Map([["llm-driver", [keys.get("llm-driver")!.publicKey]]]) };
     const refused: Refusal[] = [];
     const after = await fixture.fx.openStore(undefined, { signing: { signer: { service: "llm-driver", key: next.privateKey }, trust: rotated, onUntrusted: (r) => refused.push(r) } });
-    await after.append(path, [note("new key")]);
+    await after.append(path, [reply("new key")]);
     // Then a reader under the rotated trust reads both, every way
     const reader = await openStore(undefined, rotated);
     expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: ["old key", "new key"], subscribed: ["old key", "new key"], fed: ["old key", "new key"] });
