@@ -346,7 +346,11 @@ export class RequestRunner {
     ctx.log.info(check, "usage crossed the compaction threshold; asking the model for a summary");
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new ModelIdleError(this.deps.settings.idleTimeoutMs)), this.deps.settings.idleTimeoutMs * 4);
+    // A driver stopping does not wait for a summary: the compaction is asked for again after a later turn.
+    const stop = () => controller.abort(ctx.shutdown?.reason);
+    ctx.shutdown?.addEventListener("abort", stop, { once: true });
     let summary = "";
+    let bytes = 0;
     try {
       const call: ModelCall = {
         route,
@@ -357,9 +361,16 @@ export class RequestRunner {
         purpose: "compaction",
         signal: controller.signal,
       };
-      for await (const event of this.deps.modelFor(route).stream(call)) if (event.kind === "chunk") summary += event.text;
+      for await (const event of this.deps.modelFor(route).stream(call)) {
+        if (event.kind !== "chunk") continue;
+        // Bounded as a reply is: a summary past it could not be stored, and holding it grows the driver.
+        bytes += Buffer.byteLength(event.text);
+        if (bytes > MAX_REPLY_BYTES) throw new ModelReplyTooLargeError(MAX_REPLY_BYTES);
+        summary += event.text;
+      }
     } finally {
       clearTimeout(timer);
+      ctx.shutdown?.removeEventListener("abort", stop);
     }
     const item: EventInput = compactionItem(report.payload, report.offset, check, summary.trim());
     await this.deps.store.append(ctx.streamPath, [mendIllFormedText(item)]);

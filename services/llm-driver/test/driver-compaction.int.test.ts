@@ -44,6 +44,21 @@ describe("llm-driver: compaction", () => {
     expect(state.contextItems.some((i) => i.kind === "message" && i.payload.content === "hello there")).toBe(false);
   });
 
+  it("given a summary past what a reply may hold, when the model streams it, then the call is cut off and history stays as it is", async () => {
+    const path = "/agents/test/compaction-too-long";
+    env.model.script({ text: "Answer.", usage: { inputTokens: 480, outputTokens: 20 } });
+    // A summary of 500 KB, past MAX_REPLY_BYTES (400 KB)
+    env.model.script({ tokens: Array.from({ length: 500 }, () => "s".repeat(1_000)) });
+    const R = await seedTurn(env, path, "hello there");
+    const calls = env.model.requests.length;
+    await publishLlmWork(env, path, R);
+    await waitForEvent(env.store, path, "agent/token-usage-reported");
+    await waitFor(() => env.model.requests.length === calls + 2 && driver.runningCount === 0, { what: "the summary call to end" });
+    const events = await env.store.read(path);
+    expect(events.some((e) => e.type === "agents/context-added" && e.payload.compaction !== undefined)).toBe(false);
+    expect(events.at(-1)?.type).toBe("agent/token-usage-reported");
+  });
+
   it("does not compact below the trigger", async () => {
     const path = "/agents/test/no-compaction";
     env.model.script({ text: "Short.", usage: { inputTokens: 400, outputTokens: 99 } });
