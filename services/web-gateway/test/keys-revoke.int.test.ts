@@ -74,4 +74,52 @@ describe("a revoked key's live streams", () => {
     await other.close();
     client.close();
   });
+
+  it("given a gRPC subscription still opening, when its key is revoked, then the call ends and so does the subscription, once it has opened", async () => {
+    // Given a Subscribe whose subscription is slow to open (held at a gate)
+    const later = testKey([{ prefix: "/agents/revoke", verbs: ["read"] }]);
+    applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([kept.stored, later.stored]);
+    const api = gw.gateway.api;
+    const original = api.subscribe.bind(api);
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let entered!: () => void;
+    const subscribing = new Promise<void>((resolve) => (entered = resolve));
+    let closed = false;
+    api.subscribe = (async (...args: Parameters<typeof api.subscribe>) => {
+      entered();
+      await gate;
+      const subscription = await original(...args);
+      const close = subscription.close.bind(subscription);
+      subscription.close = async () => {
+        closed = true;
+        await close();
+      };
+      return subscription;
+    }) as typeof api.subscribe;
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+    try {
+      const md = new Metadata();
+      md.set("authorization", `Bearer ${later.apiKey}`);
+      const grpc = client.subscribe({ streamPath: PATH, fromOffset: 1, ephemeral: false }, md);
+      const grpcEnded = new Promise<number>((resolve) => grpc.on("error", (e: ServiceError) => resolve(e.code)).on("end", () => resolve(-1)));
+      grpc.on("data", () => {});
+      await subscribing;
+      // When the key is revoked while the subscription opens, and then it opens
+      applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([kept.stored]);
+      expect(await grpcEnded).toBe(status.UNAUTHENTICATED);
+      openGate();
+      // Then the subscription it opened is closed, and no slot is held
+      await new Promise<void>((resolve, reject) => {
+        const started = Date.now();
+        const check = () => (closed ? resolve() : Date.now() - started > 5_000 ? reject(new Error("the subscription opened after the revocation was never closed")) : setTimeout(check, 50));
+        check();
+      });
+      expect(gw.gateway.liveLimiter.heldBy(`key:${later.stored.id}`)).toBe(0);
+    } finally {
+      api.subscribe = original;
+      openGate();
+      client.close();
+    }
+  });
 });
