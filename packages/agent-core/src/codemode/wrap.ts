@@ -16,20 +16,32 @@ function skipSpace(code: string, from: number): number {
   return i;
 }
 
+/**
+ * At a comment's start: the index of its last character (the `\n` of a line comment), or null
+ * when it never ends; undefined when no comment starts at `i`.
+ */
+function commentEndAt(code: string, i: number): number | null | undefined {
+  if (code[i] !== "/") return undefined;
+  if (code[i + 1] === "/") {
+    const end = code.indexOf("\n", i);
+    return end === -1 ? null : end;
+  }
+  if (code[i + 1] === "*") {
+    const end = code.indexOf("*/", i + 2);
+    return end === -1 ? null : end + 1;
+  }
+  return undefined;
+}
+
 /** Index of the `)` matching the `(` at `open`, skipping strings, templates and comments. */
 function matchingParen(code: string, open: number): number | null {
   let depth = 0;
   for (let i = open; i < code.length; i++) {
     const ch = code[i];
-    if (ch === "/" && code[i + 1] === "/") {
-      const end = code.indexOf("\n", i);
-      if (end === -1) return null;
-      i = end;
-    } else if (ch === "/" && code[i + 1] === "*") {
-      const end = code.indexOf("*/", i + 2);
-      if (end === -1) return null;
-      i = end + 1;
-    } else if (ch === "'" || ch === '"' || ch === "`") {
+    const comment = commentEndAt(code, i);
+    if (comment === null) return null;
+    if (comment !== undefined) i = comment;
+    else if (ch === "'" || ch === '"' || ch === "`") {
       for (i++; i < code.length && code[i] !== ch; i++) if (code[i] === "\\") i++;
     } else if (ch === "(") depth++;
     else if (ch === ")" && --depth === 0) return i;
@@ -85,15 +97,10 @@ function matchingBrace(code: string, open: number): number | null {
       }
       continue;
     }
-    if (ch === "/" && code[i + 1] === "/") {
-      const end = code.indexOf("\n", i);
-      if (end === -1) return null;
-      i = end;
-    } else if (ch === "/" && code[i + 1] === "*") {
-      const end = code.indexOf("*/", i + 2);
-      if (end === -1) return null;
-      i = end + 1;
-    } else if (ch === "'" || ch === '"') {
+    const comment = commentEndAt(code, i);
+    if (comment === null) return null;
+    if (comment !== undefined) i = comment;
+    else if (ch === "'" || ch === '"') {
       for (i++; i < code.length && code[i] !== ch && code[i] !== "\n"; i++) if (code[i] === "\\") i++;
     } else if (ch === "`") inTemplate = true;
     else if (ch === "{") stack.push("brace");
