@@ -105,4 +105,33 @@ describe("a WebSocket's slot", () => {
       silent.destroy();
     }
   }, 60_000);
+
+  it("given a client that sends 50 000 frames, when the first ends its stream, then the rest are ignored: one cut-off timer, and the gateway's loop stays free", async () => {
+    const before = serverSockets.length;
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const flooder = await rawWebSocket({ stall: false });
+    flooder.on("data", () => {});
+    // A masked text frame of one byte, 50 000 times in one write
+    const frame = Buffer.from([0x81, 0x81, 0, 0, 0, 0, 0x78]);
+    flooder.write(Buffer.concat(Array.from({ length: 50_000 }, () => frame)));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const started = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Each frame after the first had added a timer and a close listener: 50 000 of them, and seconds of work at the close
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length - timersBefore).toBeLessThan(50);
+      await waitForClosed(before);
+    } finally {
+      flooder.destroy();
+    }
+  }, 60_000);
 });
+
+async function waitForClosed(index: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (serverSockets[index]?.closedAt === undefined) {
+    if (Date.now() > deadline) throw new Error("the gateway did not close the flooding socket");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

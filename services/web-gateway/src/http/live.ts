@@ -160,7 +160,12 @@ async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Log
   const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
   // Bad frames (oversized, bad opcode, invalid UTF-8) make ws emit `error` and close with 1002/1009.
   ws.on("error", (error: Error & { code?: string }) => log.debug({ code: error.code, message: error.message }, "websocket protocol error"));
-  ws.on("message", () => endWebSocket(ws, 1003, "this stream accepts no messages; reconnect with fromOffset to resume", timings));
+  // The first message ends it; ws goes on parsing what the client sent after: ignored.
+  const onMessage = () => {
+    ws.off("message", onMessage);
+    endWebSocket(ws, 1003, "this stream accepts no messages; reconnect with fromOffset to resume", timings);
+  };
+  ws.on("message", onMessage);
   ws.on("close", () => void subscription.close());
   // A peer that answered no ping since the last one is gone without closing (a dropped network):
   // cut off now, not when TCP gives up retransmitting, minutes later.
@@ -191,9 +196,13 @@ async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Log
   }
 }
 
+/** WebSockets being ended: each gets one close and one cut-off timer, however often it is ended. */
+const ending = new WeakSet<WebSocket>();
+
 /** Closes a WebSocket, cut off if the peer has not answered the close within the grace. */
 function endWebSocket(ws: WebSocket, code: number, reason: string, timings: LiveTimings): void {
-  if (ws.readyState === ws.CLOSED) return;
+  if (ws.readyState === ws.CLOSED || ending.has(ws)) return;
+  ending.add(ws);
   if (ws.readyState === ws.OPEN) ws.close(code, reason);
   const cutOff = setTimeout(() => ws.terminate(), timings.closeGraceMs);
   ws.once("close", () => clearTimeout(cutOff));
