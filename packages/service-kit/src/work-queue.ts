@@ -232,6 +232,15 @@ export interface WorkConsumer {
 }
 
 /** A handler running this long is logged (and again each time this passes). */
+/**
+ * Deliveries of a work item whose request (an LLM request, a script's) the stream read never
+ * reached, after which the worker drops it. A lagging read catches up in far less; an item naming
+ * an offset past the stream's end (only the reducer's user may publish one) was tried again every
+ * half second forever, reading the whole stream each time (red-team). A request that is real and
+ * still open is issued again by the reducer.
+ */
+export const MAX_NOT_VISIBLE_DELIVERIES = 60;
+
 export const SLOW_HANDLER_LOG_MS = 60_000;
 
 /**

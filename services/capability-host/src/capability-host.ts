@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import { type EventStore, quotaStore, StreamQuota } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
+import { consumeWork, ensureWorkStream, MAX_NOT_VISIBLE_DELIVERIES, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -44,6 +44,8 @@ export interface CapabilityHostOptions {
   readonly concurrency?: number;
   /** Scripts of one agent run at once per host (more wait behind that agent's own limit). */
   readonly perAgentConcurrency?: number;
+  /** Deliveries of an item naming a script the stream never shows before it is dropped (default MAX_NOT_VISIBLE_DELIVERIES). */
+  readonly maxNotVisibleDeliveries?: number;
   /** Typecheck worker threads (each holds a warm checker). */
   readonly typecheckWorkers?: number;
   /** The typecheck worker's entry module (default: the real checker); tests put slow ones here. */
@@ -256,7 +258,14 @@ export class CapabilityHost {
         this.options.onOutcome?.(outcome);
         // Started by a host that still lives: come back until it settles or its lease expires.
         if (outcome === "runner-alive") return { type: "retry", delayMs: retryMs };
-        if (outcome === "not-visible") return { type: "retry", delayMs: 500 };
+        if (outcome === "not-visible") {
+          if (context.deliveryCount < (this.options.maxNotVisibleDeliveries ?? MAX_NOT_VISIBLE_DELIVERIES)) return { type: "retry", delayMs: 500 };
+          this.options.logger.warn(
+            { streamPath: item.streamPath, executionId: item.executionId, requestedOffset: item.requestedOffset, deliveryCount: context.deliveryCount },
+            "the stream still ends before the script this work item names; dropping it (a real request is issued again by the reducer)",
+          );
+          return { type: "drop" };
+        }
         return { type: "ack" };
       },
     });

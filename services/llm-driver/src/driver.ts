@@ -10,7 +10,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { consumeWork, type Logger, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
+import { consumeWork, type Logger, MAX_NOT_VISIBLE_DELIVERIES, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
@@ -216,15 +216,6 @@ export class LlmDriver {
     this.openai.close();
   }
 }
-
-/**
- * Deliveries of an item whose request the stream read never reached before it is dropped: half
- * a second apart, about 30 s. A read behind the request catches up in far less; an item naming an
- * offset past the stream's end (only the reducer's user may publish one) was tried again every
- * half second forever, reading the whole stream each time (red-team). A request that is real and
- * still open is re-driven by the reducer.
- */
-export const MAX_NOT_VISIBLE_DELIVERIES = 60;
 
 /**
  * A run stopped by shutdown goes back to the queue at once so another driver takes it; an item
