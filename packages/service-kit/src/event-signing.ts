@@ -37,6 +37,11 @@ function readPem(dir: string, file: string, what: string): string {
 }
 
 function publicKeyOf(pem: string, path: string): KeyObject {
+  // createPublicKey takes a private key too (deriving its public half): a .key copied where a
+  // public key goes would be trusted silently, and shared wherever the public keys are.
+  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(pem)) {
+    throw new EventKeysError(`${path} holds a private key; a .pub file holds only a public key or a certificate (keep private keys out of where public keys are shared)`);
+  }
   try {
     const key = pem.includes("BEGIN CERTIFICATE") ? new X509Certificate(pem).publicKey : createPublicKey(pem);
     if (key.asymmetricKeyType !== "ed25519") throw new Error(`an ${key.asymmetricKeyType ?? "unknown"} key`);
@@ -70,6 +75,7 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
     throw new EventKeysError(`${join(dir, keyFile)} does not match ${join(dir, `${service}.pub`)}: others would pass over every record ${service} writes`);
   }
   const retired = retiredKeys(dir, keys);
+  assertOneServicePerKey(dir, keys, retired);
   let unsignedBefore: Date | undefined;
   const cutOffPath = join(dir, UNSIGNED_BEFORE_FILE);
   if (existsSync(cutOffPath)) {
@@ -82,6 +88,24 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
     signer: { service, key },
     trust: { keys, ...(retired.size === 0 ? {} : { retired }), ...(unsignedBefore === undefined ? {} : { unsignedBefore }) },
   };
+}
+
+/**
+ * A key trusted for two services would let the one's private key sign as the other (its types,
+ * its model output): refused, naming both.
+ */
+function assertOneServicePerKey(dir: string, current: ReadonlyMap<EmittingService, KeyObject>, retired: ReadonlyMap<EmittingService, readonly KeyObject[]>): void {
+  const owner = new Map<string, EmittingService>();
+  for (const service of SIGNING_SERVICES) {
+    for (const key of [current.get(service) as KeyObject, ...(retired.get(service) ?? [])]) {
+      const id = keyIdOf(key);
+      const other = owner.get(id);
+      if (other !== undefined && other !== service) {
+        throw new EventKeysError(`${dir} trusts the key ${id} for both ${other} and ${service}: each service signs with a key of its own, or either could write the other's events`);
+      }
+      owner.set(id, service);
+    }
+  }
 }
 
 const OTHER_KEY_FILE = /^(.+)\.([A-Za-z0-9_-]{1,64})\.pub$/;

@@ -61,6 +61,16 @@ describe("the event keys directory", () => {
       (dir: string) => writeFileSync(join(dir, "capability-host.old.pub"), "nonsense"),
       /capability-host\.old\.pub is not an Ed25519 public key or certificate in PEM/,
     ],
+    [
+      "another key of one service is a key of another service",
+      (dir: string) => writeFileSync(join(dir, "agent-reducer.old.pub"), readFileSync(join(dir, "llm-driver.pub"))),
+      /trusts the key [0-9a-f]{16} for both agent-reducer and llm-driver: each service signs with a key of its own/,
+    ],
+    [
+      "a .pub file holds a private key",
+      (dir: string) => writeFileSync(join(dir, "llm-driver.next.pub"), generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })),
+      /llm-driver\.next\.pub holds a private key; a \.pub file holds only a public key or a certificate/,
+    ],
     ["a service's public key is missing", (dir: string) => rmSync(join(dir, "capability-host.pub")), /capability-host\.pub is missing: every service's public key is needed/],
     ["its own private key is missing", (dir: string) => rmSync(join(dir, "agent-reducer.key")), /agent-reducer\.key is missing: agent-reducer signs its records with it/],
     [
