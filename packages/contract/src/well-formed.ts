@@ -52,7 +52,9 @@ function mended(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(mended);
   const out: Record<string, unknown> = {};
   for (const key in value) {
-    if (Object.hasOwn(value, key)) out[key.toWellFormed()] = mended((value as Record<string, unknown>)[key]);
+    if (!Object.hasOwn(value, key)) continue;
+    // Defined, not assigned: a parsed "__proto__" key is data, and assigned it would set the prototype.
+    Object.defineProperty(out, key.toWellFormed(), { value: mended((value as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

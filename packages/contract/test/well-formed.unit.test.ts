@@ -57,6 +57,15 @@ describe("mendIllFormedText", () => {
     expect(value.text).toBe("a\ud800b");
   });
 
+  it("given a parsed \"__proto__\" key beside a lone surrogate, when mended, then it stays an own key and no prototype is set", () => {
+    const value = JSON.parse('{"__proto__":{"polluted":1},"x":"\\ud800"}') as Record<string, unknown>;
+    const out = mendIllFormedText(value);
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(Object.hasOwn(out, "__proto__")).toBe(true);
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":1},"x":"\ufffd"}');
+  });
+
   it("given a mended event input, when parsed, then the contract accepts it", () => {
     expect(parseEventInput(mendIllFormedText(userSays("x\ud800"))).payload).toMatchObject({ content: "x\ufffd" });
   });
