@@ -342,7 +342,8 @@ export class RequestRunner {
     messages: RenderedMessage[],
   ): Promise<void> {
     const check = compactionCheck(report.payload, state.config.compactionTriggerFraction);
-    if (!check.due) return;
+    // A driver already stopping asks for no summary (a later turn asks again).
+    if (!check.due || ctx.shutdown?.aborted === true) return;
     ctx.log.info(check, "usage crossed the compaction threshold; asking the model for a summary");
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new ModelIdleError(this.deps.settings.idleTimeoutMs)), this.deps.settings.idleTimeoutMs * 4);
