@@ -137,10 +137,16 @@ describe("pnpm agents", () => {
     expect(bad.stderr).toContain('AGENTRT_URL must be an http(s) URL such as http://127.0.0.1:8080; got "localhost:8080"');
   });
 
-  it("a server at AGENTRT_URL that never ends an answer: tail and state fail naming the bound, instead of growing without end", { timeout: 90_000 }, async () => {
+  it("a server at AGENTRT_URL that never ends an answer or pages backwards: tail, state and list fail naming the rule, instead of growing or paging without end", { timeout: 90_000 }, async () => {
     // Given a server answering an event stream frame that never ends, and a JSON body that never ends
     const piece = Buffer.alloc(1024 * 1024, "A");
+    let page = 0;
     const server = createServer((req, res) => {
+      // A listing whose cursor goes back and forth between two values
+      if ((req.url ?? "").startsWith("/v1/agents?") || req.url === "/v1/agents") {
+        res.writeHead(200, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ agents: [{ streamPath: `/agents/loop/${page}`, lastOffset: 1 }], next: ++page % 2 === 0 ? "/agents/loop/a" : "/agents/loop/b" }));
+      }
       const sse = (req.url ?? "").includes("/subscribe");
       res.writeHead(200, { "content-type": sse ? "text/event-stream" : "application/json" });
       res.write(sse ? 'id: 1\ndata: {"offset":1,"type":"agent/created","payload":{}}\n\ndata: ' : '{"x":"');
@@ -163,6 +169,10 @@ describe("pnpm agents", () => {
       expect(tailed.stderr).toContain(`the gateway at ${url} sent an event stream frame of more than 8388608 characters (an event is at most 1 MiB); is AGENTRT_URL an agentrt gateway?`);
       expect(state.code).toBe(1);
       expect(state.stderr).toContain(`the gateway at ${url} answered more than 134217728 bytes; is AGENTRT_URL an agentrt gateway?`);
+      // And a listing that pages backwards ends instead of paging for ever
+      const listed = await failing({ AGENTRT_URL: url }, "list");
+      expect(listed.code).toBe(1);
+      expect(listed.stderr).toContain(`the gateway at ${url} answered a listing page whose next ("/agents/loop/a") is not past the one before`);
     } finally {
       server.closeAllConnections();
       server.close();

@@ -130,7 +130,12 @@ export async function* listAllAgents<A extends { streamPath: string }>(env: Clie
     if (after !== undefined) query.set("after", after);
     const page = await callGateway<{ agents: A[]; next?: string }>(env, "GET", `/v1/agents${query.size > 0 ? `?${query}` : ""}`);
     yield* page.agents;
-    after = page.next !== undefined && page.next !== after ? page.next : undefined;
+    // The listing is in path order, so each page's cursor is past the one before: one that is not
+    // would have the CLI page for ever (a server alternating two cursors).
+    if (page.next !== undefined && after !== undefined && page.next <= after) {
+      throw new GatewayCallError(200, "bad_cursor", `the gateway at ${env.url} answered a listing page whose next (${JSON.stringify(page.next.slice(0, 200))}) is not past the one before; is AGENTRT_URL an agentrt gateway?`);
+    }
+    after = page.next;
   } while (after !== undefined);
 }
 

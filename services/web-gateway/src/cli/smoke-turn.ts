@@ -9,6 +9,7 @@
 
 import { z } from "zod";
 import { terminalSafe } from "./terminal-safe.ts";
+import { boundedText, MAX_ANSWER_BYTES } from "./gateway-client.ts";
 
 const eventPage = z.object({
   events: z.array(z.object({ offset: z.number(), type: z.string(), payload: z.unknown() })),
@@ -36,7 +37,7 @@ async function call(options: SmokeTurnOptions, method: string, path: string, bod
   }).catch((error: unknown) => {
     throw new SmokeTurnError(`${method} ${options.url}${path}: ${(error as Error).message}`, { cause: error });
   });
-  const text = await res.text();
+  const text = await boundedText(res, MAX_ANSWER_BYTES, { url: options.url });
   if (!res.ok) throw new SmokeTurnError(`${method} ${path} answered ${res.status}: ${text.slice(0, 300)}`);
   return JSON.parse(text) as unknown;
 }
