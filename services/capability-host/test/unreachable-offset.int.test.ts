@@ -3,7 +3,7 @@
 // nats-server: before, the host read the stream again every half second forever.
 
 import { publishWork, workStreamName } from "@agentrt/service-kit";
-import { waitFor } from "@agentrt/testing";
+import { waitForConsumerEmptied } from "@agentrt/testing";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostFixture, settlementOf, startFixture, uniquePath } from "./harness.ts";
@@ -20,14 +20,8 @@ describe("a script work item whose request the stream never shows", () => {
     await fx.store.append(path, [{ type: "agent/created", payload: {} }]);
     await publishWork(jetstream(fx.nc), "script", fx.store.partitionOf(path), { streamPath: path, requestedOffset: 9_000_000, executionId: "never" });
     const jsm = await jetstreamManager(fx.nc);
-    const consumer = () => jsm.consumers.info(workStreamName("script"), "capability-host");
-    await waitFor(async () => {
-      const info = await consumer();
-      return info.num_ack_pending === 0 && info.num_pending === 0 && info.delivered.consumer_seq >= 3;
-    }, { timeoutMs: 15_000, intervalMs: 200, what: "the unreachable item dropped" });
-    const delivered = (await consumer()).delivered.consumer_seq;
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect((await consumer()).delivered.consumer_seq).toBe(delivered);
+    // Then the queue holds nothing for it once the worker gave up (three deliveries, half a second apart), and stays so
+    await waitForConsumerEmptied(() => jsm.consumers.info(workStreamName("script"), "capability-host"), { deliveries: 3, what: "the unreachable item dropped" });
     expect(await settlementOf(fx, uniquePath("after"), "return 40 + 2;")).toEqual({ status: "succeeded", result: 42 });
   }, 60_000);
 });

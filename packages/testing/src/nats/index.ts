@@ -4,4 +4,4 @@ export { startNatsCluster, type NatsCluster, type NatsClusterOptions } from "./c
 export { containerEngineAvailable } from "./container.ts";
 export { natsServerBinary } from "./node-process.ts";
 export { freeLoopbackPort, freeLoopbackPorts } from "./ports.ts";
-export { waitFor, type WaitOptions } from "./wait.ts";
+export { type ConsumerCounts, waitFor, waitForConsumerEmptied, type WaitOptions } from "./wait.ts";
