@@ -231,7 +231,6 @@ export interface WorkConsumer {
   stop(): Promise<void>;
 }
 
-/** A handler running this long is logged (and again each time this passes). */
 /**
  * Deliveries of a work item whose request (an LLM request, a script's) the stream read never
  * reached, after which the worker drops it. A lagging read catches up in far less; an item naming
@@ -241,6 +240,7 @@ export interface WorkConsumer {
  */
 export const MAX_NOT_VISIBLE_DELIVERIES = 60;
 
+/** A handler running this long is logged (and again each time this passes). */
 export const SLOW_HANDLER_LOG_MS = 60_000;
 
 /**
