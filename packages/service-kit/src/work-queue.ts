@@ -240,6 +240,14 @@ export interface WorkConsumer {
  */
 export const MAX_NOT_VISIBLE_DELIVERIES = 60;
 
+/**
+ * What a worker tells the queue of an item whose request its stream read has not reached: try it
+ * again in half a second, or drop it once it has been delivered `max` times.
+ */
+export function notVisibleOutcome(deliveryCount: number, max: number = MAX_NOT_VISIBLE_DELIVERIES): WorkOutcome {
+  return deliveryCount >= max ? { type: "drop" } : { type: "retry", delayMs: 500 };
+}
+
 /** A handler running this long is logged (and again each time this passes). */
 export const SLOW_HANDLER_LOG_MS = 60_000;
 

@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import { type EventStore, quotaStore, StreamQuota } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, MAX_NOT_VISIBLE_DELIVERIES, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
+import { consumeWork, ensureWorkStream, notVisibleOutcome, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -259,12 +259,14 @@ export class CapabilityHost {
         // Started by a host that still lives: come back until it settles or its lease expires.
         if (outcome === "runner-alive") return { type: "retry", delayMs: retryMs };
         if (outcome === "not-visible") {
-          if (context.deliveryCount < (this.options.maxNotVisibleDeliveries ?? MAX_NOT_VISIBLE_DELIVERIES)) return { type: "retry", delayMs: 500 };
-          this.options.logger.warn(
-            { streamPath: item.streamPath, executionId: item.executionId, requestedOffset: item.requestedOffset, deliveryCount: context.deliveryCount },
-            "the stream still ends before the script this work item names; dropping it (a real request is issued again by the reducer)",
-          );
-          return { type: "drop" };
+          const next = notVisibleOutcome(context.deliveryCount, this.options.maxNotVisibleDeliveries);
+          if (next.type === "drop") {
+            this.options.logger.warn(
+              { streamPath: item.streamPath, executionId: item.executionId, requestedOffset: item.requestedOffset, deliveryCount: context.deliveryCount },
+              "the stream still ends before the script this work item names; dropping it (a real request is issued again by the reducer)",
+            );
+          }
+          return next;
         }
         return { type: "ack" };
       },

@@ -10,7 +10,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { consumeWork, type Logger, MAX_NOT_VISIBLE_DELIVERIES, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
+import { consumeWork, type Logger, notVisibleOutcome, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import type { EventStore } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
@@ -188,9 +188,10 @@ export class LlmDriver {
   private async runItem(streamPath: string, requestOffset: number, signal: AbortSignal, deliveryCount = 1): Promise<WorkOutcome> {
     const outcome = await this.runner.run(streamPath, requestOffset, signal);
     this.deps.metrics.workItem(outcome);
-    if (outcome === "not-visible" && deliveryCount >= (this.deps.work?.maxNotVisibleDeliveries ?? MAX_NOT_VISIBLE_DELIVERIES)) {
-      this.deps.logger.warn({ streamPath, requestOffset, deliveryCount }, "the stream still ends before the request this work item names; dropping it (a real request is re-driven by the reducer)");
-      return { type: "drop" };
+    if (outcome === "not-visible") {
+      const next = notVisibleOutcome(deliveryCount, this.deps.work?.maxNotVisibleDeliveries);
+      if (next.type === "drop") this.deps.logger.warn({ streamPath, requestOffset, deliveryCount }, "the stream still ends before the request this work item names; dropping it (a real request is re-driven by the reducer)");
+      return next;
     }
     return workOutcome(outcome);
   }
@@ -217,12 +218,8 @@ export class LlmDriver {
   }
 }
 
-/**
- * A run stopped by shutdown goes back to the queue at once so another driver takes it; an item
- * whose request the read did not reach yet is tried again shortly.
- */
-function workOutcome(outcome: RunOutcome): WorkOutcome {
+/** A run stopped by shutdown goes back to the queue at once so another driver takes it. */
+function workOutcome(outcome: Exclude<RunOutcome, "not-visible">): WorkOutcome {
   if (outcome === "shutdown") return { type: "retry", delayMs: 0 };
-  if (outcome === "not-visible") return { type: "retry", delayMs: 500 };
   return { type: "ack" };
 }
