@@ -161,6 +161,32 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
     return answer;
   };
 
+  /**
+   * A renewal refused for its revision. Someone else took the lease, unless the key still names
+   * this replica: then an earlier renewal landed after its answer was lost (a timeout while the
+   * bucket's stream elected a leader) and the lease is still ours at a revision we never heard of.
+   * Taking that for a loss made every replica drop every partition at each NATS failover and
+   * rebuild them all once the bucket answered again (the stream-leader chaos test's turns waited
+   * 10-20 s for it). Nobody else writes this replica's name, and another's takeover is a
+   * compare-and-set on the revision it read, so a key naming us has not been taken since.
+   */
+  const renewalRejected = async (partition: number, lease: Held): Promise<void> => {
+    let current;
+    try {
+      current = await kv.get(leaseKey(partition));
+    } catch (error) {
+      logger.warn({ err: error, partition }, "lease renewal refused and the lease could not be read; retrying");
+      return;
+    }
+    if (held.get(partition) !== lease) return;
+    if (current !== null && current.operation === "PUT" && parseOwner(current.string()) === owner) {
+      lease.revision = current.revision;
+      logger.info({ partition, revision: current.revision }, "an earlier lease renewal had landed unanswered; the lease is still held");
+      return;
+    }
+    lose(partition, "renewal rejected");
+  };
+
   // --- heartbeat ------------------------------------------------------------------------------
   let beating: Promise<void> | undefined;
   const heartbeat = async () => {
@@ -172,10 +198,12 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
         try {
           lease.revision = await kv.update(leaseKey(partition), encode({ owner }), lease.revision);
         } catch (error) {
-          // A rejected compare-and-set means someone else holds it now; anything else (a
-          // timeout, a reconnect) is retried on the next beat.
-          if (isWrongRevision(error) && held.get(partition) === lease) lose(partition, "renewal rejected");
-          else logger.warn({ err: error, partition }, "lease renewal failed; retrying");
+          // Anything but a rejected compare-and-set (a timeout, a reconnect) is retried on the next beat.
+          if (!isWrongRevision(error) || held.get(partition) !== lease) {
+            logger.warn({ err: error, partition }, "lease renewal failed; retrying");
+            return;
+          }
+          await renewalRejected(partition, lease);
         }
       }),
     ]);

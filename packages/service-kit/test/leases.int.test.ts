@@ -68,6 +68,42 @@ describe("partition leases", () => {
     expect(Date.now() - diedAt).toBeLessThan(5_000);
     await ra.leases.stop();
   });
+
+  it("keep a lease whose renewal landed but went unanswered (a failover), and give up one another replica wrote", async () => {
+    const a = new Set<number>();
+    const lost: number[] = [];
+    const nc = await connect({ servers: server.url });
+    connections.push(nc);
+    const leases = await startPartitionLeases({
+      nc,
+      group: "unanswered",
+      owner: "a",
+      partitionCount: 8,
+      ttlMs: 1500,
+      renewMs: 300,
+      logger,
+      onAcquired: (p) => void a.add(p),
+      onLost: (p) => {
+        a.delete(p);
+        lost.push(p);
+      },
+    });
+    expect(a.size).toBe(8);
+    const kv = await new Kvm(nc).open("agentrt_leases");
+    // What a renewal that timed out in an election leaves: the key rewritten with this
+    // replica's own name, at a revision it never heard back.
+    const landed = await kv.put("unanswered.partition.3", JSON.stringify({ owner: "a" }));
+    await waitFor(async () => ((await kv.get("unanswered.partition.3"))?.revision ?? 0) > landed, { timeoutMs: 5_000 });
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // a few more beats
+    expect(lost).toEqual([]);
+    expect((await kv.get("unanswered.partition.3"))?.json()).toEqual({ owner: "a" });
+    // Another replica's name on the key is a takeover: the lease is lost (and, its writer not
+    // being alive, taken back by a later round).
+    await kv.put("unanswered.partition.5", JSON.stringify({ owner: "z" }));
+    await waitFor(() => lost.includes(5), { timeoutMs: 5_000 });
+    expect(lost).toEqual([5]);
+    await leases.stop();
+  });
 });
 
 /** A holder in its own process (default timing), so it can be paused or killed like a real replica. */
