@@ -17,7 +17,8 @@ describe("chaos soak (short form)", () => {
     for (const [kind, figures] of Object.entries(report.recovery)) expect(figures.injected, `${kind} injected`).toBeGreaterThan(0);
     expect(report.faultErrors).toEqual([]);
     expect(report.processesDown).toEqual([]);
-    expect(report.stuckTurns).toBe(0);
+    // The stuck turns themselves in the message: a CI log kept in part keeps its failures.
+    expect(report.stuckTurns, `stuck turns (the first ${report.stuck.length}):\n${report.stuck.join("\n")}\nslow turns' waits: ${JSON.stringify(report.slowTurnWaits)}`).toBe(0);
     expect(report.foreignWorkItems).toBe(0);
     expect(report.notQuiesced).toEqual([]);
     expect(report.violationsByRule).toEqual({});

@@ -11,7 +11,7 @@ import { type AuditReport, auditAgentStream, foldAgentEvents, initialAgentState 
 import type { AgentEvent } from "@agentrt/contract";
 import { type LiveFollower, type NatsCluster, checkSequence, resumingFollower, startNatsCluster, waitFor } from "@agentrt/testing";
 import { WORK_STREAMS } from "@agentrt/service-kit";
-import { type System, startSystem } from "../support/system.ts";
+import { briefLogLine, type System, startSystem } from "../support/system.ts";
 import { SoakAgent, type TurnKind, type TurnRecord } from "./agents.ts";
 import { slowTurnAnatomy, type WaitLine } from "./anatomy.ts";
 import { FaultInjector, type InjectedFault } from "./faults.ts";
@@ -47,6 +47,8 @@ export interface SoakReport {
   readonly agents: number;
   readonly turns: Record<TurnKind, number>;
   readonly stuckTurns: number;
+  /** Each stuck turn: its stream's last events and what the services said of that stream, in short. */
+  readonly stuck: readonly string[];
   readonly faults: number;
   readonly recovery: Record<FaultKind, RecoveryFigures>;
   readonly faultErrors: readonly string[];
@@ -137,11 +139,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           turnTimeoutMs,
           onStuck: (path, id, events) => {
             const line = `${path} waiting for ${id} at ${Math.round((Date.now() - started) / 1000)} s: ${JSON.stringify(events.slice(-16).map((e) => [e.offset, e.type, e.idempotencyKey ?? "", e.type === "agent/llm-request-settled" ? e.payload.result.status : ""]))}`;
-            stuck.push(line);
             log(`STUCK ${line}`);
             // What the services said about this stream (warnings and errors), for the next fix.
-            const said = sys.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => l.includes(`"${path}"`) && /"level":(40|50|60)/.test(l)).slice(-3).map((l) => `${p.name}: ${l.slice(0, 400)}`));
-            for (const l of said) log(`  ${l}`);
+            const said = sys.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => l.includes(`"${path}"`) && /"level":(40|50|60)/.test(l)).slice(-3).map((l) => ({ name: p.name, line: l })));
+            for (const { name, line: l } of said) log(`  ${name}: ${l.slice(0, 400)}`);
+            // Kept short for the report, whose failure message is what a CI log kept in part shows.
+            stuck.push(`${line.slice(0, 1_500)}${said.map(({ name, line: l }) => `\n  ${name}: ${briefLogLine(l)}`).join("")}`);
             dumpLogs(sys, `stuck-${Math.round((Date.now() - started) / 1000)}s`, cluster, injected);
           },
         }),
@@ -250,6 +253,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       agents: agentsCount,
       turns,
       stuckTurns: allTurns.filter((t) => t.stuck).length,
+      stuck: stuck.slice(0, 5),
       faults: injector.injected.length,
       recovery: recoveryTable(injector.injected, injector.skipped, allTurns),
       faultErrors: injector.errors,

@@ -112,7 +112,20 @@ export async function waitForAnswer(system: System, path: string, contains: stri
     const events = await system.store.read(path).catch(() => []);
     process.stdout.write(`STUCK ${path} waiting for "${contains}": ${JSON.stringify(events.map((e) => [e.offset, e.type, e.idempotencyKey ?? ""]))}\n`);
     process.stdout.write(`${system.processes.all.map((p) => `--- ${p.name} (running=${p.running})\n${p.logs().split("\n").filter((l) => /"level":(40|50|60)/.test(l)).slice(-15).join("\n")}`).join("\n")}\n`);
-    throw error;
+    // The same, short, in the error itself: a CI log kept only in part keeps its failures' messages.
+    const tail = events.slice(-12).map((e) => [e.offset, e.type, e.createdAt.slice(11, 23), e.idempotencyKey ?? ""]);
+    const said = system.processes.all.flatMap((p) => p.logs().split("\n").filter((l) => /"level":(40|50|60)/.test(l)).slice(-2).map((l) => `${p.name}: ${briefLogLine(l)}`));
+    throw new Error(`${(error as Error).message}; ${path} ends ${JSON.stringify(tail)}; last warnings: ${said.join(" | ")}`, { cause: error });
+  }
+}
+
+/** A JSON log line cut to its time, message and error message. */
+export function briefLogLine(line: string): string {
+  try {
+    const entry = JSON.parse(line) as { time?: number; msg?: string; err?: { message?: string } };
+    return `${entry.time === undefined ? "" : new Date(entry.time).toISOString().slice(11, 23)} ${entry.msg ?? ""}${entry.err?.message === undefined ? "" : ` (${entry.err.message.slice(0, 160)})`}`;
+  } catch {
+    return line.slice(0, 200);
   }
 }
 
