@@ -58,3 +58,14 @@ function mended(value: unknown): unknown {
   }
   return out;
 }
+
+/**
+ * The first `max` UTF-16 units of `text` at most, never ending in half of a surrogate pair (a cut
+ * there would leave a lone surrogate): where a settlement, a render or a log cuts text short.
+ */
+export function textHead(text: string, max: number): string {
+  if (max <= 0) return "";
+  const cut = text.length <= max ? text : text.slice(0, max);
+  const last = cut.charCodeAt(cut.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ContractViolationError, mendIllFormedText, parseEventInput, parseStoredEvent } from "../src/index.ts";
+import { ContractViolationError, mendIllFormedText, parseEventInput, parseStoredEvent, textHead } from "../src/index.ts";
 
 function refusal(raw: unknown, index?: number): ContractViolationError {
   try {
@@ -68,5 +68,19 @@ describe("mendIllFormedText", () => {
 
   it("given a mended event input, when parsed, then the contract accepts it", () => {
     expect(parseEventInput(mendIllFormedText(userSays("x\ud800"))).payload).toMatchObject({ content: "x\ufffd" });
+  });
+});
+
+describe("textHead", () => {
+  it("given a cut inside a surrogate pair, when the head is taken, then the pair goes whole, never half of it", () => {
+    expect(textHead("ab😀c", 3)).toBe("ab");
+    expect(textHead("ab😀c", 4)).toBe("ab😀");
+  });
+
+  it("given text within the bound, or a bound of nothing, when the head is taken, then it is the text, or nothing", () => {
+    expect(textHead("abc", 3)).toBe("abc");
+    expect(textHead("abc", 10)).toBe("abc");
+    expect(textHead("abc", 0)).toBe("");
+    expect(textHead("abc", -1)).toBe("");
   });
 });

@@ -1,7 +1,7 @@
 // The exact settlement shapes of codemode.md "Script lifecycle", built in one place so every
 // path (typecheck, deadline, runtime, recovery) writes the same bytes the reducer renders.
 
-import { idempotencyKeys, type PayloadOf } from "@agentrt/contract";
+import { idempotencyKeys, textHead, type PayloadOf } from "@agentrt/contract";
 
 export type Settlement = PayloadOf<"capability-host/script-run-settled">["settlement"];
 type Failed = Extract<Settlement, { status: "failed" }>;
@@ -20,10 +20,7 @@ export const MAX_FAILURE_TEXT_CHARS = 16_000;
 export function keptFailureText(text: string): string {
   if (text.length <= MAX_FAILURE_TEXT_CHARS) return text;
   const note = `\n… (${text.length - MAX_FAILURE_TEXT_CHARS} more characters not shown)`;
-  let cut = MAX_FAILURE_TEXT_CHARS - note.length;
-  // Never half of a surrogate pair.
-  if (/[\uD800-\uDBFF]/.test(text[cut - 1] ?? "")) cut--;
-  return text.slice(0, cut) + note;
+  return textHead(text, MAX_FAILURE_TEXT_CHARS - note.length) + note;
 }
 
 export function typecheckErrorText(problems: readonly string[]): string {

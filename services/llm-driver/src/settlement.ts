@@ -2,7 +2,7 @@
 // keyed, and a keyed batch is all-or-nothing, so when two drivers race for one request the
 // first batch commits and the other commits nothing.
 
-import { eventInput, idempotencyKeys, type EventInput, type PayloadOf } from "@agentrt/contract";
+import { eventInput, idempotencyKeys, textHead, type EventInput, type PayloadOf } from "@agentrt/contract";
 import { MAX_BATCH_BYTES } from "@agentrt/streams";
 import { tokenUsagePayload, type ContextWindowTable, type NormalisedUsage } from "./usage.ts";
 
@@ -25,7 +25,7 @@ export const MAX_RAW_USAGE_BYTES = 4_096;
 /** An error message as a settlement keeps it: at most MAX_ERROR_MESSAGE_CHARS, cut with a note of its length. */
 export function keptErrorMessage(message: string): string {
   if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
-  return `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}… (cut from ${message.length} characters)`;
+  return `${textHead(message, MAX_ERROR_MESSAGE_CHARS)}… (cut from ${message.length} characters)`;
 }
 
 /** The provider's usage object when a settlement can keep it: a plain object of at most MAX_RAW_USAGE_BYTES as JSON. */

@@ -94,6 +94,12 @@ describe("what a settlement keeps of an endpoint's answer", () => {
     expect(cut).toBe(`${"e".repeat(MAX_ERROR_MESSAGE_CHARS)}… (cut from 2000000 characters)`);
   });
 
+  it("given an error whose cut falls inside an emoji, when kept, then the emoji goes whole and no half of it is stored", () => {
+    const cut = keptErrorMessage(`${"e".repeat(MAX_ERROR_MESSAGE_CHARS - 1)}😀${"e".repeat(10)}`);
+    expect(cut.isWellFormed()).toBe(true);
+    expect(cut).toBe(`${"e".repeat(MAX_ERROR_MESSAGE_CHARS - 1)}… (cut from ${MAX_ERROR_MESSAGE_CHARS + 11} characters)`);
+  });
+
   it("given token counts no model has (2^53 − 1), when normalised, then they are not usage", () => {
     expect(normaliseUsage({ prompt_tokens: Number.MAX_SAFE_INTEGER, completion_tokens: 1 })).toBeNull();
     expect(normaliseUsage({ prompt_tokens: 1_000_000, completion_tokens: 1 })).toEqual({ inputTokens: 1_000_000, outputTokens: 1 });

@@ -5,7 +5,7 @@
 // `eventIfWritten`, or appends `eventIfWriteFailed` (the truncated inline form) when it
 // cannot write. Both carry the same idempotency key, so only one ever commits.
 
-import { idempotencyKeys, type EventInputOf, type PayloadOf } from "@agentrt/contract";
+import { idempotencyKeys, textHead, type EventInputOf, type PayloadOf } from "@agentrt/contract";
 import { formatDuration } from "../display/duration.ts";
 import { fenced, fenceFor } from "./fence.ts";
 import { inferJsonType } from "./json-type.ts";
@@ -69,14 +69,6 @@ function accessorLine(compactChars: number): string {
   return `This result is available to your next script as ${accessor} (the preamble \`results\` array, newest first).`;
 }
 
-/** Cuts at most `max` chars without splitting a surrogate pair. */
-function head(text: string, max: number): string {
-  if (max <= 0) return "";
-  const cut = text.slice(0, max);
-  const last = cut.charCodeAt(cut.length - 1);
-  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
-}
-
 export function planScriptResultRender(input: ScriptResultRenderInput): ScriptResultRenderPlan {
   const { settlement, historyLimit } = input;
   const dur = formatDuration(input.durationMs);
@@ -127,7 +119,7 @@ function spilledText(args: {
     `Preview (long arrays and strings elided):\n${fenced(preview, isText ? "" : "json")}\n${loadLine}`;
   let last = "";
   for (const limits of PREVIEW_STEPS) {
-    const preview = isText ? `${head(serialized, limits.stringChars * 10)}…` : previewJson(result, limits);
+    const preview = isText ? `${textHead(serialized, limits.stringChars * 10)}…` : previewJson(result, limits);
     last = compose(typeText, preview);
     if (last.length <= historyLimit) return last;
   }
@@ -142,7 +134,7 @@ function truncatedText(serialized: string, language: string, dur: string, traile
     `… truncated (${serialized.length} chars total; up to ${historyLimit} render inline — return less: slice arrays, pick fields)`;
   const frame = (body: string) => `Your script returned (in ${dur}):\n${fence}${language}\n${body}\n${marker}\n${fence}\n${trailer}`;
   const budget = historyLimit - frame("").length;
-  return frame(head(serialized, budget));
+  return frame(textHead(serialized, budget));
 }
 
 function failureText(
@@ -159,7 +151,7 @@ function failureText(
   if (full.length <= historyLimit) return full;
   const marker = `\n… truncated (${settlement.error.length} chars of error in total)`;
   const budget = historyLimit - compose(marker).length;
-  return compose(`${head(settlement.error, budget)}${marker}`);
+  return compose(`${textHead(settlement.error, budget)}${marker}`);
 }
 
 function omittedText(
@@ -175,5 +167,5 @@ function omittedText(
     "Work on it inside the script and return only what you need (slice arrays, pick fields).";
   const full = compose(oversized.preview);
   if (full.length <= historyLimit) return full;
-  return compose(`${head(oversized.preview, historyLimit - compose("…").length)}…`);
+  return compose(`${textHead(oversized.preview, historyLimit - compose("…").length)}…`);
 }
