@@ -145,7 +145,7 @@ export const valuesSchema: Schema = {
       unsignedBefore: str("Unsigned records stored before this time stay readable (\"\" = when the keys are generated).", {
         pattern: "^$|^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?Z$",
       }),
-      otherPublicKeysConfigMap: str("ConfigMap of other public keys, each named <service>.<name>.pub, trusted too (rotation; \"\" = none)."),
+      otherPublicKeysConfigMap: str("ConfigMap of other public keys, each named <service>.<name>.pub, trusted too (rotation), and of their retirement instants (<service>.<name>.retired, an ISO time); \"\" = none."),
     }),
     externalNats: closed({
       url: str("NATS_URL of an existing NATS.", { pattern: "^$|^(nats|tls|ws|wss)://" }),

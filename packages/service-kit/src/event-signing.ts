@@ -6,6 +6,9 @@
 //   <service>.<name>.pub  optional, any number: another public key of the service, trusted too.
 //                      After a rotation, the old key (its records stay readable); before one,
 //                      the new key (so every reader trusts it before any writer signs with it)
+//   <service>.<name>.retired  optional, beside a <service>.<name>.pub: an ISO time; records that
+//                      key signed are read only if stored before it (a leaked old key signs
+//                      nothing that is read)
 //   unsigned-before    optional: an ISO time; unsigned records stored before it stay readable
 // `writeEventKeys` makes such a directory (the quickstart's, and tests'); the chart mounts one
 // per service from a Secret. Without EVENT_KEYS_DIR nothing is signed or checked.
@@ -76,6 +79,7 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
   }
   const retired = retiredKeys(dir, keys);
   assertOneServicePerKey(dir, keys, retired);
+  const retiredAtMs = retirementInstants(dir, keys);
   let unsignedBefore: Date | undefined;
   const cutOffPath = join(dir, UNSIGNED_BEFORE_FILE);
   if (existsSync(cutOffPath)) {
@@ -86,7 +90,12 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
   }
   return {
     signer: { service, key },
-    trust: { keys, ...(retired.size === 0 ? {} : { retired }), ...(unsignedBefore === undefined ? {} : { unsignedBefore }) },
+    trust: {
+      keys,
+      ...(retired.size === 0 ? {} : { retired }),
+      ...(retiredAtMs.size === 0 ? {} : { retiredAtMs }),
+      ...(unsignedBefore === undefined ? {} : { unsignedBefore }),
+    },
   };
 }
 
@@ -128,6 +137,35 @@ function retiredKeys(dir: string, current: ReadonlyMap<EmittingService, KeyObjec
     retired.set(service, [...(retired.get(service) ?? []), key]);
   }
   return retired;
+}
+
+const RETIRED_FILE = /^(.+)\.([A-Za-z0-9_-]{1,64})\.retired$/;
+
+/**
+ * When each retired key was retired (`<service>.<name>.retired`, an ISO time), by key id. Refused,
+ * naming the file: an instant without its key's `.pub` (a misspelt name would retire nothing),
+ * one that is no time, and one on the key the service signs with now (its own records would be
+ * passed over from then on).
+ */
+function retirementInstants(dir: string, current: ReadonlyMap<EmittingService, KeyObject>): Map<string, number> {
+  const instants = new Map<string, number>();
+  for (const file of readdirSync(dir).sort()) {
+    const match = RETIRED_FILE.exec(file);
+    if (match === null) continue;
+    const path = join(dir, file);
+    const keyFile = `${match[1]}.${match[2]}.pub`;
+    if (!existsSync(join(dir, keyFile))) throw new EventKeysError(`${path} retires a key that is not there: ${keyFile} is missing`);
+    const text = readFileSync(path, "utf8").trim();
+    const ms = Date.parse(text);
+    if (text === "" || Number.isNaN(ms)) throw new EventKeysError(`${path} must hold an ISO time (e.g. 2026-12-07T00:00:00Z), got "${text.slice(0, 40)}"`);
+    const key = publicKeyOf(readFileSync(join(dir, keyFile), "utf8"), join(dir, keyFile));
+    const service = match[1] as EmittingService;
+    if (keyIdOf(key) === keyIdOf(current.get(service) as KeyObject)) {
+      throw new EventKeysError(`${path} retires the key ${service} signs with now (${service}.pub): retire a key only once its service signs with another`);
+    }
+    instants.set(keyIdOf(key), ms);
+  }
+  return instants;
 }
 
 /**

@@ -50,7 +50,41 @@ describe("the event keys directory", () => {
     expect(keyIdOf(signing.signer.key)).toBe(keyIdOf(signing.trust.keys.get("agent-reducer")!));
   });
 
+  it("given a retirement instant beside another key (<service>.<name>.retired), when loaded, then that key is trusted for records stored before it only", () => {
+    const dir = keysDir();
+    const old = generateKeyPairSync("ed25519").publicKey;
+    const next = generateKeyPairSync("ed25519").publicKey;
+    writeFileSync(join(dir, "llm-driver.2026-11.pub"), old.export({ type: "spki", format: "pem" }));
+    writeFileSync(join(dir, "llm-driver.2026-11.retired"), "2026-12-07T10:00:00Z\n");
+    writeFileSync(join(dir, "llm-driver.next.pub"), next.export({ type: "spki", format: "pem" }));
+    const signing = loadEventSigning(dir, "agent-reducer");
+    expect([...(signing.trust.retiredAtMs ?? [])]).toEqual([[keyIdOf(old), Date.parse("2026-12-07T10:00:00Z")]]);
+    // Without any, the trust holds no instants at all.
+    expect(loadEventSigning(keysDir(), "agent-reducer").trust.retiredAtMs).toBeUndefined();
+  });
+
   it.each([
+    [
+      "a retirement instant has no key beside it",
+      (dir: string) => writeFileSync(join(dir, "llm-driver.2026-11.retired"), "2026-12-07T10:00:00Z"),
+      /llm-driver\.2026-11\.retired retires a key that is not there: llm-driver\.2026-11\.pub is missing/,
+    ],
+    [
+      "a retirement instant is not a time",
+      (dir: string) => {
+        writeFileSync(join(dir, "llm-driver.old.pub"), generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }));
+        writeFileSync(join(dir, "llm-driver.old.retired"), "last week");
+      },
+      /llm-driver\.old\.retired must hold an ISO time .* got "last week"/,
+    ],
+    [
+      "a retirement instant retires the key its service signs with now",
+      (dir: string) => {
+        writeFileSync(join(dir, "llm-driver.current.pub"), readFileSync(join(dir, "llm-driver.pub")));
+        writeFileSync(join(dir, "llm-driver.current.retired"), "2026-12-07T10:00:00Z");
+      },
+      /llm-driver\.current\.retired retires the key llm-driver signs with now/,
+    ],
     [
       "another key names no service",
       (dir: string) => writeFileSync(join(dir, "llm-drivr.old.pub"), readFileSync(join(dir, "llm-driver.pub"))),

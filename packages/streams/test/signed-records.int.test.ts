@@ -259,4 +259,29 @@ describe("signed records", () => {
     expect(contents(await forgetful.store.read(path))).not.toContain("old key");
     expect(forgetful.refused.map((r) => r.reason)).toEqual([`its key "${keyIdOf(keys.get("llm-driver")!.publicKey)}" is not one of llm-driver's keys`]);
   }, 60_000);
+
+  it("given the old key retired at an instant, when a leaked copy of it signs a record after, then every way of reading passes that one over and reads what it signed before", async () => {
+    const path = "/signed/retired";
+    const next = generateKeyPairSync("ed25519");
+    const old = keys.get("llm-driver")!.publicKey;
+    const leaked = await openStore("llm-driver"); // the old private key, as one who kept a copy would
+    await leaked.store.append(path, [reply("signed before the retirement")]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const retiredAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await leaked.store.append(path, [reply("signed with the leaked key")]);
+    const held: RecordTrust = {
+      keys: new Map([...trust.keys, ["llm-driver", next.publicKey] as const]),
+      retired: new Map([["llm-driver", [old]]]),
+      retiredAtMs: new Map([[keyIdOf(old), retiredAt]]),
+    };
+    const driver = await fixture.fx.openStore(undefined, { signing: { signer: { service: "llm-driver", key: next.privateKey }, trust: held } });
+    await driver.append(path, [reply("signed with the new key")]);
+    const reader = await openStore(undefined, held);
+    const expected = ["signed before the retirement", "signed with the new key"];
+    expect(await everyWayRead(reader.store, path, 2)).toEqual({ read: expected, subscribed: expected, fed: expected });
+    expect(new Set(reader.refused.filter((r) => r.subject === subjectOf(path)).map((r) => r.reason.replace(/stored at \S+$/, "stored at …")))).toEqual(
+      new Set([`its key ${keyIdOf(old)} was retired at ${new Date(retiredAt).toISOString()} and it was stored at …`]),
+    );
+  }, 60_000);
 });

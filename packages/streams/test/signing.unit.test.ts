@@ -131,4 +131,19 @@ describe("a rotated key", () => {
     // Naming a trusted key does not make another key's signature hold
     expect(untrustedBecause(rotated, signedWith(stranger.privateKey, { keyId: keyIdOf(next.publicKey) }))).toBe("its signature as llm-driver does not hold");
   });
+
+  it("given the retired key's retirement instant, when its records are read, then those stored before it hold and those stored since (a leaked key) are passed over", () => {
+    const retiredAt = Date.parse("2026-12-07T10:00:00Z");
+    const held: RecordTrust = { ...rotated, retiredAtMs: new Map([[keyIdOf(driver.publicKey), retiredAt]]) };
+    const at = (ms: number | undefined, options: { keyId?: string | null } = {}) => ({ ...signedWith(driver.privateKey, options), storedAtMs: () => ms });
+    expect(untrustedBecause(held, at(retiredAt - 1))).toBeUndefined();
+    expect(untrustedBecause(held, at(retiredAt - 1, { keyId: null }))).toBeUndefined();
+    expect(untrustedBecause(held, at(retiredAt))).toBe(`its key ${keyIdOf(driver.publicKey)} was retired at 2026-12-07T10:00:00.000Z and it was stored at 2026-12-07T10:00:00.000Z`);
+    // Without the key header the signature still finds the key, and the instant still holds.
+    expect(untrustedBecause(held, at(retiredAt + 60_000, { keyId: null }))).toBe(`its key ${keyIdOf(driver.publicKey)} was retired at 2026-12-07T10:00:00.000Z and it was stored at 2026-12-07T10:01:00.000Z`);
+    // A read that cannot date the record cannot show it came before.
+    expect(untrustedBecause(held, at(undefined))).toBe(`its key ${keyIdOf(driver.publicKey)} was retired at 2026-12-07T10:00:00.000Z and the read does not say when it was stored`);
+    // The key signing now has no instant and is read whenever stored.
+    expect(untrustedBecause(held, { ...signedWith(next.privateKey), storedAtMs: () => retiredAt + 60_000 })).toBeUndefined();
+  });
 });

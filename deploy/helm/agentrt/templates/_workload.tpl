@@ -165,7 +165,8 @@ spec:
                     - key: unsigned-before
                       path: unsigned-before
               {{- with $root.Values.eventSigning.otherPublicKeysConfigMap }}
-              # Other public keys of the services (<service>.<name>.pub): rotated keys.
+              # Other public keys of the services (<service>.<name>.pub): rotated keys, and when
+              # each retired (<service>.<name>.retired).
               - configMap:
                   name: {{ . }}
               {{- end }}

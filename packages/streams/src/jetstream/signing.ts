@@ -44,6 +44,12 @@ export interface RecordTrust {
    */
   readonly retired?: ReadonlyMap<EmittingService, readonly KeyObject[]>;
   /**
+   * When an earlier key was retired (epoch ms, by the server's clock), by its id (`keyIdOf`): a
+   * record it signed is read only if stored before then, so a leaked old key signs nothing new.
+   * A key with no instant here is trusted whenever its record was stored.
+   */
+  readonly retiredAtMs?: ReadonlyMap<string, number>;
+  /**
    * Unsigned records stored (by the server's clock) before this instant are read as before: they
    * were written before signing was turned on. Undefined: every record must be signed.
    */
@@ -66,7 +72,8 @@ export interface SignedMessage {
   /** The message's headers (a direct get's `header`, a consumer message's `headers`). */
   readonly headers: StoredHeaders | undefined;
   /**
-   * When the server stored it, in ms, as the read path reports it (asked only of unsigned ones).
+   * When the server stored it, in ms, as the read path reports it (asked only of unsigned ones
+   * and of those signed with a retired key).
    * Never a header's first value: a publisher may store its own `Nats-Time-Stamp`.
    */
   readonly storedAtMs?: () => number | undefined;
@@ -119,16 +126,29 @@ function keysToCheck(trust: RecordTrust, service: EmittingService, current: KeyO
   return retired.filter((key) => keyIdOf(key) === keyId);
 }
 
-function signatureHolds(bytes: Buffer, keys: readonly KeyObject[], signature: string): boolean {
+/** The key among `keys` the signature holds for, or undefined. */
+function keySignatureHoldsFor(bytes: Buffer, keys: readonly KeyObject[], signature: string): KeyObject | undefined {
   const raw = Buffer.from(signature, "base64");
   for (const key of keys) {
     try {
-      if (verify(null, bytes, key, raw)) return true;
+      if (verify(null, bytes, key, raw)) return key;
     } catch {
       // a malformed signature holds for no key
     }
   }
-  return false;
+  return undefined;
+}
+
+/** Why a record signed with `key` may not be read for when it was stored, or undefined. */
+function retiredKeyRefusal(trust: RecordTrust, key: KeyObject, msg: SignedMessage): string | undefined {
+  if (trust.retiredAtMs === undefined || trust.retiredAtMs.size === 0) return undefined;
+  const id = keyIdOf(key);
+  const retiredAt = trust.retiredAtMs.get(id);
+  if (retiredAt === undefined) return undefined;
+  const storedAt = msg.storedAtMs?.();
+  if (storedAt === undefined) return `its key ${id} was retired at ${new Date(retiredAt).toISOString()} and the read does not say when it was stored`;
+  if (storedAt >= retiredAt) return `its key ${id} was retired at ${new Date(retiredAt).toISOString()} and it was stored at ${new Date(storedAt).toISOString()}`;
+  return undefined;
 }
 
 /**
@@ -152,7 +172,10 @@ export function untrustedBecause(trust: RecordTrust, msg: SignedMessage): string
   const keyId = msg.headers?.get(KEY_ID_HEADER) ?? "";
   const keys = keysToCheck(trust, signer as EmittingService, current, keyId);
   if (keys.length === 0) return `its key "${keyId.slice(0, 64)}" is not one of ${signer}'s keys`;
-  if (!signatureHolds(signedBytes(msg.subject, Number(expected), msg.data), keys, signature)) return `its signature as ${signer} does not hold`;
+  const key = keySignatureHoldsFor(signedBytes(msg.subject, Number(expected), msg.data), keys, signature);
+  if (key === undefined) return `its signature as ${signer} does not hold`;
+  const retired = retiredKeyRefusal(trust, key, msg);
+  if (retired !== undefined) return retired;
   const record = msg.body === undefined ? decodeRecordJson(msg.data) : msg.body();
   if (record === undefined) return "it is not a record";
   if (record.events.length !== record.n) return `it counts ${String(record.n).slice(0, 20)} events and holds ${record.events.length}`;
