@@ -5,6 +5,7 @@
 
 import { type NatsServer, startNatsServer } from "@agentrt/testing";
 import { Kvm, type KV } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -262,3 +263,62 @@ describe("itx.kv quota", () => {
   });
 });
 
+
+describe("itx.files written from two hosts at once", () => {
+  /** The object store's chunk subjects that no file's metadata names: stored bytes nothing reads or counts. */
+  async function orphanedChunks(store: ObjectStore, bucketName: string): Promise<string[]> {
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(`OBJ_${bucketName}`, { subjects_filter: `$O.${bucketName}.C.>` });
+    const named = new Set<string>();
+    for await (const entry of await store.list()) named.add(`$O.${bucketName}.C.${entry.nuid}`);
+    return Object.keys(info.state.subjects ?? {}).filter((subject) => !named.has(subject));
+  }
+
+  it("leaves no chunk of a replaced file behind when two hosts rewrite one agent's file at the same time", async () => {
+    // Given two hosts, each with its own connection, sharing the store and the index
+    bucket++;
+    const name = `files_${bucket}`;
+    const other = await connect({ servers: server.url });
+    try {
+      const store = await new Objm(nc).create(name);
+      const index = await new Kvm(nc).create(`files_index_${bucket}`, { history: 1 });
+      const hostA = new AgentFiles(store, index);
+      const hostB = new AgentFiles(await new Objm(other).open(name), await new Kvm(other).open(`files_index_${bucket}`));
+      // When both rewrite the same file over and over, at once
+      for (let round = 0; round < 20; round++) {
+        await Promise.all([hostA.write("/agents/twice", "shared.bin", new Uint8Array(1_000).fill(round)), hostB.write("/agents/twice", "shared.bin", new Uint8Array(2_000).fill(round))]);
+      }
+      // Then only the last version's chunks are stored, and the file is one of the two last writes
+      expect(await orphanedChunks(store, name)).toEqual([]);
+      const last = await hostA.bytes("/agents/twice", "shared.bin");
+      expect([1_000, 2_000]).toContain(last.length);
+      expect(await hostA.list("/agents/twice", "")).toEqual([{ path: "shared.bin", size: last.length }]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("takes over the lock of a host that died mid-write, and fails a write behind a live one after the wait, storing nothing", async () => {
+    // Given a lock left by a host that died holding it, and one a live host holds
+    const { store, index } = await storage();
+    const files = new AgentFiles(store, index, undefined, { waitMs: 300, staleMs: 5_000 });
+    await index.put("agents/dead.=writing", JSON.stringify({ owner: "gone", atMs: Date.now() - 6_000 }));
+    await index.put("agents/busy.=writing", JSON.stringify({ owner: "alive", atMs: Date.now() }));
+    // When each agent's file is written
+    const written = await files.write("/agents/dead", "a.txt", text("after the takeover"));
+    const refused = await files.write("/agents/busy", "a.txt", text("behind a live writer")).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    // Then the dead host's lock is taken over; the live one's holds, and the write fails saying so
+    expect(written).toEqual({ path: "a.txt", size: 18 });
+    expect(new TextDecoder().decode(await files.bytes("/agents/dead", "a.txt"))).toBe("after the takeover");
+    expect(refused?.message).toBe("itx.files: another script has been writing this agent's files for over 0.3 s; try the write again");
+    expect(await files.list("/agents/busy", "")).toEqual([]);
+    expect(await store.info("/agents/busy:a.txt")).toBeNull();
+    // And the lock is not a file: neither listed nor counted
+    expect(await files.list("/agents/dead", "")).toEqual([{ path: "a.txt", size: 18 }]);
+    await index.delete("agents/busy.=writing");
+    expect(await files.write("/agents/busy", "a.txt", text("now"))).toEqual({ path: "a.txt", size: 3 });
+  });
+});

@@ -5,6 +5,7 @@
 // listing reads every agent's files. Each agent's files and keys are held to a quota
 // (usage-meter.ts).
 
+import { randomUUID } from "node:crypto";
 import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
@@ -42,6 +43,14 @@ export const DEFAULT_KV_QUOTA: Quota = { bytes: 64 * 1024 * 1024, entries: ITX_L
  */
 export const ITX_FILE_MAX_BYTES = 4 * 1024 * 1024;
 
+/** How long a write waits for another host's write of the same agent's files before it fails (retryable). */
+export const FILES_WRITE_LOCK_WAIT_MS = 30_000;
+/**
+ * A write lock this old is taken over: its holder died mid-write (a write of ITX_FILE_MAX_BYTES
+ * takes well under a second). Compared with this host's clock, so it leaves room for skew.
+ */
+export const FILES_WRITE_LOCK_STALE_MS = 60_000;
+
 const USER_KEY = /^[-/_=.a-zA-Z0-9]+$/;
 /** Characters of a script's bad key or path an error message quotes. */
 const SHOWN_INPUT_MAX = 80;
@@ -54,6 +63,11 @@ export function shownInput(value: unknown): string {
 
 export class ItxInputError extends Error {
   override readonly name = "ItxInputError";
+}
+
+/** A call that met another holding what it needs for too long: the same call may succeed later. */
+export class ItxBusyError extends Error {
+  override readonly name = "ItxBusyError";
 }
 
 export class AgentKv {
@@ -145,11 +159,14 @@ type IndexedFile = { size: number; revision: number };
 export class AgentFiles {
   private readonly meter: UsageMeter;
   private readonly queue = new PerAgentQueue();
+  /** Names this host in the write locks it holds (for whoever reads the index). */
+  private readonly lockOwner = randomUUID();
 
   constructor(
     private readonly store: ObjectStore,
     private readonly index: KV,
     quota: Quota = DEFAULT_FILE_QUOTA,
+    private readonly lockTiming: { readonly waitMs: number; readonly staleMs: number } = { waitMs: FILES_WRITE_LOCK_WAIT_MS, staleMs: FILES_WRITE_LOCK_STALE_MS },
   ) {
     this.meter = new UsageMeter(index, usageKey, quota, (agentPath) => this.usage(agentPath));
   }
@@ -188,7 +205,41 @@ export class AgentFiles {
   async write(agentPath: string, path: unknown, data: Uint8Array): Promise<{ path: string; size: number }> {
     const name = this.name(agentPath, path);
     if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "write");
-    return await this.queue.run(agentPath, () => this.writeNow(agentPath, name, path as string, data));
+    return await this.queue.run(agentPath, () => this.underWriteLock(agentPath, () => this.writeNow(agentPath, name, path as string, data)));
+  }
+
+  /**
+   * Runs `task` holding the agent's files write lock, across hosts. The object store replaces a
+   * file by writing the new chunks, then its metadata, then purging the chunks of the metadata
+   * it read at the start: two hosts replacing one file at once both purged the same old chunks,
+   * and the loser's stayed stored for ever, outside the agent's quota (red-team). The per-agent
+   * queue orders one host's writes; this orders all hosts'. A holder that died is taken over
+   * once its lock is FILES_WRITE_LOCK_STALE_MS old.
+   */
+  private async underWriteLock<T>(agentPath: string, task: () => Promise<T>): Promise<T> {
+    const key = writeLockKey(agentPath);
+    const value = () => JSON.stringify({ owner: this.lockOwner, atMs: Date.now() });
+    const { waitMs, staleMs } = this.lockTiming;
+    const giveUpAt = Date.now() + waitMs;
+    let revision: number | undefined;
+    for (let pause = 10; revision === undefined; pause = Math.min(pause * 2, 250)) {
+      const entry = await this.index.get(key);
+      try {
+        if (entry === null) revision = await this.index.create(key, value());
+        else if (entry.operation !== "PUT" || Date.now() - lockTakenAtMs(entry.string()) > staleMs) revision = await this.index.update(key, value(), entry.revision);
+      } catch (error) {
+        if (!isWrongRevision(error) && !/exists/i.test((error as Error).message)) throw error;
+        // Another host took it between the read and the write.
+      }
+      if (revision !== undefined) break;
+      if (Date.now() > giveUpAt) throw new ItxBusyError(`itx.files: another script has been writing this agent's files for over ${waitMs / 1000} s; try the write again`);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+    try {
+      return await task();
+    } finally {
+      await this.index.delete(key, { previousSeq: revision }).catch(() => undefined);
+    }
   }
 
   private async writeNow(agentPath: string, name: string, path: string, data: Uint8Array): Promise<{ path: string; size: number }> {
@@ -215,7 +266,7 @@ export class AgentFiles {
   private async usage(agentPath: string): Promise<Usage> {
     const own = usageKey(agentPath);
     const keys: string[] = [];
-    for await (const key of await this.index.keys(`${agentPath.slice(1)}.>`)) if (key !== own) keys.push(key);
+    for await (const key of await this.index.keys(`${agentPath.slice(1)}.>`)) if (key !== own && !isBookkeeping(key)) keys.push(key);
     return countUsage(keys, async (key) => (await this.indexed(key))?.size);
   }
 
@@ -237,7 +288,7 @@ export class AgentFiles {
     const found = await this.index.keys(`${[agentPath.slice(1), ...whole.map(encodeSegment)].join(".")}.>`);
     const usage = usageKey(agentPath);
     for await (const key of found) {
-      if (key === usage || !pathOfKey(key).startsWith(prefix)) continue;
+      if (key === usage || isBookkeeping(key) || !pathOfKey(key).startsWith(prefix)) continue;
       if (keys.length === ITX_LIST_MAX_ENTRIES) {
         found.stop();
         throw tooMany("itx.files.list", prefix, "files");
@@ -294,6 +345,26 @@ export async function backfillFileIndex(store: ObjectStore, index: KV): Promise<
 /** The agent's usage entry: "=" is not in base64url, so no file's key is this. */
 function usageKey(agentPath: string): string {
   return `${agentPath.slice(1)}.=usage`;
+}
+
+/** The agent's files write lock ("=" starts no base64url segment, so no file's key is this). */
+function writeLockKey(agentPath: string): string {
+  return `${agentPath.slice(1)}.=writing`;
+}
+
+/** Whether an index key is one of the agent's own bookkeeping keys, not a file's. */
+function isBookkeeping(key: string): boolean {
+  return key.endsWith(".=usage") || key.endsWith(".=writing");
+}
+
+/** When a write lock's holder took it (0 for a value that says nothing: taken over at once). */
+function lockTakenAtMs(text: string): number {
+  try {
+    const atMs = (JSON.parse(text) as { atMs?: unknown }).atMs;
+    return typeof atMs === "number" ? atMs : 0;
+  } catch {
+    return 0;
+  }
 }
 
 function fileKey(agentPath: string, path: string): string {
