@@ -136,6 +136,19 @@ describe("itx.files listing", () => {
     expect(new TextDecoder().decode(await files.bytes("/agents/a", "é.txt"))).toBe("x");
   });
 
+  it("refuses a listing prefix longer than a path at once, naming the limit, and the connection stays up", async () => {
+    const { files } = await storage();
+    await files.write("/agents/lister", "a/b.txt", text("x"));
+    const before = nc.stats();
+    const startedAt = Date.now();
+    await expect(files.list("/agents/lister", "a/".repeat(3_000))).rejects.toThrow(`itx.files.list: a prefix of 6000 bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit of a path`);
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    // Nothing was sent for it, and the next listing is answered on the same connection.
+    expect(nc.stats().outMsgs).toBe(before.outMsgs);
+    expect(await files.list("/agents/lister", "a/")).toEqual([{ path: "a/b.txt", size: 1 }]);
+    expect(nc.isClosed()).toBe(false);
+  });
+
   it("refuses a KV key over its length limit or with an empty segment, naming the rule, before any NATS call", async () => {
     bucket++;
     const raw = await new Kvm(nc).create(`agent_kv_keys_${bucket}`, { history: 1 });

@@ -281,6 +281,11 @@ export class AgentFiles {
    * agents hold.
    */
   async list(agentPath: string, prefix: string): Promise<{ path: string; size: number }[]> {
+    // Its whole segments go into the listing's subject: unbounded, 3 000 of them passed the
+    // server's 4 096-byte control line and dropped the host's connection, failing every other
+    // agent's calls with it (red-team). No path is longer than a path may be.
+    const bytes = Buffer.byteLength(prefix);
+    if (bytes > ITX_FILE_PATH_MAX) throw new ItxInputError(`itx.files.list: a prefix of ${bytes} bytes (UTF-8) is over the ${ITX_FILE_PATH_MAX}-byte limit of a path`);
     const whole = prefix.split("/").slice(0, -1);
     // No file's path has an empty segment.
     if (whole.some((s) => s === "")) return [];
