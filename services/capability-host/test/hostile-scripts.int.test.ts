@@ -8,7 +8,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_SANDBOX_LIMITS } from "../src/index.ts";
-import { ITX_READ_MAX_BYTES } from "../src/itx/host-calls.ts";
+import { ITX_READ_MAX_BYTES, MAX_DOCS_QUERY_CHARS } from "../src/itx/host-calls.ts";
 import { AGENT_FILES_BUCKET, AGENT_FILES_INDEX_BUCKET, indexFile, ITX_FILE_MAX_BYTES } from "../src/itx/agent-storage.ts";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
@@ -176,5 +176,20 @@ describe("capability host: hostile and busy scripts", () => {
     expect(out.text).toMatch(new RegExp(`"big\\.txt" is ${ITX_FILE_MAX_BYTES + 1} bytes, over the ${ITX_FILE_MAX_BYTES}-byte limit on a file a script may read`));
     expect(out.bytes).toEqual(out.text);
     expect(out.small).toBe("fine");
+  }, 60_000);
+
+  it("refuses a docs search longer than a query, naming its length and the limit, and answers one at the limit", async () => {
+    // An 18 M-character query held the host's thread 6 s: long enough to lose its liveness lease.
+    const code = [
+      "const out = {};",
+      'const words = "word ".repeat(3_600_000);',
+      "try { await itx.docs.search({ q: words }); out.long = \"answered\"; } catch (e) { out.long = String(e.message ?? e); }",
+      `out.atLimit = (await itx.docs.search({ q: "send chat message ".repeat(100).slice(0, ${MAX_DOCS_QUERY_CHARS}) })).length > 0;`,
+      "out.length = words.length;",
+      "return out;",
+    ].join("\n");
+    const out = await succeededResult<{ long: string; atLimit: boolean; length: number }>(uniquePath("docs-query"), code);
+    expect(out.long).toBe(`docs.search({q}): q has ${out.length} characters; a query is at most ${MAX_DOCS_QUERY_CHARS} (a few words)`);
+    expect(out.atLimit).toBe(true);
   }, 60_000);
 });

@@ -59,6 +59,19 @@ const str = (value: unknown, what: string): string => {
   return value;
 };
 
+/**
+ * The longest `itx.docs.search` query: a few words, with room. The search runs on the host's
+ * thread, term against document: an 18 M-character query held it 6 s, long enough for the other
+ * hosts to take this one for dead and settle its running scripts orphaned (red-team).
+ */
+export const MAX_DOCS_QUERY_CHARS = 1_000;
+
+function docsQuery(value: unknown): string {
+  const q = str(value, "docs.search({q}): q");
+  if (q.length > MAX_DOCS_QUERY_CHARS) throw new ItxInputError(`docs.search({q}): q has ${q.length} characters; a query is at most ${MAX_DOCS_QUERY_CHARS} (a few words)`);
+  return q;
+}
+
 export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): HostCallHandler {
   let sequence = 0;
   const key = (builder: (executionId: string, sequence: number) => string): string => builder(caller.executionId, ++sequence);
@@ -143,7 +156,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "capabilityHost.getScriptResult":
         return getScriptResult(deps, caller.agentPath, str(args[0], "getScriptResult(id): id"));
       case "docs.search":
-        return deps.docs.search(str((args[0] as { q?: unknown } | undefined)?.q, "docs.search({q}): q"));
+        return deps.docs.search(docsQuery((args[0] as { q?: unknown } | undefined)?.q));
       case "docs.typecheck":
         return deps.typecheck(str((args[0] as { code?: unknown } | undefined)?.code, "docs.typecheck({code}): code"));
       case "provider.call": {
