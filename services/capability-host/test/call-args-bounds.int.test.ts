@@ -46,6 +46,24 @@ describe("itx call arguments", () => {
     });
   });
 
+  it("a script that makes its arguments JSON nothing is refused that call, and cannot get later calls past the bound uncounted", { timeout: 60_000 }, async () => {
+    const each = 12 * 1024 * 1024;
+    const fit = Math.floor(MAX_PENDING_CALL_ARGS_CHARS / (each + 100));
+    const settlement = await settlementOf(fx, uniquePath("args-not-json"), [
+      "let broken = '';",
+      "(Array.prototype as any).toJSON = () => undefined;",
+      'try { await itx.kv.get("a"); broken = "called"; } catch (e) { broken = String(e); }',
+      "delete (Array.prototype as any).toJSON;",
+      `const s = "y".repeat(${each});`,
+      "const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => itx.docs.search({ q: s })));",
+      'return { broken, refused: outcomes.filter((o) => o.status === "rejected" && String(o.reason).includes("await some calls before starting more")).length };',
+    ]);
+    expect(settlement).toEqual({
+      status: "succeeded",
+      result: { broken: "RangeError: itx kv.get: its arguments did not become JSON text (is a toJSON or JSON.stringify replaced?); nothing was called.", refused: 12 - fit },
+    });
+  });
+
   it("calls started at once past the bound they may carry together are refused before they are copied", { timeout: 60_000 }, async () => {
     const each = 12 * 1024 * 1024;
     const fit = Math.floor(MAX_PENDING_CALL_ARGS_CHARS / (each + 100));

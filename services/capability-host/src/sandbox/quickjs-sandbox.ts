@@ -95,6 +95,9 @@ export function resultShapeRefusal(text: string): string | undefined {
 
 /** Why an itx call's arguments are refused before they are copied, or undefined. */
 export function callArgsRefusal(op: string, chars: number, pendingChars: number): string | undefined {
+  if (!Number.isSafeInteger(chars) || chars < 0) {
+    return `itx ${op}: its arguments did not become JSON text (is a toJSON or JSON.stringify replaced?); nothing was called.`;
+  }
   if (chars > MAX_CALL_ARGS_CHARS) {
     return `itx ${op}: its arguments are ${chars} characters as JSON, past the ${MAX_CALL_ARGS_CHARS} one call may carry; pass less per call.`;
   }
@@ -274,7 +277,11 @@ export class QuickJsSandbox implements ScriptSandbox {
     const hostCall = vm.newFunction("hostCall", (opHandle, argsHandle) => {
       const op = vm.getString(opHandle);
       // The length is read inside QuickJS, so arguments past the bounds are never copied out.
-      const chars = vm.getProp(argsHandle, "length").consume((h) => vm.getNumber(h));
+      // Not text when the script replaced a toJSON to return nothing: its length read NaN, which
+      // passed every bound and made the unanswered calls' count NaN, so no later call was held
+      // to it (red-team).
+      const isText = vm.typeof(argsHandle) === "string";
+      const chars = isText ? vm.getProp(argsHandle, "length").consume((h) => vm.getNumber(h)) : Number.NaN;
       const refusal = callArgsRefusal(op, chars, pendingChars);
       const argsText = refusal === undefined ? vm.getString(argsHandle) : "";
       const shape = refusal === undefined ? callShapeRefusal(op, argsText, pendingNodes) : { nodes: 0 };
