@@ -194,7 +194,7 @@ export class CapabilityHost {
         const docsChecks = new ScriptDocsTypecheck((code) => {
           const trimmed = code.trim();
           const parts = { preamble: scope.preamble, resultsPreamble: scope.resultsPreamble, code: trimmed, wrapped: agentCoreWrap(trimmed) };
-          return check(parts, limits.typecheckBudgetMs, { lane: "docs" });
+          return check(parts, limits.typecheckBudgetMs, { lane: "docs", agent: caller.agentPath });
         }, limits.maxSourceBytes);
         return limitInFlight(guardHostCalls(createHostCallHandler(
           {

@@ -264,7 +264,7 @@ export class ScriptRunner {
     const recorded = this.deps.liveness?.recordRun(streamPath, executionId);
     recorded?.catch(() => undefined);
     this.at(run, "typechecking");
-    const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs });
+    const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs, agent: streamPath });
     this.deps.onTiming?.("typecheck", checked.durationMs);
     const timing = runDeadline(checkDeadlineAtMs, this.now(), this.deps.limits.maxRunMs);
     if (timing.kind === "deadline") return this.settle(run, deadlineFailed("typecheck", 0), "deadline");

@@ -46,6 +46,35 @@ describe("typecheck in worker threads", () => {
     expect(order).toEqual(["docs-1", "script", "docs-2", "docs-3"]);
   }, 120_000);
 
+  it("lets agents take turns: another agent's check waiting behind one agent's goes next, whatever order they queued in", async () => {
+    const { pool } = await warmPool(1);
+    const order: string[] = [];
+    const track = (name: string, agent: string, code: string) => pool.check(parts(code), 30_000, { compile: true, agent }).then(() => order.push(name));
+    // Agent a's first check runs; its two more wait, then agent b's one.
+    await Promise.all([
+      track("a-1", "/agents/a", "const a: number = 1; return a;"),
+      track("a-2", "/agents/a", "return 2;"),
+      track("a-3", "/agents/a", "return 3;"),
+      track("b-1", "/agents/b", "return 4;"),
+    ]);
+    expect(order).toEqual(["a-1", "b-1", "a-2", "a-3"]);
+  }, 120_000);
+
+  it("holds an agent whose check timed out behind other agents' checks for a while", async () => {
+    const { pool } = await warmPool(1);
+    const order: string[] = [];
+    const track = (name: string, agent: string, code: string, budgetMs = 30_000) => pool.check(parts(code), budgetMs, { compile: true, agent }).then(() => order.push(name));
+    // Agent a's bomb takes the worker and times out; b's check waits for the replacement.
+    const bomb = track("a-bomb", "/agents/a", typeBomb(), 1_000);
+    const b1 = track("b-1", "/agents/b", "return 1;");
+    await bomb;
+    // Then a's next check queues before b's next: b, served after a, would otherwise wait its turn.
+    const a2 = track("a-2", "/agents/a", "return 2;");
+    const b2 = track("b-2", "/agents/b", "return 3;");
+    await Promise.all([b1, a2, b2]);
+    expect(order).toEqual(["a-bomb", "b-1", "b-2", "a-2"]);
+  }, 120_000);
+
   it("answers a bomb timed-out at its budget, replaces the worker, and keeps checking on the other worker meanwhile", async () => {
     const { pool, replaced } = await warmPool(2);
     const t0 = performance.now();

@@ -35,7 +35,18 @@ export interface CheckOptions {
    * scripts in the queue until their deadlines.
    */
   readonly lane?: "script" | "docs";
+  /**
+   * The agent whose script this is. Within a lane, a waiting check of an agent with fewer checks
+   * running (and none timed out lately) goes first: three agents alternating typecheck bombs held
+   * another agent's `return 2` 12-17 s behind them in a first-come queue (red-team).
+   */
+  readonly agent?: string;
 }
+
+/** How long an agent whose check timed out waits behind other agents' checks. */
+export const TIMED_OUT_AGENT_HELD_BACK_MS = 30_000;
+/** Agents whose last service is remembered (the longest ago forgotten first, as never served). */
+const SERVED_AGENTS_KEPT = 10_000;
 
 export type CheckerReplacedReason = "timed-out" | "died";
 
@@ -52,6 +63,7 @@ export interface WorkerCheckerOptions {
 interface Pending {
   readonly id: number;
   readonly lane: "script" | "docs";
+  readonly agent: string | undefined;
   readonly parts: ScriptSourceParts;
   readonly budgetMs: number;
   readonly compile: boolean;
@@ -80,6 +92,11 @@ export class WorkerChecker implements ScriptCheckService {
   private nextId = 0;
   private closed = false;
   private readonly warmWaiters: Array<() => void> = [];
+  /** When each agent's check last timed out (performance.now()), for TIMED_OUT_AGENT_HELD_BACK_MS. */
+  private readonly timedOutAt = new Map<string, number>();
+  /** The turn each agent was last served at (this.served counts them), in order of service. */
+  private readonly servedAt = new Map<string, number>();
+  private served = 0;
 
   constructor(private readonly options: WorkerCheckerOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${options.workers}`);
@@ -103,7 +120,7 @@ export class WorkerChecker implements ScriptCheckService {
     if (this.closed) return Promise.resolve({ kind: "checker-lost", reason: "the checker is closed", durationMs: 0 });
     return new Promise((resolve) => {
       const lane = options.lane ?? "script";
-      const pending: Pending = { id: ++this.nextId, lane, parts, budgetMs, compile: options.compile ?? false, resolve, queuedAt: performance.now() };
+      const pending: Pending = { id: ++this.nextId, lane, agent: options.agent, parts, budgetMs, compile: options.compile ?? false, resolve, queuedAt: performance.now() };
       if (options.deadlineAtMs !== undefined) {
         pending.waitTimer = setTimeout(() => {
           const at = this.queue.indexOf(pending);
@@ -189,7 +206,7 @@ export class WorkerChecker implements ScriptCheckService {
     for (const slot of this.slots) {
       if (this.queue.length === 0) return;
       if (!slot.warm || slot.current !== undefined || slot.worker === undefined) continue;
-      const pending = this.queue.shift() as Pending;
+      const pending = this.takeNext();
       clearTimeout(pending.waitTimer);
       const worker = slot.worker;
       const budgetTimer = setTimeout(() => this.stopAtBudget(slot, pending.id), pending.budgetMs);
@@ -198,6 +215,43 @@ export class WorkerChecker implements ScriptCheckService {
       const message: ToChecker = { kind: "check", id: pending.id, parts: pending.parts, budgetMs: pending.budgetMs, compile: pending.compile };
       worker.postMessage(message);
     }
+  }
+
+  /**
+   * The next check to run: of the first lane waiting (the queue holds script checks before docs
+   * checks), the one whose agent has the fewest checks running, an agent whose check timed out
+   * lately counting one more; among those, the agent served longest ago (or never); first come
+   * among the checks of one agent. So agents take turns, whatever the order they queued in.
+   */
+  private takeNext(): Pending {
+    const lane = (this.queue[0] as Pending).lane;
+    const now = performance.now();
+    for (const [agent, at] of this.timedOutAt) if (now - at > TIMED_OUT_AGENT_HELD_BACK_MS) this.timedOutAt.delete(agent);
+    const rank = (agent: string | undefined): [number, number] => {
+      if (agent === undefined) return [0, -1];
+      let running = this.timedOutAt.has(agent) ? 1 : 0;
+      for (const slot of this.slots) if (slot.current !== undefined && !slot.current.answered && slot.current.agent === agent) running++;
+      return [running, this.servedAt.get(agent) ?? -1];
+    };
+    let best = 0;
+    let bestRank = rank(this.queue[0]?.agent);
+    for (let i = 1; i < this.queue.length; i++) {
+      const candidate = this.queue[i] as Pending;
+      if (candidate.lane !== lane) break;
+      const r = rank(candidate.agent);
+      if (r[0] < bestRank[0] || (r[0] === bestRank[0] && r[1] < bestRank[1])) {
+        best = i;
+        bestRank = r;
+      }
+    }
+    const next = this.queue.splice(best, 1)[0] as Pending;
+    if (next.agent !== undefined) {
+      // In order of service, the longest ago first: the oldest goes once the map is full.
+      this.servedAt.delete(next.agent);
+      this.servedAt.set(next.agent, ++this.served);
+      if (this.servedAt.size > SERVED_AGENTS_KEPT) this.servedAt.delete(this.servedAt.keys().next().value as string);
+    }
+    return next;
   }
 
   /**
@@ -212,6 +266,7 @@ export class WorkerChecker implements ScriptCheckService {
     const { wallMs, cpuMs } = verdict;
     if (!current.answered) {
       current.answered = true;
+      if (current.agent !== undefined) this.timedOutAt.set(current.agent, performance.now());
       current.resolve({ kind: "timed-out", budgetMs: current.budgetMs, durationMs: wallMs });
     }
     if (verdict.kind === "continue") {
