@@ -131,7 +131,16 @@ describe("itx.files listing", () => {
     // Names beyond Latin-1 are refused naming the character, not failed deep in the object store's client.
     await expect(files.write("/agents/a", "日本.txt", text("x"))).rejects.toThrow('path "日本.txt" has "日"; file names may use Latin-1 characters only');
     await expect(files.write("/agents/a", "notes/😀.md", text("x"))).rejects.toThrow('has "😀"');
+    // Control characters and "." segments are no new file's name either (one stored before is still read).
+    await expect(files.write("/agents/a", "a\u0000b", text("x"))).rejects.toThrow("has the control character U+0000; file names may not hold control characters");
+    await expect(files.write("/agents/a", "c\nd", text("x"))).rejects.toThrow("has the control character U+000A");
+    await expect(files.write("/agents/a", "e\u0085f", text("x"))).rejects.toThrow("has the control character U+0085");
+    await expect(files.write("/agents/a", ".", text("x"))).rejects.toThrow('itx.files: path "." has a "." segment; name the file itself ("notes/a.md")');
+    await expect(files.write("/agents/a", "notes/./a.md", text("x"))).rejects.toThrow('has a "." segment');
     expect(await store.list()).toEqual([]);
+    const { store: older, index: olderIndex, files: olderFiles } = await storage();
+    await indexFile(olderIndex, "/agents/a", "c\nd", await older.putBlob({ name: "/agents/a:c\nd" }, text("kept")));
+    expect(new TextDecoder().decode(await olderFiles.bytes("/agents/a", "c\nd"))).toBe("kept");
     await files.write("/agents/a", "é.txt", text("x"));
     expect(new TextDecoder().decode(await files.bytes("/agents/a", "é.txt"))).toBe("x");
   });

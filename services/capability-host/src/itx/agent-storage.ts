@@ -204,6 +204,7 @@ export class AgentFiles {
 
   async write(agentPath: string, path: unknown, data: Uint8Array): Promise<{ path: string; size: number }> {
     const name = this.name(agentPath, path);
+    newFileNameRefusal(path as string);
     if (data.length > ITX_FILE_MAX_BYTES) throw tooLarge(path, data.length, "write");
     return await this.queue.run(agentPath, () => this.underWriteLock(agentPath, () => this.writeNow(agentPath, name, path as string, data)));
   }
@@ -350,6 +351,18 @@ export async function backfillFileIndex(store: ObjectStore, index: KV): Promise<
 /** The agent's usage entry: "=" is not in base64url, so no file's key is this. */
 function usageKey(agentPath: string): string {
   return `${agentPath.slice(1)}.=usage`;
+}
+
+/**
+ * Names a new file may not have, though files stored before the rule keep theirs (and are read):
+ * a NUL or a line break lists as a name no listing, log or terminal shows right; "." names nothing.
+ */
+function newFileNameRefusal(path: string): void {
+  if (path.split("/").includes(".")) throw new ItxInputError(`itx.files: path ${shownInput(path)} has a "." segment; name the file itself ("notes/a.md")`);
+  const control = [...path].find((c) => c.charCodeAt(0) < 0x20 || (c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f));
+  if (control !== undefined) {
+    throw new ItxInputError(`itx.files: path ${shownInput(path)} has the control character U+${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}; file names may not hold control characters`);
+  }
 }
 
 /** The agent's files write lock ("=" starts no base64url segment, so no file's key is this). */
