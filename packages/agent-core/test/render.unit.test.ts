@@ -149,3 +149,16 @@ describe("the incremental renderer after history is rewritten", () => {
     expect(rebuilt).toBe(6);
   });
 });
+
+describe("text stored before the well-formed rule", () => {
+  it("given a message and a section holding lone surrogates (records from before the rule), when rendered either way, then the model gets U+FFFD in their place", () => {
+    const s = new TestStream();
+    const events = [s.created(), s.section("identity", "be \ud800 kind"), s.user("one \udc00 two"), s.requested()];
+    const state = given(...events).state;
+    const messages = renderRequest(state);
+    expect(messages[1]?.content).toContain("be \ufffd kind");
+    expect(messages.at(-2)?.content).toContain("one \ufffd two");
+    expect(messages.every((m) => m.content.isWellFormed())).toBe(true);
+    expect(new IncrementalRequestRenderer().render(state)).toEqual(messages);
+  });
+});

@@ -18,7 +18,17 @@ const q = (value: string): string => JSON.stringify(value);
 
 export function sectionBlock(item: SectionItem, withSupersedes: boolean): string {
   const supersedes = withSupersedes && item.supersedes !== undefined ? ` supersedes="@${item.supersedes}"` : "";
-  return `<section key=${q(item.key)}${supersedes}>\n${item.payload.content}\n</section>`;
+  return wellFormed(`<section key=${q(item.key)}${supersedes}>\n${item.payload.content}\n</section>`);
+}
+
+/**
+ * Text as the model gets it: well-formed. Events are refused or mended on the way in now, but a
+ * record stored before that rule can hold a lone surrogate, which went to the provider as a
+ * `\ud800` escape a provider may refuse on every later turn. Mended as a UTF-8 decoder would
+ * (U+FFFD); the same text unchanged whenever it is well-formed, so no prompt's bytes move.
+ */
+function wellFormed(text: string): string {
+  return text.isWellFormed() ? text : text.toWellFormed();
 }
 
 export function renderStamp(item: RequestItem): ChatMessage {
@@ -113,7 +123,9 @@ export function renderTailItem(item: ContextItem): ChatMessage {
       return renderStamp(item);
     case "section":
       return renderTailSection(item);
-    case "message":
-      return renderMessage(item);
+    case "message": {
+      const message = renderMessage(item);
+      return message.content.isWellFormed() ? message : { ...message, content: message.content.toWellFormed() };
+    }
   }
 }
