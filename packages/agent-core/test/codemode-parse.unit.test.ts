@@ -239,6 +239,9 @@ describe("wrapScriptBody", () => {
     "async function main(itx: Itx): Promise<number> {\n  return 1;\n}",
     'async (itx, label = String(")")) => { return label; }',
     "async (\n  itx, // the surface (really)\n) => itx.agent.path",
+    "async (itx, quote = /'/) => { return quote.source; }",
+    'async (itx) => {\n  const open = /{|\\(/g;\n  return "a{b".replace(open, "").length / 2 / 1;\n}',
+    "async (itx) => { const m = /[/}]/.exec(\"}\"); return typeof /\\)/ === \"object\" ? m : null; }",
   ])("keeps a body that is already one async function: %j", (code) => {
     expect(isAsyncFunctionSource(code)).toBe(true);
     expect(wrapScriptBody(code)).toBe(code);
@@ -246,7 +249,7 @@ describe("wrapScriptBody", () => {
 
   it("given 64 KB of an unclosed head full of `):`, when checked, then it is read in time proportional to its length (the host's main thread runs it)", () => {
     const started = performance.now();
-    for (const code of ["async (" + "):".repeat(32_000), "async function f(" + "):".repeat(32_000), "async (" + "(:".repeat(32_000)]) {
+    for (const code of ["async (" + "):".repeat(32_000), "async function f(" + "):".repeat(32_000), "async (" + "(:".repeat(32_000), "async (" + "(/[".repeat(22_000), "async (itx) => {" + "(/[".repeat(22_000)]) {
       expect(isAsyncFunctionSource(code)).toBe(false);
     }
     // A regex of two lazy scans took 2.3 s for the first of these alone.
@@ -257,6 +260,14 @@ describe("wrapScriptBody", () => {
     const body = "async function helper() { return 1; }\nreturn await helper();";
     expect(isAsyncFunctionSource(body)).toBe(false);
     expect(wrapScriptBody(body)).toBe(`async (itx) => {\n${body}\n}`);
+    // A regular expression's brace in the helper does not make the rest of the body part of it.
+    const withRegex = "async function helper(s) { return /}/.test(s); }\nreturn await helper(\"}\");";
+    expect(isAsyncFunctionSource(withRegex)).toBe(false);
+  });
+
+  it("given divisions that only look like regular expressions, when checked, then they are divisions", () => {
+    expect(isAsyncFunctionSource("async (itx) => { const a = 4, b = 2, g = 1; return a / b / g; }")).toBe(true);
+    expect(isAsyncFunctionSource("async (itx) => { const x = (8) / 2 }; return 1;")).toBe(false);
   });
 });
 

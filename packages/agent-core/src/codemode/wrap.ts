@@ -33,7 +33,40 @@ function commentEndAt(code: string, i: number): number | null | undefined {
   return undefined;
 }
 
-/** Index of the `)` matching the `(` at `open`, skipping strings, templates and comments. */
+/** Characters after which a `/` starts a regular expression, not a division. */
+const BEFORE_REGEX = new Set(["", "(", ",", "=", ":", "[", "!", "&", "|", "?", "{", "}", ";", "+", "-", "*", "%", "<", ">", "~", "^"]);
+/** The longest regular expression literal read as one (see regexEndAt). */
+const MAX_REGEX_CHARS = 256;
+/** Words after which a `/` starts a regular expression. */
+const REGEX_AFTER_WORD = /(?:^|[^\w$])(?:return|typeof|case|do|else|in|of|new|delete|void|throw|yield|await|instanceof)$/;
+
+/**
+ * At a `/` that is no comment: the index of the `/` that ends the regular expression starting
+ * there, or undefined when it is a division (or never ends on its line). A regex's quotes,
+ * braces and parentheses are not code: `async (itx = /'/) => {…}` and `/{/` in a body were read
+ * as a string or a brace that never closed, and a whole function was wrapped as a bare body.
+ */
+function regexEndAt(code: string, i: number): number | undefined {
+  let before = i - 1;
+  while (before >= 0 && /\s/.test(code[before] as string)) before--;
+  const previous = before < 0 ? "" : (code[before] as string);
+  if (!BEFORE_REGEX.has(previous) && !REGEX_AFTER_WORD.test(code.slice(Math.max(0, before - 11), before + 1))) return undefined;
+  let inClass = false;
+  // Bounded, so a line of `(/[` repeated, each a regex that never ends, is not read again from
+  // each of its slashes to the line's end (quadratic); a longer regex is taken for a division.
+  const end = Math.min(code.length, i + MAX_REGEX_CHARS);
+  for (let j = i + 1; j < end; j++) {
+    const ch = code[j];
+    if (ch === "\n") return undefined;
+    if (ch === "\\") j++;
+    else if (ch === "[") inClass = true;
+    else if (ch === "]") inClass = false;
+    else if (ch === "/" && !inClass) return j;
+  }
+  return undefined;
+}
+
+/** Index of the `)` matching the `(` at `open`, skipping strings, templates, comments and regular expressions. */
 function matchingParen(code: string, open: number): number | null {
   let depth = 0;
   for (let i = open; i < code.length; i++) {
@@ -41,6 +74,7 @@ function matchingParen(code: string, open: number): number | null {
     const comment = commentEndAt(code, i);
     if (comment === null) return null;
     if (comment !== undefined) i = comment;
+    else if (ch === "/") i = regexEndAt(code, i) ?? i;
     else if (ch === "'" || ch === '"' || ch === "`") {
       for (i++; i < code.length && code[i] !== ch; i++) if (code[i] === "\\") i++;
     } else if (ch === "(") depth++;
@@ -81,7 +115,7 @@ function asyncHead(code: string): { readonly bodyStart: number; readonly arrow: 
   return named === null ? null : { bodyStart: i + named[0].length, arrow: true };
 }
 
-/** Index of the `}` matching the `{` at `open`, skipping strings, templates and comments. */
+/** Index of the `}` matching the `{` at `open`, skipping strings, templates, comments and regular expressions. */
 function matchingBrace(code: string, open: number): number | null {
   const stack: ("brace" | "template")[] = [];
   let inTemplate = false;
@@ -100,6 +134,7 @@ function matchingBrace(code: string, open: number): number | null {
     const comment = commentEndAt(code, i);
     if (comment === null) return null;
     if (comment !== undefined) i = comment;
+    else if (ch === "/") i = regexEndAt(code, i) ?? i;
     else if (ch === "'" || ch === '"') {
       for (i++; i < code.length && code[i] !== ch && code[i] !== "\n"; i++) if (code[i] === "\\") i++;
     } else if (ch === "`") inTemplate = true;
