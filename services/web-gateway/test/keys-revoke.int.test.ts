@@ -1,7 +1,8 @@
 // A key revoked (or changed) in the keys file stops working at once, and the live streams it
 // opened end too: each was authorized once, when it opened, and would otherwise outlive the key.
 // SSE, WebSocket and gRPC alike; another key's stream on the same agent stays open.
-import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
+import { connect as connectTcp } from "node:net";
+import { credentials, InterceptingCall, type Interceptor, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { AgentRuntimeClient } from "@agentrt/gateway-proto";
 import { testLogger, userMessage } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,6 +44,61 @@ async function openSse(apiKey: string): Promise<{ ended: Promise<string>; close:
   })();
   return { ended, close: () => reader.cancel() };
 }
+
+describe("a key revoked while its request arrives", () => {
+  it("over HTTP, is refused once the body has arrived, and nothing is appended", async () => {
+    const writer = testKey([{ prefix: "/agents/revoke", verbs: ["read", "append"] }]);
+    applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([revoked.stored, kept.stored, writer.stored]);
+    const before = await ts.store.lastOffset(PATH);
+    const body = JSON.stringify({ events: [userMessage("sent by a revoked key")] });
+    const { hostname, port } = new URL(gw.url);
+    const socket = connectTcp(Number(port), hostname);
+    const answer = new Promise<string>((resolve) => {
+      let text = "";
+      socket.on("data", (chunk) => (text += chunk.toString()));
+      socket.on("close", () => resolve(text));
+      socket.on("error", () => resolve(text));
+    });
+    // Given the headers, with a valid key, and no body yet
+    socket.write(`POST /v1/streams/${enc(PATH)}/events HTTP/1.1\r\nhost: ${hostname}:${port}\r\nauthorization: Bearer ${writer.apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // When the key is revoked, and then the body arrives
+    applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([revoked.stored, kept.stored]);
+    socket.write(body);
+    // Then the request is refused and the stream holds nothing more
+    expect((await answer).split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+    expect(await ts.store.lastOffset(PATH)).toBe(before);
+  });
+
+  it("over gRPC, is refused once the message has arrived", async () => {
+    const reader = testKey([{ prefix: "/agents/revoke", verbs: ["read"] }]);
+    applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([revoked.stored, kept.stored, reader.stored]);
+    // The request message sent a second after the call's metadata
+    const lateMessage: Interceptor = (options, next) =>
+      new InterceptingCall(next(options), {
+        sendMessage: (message, send) => void setTimeout(() => send(message), 1_000),
+        halfClose: (close) => void setTimeout(() => close(), 1_050),
+      });
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure(), { interceptors: [lateMessage] });
+    try {
+      const md = new Metadata();
+      md.set("authorization", `Bearer ${reader.apiKey}`);
+      const read = new Promise<number>((resolve) => client.readEvents({ streamPath: PATH, fromOffset: 1, limit: 10 }, md, (error) => resolve(error === null ? status.OK : error.code)));
+      const subscribe = client.subscribe({ streamPath: PATH, fromOffset: 1, ephemeral: false }, md);
+      const received: number[] = [];
+      subscribe.on("data", (event: { offset: number }) => received.push(event.offset));
+      const subscribed = new Promise<number>((resolve) => subscribe.on("error", (e: ServiceError) => resolve(e.code)).on("end", () => resolve(status.OK)));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      applyKeys(gw.auth, gw.gateway.liveLimiter, testLogger("keys"))([revoked.stored, kept.stored]);
+      expect(await read).toBe(status.UNAUTHENTICATED);
+      expect(await subscribed).toBe(status.UNAUTHENTICATED);
+      expect(received).toEqual([]);
+      expect(gw.gateway.liveLimiter.heldBy(`key:${reader.stored.id}`)).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+});
 
 describe("a revoked key's live streams", () => {
   it("end over SSE, WebSocket and gRPC, while another key's stream goes on", async () => {

@@ -25,6 +25,8 @@ export interface AuthOptions {
 export class Authenticator {
   private keys: Map<string, StoredKey>;
   private readonly limiter: RateLimiter;
+  /** The stored key each principal was made from, so a request can be checked again later. */
+  private readonly issued = new WeakMap<Principal, StoredKey>();
 
   constructor(private readonly options: AuthOptions) {
     this.keys = new Map(options.keys.map((k) => [k.id, k]));
@@ -36,10 +38,26 @@ export class Authenticator {
    * ids of the keys that were revoked or changed, whose open live streams should end.
    */
   replaceKeys(keys: readonly StoredKey[]): string[] {
-    const next = new Map(keys.map((k) => [k.id, k]));
-    const changed = [...this.keys].filter(([id, key]) => JSON.stringify(next.get(id)) !== JSON.stringify(key)).map(([id]) => id);
+    // A key that did not change keeps its record, so the principals made from it stay valid.
+    const next = new Map(keys.map((k) => {
+      const old = this.keys.get(k.id);
+      return [k.id, old !== undefined && JSON.stringify(old) === JSON.stringify(k) ? old : k];
+    }));
+    const changed = [...this.keys].filter(([id, key]) => next.get(id) !== key).map(([id]) => id);
     this.keys = next;
     return changed;
+  }
+
+  /**
+   * 401 when the key `principal` was made from has been revoked or changed since. A key is
+   * checked when a request's headers arrive; its body (HTTP, up to the request timeout) or its
+   * message (gRPC) may come seconds later, and a key revoked meanwhile still appended, read, or
+   * opened a live stream no revocation would end (red-team).
+   */
+  assertStillValid(principal: Principal): void {
+    const stored = this.issued.get(principal);
+    if (stored === undefined) return; // dev mode's, not made from a key
+    if (this.keys.get(principal.keyId) !== stored) throw new GatewayError("unauthenticated", "The API key was revoked or changed while the request was arriving.");
   }
 
   get devMode(): boolean {
@@ -62,6 +80,7 @@ export class Authenticator {
       const stored = verifyApiKey(this.keys, credential);
       if (stored === null) throw new GatewayError("unauthenticated", "The API key is not valid.");
       principal = { keyId: stored.id, scopes: stored.scopes, ...(stored.rateLimit ? { rateLimit: stored.rateLimit } : {}) };
+      this.issued.set(principal, stored);
     } else if (this.options.devMode) {
       principal = DEV_PRINCIPAL;
     } else {

@@ -104,7 +104,14 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
   };
   // Each call's caller, known from its metadata before its request message is read (authFirst).
   const principals = new WeakMap<Metadata, Principal>();
-  const principalOf = (metadata: Metadata): Principal => principals.get(metadata) ?? authenticate(metadata);
+  // Checked again when used: the message may arrive seconds after the metadata, and a key revoked
+  // in between must not act (nor open a Subscribe no revocation would end, red-team).
+  const principalOf = (metadata: Metadata): Principal => {
+    const known = principals.get(metadata);
+    if (known === undefined) return authenticate(metadata);
+    auth.assertStillValid(known);
+    return known;
+  };
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   /**
    * The key is checked, and its rate limit taken, when a call's metadata arrives: a caller with

@@ -121,6 +121,8 @@ export async function prepare(
   const query = parseWith(route.query, rawQuery, "query");
   const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH), "body");
   const input: RouteInput = { params, query, body };
+  // The body may have taken up to the request timeout to arrive: the key may be revoked since.
+  if (principal !== null) deps.auth.assertStillValid(principal);
   const access = route.access(input);
   if (access !== null && principal !== null) {
     if ("listPrefix" in access) Authenticator.authorizeListing(principal);
