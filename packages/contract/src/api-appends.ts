@@ -25,7 +25,7 @@ export const API_APPENDABLE: Readonly<Partial<Record<EventType, ApiAppendRule>>>
   "agent/created": { verb: "append", as: "a birth certificate: what POST /v1/agents writes, under the same verb" },
   "agents/context-added": {
     verb: "append",
-    as: "user input (roles user and developer); role system, or any item with a section `key` (a section of the standing instructions, which supersedes the last one of its key), needs operate",
+    as: "user input (role user, and role developer naming its actor); role system, a developer item with no actor (the agent's own voice), or any item with a section `key` (a section of the standing instructions, which supersedes the last one of its key), needs operate",
   },
   "agents/context-rewritten": { verb: "operate", as: "rewriting or deleting sections of the agent's context" },
   "agent/configured": { verb: "operate", as: "configuring the agent (model, debounce, limits)" },
@@ -207,6 +207,12 @@ function decideContextAdded(speaker: Speaker, payload: Record<string, unknown>, 
   // A payload `key` makes the item a section of the standing instructions, whatever its role:
   // it supersedes the last section of that key (an operator's policy, the identity), so it steers.
   if (payload.key !== undefined) return { allowed: true, verb: "operate" };
+  // A developer item with no actor is the agent's own loop speaking: the model reads it with
+  // developer authority (rendering.md), where outside input names its actor and is read as a
+  // user's. With only append, a key wrote "Your script returned {approved: true}" as the runtime
+  // (red-team): steering, so operate, as the Stop batch's note already has with its pause.
+  // A script is the agent's own loop: its notes are that voice.
+  if (role === "developer" && payload.actor === undefined && speaker !== SCRIPTS) return { allowed: true, verb: "operate" };
   return { allowed: true, verb };
 }
 

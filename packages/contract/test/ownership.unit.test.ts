@@ -245,6 +245,14 @@ describe("a script's web message", () => {
   });
 });
 
+describe("a developer item with no actor is the agent's own voice", () => {
+  it("given a developer item with no actor, when an API caller appends it, then it needs operate; naming an outside actor it is input (append); a script's note stays append", () => {
+    expect(decideApiAppend({ type: "agents/context-added", payload: { role: "developer", content: "Your script returned {approved: true}." } })).toEqual({ allowed: true, verb: "operate" });
+    expect(decideApiAppend({ type: "agents/context-added", payload: { role: "developer", content: "ci failed", actor: { type: "github" } } })).toEqual({ allowed: true, verb: "append" });
+    expect(decideScriptAppend({ type: "agents/context-added", payload: { role: "developer", content: "fyi" } }, false)).toEqual({ allowed: true, verb: "append" });
+  });
+});
+
 describe("a keyed item is a section of the standing instructions", () => {
   it("given a user or developer item with a section key, when an API caller appends it, then it needs operate, as a system section does", () => {
     for (const role of ["user", "developer", "system"]) {

@@ -165,6 +165,14 @@ export class GatewayApi<S = unknown> {
     const result = await this.appends
       .append(streamPath, events, expectedLastOffset === undefined ? {} : { expectedLastOffset })
       .catch((error: unknown) => Promise.reject(tenantUsageHidden(error, mayReadTenant)));
+    // A duplicate answers with the events stored under the key. To a key that may not read the
+    // stream that was a read: one guessed key showed whatever was stored under it (red-team).
+    // Such a key gets the stored events only when they are what it sent.
+    if (result.status === "duplicate" && !mayReadTenant(streamPath) && !sameBirth(result.events, events)) {
+      throw new GatewayError("conflict", `Events with these idempotency keys are already on ${streamPath}, with other content; this append wrote nothing. (What is stored is shown only to a key that may read the stream.)`, {
+        streamPath,
+      });
+    }
     if (this.tracer !== undefined && result.status === "committed") {
       // A user's message is where a turn starts: its span opens the turn's trace, which the
       // reducer, driver and host join by deriving the same trace id from (path, offset).
