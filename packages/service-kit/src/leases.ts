@@ -20,6 +20,7 @@
 // when a new replica joins. Two replicas briefly overlapping is harmless: every append the
 // reducer makes is idempotency-keyed.
 
+import { randomUUID } from "node:crypto";
 import { Kvm, type KV } from "@nats-io/kv";
 import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, type Subscription, nanos } from "@nats-io/nats-core";
@@ -72,6 +73,12 @@ interface Held {
 
 interface LeaseValue {
   readonly owner: string;
+  /**
+   * This process's run of the owner (a fresh id per start). Replicas are told apart by owner; a
+   * process started again under the same owner while the old one still runs (a frozen one that
+   * wakes) is told apart by this.
+   */
+  readonly incarnation?: string;
 }
 
 /** A subject token for an owner id (hostnames may hold dots). */
@@ -109,6 +116,9 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   const leaseKey = (p: number) => `${group}.partition.${p}`;
   const memberKey = (who: string) => `${group}.member.${ownerToken(who)}`;
   const encode = (value: LeaseValue) => JSON.stringify(value);
+  const incarnation = randomUUID();
+  const leaseValue = () => encode({ owner, incarnation });
+  const isOurs = (text: string) => isOursIn(text, owner, incarnation);
   let stopped = false;
   // Surplus is handed back only when the fair share has been the same for two rounds, so a
   // member that is counted out for a moment does not make partitions ping-pong.
@@ -167,8 +177,10 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
    * bucket's stream elected a leader) and the lease is still ours at a revision we never heard of.
    * Taking that for a loss made every replica drop every partition at each NATS failover and
    * rebuild them all once the bucket answered again (the stream-leader chaos test's turns waited
-   * 10-20 s for it). Nobody else writes this replica's name, and another's takeover is a
-   * compare-and-set on the revision it read, so a key naming us has not been taken since.
+   * 10-20 s for it). Only this process writes its incarnation, and another's takeover is a
+   * compare-and-set on the revision it read, so a key naming our incarnation has not been taken
+   * since. (Our owner alone would not do: a process started again under the same owner while
+   * this one was frozen takes the key as its own, and both then held every partition, red-team.)
    */
   const renewalRejected = async (partition: number, lease: Held): Promise<void> => {
     let current;
@@ -179,7 +191,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       return;
     }
     if (held.get(partition) !== lease) return;
-    if (current !== null && current.operation === "PUT" && parseOwner(current.string()) === owner) {
+    if (current !== null && current.operation === "PUT" && isOurs(current.string())) {
       lease.revision = current.revision;
       logger.info({ partition, revision: current.revision }, "an earlier lease renewal had landed unanswered; the lease is still held");
       return;
@@ -196,7 +208,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       kv.put(memberKey(owner), encode({ owner })).catch((error: unknown) => logger.warn({ err: error }, "member heartbeat failed")),
       ...[...held].map(async ([partition, lease]) => {
         try {
-          lease.revision = await kv.update(leaseKey(partition), encode({ owner }), lease.revision);
+          lease.revision = await kv.update(leaseKey(partition), leaseValue(), lease.revision);
         } catch (error) {
           // Anything but a rejected compare-and-set (a timeout, a reconnect) is retried on the next beat.
           if (!isWrongRevision(error) || held.get(partition) !== lease) {
@@ -263,7 +275,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
         const free = entry === null || entry.operation !== "PUT" || holder === owner || holder === undefined || !(await isAlive(holder as string, probes));
         if (!free || stopped || held.size >= fairShare) return;
         try {
-          const revision = entry === null || entry.operation !== "PUT" ? await kv.create(leaseKey(p), encode({ owner })) : await kv.update(leaseKey(p), encode({ owner }), entry.revision);
+          const revision = entry === null || entry.operation !== "PUT" ? await kv.create(leaseKey(p), leaseValue()) : await kv.update(leaseKey(p), leaseValue(), entry.revision);
           if (held.size >= fairShare || stopped) {
             // Others won this round's race for our share meanwhile: give this one straight back.
             await kv.delete(leaseKey(p), { previousSeq: revision }).catch(() => undefined);
@@ -335,6 +347,16 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       await Promise.all(transitions.values());
     },
   };
+}
+
+/** Whether a lease value is this process's own: its owner and its incarnation. */
+function isOursIn(text: string, owner: string, incarnation: string): boolean {
+  try {
+    const value = JSON.parse(text) as Partial<LeaseValue>;
+    return value.owner === owner && value.incarnation === incarnation;
+  } catch {
+    return false;
+  }
 }
 
 function parseOwner(text: string): string | undefined {

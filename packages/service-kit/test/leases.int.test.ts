@@ -91,17 +91,23 @@ describe("partition leases", () => {
     expect(a.size).toBe(8);
     const kv = await new Kvm(nc).open("agentrt_leases");
     // What a renewal that timed out in an election leaves: the key rewritten with this
-    // replica's own name, at a revision it never heard back.
-    const landed = await kv.put("unanswered.partition.3", JSON.stringify({ owner: "a" }));
+    // replica's own value, at a revision it never heard back.
+    const ours = (await kv.get("unanswered.partition.3"))!.string();
+    expect(JSON.parse(ours)).toMatchObject({ owner: "a", incarnation: expect.any(String) });
+    const landed = await kv.put("unanswered.partition.3", ours);
     await waitFor(async () => ((await kv.get("unanswered.partition.3"))?.revision ?? 0) > landed, { timeoutMs: 5_000 });
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // a few more beats
     expect(lost).toEqual([]);
-    expect((await kv.get("unanswered.partition.3"))?.json()).toEqual({ owner: "a" });
+    expect((await kv.get("unanswered.partition.3"))?.string()).toBe(ours);
     // Another replica's name on the key is a takeover: the lease is lost (and, its writer not
     // being alive, taken back by a later round).
     await kv.put("unanswered.partition.5", JSON.stringify({ owner: "z" }));
     await waitFor(() => lost.includes(5), { timeoutMs: 5_000 });
-    expect(lost).toEqual([5]);
+    // So is this replica's name written by another run of it (one started again under the same
+    // owner while this one was frozen): that is not this process's renewal.
+    await kv.put("unanswered.partition.6", JSON.stringify({ owner: "a", incarnation: "another run" }));
+    await waitFor(() => lost.includes(6), { timeoutMs: 5_000 });
+    expect(lost).toEqual([5, 6]);
     await leases.stop();
   });
 });
