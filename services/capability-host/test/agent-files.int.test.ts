@@ -324,8 +324,8 @@ describe("itx.files written from two hosts at once", () => {
     // Given a lock left by a host that died holding it, and one a live host holds
     const { store, index } = await storage();
     const files = new AgentFiles(store, index, undefined, { waitMs: 300, staleMs: 5_000 });
-    await index.put("agents/dead.=writing", JSON.stringify({ owner: "gone", atMs: Date.now() - 6_000 }));
-    await index.put("agents/busy.=writing", JSON.stringify({ owner: "alive", atMs: Date.now() }));
+    await index.put("agents/dead.=writing", JSON.stringify({ owner: "gone", token: "t1", atMs: Date.now() - 6_000 }));
+    await index.put("agents/busy.=writing", JSON.stringify({ owner: "alive", token: "t2", atMs: Date.now() }));
     // When each agent's file is written
     const written = await files.write("/agents/dead", "a.txt", text("after the takeover"));
     const refused = await files.write("/agents/busy", "a.txt", text("behind a live writer")).then(
@@ -342,5 +342,45 @@ describe("itx.files written from two hosts at once", () => {
     expect(await files.list("/agents/dead", "")).toEqual([{ path: "a.txt", size: 18 }]);
     await index.delete("agents/busy.=writing");
     expect(await files.write("/agents/busy", "a.txt", text("now"))).toEqual({ path: "a.txt", size: 3 });
+  });
+
+  it("holds a lock whose take landed but went unanswered, and gives one back whose release failed, so no write waits on it", async () => {
+    // Given an index whose first lock take lands and then fails as a timeout, and whose first release fails
+    const { store, index } = await storage();
+    let loseCreate = true;
+    let failDelete = true;
+    const lossy = new Proxy(index, {
+      get(target, property, receiver) {
+        if (property === "create") {
+          return async (key: string, value: string) => {
+            const revision = await target.create(key, value);
+            if (loseCreate && key.endsWith(".=writing")) {
+              loseCreate = false;
+              throw Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
+            }
+            return revision;
+          };
+        }
+        if (property === "delete") {
+          return async (key: string, options?: { previousSeq?: number }) => {
+            if (failDelete && key.endsWith(".=writing")) {
+              failDelete = false;
+              throw Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
+            }
+            return target.delete(key, options);
+          };
+        }
+        const member = Reflect.get(target, property, receiver) as unknown;
+        return typeof member === "function" ? (member as (...args: unknown[]) => unknown).bind(target) : member;
+      },
+    });
+    const files = new AgentFiles(store, lossy, undefined, { waitMs: 300, staleMs: 60_000 });
+    // When the agent's file is written twice
+    expect(await files.write("/agents/lossy", "x.txt", text("one"))).toEqual({ path: "x.txt", size: 3 });
+    expect(await files.write("/agents/lossy", "x.txt", text("two"))).toEqual({ path: "x.txt", size: 3 });
+    // Then both were written and no lock is left behind
+    expect(new TextDecoder().decode(await files.bytes("/agents/lossy", "x.txt"))).toBe("two");
+    const lock = await index.get("agents/lossy.=writing");
+    expect(lock === null || lock.operation !== "PUT").toBe(true);
   });
 });

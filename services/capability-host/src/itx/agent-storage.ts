@@ -219,27 +219,56 @@ export class AgentFiles {
    */
   private async underWriteLock<T>(agentPath: string, task: () => Promise<T>): Promise<T> {
     const key = writeLockKey(agentPath);
-    const value = () => JSON.stringify({ owner: this.lockOwner, atMs: Date.now() });
+    // This attempt's own mark: a create or update that landed although its answer was lost (a
+    // NATS failover) is found by it on the next read, and held, not waited for (red-team).
+    const token = randomUUID();
+    const value = () => JSON.stringify({ owner: this.lockOwner, token, atMs: Date.now() } satisfies WriteLock);
     const { waitMs, staleMs } = this.lockTiming;
     const giveUpAt = Date.now() + waitMs;
     let revision: number | undefined;
+    let lastError: unknown;
     for (let pause = 10; revision === undefined; pause = Math.min(pause * 2, 250)) {
       const entry = await this.index.get(key);
-      try {
-        if (entry === null) revision = await this.index.create(key, value());
-        else if (entry.operation !== "PUT" || Date.now() - lockTakenAtMs(entry.string()) > staleMs) revision = await this.index.update(key, value(), entry.revision);
-      } catch (error) {
-        if (!isWrongRevision(error) && !/exists/i.test((error as Error).message)) throw error;
-        // Another host took it between the read and the write.
+      const held = entry !== null && entry.operation === "PUT" ? parseWriteLock(entry.string()) : undefined;
+      if (entry !== null && held?.token === token) {
+        revision = entry.revision;
+        break;
+      }
+      // This host's writes of one agent run one at a time (the per-agent queue), so a lock naming
+      // this host is one it failed to give back: taken at once, not after the stale time.
+      const free = entry === null || held === undefined || held.owner === this.lockOwner || Date.now() - held.atMs > staleMs;
+      if (free) {
+        try {
+          revision = entry === null ? await this.index.create(key, value()) : await this.index.update(key, value(), entry.revision);
+        } catch (error) {
+          // Another host took it between the read and the write; or the answer was lost, and the
+          // next read tells whether the write landed.
+          if (!isWrongRevision(error) && !/exists/i.test((error as Error).message)) lastError = error;
+        }
       }
       if (revision !== undefined) break;
-      if (Date.now() > giveUpAt) throw new ItxBusyError(`itx.files: another script has been writing this agent's files for over ${waitMs / 1000} s; try the write again`);
+      if (Date.now() > giveUpAt) {
+        throw lastError ?? new ItxBusyError(`itx.files: another script has been writing this agent's files for over ${waitMs / 1000} s; try the write again`);
+      }
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
     try {
       return await task();
     } finally {
-      await this.index.delete(key, { previousSeq: revision }).catch(() => undefined);
+      await this.releaseWriteLock(key, revision);
+    }
+  }
+
+  /** Gives the lock back; a release that fails for NATS is tried again (a lock left blocks other hosts for the stale time). */
+  private async releaseWriteLock(key: string, revision: number): Promise<void> {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        await this.index.delete(key, { previousSeq: revision });
+        return;
+      } catch (error) {
+        if (isWrongRevision(error)) return; // taken over meanwhile: no longer ours to give back
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
     }
   }
 
@@ -375,13 +404,20 @@ function isBookkeeping(key: string): boolean {
   return key.endsWith(".=usage") || key.endsWith(".=writing");
 }
 
-/** When a write lock's holder took it (0 for a value that says nothing: taken over at once). */
-function lockTakenAtMs(text: string): number {
+/** A write lock's value: the host holding it, that write's own mark, and when it was taken (its clock). */
+interface WriteLock {
+  readonly owner: string;
+  readonly token: string;
+  readonly atMs: number;
+}
+
+/** A write lock's value, or undefined for one that says nothing (taken over at once). */
+function parseWriteLock(text: string): WriteLock | undefined {
   try {
-    const atMs = (JSON.parse(text) as { atMs?: unknown }).atMs;
-    return typeof atMs === "number" ? atMs : 0;
+    const value = JSON.parse(text) as Partial<WriteLock>;
+    return typeof value.owner === "string" && typeof value.token === "string" && typeof value.atMs === "number" ? (value as WriteLock) : undefined;
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
