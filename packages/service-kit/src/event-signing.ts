@@ -82,12 +82,7 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
   const retiredAtMs = retirementInstants(dir, keys);
   let unsignedBefore: Date | undefined;
   const cutOffPath = join(dir, UNSIGNED_BEFORE_FILE);
-  if (existsSync(cutOffPath)) {
-    const text = readFileSync(cutOffPath, "utf8").trim();
-    const ms = Date.parse(text);
-    if (text === "" || Number.isNaN(ms)) throw new EventKeysError(`${cutOffPath} must hold an ISO time (e.g. 2026-12-07T00:00:00Z), got "${text.slice(0, 40)}"`);
-    unsignedBefore = new Date(ms);
-  }
+  if (existsSync(cutOffPath)) unsignedBefore = new Date(instantIn(cutOffPath));
   return {
     signer: { service, key },
     trust: {
@@ -140,6 +135,20 @@ function retiredKeys(dir: string, current: ReadonlyMap<EmittingService, KeyObjec
 }
 
 const RETIRED_FILE = /^(.+)\.([A-Za-z0-9_-]{1,64})\.retired$/;
+/** An instant as the key files write it: an ISO date and time with its zone (Z or an offset). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * The instant a file holds (epoch ms). Only an ISO time with its zone: `Date.parse` reads a time
+ * without one in the machine's zone and takes "12" for 2001, so a retirement hours off, or years,
+ * would have passed silently (red-team).
+ */
+function instantIn(path: string): number {
+  const text = readFileSync(path, "utf8").trim();
+  const ms = ISO_INSTANT.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) throw new EventKeysError(`${path} must hold an ISO time with its zone (e.g. 2026-12-07T00:00:00Z), got "${text.slice(0, 40)}"`);
+  return ms;
+}
 
 /**
  * When each retired key was retired (`<service>.<name>.retired`, an ISO time), by key id. Refused,
@@ -151,19 +160,25 @@ function retirementInstants(dir: string, current: ReadonlyMap<EmittingService, K
   const instants = new Map<string, number>();
   for (const file of readdirSync(dir).sort()) {
     const match = RETIRED_FILE.exec(file);
-    if (match === null) continue;
     const path = join(dir, file);
+    if (match === null) {
+      // A misspelt retirement (`.Retired`, `.retired.txt`, `<service>.retired`) would retire nothing.
+      if (/\.retire/i.test(file) && !file.startsWith("..")) {
+        throw new EventKeysError(`${path} looks like a retirement but is not one: a key's retirement is <service>.<name>.retired, beside its <service>.<name>.pub`);
+      }
+      continue;
+    }
     const keyFile = `${match[1]}.${match[2]}.pub`;
     if (!existsSync(join(dir, keyFile))) throw new EventKeysError(`${path} retires a key that is not there: ${keyFile} is missing`);
-    const text = readFileSync(path, "utf8").trim();
-    const ms = Date.parse(text);
-    if (text === "" || Number.isNaN(ms)) throw new EventKeysError(`${path} must hold an ISO time (e.g. 2026-12-07T00:00:00Z), got "${text.slice(0, 40)}"`);
+    const ms = instantIn(path);
     const key = publicKeyOf(readFileSync(join(dir, keyFile), "utf8"), join(dir, keyFile));
     const service = match[1] as EmittingService;
     if (keyIdOf(key) === keyIdOf(current.get(service) as KeyObject)) {
       throw new EventKeysError(`${path} retires the key ${service} signs with now (${service}.pub): retire a key only once its service signs with another`);
     }
-    instants.set(keyIdOf(key), ms);
+    // One key under two names with two instants: the earlier holds.
+    const id = keyIdOf(key);
+    instants.set(id, Math.min(ms, instants.get(id) ?? ms));
   }
   return instants;
 }

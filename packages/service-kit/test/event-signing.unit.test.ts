@@ -59,11 +59,15 @@ describe("the event keys directory", () => {
     writeFileSync(join(dir, "llm-driver.next.pub"), next.export({ type: "spki", format: "pem" }));
     const signing = loadEventSigning(dir, "agent-reducer");
     expect([...(signing.trust.retiredAtMs ?? [])]).toEqual([[keyIdOf(old), Date.parse("2026-12-07T10:00:00Z")]]);
+    // The same key under another name, retired earlier: the earlier instant holds. Offsets are read as such.
+    writeFileSync(join(dir, "llm-driver.copy.pub"), old.export({ type: "spki", format: "pem" }));
+    writeFileSync(join(dir, "llm-driver.copy.retired"), "2026-12-07T09:00:00+01:00");
+    expect(loadEventSigning(dir, "agent-reducer").trust.retiredAtMs?.get(keyIdOf(old))).toBe(Date.parse("2026-12-07T08:00:00Z"));
     // Without any, the trust holds no instants at all.
     expect(loadEventSigning(keysDir(), "agent-reducer").trust.retiredAtMs).toBeUndefined();
   });
 
-  it.each([
+  it.each<[string, (dir: string) => void, RegExp]>([
     [
       "a retirement instant has no key beside it",
       (dir: string) => writeFileSync(join(dir, "llm-driver.2026-11.retired"), "2026-12-07T10:00:00Z"),
@@ -75,8 +79,28 @@ describe("the event keys directory", () => {
         writeFileSync(join(dir, "llm-driver.old.pub"), generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }));
         writeFileSync(join(dir, "llm-driver.old.retired"), "last week");
       },
-      /llm-driver\.old\.retired must hold an ISO time .* got "last week"/,
+      /llm-driver\.old\.retired must hold an ISO time with its zone .* got "last week"/,
     ],
+    [
+      "a retirement instant has no zone (it would be read in the machine's)",
+      (dir: string) => {
+        writeFileSync(join(dir, "llm-driver.old.pub"), generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }));
+        writeFileSync(join(dir, "llm-driver.old.retired"), "2026-12-07T10:00:00");
+      },
+      /llm-driver\.old\.retired must hold an ISO time with its zone .* got "2026-12-07T10:00:00"/,
+    ],
+    ...["llm-driver.old.Retired", "llm-driver.old.retired.txt", "llm-driver.old.retire", "llm-driver.retired"].map(
+      (name) =>
+        [
+          `a retirement is misspelt (${name})`,
+          (dir: string) => {
+            writeFileSync(join(dir, "llm-driver.old.pub"), generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }));
+            writeFileSync(join(dir, name), "2026-12-07T10:00:00Z");
+          },
+          new RegExp(`${name.replace(/\./g, "\\.")} looks like a retirement but is not one: a key's retirement is <service>\\.<name>\\.retired`),
+        ] satisfies [string, (dir: string) => void, RegExp],
+    ),
+    ["the cut-off has no zone", (dir: string) => writeFileSync(join(dir, UNSIGNED_BEFORE_FILE), "2026-12-07T00:00:00"), /unsigned-before must hold an ISO time with its zone/],
     [
       "a retirement instant retires the key its service signs with now",
       (dir: string) => {
@@ -118,7 +142,7 @@ describe("the event keys directory", () => {
       /llm-driver\.pub is not an Ed25519 public key or certificate in PEM \(an ec key\)/,
     ],
     ["a private key is not PEM", (dir: string) => writeFileSync(join(dir, "agent-reducer.key"), "nonsense"), /agent-reducer\.key is not a private key in PEM/],
-    ["the cut-off is not a time", (dir: string) => writeFileSync(join(dir, UNSIGNED_BEFORE_FILE), "yesterday"), /unsigned-before must hold an ISO time .* got "yesterday"/],
+    ["the cut-off is not a time", (dir: string) => writeFileSync(join(dir, UNSIGNED_BEFORE_FILE), "yesterday"), /unsigned-before must hold an ISO time with its zone .* got "yesterday"/],
   ])("refuses to load when %s, naming the file and the rule", (_what, spoil, message) => {
     const dir = keysDir();
     spoil(dir);
