@@ -75,6 +75,20 @@ describe("typecheck in worker threads", () => {
     expect(order).toEqual(["a-bomb", "b-1", "b-2", "a-2"]);
   }, 120_000);
 
+  it("holds an agent whose check killed its worker behind other agents' checks too", async () => {
+    const { pool } = await warmPool(1, new URL("./fixtures/picky-checker-worker.mjs", import.meta.url));
+    const order: string[] = [];
+    const track = (name: string, agent: string, code: string) => pool.check(parts(code), 30_000, { agent }).then((r) => order.push(`${name}:${r.kind}`));
+    // Agent a's check kills its worker; then b's runs, and a's and b's next wait behind it.
+    await track("a-1", "/agents/a", "die");
+    const b1 = track("b-1", "/agents/b", "return 1;");
+    const a2 = track("a-2", "/agents/a", "return 2;");
+    const b2 = track("b-2", "/agents/b", "return 3;");
+    await Promise.all([b1, a2, b2]);
+    // a, served longest ago, would go next; held back, it goes after b.
+    expect(order).toEqual(["a-1:checker-lost", "b-1:ok", "b-2:ok", "a-2:ok"]);
+  }, 60_000);
+
   it("answers a bomb timed-out at its budget, replaces the worker, and keeps checking on the other worker meanwhile", async () => {
     const { pool, replaced } = await warmPool(2);
     const t0 = performance.now();

@@ -191,6 +191,9 @@ export class WorkerChecker implements ScriptCheckService {
       if (slot.worker !== worker || this.closed) return;
       slot.worker = undefined;
       if (!slot.warm) slot.failures++;
+      // A check that killed its worker (out of heap) holds its agent back as one that timed out.
+      const agent = slot.current?.agent;
+      if (agent !== undefined && slot.current?.answered === false) this.timedOutAt.set(agent, performance.now());
       this.finish(slot, { kind: "checker-lost", reason, durationMs: slot.current?.budget.wallMs ?? 0 });
       this.options.onWorkerReplaced?.("died", reason);
       const backoffMs = slot.failures === 0 ? 0 : Math.min(30_000, 250 * 2 ** Math.min(slot.failures, 7));
