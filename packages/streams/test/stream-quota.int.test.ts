@@ -83,6 +83,28 @@ it("the ledger is an entry of the key index's bucket; one deleted is counted aga
   expect((await kv.get("u.agents.quota.deleted"))?.json()).toEqual({ bytes, through: 3 });
 });
 
+it("a usage report made while an append's count is charging the tenant shows the tenant charged", async () => {
+  const writer = await process();
+  const quota = new StreamQuota(writer, { ledger: writer.usageLedger });
+  // The tenant's charge written slowly, as on a loaded machine.
+  const slowed = quota as unknown as { charge: (path: string, change: unknown) => Promise<void> };
+  const charge = slowed.charge.bind(quota);
+  slowed.charge = async (path, change) => {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await charge(path, change);
+  };
+  const path = "/agents/report-race/a";
+  await quotaStore(writer, quota).append(path, [note("one"), note("two")]);
+  // Given the append's count has moved the stream's entry and is charging the tenant
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  // When a report counts the stream now and reads its tenant
+  const usage = await quota.countNow(path);
+  const tenant = await quota.tenantUsage("/agents/report-race");
+  // Then the tenant holds what the stream holds
+  expect(usage.through).toBe(2);
+  expect(tenant).toEqual({ bytes: usage.bytes, streams: 1 });
+});
+
 it("a tenant's usage is one `t.<segments>` entry, charged by the processes that count its streams, and refuses another process's new stream", async () => {
   const writer = await process();
   const limits = { tenantLimits: { streams: 2 } };
