@@ -126,13 +126,14 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   /** Who held the partitions this replica lacked at the last round: watched between rounds. */
   let otherHolders = new Set<string>();
 
-  // Presence: answer on our liveness subject for as long as this connection lives.
-  const presence: Subscription = nc.subscribe(leaseLivenessSubject(group, owner), {
+  // Presence: answer on our liveness subject for as long as this connection lives, and on this
+  // run's own (another run of the same owner tells by it whether this one is still alive).
+  const answer = (error: Error | null, msg: { respond(): boolean }) => {
     // A refused subscription calls back with an error and no message (nothing to answer).
-    callback: (error, msg) => {
-      if (error === null && !stopped) msg.respond();
-    },
-  });
+    if (error === null && !stopped) msg.respond();
+  };
+  const presence: Subscription = nc.subscribe(leaseLivenessSubject(group, owner), { callback: answer });
+  const runPresence: Subscription = nc.subscribe(`${leaseLivenessSubject(group, owner)}.${ownerToken(incarnation)}`, { callback: answer });
   await nc.flush();
 
   // Acquisitions and losses of one partition run in order, off the heartbeat and round loops.
@@ -157,12 +158,16 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
     void inOrder(partition, () => options.onAcquired(partition));
   };
 
-  /** Is `who` connected? "No responders" means its connection is gone; a timeout means busy, so alive. */
-  const isAlive = async (who: string, cache: Map<string, Promise<boolean>>): Promise<boolean> => {
+  /**
+   * Is `who` connected? "No responders" means its connection is gone; a timeout means busy, so
+   * alive. `run`: `who` is `<owner>.<incarnation>`, one run of an owner (its own subject).
+   */
+  const isAlive = async (who: string, cache: Map<string, Promise<boolean>>, run = false): Promise<boolean> => {
     if (who === owner) return true;
     let answer = cache.get(who);
     if (answer === undefined) {
-      answer = nc.request(leaseLivenessSubject(group, who), undefined, { timeout: probeTimeoutMs }).then(
+      const subject = run ? `${leaseLivenessSubject(group, owner)}.${ownerToken(who.slice(owner.length + 1))}` : leaseLivenessSubject(group, who);
+      answer = nc.request(subject, undefined, { timeout: probeTimeoutMs }).then(
         () => true,
         (error: unknown) => !isNoResponders(error),
       );
@@ -269,10 +274,20 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
     await Promise.all(
       wanted.map(async (p) => {
         const entry = await kv.get(leaseKey(p));
-        const holder = entry === null || entry.operation !== "PUT" ? null : parseOwner(entry.string());
+        const value = entry === null || entry.operation !== "PUT" ? null : parseLease(entry.string());
+        const holder = value === null ? null : value?.owner;
         if (holder !== null && holder !== undefined && holder !== owner) holders.add(holder);
-        // Our own id on a lease we do not hold: this replica restarted under the same id.
-        const free = entry === null || entry.operation !== "PUT" || holder === owner || holder === undefined || !(await isAlive(holder as string, probes));
+        // Our own id on a lease we do not hold: this replica restarted under the same id, and the
+        // run before is taken over once it is gone. Its liveness is its run's own subject: both
+        // answer on the owner's, and two live runs of one owner took each other's leases for ever
+        // (red-team). A value of a version before runs were named is taken at once, as ever.
+        const free =
+          entry === null ||
+          entry.operation !== "PUT" ||
+          holder === undefined ||
+          (holder === owner
+            ? value?.incarnation === undefined || value.incarnation === incarnation || !(await isAlive(`${owner}.${value.incarnation}`, probes, true))
+            : !(await isAlive(holder as string, probes)));
         if (!free || stopped || held.size >= fairShare) return;
         try {
           const revision = entry === null || entry.operation !== "PUT" ? await kv.create(leaseKey(p), leaseValue()) : await kv.update(leaseKey(p), leaseValue(), entry.revision);
@@ -343,6 +358,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
         await kv.delete(memberKey(owner)).catch(() => undefined);
       }
       presence.unsubscribe();
+      runPresence.unsubscribe();
       held.clear();
       await Promise.all(transitions.values());
     },
@@ -356,6 +372,17 @@ function isOursIn(text: string, owner: string, incarnation: string): boolean {
     return value.owner === owner && value.incarnation === incarnation;
   } catch {
     return false;
+  }
+}
+
+/** A lease value's owner and run, or undefined for a value that names none. */
+function parseLease(text: string): { owner: string; incarnation?: string } | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<LeaseValue>;
+    if (typeof value.owner !== "string") return undefined;
+    return typeof value.incarnation === "string" ? { owner: value.owner, incarnation: value.incarnation } : { owner: value.owner };
+  } catch {
+    return undefined;
   }
 }
 

@@ -112,6 +112,53 @@ describe("partition leases", () => {
   });
 });
 
+describe("two runs of one owner", () => {
+  it("do not take each other's leases while both live, and a run taking over a dead one's takes them at once", async () => {
+    const first = new Set<number>();
+    const second = new Set<number>();
+    let lost = 0;
+    const run = async (owned: Set<number>) => {
+      const nc = await connect({ servers: server.url });
+      connections.push(nc);
+      const leases = await startPartitionLeases({
+        nc,
+        group: "runs",
+        owner: "same",
+        partitionCount: 8,
+        ttlMs: 1500,
+        renewMs: 300,
+        logger,
+        onAcquired: (p) => void owned.add(p),
+        onLost: (p) => {
+          owned.delete(p);
+          lost++;
+        },
+      });
+      return { nc, leases };
+    };
+    // Given one run holding every partition, when another run of the same owner starts beside it
+    const a = await run(first);
+    expect(first.size).toBe(8);
+    const b = await run(second);
+    // Then for several rounds neither takes from the other, and no partition is held twice
+    let overlaps = 0;
+    for (let i = 0; i < 20; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      if ([...first].some((p) => second.has(p))) overlaps++;
+    }
+    expect(overlaps).toBe(0);
+    expect(lost).toBe(0);
+    expect(first.size).toBe(8);
+    // And once the first run is gone (its connection closed), the second takes its leases at once
+    await a.leases.stop({ release: false });
+    await a.nc.close();
+    const goneAt = Date.now();
+    await waitFor(() => second.size === 8, { timeoutMs: 5_000 });
+    expect(Date.now() - goneAt).toBeLessThan(1_500);
+    await b.leases.stop();
+  });
+});
+
 /** A holder in its own process (default timing), so it can be paused or killed like a real replica. */
 async function holderProcess(group: string, owner: string): Promise<{ child: ChildProcess; owned: Set<number>; lost: number[] }> {
   const script = join(dirname(fileURLToPath(import.meta.url)), "support", "lease-holder.ts");
