@@ -233,5 +233,11 @@ describe("what an append key may not learn or say", () => {
     const again = await append(path, [mine], appendOnly.apiKey);
     expect(again.body.status).toBe("duplicate");
     expect(again.body.events.map((e: { payload: { content: string } }) => e.payload.content)).toEqual(["mine"]);
+    // A retried batch of keyed and unkeyed events too: the duplicate carries the keyed one
+    const mixed = [{ ...userMessage("keyed"), idempotencyKey: "append-only-mix" }, userMessage("unkeyed")];
+    expect((await append(path, mixed, appendOnly.apiKey)).body.status).toBe("committed");
+    const retried = await append(path, mixed, appendOnly.apiKey);
+    expect(retried.status).toBe(200);
+    expect(retried.body.status).toBe("duplicate");
   });
 });

@@ -3,7 +3,7 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
-import { AgentRuntimeError, ContractViolationError, type AgentEvent, isAgentRuntimeError, parseEventInput, withBirthGrant } from "@agentrt/contract";
+import { AgentRuntimeError, ContractViolationError, type AgentEvent, type EventInput, isAgentRuntimeError, parseEventInput, withBirthGrant } from "@agentrt/contract";
 import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore, tenantOf } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
@@ -168,7 +168,7 @@ export class GatewayApi<S = unknown> {
     // A duplicate answers with the events stored under the key. To a key that may not read the
     // stream that was a read: one guessed key showed whatever was stored under it (red-team).
     // Such a key gets the stored events only when they are what it sent.
-    if (result.status === "duplicate" && !mayReadTenant(streamPath) && !sameBirth(result.events, events)) {
+    if (result.status === "duplicate" && !mayReadTenant(streamPath) && !sameKeyedEvents(result.events, events)) {
       throw new GatewayError("conflict", `Events with these idempotency keys are already on ${streamPath}, with other content; this append wrote nothing. (What is stored is shown only to a key that may read the stream.)`, {
         streamPath,
       });
@@ -396,6 +396,25 @@ function tenantUsageHidden(error: unknown, mayReadTenant: (prefix: string) => bo
 }
 
 /** Whether stored birth events are exactly what `batch` would have written (a retried create). */
+/**
+ * Whether the events stored under a batch's keys are the batch's keyed events, key for key (a
+ * duplicate answer carries only those: a batch's unkeyed events are in it as sent).
+ */
+function sameKeyedEvents(stored: readonly AgentEvent[], batch: readonly unknown[]): boolean {
+  const sent = new Map<string, EventInput>();
+  for (const input of batch) {
+    const written = parseEventInput(input);
+    if (written.idempotencyKey !== undefined) sent.set(written.idempotencyKey, written);
+  }
+  return (
+    stored.length === sent.size &&
+    stored.every((event) => {
+      const written = event.idempotencyKey === undefined ? undefined : sent.get(event.idempotencyKey);
+      return written !== undefined && event.type === written.type && JSON.stringify(event.payload) === JSON.stringify(written.payload);
+    })
+  );
+}
+
 function sameBirth(stored: readonly AgentEvent[], batch: readonly unknown[]): boolean {
   if (stored.length !== batch.length) return false;
   return batch.every((input, i) => {
