@@ -326,6 +326,8 @@ describe("itx.files written from two hosts at once", () => {
     const files = new AgentFiles(store, index, undefined, { waitMs: 300, staleMs: 5_000 });
     await index.put("agents/dead.=writing", JSON.stringify({ owner: "gone", token: "t1", atMs: Date.now() - 6_000 }));
     await index.put("agents/busy.=writing", JSON.stringify({ owner: "alive", token: "t2", atMs: Date.now() }));
+    // (and one a host of the version before marks holds: no token, still respected)
+    await index.put("agents/older.=writing", JSON.stringify({ owner: "older-host", atMs: Date.now() }));
     // When each agent's file is written
     const written = await files.write("/agents/dead", "a.txt", text("after the takeover"));
     const refused = await files.write("/agents/busy", "a.txt", text("behind a live writer")).then(
@@ -336,6 +338,7 @@ describe("itx.files written from two hosts at once", () => {
     expect(written).toEqual({ path: "a.txt", size: 18 });
     expect(new TextDecoder().decode(await files.bytes("/agents/dead", "a.txt"))).toBe("after the takeover");
     expect(refused?.message).toBe("itx.files: another script has been writing this agent's files for over 0.3 s; try the write again");
+    await expect(files.write("/agents/older", "a.txt", text("behind an older host"))).rejects.toThrow("another script has been writing this agent's files");
     expect(await files.list("/agents/busy", "")).toEqual([]);
     expect(await store.info("/agents/busy:a.txt")).toBeNull();
     // And the lock is not a file: neither listed nor counted

@@ -222,7 +222,7 @@ export class AgentFiles {
     // This attempt's own mark: a create or update that landed although its answer was lost (a
     // NATS failover) is found by it on the next read, and held, not waited for (red-team).
     const token = randomUUID();
-    const value = () => JSON.stringify({ owner: this.lockOwner, token, atMs: Date.now() } satisfies WriteLock);
+    const value = () => JSON.stringify({ owner: this.lockOwner, token, atMs: Date.now() } satisfies Required<WriteLock>);
     const { waitMs, staleMs } = this.lockTiming;
     const giveUpAt = Date.now() + waitMs;
     let revision: number | undefined;
@@ -230,7 +230,7 @@ export class AgentFiles {
     for (let pause = 10; revision === undefined; pause = Math.min(pause * 2, 250)) {
       const entry = await this.index.get(key);
       const held = entry !== null && entry.operation === "PUT" ? parseWriteLock(entry.string()) : undefined;
-      if (entry !== null && held?.token === token) {
+      if (entry !== null && held?.token !== undefined && held.token === token) {
         revision = entry.revision;
         break;
       }
@@ -404,10 +404,13 @@ function isBookkeeping(key: string): boolean {
   return key.endsWith(".=usage") || key.endsWith(".=writing");
 }
 
-/** A write lock's value: the host holding it, that write's own mark, and when it was taken (its clock). */
+/**
+ * A write lock's value: the host holding it, that write's own mark (none in a lock of the version
+ * before marks), and when it was taken (its clock).
+ */
 interface WriteLock {
   readonly owner: string;
-  readonly token: string;
+  readonly token?: string;
   readonly atMs: number;
 }
 
@@ -415,7 +418,8 @@ interface WriteLock {
 function parseWriteLock(text: string): WriteLock | undefined {
   try {
     const value = JSON.parse(text) as Partial<WriteLock>;
-    return typeof value.owner === "string" && typeof value.token === "string" && typeof value.atMs === "number" ? (value as WriteLock) : undefined;
+    if (typeof value.owner !== "string" || typeof value.atMs !== "number") return undefined;
+    return typeof value.token === "string" ? { owner: value.owner, token: value.token, atMs: value.atMs } : { owner: value.owner, atMs: value.atMs };
   } catch {
     return undefined;
   }
