@@ -41,9 +41,15 @@ afterAll(async () => {
 const port = () => Number(new URL(gw.url).port);
 const enc = encodeURIComponent;
 
-/** Opens a WebSocket by hand; `stall` stops reading after the handshake. Resolves with the socket once upgraded. */
-function rawWebSocket(options: { stall: boolean }): Promise<Socket> {
-  return new Promise((resolve, reject) => {
+/**
+ * Opens a WebSocket by hand; `stall` stops reading after the handshake. Resolves with the socket
+ * once upgraded. First waits for the key's one slot: the SSE probe an earlier case ended by
+ * aborting it holds the slot until the gateway has seen the abort (late on a loaded machine).
+ */
+async function rawWebSocket(options: { stall: boolean }): Promise<Socket> {
+  const deadline = Date.now() + 10_000;
+  while (gw.gateway.liveLimiter.heldBy(`key:${reader.stored.id}`) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return await new Promise((resolve, reject) => {
     const socket = connect(port(), "127.0.0.1");
     socket.on("error", () => {});
     socket.once("data", (data: Buffer) => {
