@@ -18,8 +18,16 @@ const REGEX_AFTER_WORDS = new Set([
   "return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "instanceof", "yield", "await",
 ]);
 
-function isIdentChar(ch: string): boolean {
+export function isIdentChar(ch: string): boolean {
   return /[A-Za-z0-9_$]/.test(ch);
+}
+
+/**
+ * Whether a `/` starts a regular expression (not a division) after this last significant
+ * character and, when that ends an identifier, this word.
+ */
+export function regexMayStart(lastSignificant: string, lastWord: string): boolean {
+  return lastSignificant === "" || REGEX_AFTER_CHARS.has(lastSignificant) || (isIdentChar(lastSignificant) && REGEX_AFTER_WORDS.has(lastWord));
 }
 
 /** If a closing fence of at least `fenceLength` backticks starts at `at`, returns its end. */
@@ -131,11 +139,7 @@ export function findClosingFenceInScript(text: string, from: number, fenceLength
           break;
         }
         if (ch === "/") {
-          const regexAllowed =
-            lastSignificant === "" ||
-            REGEX_AFTER_CHARS.has(lastSignificant) ||
-            (isIdentChar(lastSignificant) && REGEX_AFTER_WORDS.has(lastWord));
-          if (regexAllowed) {
+          if (regexMayStart(lastSignificant, lastWord)) {
             mode = "regex";
             regexClass = false;
             break;

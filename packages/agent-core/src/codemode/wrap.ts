@@ -4,6 +4,8 @@
 // A body that merely starts with a helper (`async function helper() {…}` then statements)
 // is a body, not a function, so the check follows the function's braces to the end.
 
+import { isIdentChar, regexMayStart } from "./js-scan.ts";
+
 // The head is read by hand, in one pass: a regex of two lazy scans (`\([^]*?\)(?:\s*:[^=]*?)?`)
 // read to the end for every `)` followed by `:`, and a 64 KB script of `):` held the host's main
 // thread for 2.3 s, on every run and every `itx.docs.typecheck` (red-team).
@@ -33,12 +35,10 @@ function commentEndAt(code: string, i: number): number | null | undefined {
   return undefined;
 }
 
-/** Characters after which a `/` starts a regular expression, not a division. */
-const BEFORE_REGEX = new Set(["", "(", ",", "=", ":", "[", "!", "&", "|", "?", "{", "}", ";", "+", "-", "*", "%", "<", ">", "~", "^"]);
 /** The longest regular expression literal read as one (see regexEndAt). */
 const MAX_REGEX_CHARS = 256;
-/** Words after which a `/` starts a regular expression. */
-const REGEX_AFTER_WORD = /(?:^|[^\w$])(?:return|typeof|case|do|else|in|of|new|delete|void|throw|yield|await|instanceof)$/;
+/** Longer than any word after which a regular expression starts (`instanceof`). */
+const REGEX_WORD_LOOKBACK = 11;
 
 /**
  * At a `/` that is no comment: the index of the `/` that ends the regular expression starting
@@ -50,7 +50,9 @@ function regexEndAt(code: string, i: number): number | undefined {
   let before = i - 1;
   while (before >= 0 && /\s/.test(code[before] as string)) before--;
   const previous = before < 0 ? "" : (code[before] as string);
-  if (!BEFORE_REGEX.has(previous) && !REGEX_AFTER_WORD.test(code.slice(Math.max(0, before - 11), before + 1))) return undefined;
+  let wordStart = before;
+  while (wordStart > 0 && before - wordStart < REGEX_WORD_LOOKBACK && isIdentChar(code[wordStart - 1] as string)) wordStart--;
+  if (!regexMayStart(previous, code.slice(wordStart, before + 1))) return undefined;
   let inClass = false;
   // Bounded, so a line of `(/[` repeated, each a regex that never ends, is not read again from
   // each of its slashes to the line's end (quadratic); a longer regex is taken for a division.
