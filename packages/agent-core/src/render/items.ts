@@ -4,7 +4,7 @@
 // authority. Every function here is a pure function of the item alone, so a rendered item
 // can be cached for as long as the item object lives.
 
-import type { Actor, FileAttachment, Ref } from "@agentrt/contract";
+import { type Actor, type FileAttachment, mendIllFormedText, type Ref } from "@agentrt/contract";
 import type { ContextAddedPayload, ContextItem, MessageItem, RequestItem, SectionItem } from "../state.ts";
 
 export type ChatRole = "system" | "developer" | "user" | "assistant";
@@ -18,17 +18,11 @@ const q = (value: string): string => JSON.stringify(value);
 
 export function sectionBlock(item: SectionItem, withSupersedes: boolean): string {
   const supersedes = withSupersedes && item.supersedes !== undefined ? ` supersedes="@${item.supersedes}"` : "";
-  return wellFormed(`<section key=${q(item.key)}${supersedes}>\n${item.payload.content}\n</section>`);
-}
-
-/**
- * Text as the model gets it: well-formed. Events are refused or mended on the way in now, but a
- * record stored before that rule can hold a lone surrogate, which went to the provider as a
- * `\ud800` escape a provider may refuse on every later turn. Mended as a UTF-8 decoder would
- * (U+FFFD); the same text unchanged whenever it is well-formed, so no prompt's bytes move.
- */
-function wellFormed(text: string): string {
-  return text.isWellFormed() ? text : text.toWellFormed();
+  // Text reaches the model well-formed. Events are refused or mended on the way in now, but a
+  // record stored before that rule can hold a lone surrogate, which went to the provider as a
+  // `\ud800` escape a provider may refuse on every later turn. Mended as a UTF-8 decoder would
+  // (U+FFFD); well-formed text is the very same string, so no prompt's bytes move.
+  return mendIllFormedText(`<section key=${q(item.key)}${supersedes}>\n${item.payload.content}\n</section>`);
 }
 
 export function renderStamp(item: RequestItem): ChatMessage {
@@ -123,9 +117,8 @@ export function renderTailItem(item: ContextItem): ChatMessage {
       return renderStamp(item);
     case "section":
       return renderTailSection(item);
-    case "message": {
-      const message = renderMessage(item);
-      return message.content.isWellFormed() ? message : { ...message, content: message.content.toWellFormed() };
-    }
+    case "message":
+      // Mended as a section is (sectionBlock); the same message when its text is well-formed.
+      return mendIllFormedText(renderMessage(item));
   }
 }
