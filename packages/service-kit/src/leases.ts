@@ -118,7 +118,8 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   const encode = (value: LeaseValue) => JSON.stringify(value);
   const incarnation = randomUUID();
   const leaseValue = () => encode({ owner, incarnation });
-  const isOurs = (text: string) => isOursIn(text, owner, incarnation);
+  /** A run's own liveness subject, beside its owner's. */
+  const runLivenessSubject = (run: string) => `${leaseLivenessSubject(group, owner)}.${ownerToken(run)}`;
   let stopped = false;
   // Surplus is handed back only when the fair share has been the same for two rounds, so a
   // member that is counted out for a moment does not make partitions ping-pong.
@@ -133,7 +134,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
     if (error === null && !stopped) msg.respond();
   };
   const presence: Subscription = nc.subscribe(leaseLivenessSubject(group, owner), { callback: answer });
-  const runPresence: Subscription = nc.subscribe(`${leaseLivenessSubject(group, owner)}.${ownerToken(incarnation)}`, { callback: answer });
+  const runPresence: Subscription = nc.subscribe(runLivenessSubject(incarnation), { callback: answer });
   await nc.flush();
 
   // Acquisitions and losses of one partition run in order, off the heartbeat and round loops.
@@ -159,22 +160,22 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   };
 
   /**
-   * Is `who` connected? "No responders" means its connection is gone; a timeout means busy, so
-   * alive. `run`: `who` is `<owner>.<incarnation>`, one run of an owner (its own subject).
+   * Does anyone answer on a liveness subject? "No responders" means its connection is gone; a
+   * timeout means busy, so alive. One probe per subject per round (`cache`).
    */
-  const isAlive = async (who: string, cache: Map<string, Promise<boolean>>, run = false): Promise<boolean> => {
-    if (who === owner) return true;
-    let answer = cache.get(who);
+  const answers = async (subject: string, cache: Map<string, Promise<boolean>>): Promise<boolean> => {
+    let answer = cache.get(subject);
     if (answer === undefined) {
-      const subject = run ? `${leaseLivenessSubject(group, owner)}.${ownerToken(who.slice(owner.length + 1))}` : leaseLivenessSubject(group, who);
       answer = nc.request(subject, undefined, { timeout: probeTimeoutMs }).then(
         () => true,
         (error: unknown) => !isNoResponders(error),
       );
-      cache.set(who, answer);
+      cache.set(subject, answer);
     }
     return answer;
   };
+  /** Is the replica `who` connected? */
+  const isAlive = async (who: string, cache: Map<string, Promise<boolean>>): Promise<boolean> => who === owner || answers(leaseLivenessSubject(group, who), cache);
 
   /**
    * A renewal refused for its revision. Someone else took the lease, unless the key still names
@@ -196,7 +197,8 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
       return;
     }
     if (held.get(partition) !== lease) return;
-    if (current !== null && current.operation === "PUT" && isOurs(current.string())) {
+    const value = current !== null && current.operation === "PUT" ? parseLease(current.string()) : undefined;
+    if (current !== null && value?.owner === owner && value.incarnation === incarnation) {
       lease.revision = current.revision;
       logger.info({ partition, revision: current.revision }, "an earlier lease renewal had landed unanswered; the lease is still held");
       return;
@@ -286,7 +288,7 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
           entry.operation !== "PUT" ||
           holder === undefined ||
           (holder === owner
-            ? value?.incarnation === undefined || value.incarnation === incarnation || !(await isAlive(`${owner}.${value.incarnation}`, probes, true))
+            ? value?.incarnation === undefined || value.incarnation === incarnation || !(await answers(runLivenessSubject(value.incarnation), probes))
             : !(await isAlive(holder as string, probes)));
         if (!free || stopped || held.size >= fairShare) return;
         try {
@@ -365,16 +367,6 @@ export async function startPartitionLeases(options: PartitionLeaseOptions): Prom
   };
 }
 
-/** Whether a lease value is this process's own: its owner and its incarnation. */
-function isOursIn(text: string, owner: string, incarnation: string): boolean {
-  try {
-    const value = JSON.parse(text) as Partial<LeaseValue>;
-    return value.owner === owner && value.incarnation === incarnation;
-  } catch {
-    return false;
-  }
-}
-
 /** A lease value's owner and run, or undefined for a value that names none. */
 function parseLease(text: string): { owner: string; incarnation?: string } | undefined {
   try {
@@ -387,12 +379,7 @@ function parseLease(text: string): { owner: string; incarnation?: string } | und
 }
 
 function parseOwner(text: string): string | undefined {
-  try {
-    const value = JSON.parse(text) as Partial<LeaseValue>;
-    return typeof value.owner === "string" ? value.owner : undefined;
-  } catch {
-    return undefined;
-  }
+  return parseLease(text)?.owner;
 }
 
 /** The server refused a compare-and-set: the key's last revision is not the one we wrote. */
