@@ -395,7 +395,11 @@ function tenantUsageHidden(error: unknown, mayReadTenant: (prefix: string) => bo
   );
 }
 
-/** Whether stored birth events are exactly what `batch` would have written (a retried create). */
+/** Whether a stored event is what `written` would have stored: its type, key and payload. */
+function storedAsWritten(event: AgentEvent, written: EventInput): boolean {
+  return event.type === written.type && event.idempotencyKey === written.idempotencyKey && JSON.stringify(event.payload) === JSON.stringify(written.payload);
+}
+
 /**
  * Whether the events stored under a batch's keys are the batch's keyed events, key for key (a
  * duplicate answer carries only those: a batch's unkeyed events are in it as sent).
@@ -406,20 +410,13 @@ function sameKeyedEvents(stored: readonly AgentEvent[], batch: readonly unknown[
     const written = parseEventInput(input);
     if (written.idempotencyKey !== undefined) sent.set(written.idempotencyKey, written);
   }
-  return (
-    stored.length === sent.size &&
-    stored.every((event) => {
-      const written = event.idempotencyKey === undefined ? undefined : sent.get(event.idempotencyKey);
-      return written !== undefined && event.type === written.type && JSON.stringify(event.payload) === JSON.stringify(written.payload);
-    })
-  );
+  return stored.length === sent.size && stored.every((event) => {
+    const written = event.idempotencyKey === undefined ? undefined : sent.get(event.idempotencyKey);
+    return written !== undefined && storedAsWritten(event, written);
+  });
 }
 
+/** Whether stored birth events are exactly what `batch` would have written (a retried create). */
 function sameBirth(stored: readonly AgentEvent[], batch: readonly unknown[]): boolean {
-  if (stored.length !== batch.length) return false;
-  return batch.every((input, i) => {
-    const written = parseEventInput(input);
-    const event = stored[i]!;
-    return event.type === written.type && event.idempotencyKey === written.idempotencyKey && JSON.stringify(event.payload) === JSON.stringify(written.payload);
-  });
+  return stored.length === batch.length && batch.every((input, i) => storedAsWritten(stored[i]!, parseEventInput(input)));
 }

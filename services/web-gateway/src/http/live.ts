@@ -161,11 +161,7 @@ async function pumpWebSocket(ws: WebSocket, subscription: Subscription, log: Log
   // Bad frames (oversized, bad opcode, invalid UTF-8) make ws emit `error` and close with 1002/1009.
   ws.on("error", (error: Error & { code?: string }) => log.debug({ code: error.code, message: error.message }, "websocket protocol error"));
   // The first message ends it; ws goes on parsing what the client sent after: ignored.
-  const onMessage = () => {
-    ws.off("message", onMessage);
-    endWebSocket(ws, 1003, "this stream accepts no messages; reconnect with fromOffset to resume", timings);
-  };
-  ws.on("message", onMessage);
+  ws.once("message", () => endWebSocket(ws, 1003, "this stream accepts no messages; reconnect with fromOffset to resume", timings));
   ws.on("close", () => void subscription.close());
   // A peer that answered no ping since the last one is gone without closing (a dropped network):
   // cut off now, not when TCP gives up retransmitting, minutes later.
