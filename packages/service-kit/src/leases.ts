@@ -26,7 +26,7 @@ import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection, type Subscription, nanos } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { isNoResponders } from "./presence.ts";
-import { untilNatsAnswers } from "./transient-retry.ts";
+import { untilCreated, untilNatsAnswers } from "./transient-retry.ts";
 
 /**
  * Default lease TTL: only the backstop for a holder that vanished without closing its
@@ -90,7 +90,7 @@ export function leaseLivenessSubject(group: string, owner: string): string {
 
 /** Opens the bucket and makes its TTL the configured one (a bucket made with an older default keeps it otherwise). */
 async function openLeaseBucket(nc: NatsConnection, jsm: JetStreamManager, name: string, ttlMs: number, replicas: number, logger: Logger): Promise<KV> {
-  const kv = await untilNatsAnswers(`lease bucket ${name}`, () => new Kvm(nc).create(name, { ttl: ttlMs, history: 1, replicas }), { logger });
+  const kv = await untilCreated(`lease bucket ${name}`, () => new Kvm(nc).create(name, { ttl: ttlMs, history: 1, replicas }), { logger });
   const status = await untilNatsAnswers(`lease bucket ${name}`, () => kv.status(), { logger });
   if (status.ttl !== ttlMs) {
     const stream = `KV_${name}`;

@@ -10,7 +10,7 @@
 // append is, since a retry of an append that did land answers `duplicate` instead of writing.
 
 import { isAgentRuntimeError } from "@agentrt/contract";
-import { isTransientNatsError } from "@agentrt/streams/jetstream";
+import { createShared, isTransientNatsError } from "@agentrt/streams/jetstream";
 import { JetStreamApiError } from "@nats-io/jetstream";
 
 /** The server's `JSClusterNoPeersErrF`: no placement for a replicated stream (yet). */
@@ -123,4 +123,13 @@ export async function untilNatsAnswers<T>(
       delayMs = Math.min(delayMs * 2, 4_000);
     }
   }
+}
+
+/**
+ * A start-up step that creates a stream or bucket every replica creates when missing: repeated
+ * while NATS does not answer (`untilNatsAnswers`) and while another process's create of it is
+ * under way (`createShared`), so services started together all start.
+ */
+export function untilCreated<T>(what: string, create: () => Promise<T>, options: Parameters<typeof untilNatsAnswers>[2] = {}): Promise<T> {
+  return untilNatsAnswers(what, () => createShared(create), options);
 }

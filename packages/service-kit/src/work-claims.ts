@@ -36,7 +36,7 @@ import { z } from "zod";
 import type { WorkKind } from "./work-queue.ts";
 import { isNoResponders } from "./presence.ts";
 import { parseJsonOrUndefined } from "./json.ts";
-import { untilNatsAnswers } from "./transient-retry.ts";
+import { untilCreated, untilNatsAnswers } from "./transient-retry.ts";
 
 /**
  * The claims bucket of one kind of work: each kind's workers run as their own NATS user, granted
@@ -102,7 +102,7 @@ export async function startWorkClaims(options: WorkClaimsOptions): Promise<WorkC
   const { nc, kind, owner, logger } = options;
   const probeEveryMs = options.probeEveryMs ?? DEFAULT_CLAIM_PROBE_MS;
   const probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_CLAIM_PROBE_TIMEOUT_MS;
-  const kv: KV = await untilNatsAnswers("work claims bucket", () => new Kvm(nc).create(workClaimsBucket(kind), { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 }), { logger });
+  const kv: KV = await untilCreated("work claims bucket", () => new Kvm(nc).create(workClaimsBucket(kind), { ttl: CLAIMS_TTL_MS, history: 1, replicas: options.replicas ?? 1 }), { logger });
   const ownToken = claimOwnerToken(owner);
   const ownKey = `${kind}.${ownToken}.held`;
   let stopped = false;

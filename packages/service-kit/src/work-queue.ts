@@ -32,7 +32,7 @@ import { nanos, type NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { isRetryable } from "@agentrt/contract";
-import { JetStreamPublisher } from "@agentrt/streams/jetstream";
+import { createShared, JetStreamPublisher } from "@agentrt/streams/jetstream";
 import type { WorkClaims } from "./work-claims.ts";
 import { parseJsonOrUndefined } from "./json.ts";
 import { isTransientFailure, untilNatsAnswers } from "./transient-retry.ts";
@@ -94,24 +94,11 @@ export async function ensureWorkStream(jsm: JetStreamManager, kind: WorkKind, op
   };
   if (await streamExists(jsm, name)) return;
   await removeLegacyWorkStream(jsm, options.logger);
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await jsm.streams.add(config);
-      return;
-    } catch (error) {
-      // Another process created it between our check and our add. While its create is still
-      // under way, nats-server 2.9 answers a concurrent one "error creating store for stream" and
-      // does not list the stream yet: look again a moment later.
-      if (await streamExists(jsm, name)) return;
-      if (attempt >= CREATE_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-      if (await streamExists(jsm, name)) return;
-    }
-  }
+  // Every replica of the reducer and of this kind's workers creates it when missing.
+  await createShared(async () => {
+    if (!(await streamExists(jsm, name))) await jsm.streams.add(config);
+  });
 }
-
-/** Creates of a work stream tried before its error is thrown (replicas starting at once race). */
-const CREATE_ATTEMPTS = 5;
 
 /** Every kind's work-queue stream (the reducer publishes both kinds). */
 export async function ensureWorkStreams(jsm: JetStreamManager, options: { replicas?: number; logger?: Logger } = {}): Promise<void> {

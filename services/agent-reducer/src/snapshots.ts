@@ -12,7 +12,7 @@
 
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { DirectGets, type JetStreamPublisher } from "@agentrt/streams/jetstream";
+import { createShared, DirectGets, type JetStreamPublisher } from "@agentrt/streams/jetstream";
 import type { AgentState } from "@agentrt/agent-core";
 import { jsonWithin } from "@agentrt/service-kit";
 
@@ -81,7 +81,7 @@ function parseCheckpoint(bytes: Uint8Array, partition: number): PartitionCheckpo
  */
 export async function openSnapshotStore(nc: NatsConnection, options: { bucket?: string; replicas?: number; publisher?: JetStreamPublisher } = {}): Promise<SnapshotStore> {
   const bucket = options.bucket ?? SNAPSHOT_BUCKET;
-  const kv: KV = await new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 });
+  const kv: KV = await createShared(() => new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 }));
   const maxBytes = Math.max(1024, nc.info?.max_payload ?? 1_048_576) - 4096;
   const publisher = options.publisher;
   const direct = publisher !== undefined && (await kv.status()).streamInfo.config.allow_direct === true ? new DirectGets(publisher.requests) : undefined;

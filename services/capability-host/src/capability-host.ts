@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import { type EventStore, quotaStore, StreamQuota } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, notVisibleOutcome, startWorkClaims, StreamCache, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
+import { consumeWork, ensureWorkStream, notVisibleOutcome, startWorkClaims, StreamCache, untilCreated, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -130,10 +130,10 @@ export class CapabilityHost {
     const replicas = options.replicas ?? 1;
     // Started while NATS elects leaders (a node restarting), each bucket waits for an answer.
     const [agentKv, providersKv, files, filesIndex] = await Promise.all([
-      untilNatsAnswers("agent KV bucket", () => kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }), { logger }),
-      untilNatsAnswers("providers bucket", () => kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }), { logger }),
-      untilNatsAnswers("agent files bucket", () => new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }), { logger }),
-      untilNatsAnswers("agent files index bucket", () => kvm.create(AGENT_FILES_INDEX_BUCKET, { history: 1, replicas }), { logger }),
+      untilCreated("agent KV bucket", () => kvm.create(AGENT_KV_BUCKET, { history: 1, replicas }), { logger }),
+      untilCreated("providers bucket", () => kvm.create(PROVIDERS_BUCKET, { history: 16, replicas }), { logger }),
+      untilCreated("agent files bucket", () => new Objm(nc).create(AGENT_FILES_BUCKET, { replicas }), { logger }),
+      untilCreated("agent files index bucket", () => kvm.create(AGENT_FILES_INDEX_BUCKET, { history: 1, replicas }), { logger }),
     ]);
     const backfilled = await untilNatsAnswers("agent files index backfill", () => backfillFileIndex(files, filesIndex), { logger });
     if (backfilled > 0) logger.info({ files: backfilled }, "indexed the agent files written before the files index existed");

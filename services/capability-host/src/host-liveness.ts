@@ -15,6 +15,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { RunLiveness } from "./script-runner.ts";
 import { parseJsonOrUndefined } from "@agentrt/service-kit";
+import { createShared } from "@agentrt/streams/jetstream";
 
 export const HOST_LIVENESS_BUCKET = "agentrt_host_liveness";
 export const SCRIPT_RUNS_BUCKET = "agentrt_script_runs";
@@ -76,9 +77,9 @@ export class HostLiveness implements RunLiveness {
     const kvm = new Kvm(options.nc);
     const replicas = options.replicas ?? 1;
     const [leases, runs] = await Promise.all([
-      kvm.create(HOST_LIVENESS_BUCKET, { ttl: options.ttlMs, history: 1, replicas }),
+      createShared(() => kvm.create(HOST_LIVENESS_BUCKET, { ttl: options.ttlMs, history: 1, replicas })),
       // Run records outlive any script (the longest run is minutes); the TTL only sweeps leftovers.
-      kvm.create(SCRIPT_RUNS_BUCKET, { ttl: 24 * 3_600_000, history: 1, replicas }),
+      createShared(() => kvm.create(SCRIPT_RUNS_BUCKET, { ttl: 24 * 3_600_000, history: 1, replicas })),
     ]);
     // A bucket made by an older version keeps its TTL until told otherwise: death is detected
     // with this version's lease, like the work consumer follows this version's ack wait.

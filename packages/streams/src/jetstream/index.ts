@@ -11,6 +11,8 @@ export { LIVE_TYPES_HEADER } from "./subjects.ts";
 // The one rule for "NATS did not answer; trying again may succeed", for the services' own
 // start-up waits and retries (service-kit) as well as the store's error classification.
 export { isTransient as isTransientNatsError } from "./errors.ts";
+// Creating a stream or bucket that other processes starting at the same moment create too.
+export { createShared, isCreateRace, SHARED_CREATE_BUDGET_MS } from "./shared-create.ts";
 // A reply subject under the connection's own inbox prefix (each NATS user reads only its own).
 export { newInbox } from "./inbox-requests.ts";
 // Signed records: what a store signs with and whose records it reads (signing.ts).

@@ -21,6 +21,7 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { isTransient, isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
+import { createShared } from "./shared-create.ts";
 import { type DirectKvEntry, DirectGets } from "./direct-get.ts";
 import type { StreamUsage, TenantUsage, UsageLedger } from "../stream-quota.ts";
 
@@ -59,7 +60,7 @@ export class KeyIndex {
    * entry would cost a wrong verdict.
    */
   static async open(js: JetStreamClient, publisher: JetStreamPublisher, bucket: string, replicas: number): Promise<KeyIndex> {
-    const kv = await new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 });
+    const kv = await createShared(() => new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 }));
     return new KeyIndex(kv, bucket, publisher, await epochOf(kv), replicas === 1 ? new DirectGets(publisher.requests) : undefined);
   }
 

@@ -5,6 +5,7 @@
 import { AgentRuntimeError } from "@agentrt/contract";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, type JetStreamManager, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/nats-core";
+import { createShared } from "./shared-create.ts";
 import type { SubjectScheme } from "./subjects.ts";
 
 export interface EventStreamSpec {
@@ -18,7 +19,6 @@ export interface EventStreamSpec {
 }
 
 const DESCRIPTION = /^agentrt events; partitions=(\d+)$/;
-const STREAM_NAME_IN_USE = 10058;
 
 function streamConfig(spec: EventStreamSpec, description: string, subjects: string[]): Partial<StreamConfig> & { name: string } {
   return {
@@ -44,22 +44,17 @@ function streamConfig(spec: EventStreamSpec, description: string, subjects: stri
 export async function ensureEventStream(jsm: JetStreamManager, spec: EventStreamSpec): Promise<void> {
   const description = `agentrt events; partitions=${spec.partitionCount}`;
   const subjects = [`${spec.scheme.durablePrefix}.>`];
-  let existing: StreamConfig | undefined;
-  try {
-    existing = (await jsm.streams.info(spec.streamName)).config;
-  } catch (error) {
-    if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
-  }
-  if (existing === undefined) {
+  // Every service opens the store at start; those started together race to create it.
+  const existing = await createShared(async (): Promise<StreamConfig | undefined> => {
     try {
-      await jsm.streams.add(streamConfig(spec, description, subjects));
-      return;
+      return (await jsm.streams.info(spec.streamName)).config;
     } catch (error) {
-      // Another service created it between our look and our add: validate theirs instead.
-      if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) throw error;
-      existing = (await jsm.streams.info(spec.streamName)).config;
+      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
     }
-  }
+    await jsm.streams.add(streamConfig(spec, description, subjects));
+    return undefined;
+  });
+  if (existing === undefined) return;
   const recorded = DESCRIPTION.exec(existing.description ?? "");
   if (recorded !== null && Number(recorded[1]) !== spec.partitionCount) {
     throw new AgentRuntimeError(
