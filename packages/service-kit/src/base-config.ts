@@ -64,7 +64,7 @@ type StreamQuotaConfig = { [K in keyof typeof streamQuotaConfigShape]: number };
  * The quotas the config names, counted through `reads` into its store's shared ledger; a count that
  * fails is logged (the next append counts again).
  */
-export function configuredStreamQuota(config: StreamQuotaConfig, reads: Pick<EventStore, "read"> & { readonly usageLedger: UsageLedger }, logger: Logger): StreamQuota {
+export function configuredStreamQuota(config: StreamQuotaConfig, reads: Pick<EventStore, "read" | "lastOffset"> & { readonly usageLedger: UsageLedger }, logger: Logger): StreamQuota {
   return new StreamQuota(reads, {
     limits: { bytes: config.AGENT_STREAM_QUOTA_BYTES, events: config.AGENT_STREAM_QUOTA_EVENTS },
     tenantLimits: { depth: config.AGENT_TENANT_DEPTH, bytes: config.AGENT_TENANT_QUOTA_BYTES, streams: config.AGENT_TENANT_QUOTA_STREAMS },

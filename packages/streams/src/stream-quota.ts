@@ -149,6 +149,8 @@ export class StreamQuota {
   /** Per stream being counted: the offset to count through. */
   private readonly wanted = new Map<string, number>();
   private readonly counting = new Map<string, Promise<void>>();
+  /** Per stream: the round of its count under way (a count through one target, its tenant charged). */
+  private readonly rounds = new Map<string, Promise<void>>();
   /** Per tenant: charges summed while one is being written. */
   private readonly charges = new Map<string, { pending: TenantUsage; writing: Promise<void> | undefined }>();
   /** Tenants' usage as last read or charged here, and when it was read. */
@@ -159,7 +161,7 @@ export class StreamQuota {
 
   constructor(
     /** What counting reads (the gateway's read connection). */
-    private readonly reads: Pick<EventStore, "read">,
+    private readonly reads: Pick<EventStore, "read" | "lastOffset">,
     private readonly options: StreamQuotaOptions = {},
   ) {
     this.limits = { ...DEFAULT_STREAM_QUOTA, ...options.limits };
@@ -246,7 +248,13 @@ export class StreamQuota {
         for (let counted = 0; ; ) {
           const target = this.wanted.get(streamPath) ?? 0;
           if (target <= counted) return;
-          await this.countThrough(streamPath, target);
+          const round = this.countThrough(streamPath, target);
+          this.rounds.set(streamPath, round);
+          try {
+            await round;
+          } finally {
+            if (this.rounds.get(streamPath) === round) this.rounds.delete(streamPath);
+          }
           counted = target;
         }
       } catch (error) {
@@ -259,13 +267,21 @@ export class StreamQuota {
     this.counting.set(streamPath, task);
   }
 
-  /** Counts the stream through its last event now, and gives its usage (a usage report). */
-  async countNow(streamPath: string): Promise<StreamUsage> {
+  /**
+   * Counts the stream through the last event it holds when called, and gives its usage (a usage
+   * report). Appends committed after the call are not waited for: a stream appended to without
+   * pause is reported as of the call, not chased.
+   */
+  async countNow(streamPath: string, signal?: AbortSignal): Promise<StreamUsage> {
+    const target = await this.reads.lastOffset(streamPath);
     // An append's count of this stream may be under way: it moves the stream's entry, then
     // charges the tenant. Counting beside it found the entry moved and returned before that
     // charge, so a report showed the stream counted and its tenant not yet (a loaded CI run).
-    await this.counting.get(streamPath);
-    await this.countThrough(streamPath, Number.MAX_SAFE_INTEGER);
+    // Its round is waited for (before and after this count: a round started meanwhile may be the
+    // one that moves the entry past this count), never the rounds of later appends.
+    await this.rounds.get(streamPath);
+    await this.countThrough(streamPath, target, signal === undefined ? {} : { signal });
+    await this.rounds.get(streamPath);
     return this.known.get(streamPath) ?? { bytes: 0, through: 0 };
   }
 
@@ -285,7 +301,8 @@ export class StreamQuota {
     return entry?.usage;
   }
 
-  private async countThrough(streamPath: string, target: number): Promise<void> {
+  /** Counts the stream through `target` at least (a report's count stops there; others read on to the end). */
+  private async countThrough(streamPath: string, target: number, report?: { readonly signal?: AbortSignal }): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const entry = await this.ledger.get(streamPath);
       const mine = this.known.get(streamPath);
@@ -293,7 +310,7 @@ export class StreamQuota {
       if (mine !== undefined && mine.through > usage.through) usage = mine;
       if (usage.through < target) {
         const from = usage;
-        usage = await this.inTurn(() => this.countFrom(streamPath, from));
+        usage = await this.inTurn(() => this.countFrom(streamPath, from, report === undefined ? undefined : target, report?.signal));
       }
       // An empty stream has nothing to count (a usage report of a path with no stream writes nothing).
       if (usage.through === 0) return;
@@ -365,14 +382,21 @@ export class StreamQuota {
   }
 
   /** `usage` carried on through the stream's last event. */
-  private async countFrom(streamPath: string, usage: StreamUsage): Promise<StreamUsage> {
+  /**
+   * Counts on from `usage` to the stream's end, or (a report's count, given `stopAt`) until a
+   * page reaches that offset: a count reads on past the append it was asked for (the machinery's
+   * events after it), but a report must not chase a stream appended to without pause.
+   */
+  private async countFrom(streamPath: string, usage: StreamUsage, stopAt = Number.POSITIVE_INFINITY, signal?: AbortSignal): Promise<StreamUsage> {
     let { bytes, through } = usage;
-    for (;;) {
-      const page = await this.reads.read(streamPath, { fromOffset: through + 1, maxBytes: this.readPageBytes });
+    while (through < stopAt) {
+      signal?.throwIfAborted();
+      const page = await this.reads.read(streamPath, { fromOffset: through + 1, maxBytes: this.readPageBytes, ...(signal === undefined ? {} : { signal }) });
       if (page.length === 0) return { bytes, through };
       for (const event of page) bytes += jsonBytes(event);
       through = (page.at(-1) as { offset: number }).offset;
     }
+    return { bytes, through };
   }
 
   private remember(streamPath: string, usage: StreamUsage): void {

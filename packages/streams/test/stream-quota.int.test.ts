@@ -51,12 +51,13 @@ it("a stream counted by one process is refused at its quota by another that neve
 
   const other = await process();
   let eventsRead = 0;
-  const reads: Pick<EventStore, "read"> = {
+  const reads: Pick<EventStore, "read" | "lastOffset"> = {
     read: async (p, options) => {
       const events = await other.read(p, options);
       eventsRead += events.length;
       return events;
     },
+    lastOffset: (p) => other.lastOffset(p),
   };
   const host = quotaStore(other, new StreamQuota(reads, { ledger: other.usageLedger, limits: { events: 5 } }));
   await expect(host.append(path, [note("6")])).rejects.toMatchObject({ code: "quota_exceeded", details: { streamPath: path, events: 5, bytes } });

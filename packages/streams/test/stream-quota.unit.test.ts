@@ -3,13 +3,13 @@
 // count is shared through the ledger.
 
 import { describe, expect, it } from "vitest";
-import { type EventStore, jsonBytes, MemoryEventStore, MemoryUsageLedger, quotaStore, StreamQuota, tenantOf } from "../src/index.ts";
+import { type EventStore, jsonBytes, MemoryEventStore, MemoryUsageLedger, quotaStore, StreamQuota, tenantOf, type UsageLedger } from "../src/index.ts";
 import { chunk, note } from "./event-store-suite.ts";
 
 const PATH = "/agents/quota/a";
 
 /** The store, counting the events its reads return. */
-function countingReads(store: MemoryEventStore): { reads: Pick<EventStore, "read">; eventsRead: () => number } {
+function countingReads(store: MemoryEventStore): { reads: Pick<EventStore, "read" | "lastOffset">; eventsRead: () => number } {
   let read = 0;
   return {
     reads: {
@@ -18,8 +18,21 @@ function countingReads(store: MemoryEventStore): { reads: Pick<EventStore, "read
         read += events.length;
         return events;
       },
+      lastOffset: (path) => store.lastOffset(path),
     },
     eventsRead: () => read,
+  };
+}
+
+/** A ledger in memory whose every answer takes `delayMs`. */
+function slowLedger(delayMs: number): UsageLedger {
+  const inner = new MemoryUsageLedger();
+  const later = <T>(answer: () => Promise<T>) => new Promise<void>((resolve) => setTimeout(resolve, delayMs)).then(answer);
+  return {
+    get: (path) => later(() => inner.get(path)),
+    put: (path, usage, revision) => later(() => inner.put(path, usage, revision)),
+    tenant: (prefix) => later(() => inner.tenant(prefix)),
+    putTenant: (prefix, usage, revision) => later(() => inner.putTenant(prefix, usage, revision)),
   };
 }
 
@@ -93,6 +106,48 @@ describe("a stream held to its quota", () => {
     expect(eventsRead()).toBe(40);
   });
 
+  it("given a stream appended to faster than a count round, when a usage report counts it, then it reports as of the call instead of chasing the appends", async () => {
+    const store = new MemoryEventStore();
+    // A shared ledger that answers in 3 ms (NATS KV round trips): each round of the appends'
+    // count takes longer than the next append, so their count always has more to do.
+    const ledger = slowLedger(3);
+    const quota = new StreamQuota(store, { ledger });
+    const held = quotaStore(store, quota);
+    await held.append(PATH, [note("first")]);
+    let reported = false;
+    let appended = 0;
+    const appending = (async () => {
+      // At most 3 000 appends: without the bound on the report, it waited for them all.
+      while (!reported && appended < 3_000) {
+        await held.append(PATH, [note(`more ${appended}`)]);
+        appended += 1;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const lastAtCall = await store.lastOffset(PATH);
+
+    const usage = await quota.countNow(PATH);
+    reported = true;
+    await appending;
+
+    expect(appended).toBeLessThan(3_000);
+    expect(usage.through).toBeGreaterThanOrEqual(lastAtCall);
+    // And the bytes are those of the events it counted through, every writer's included
+    const events = await store.read(PATH, { limit: usage.through });
+    expect(usage.bytes).toBe(events.reduce((sum, event) => sum + jsonBytes(event), 0));
+  });
+
+  it("given a usage report of a stream whose caller went away, then the count stops with the caller's abort", async () => {
+    const store = new MemoryEventStore();
+    const quota = new StreamQuota(store, { readPageBytes: 1_000 });
+    await store.append(PATH, Array.from({ length: 50 }, (_, i) => note(`event ${i}`)));
+    const gone = new AbortController();
+    gone.abort(new Error("the client went away"));
+
+    await expect(quota.countNow(PATH, gone.signal)).rejects.toThrow("the client went away");
+  });
+
   it("given appends committed while a count runs, when it ends, then it counts on through them in one more read", async () => {
     const store = new MemoryEventStore();
     const quota = new StreamQuota(store);
@@ -107,13 +162,14 @@ describe("a stream held to its quota", () => {
     const store = new MemoryEventStore();
     let reading = 0;
     let most = 0;
-    const reads: Pick<EventStore, "read"> = {
+    const reads: Pick<EventStore, "read" | "lastOffset"> = {
       read: async (path, options) => {
         most = Math.max(most, ++reading);
         await new Promise((resolve) => setTimeout(resolve, 2));
         reading--;
         return await store.read(path, options);
       },
+      lastOffset: (path) => store.lastOffset(path),
     };
     // Tenants off: only the counts read (a tenant's check for a new stream reads one event on the append's path).
     const quota = new StreamQuota(reads, { countsAtOnce: 2, tenantLimits: { depth: 0 } });
@@ -170,7 +226,10 @@ describe("a stream held to its quota", () => {
     const store = new MemoryEventStore();
     const failures: string[] = [];
     let down = true;
-    const reads: Pick<EventStore, "read"> = { read: (path, options) => (down ? Promise.reject(new Error("store down")) : store.read(path, options)) };
+    const reads: Pick<EventStore, "read" | "lastOffset"> = {
+      read: (path, options) => (down ? Promise.reject(new Error("store down")) : store.read(path, options)),
+      lastOffset: (path) => store.lastOffset(path),
+    };
     const quota = new StreamQuota(reads, { tenantLimits: { depth: 0 }, onError: (error, path) => failures.push(`${path}: ${(error as Error).message}`) });
     const held = quotaStore(store, quota);
     await held.append(PATH, [note("1")]);

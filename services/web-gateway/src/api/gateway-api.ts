@@ -243,7 +243,7 @@ export class GatewayApi<S = unknown> {
    */
   async usage(streamPath: string, ctx: ReadContext = {}, mayReadTenant: (prefix: string) => boolean = () => true): Promise<StreamUsageReport> {
     return await this.gated(ctx, async () => {
-      const usage = await this.quota.countNow(streamPath);
+      const usage = await this.quota.countNow(streamPath, ctx.signal);
       if (usage.through === 0) throw notFound(streamPath);
       const { limits, tenantLimits } = this.quota;
       const report = { streamPath, events: usage.through, bytes: usage.bytes, quota: { events: limits.events, bytes: limits.bytes } };
