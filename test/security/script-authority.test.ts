@@ -212,10 +212,12 @@ describe("API-requested scripts are limited to the requesting key's scope", () =
       tenantA,
       probes({ readOther: `itx.streams.get("${OTHER}").read()`, messageOther: `itx.agents.get("${OTHER}").message("via key")`, readOwn: `itx.streams.get("${OPS}").read()` }),
     );
-    expect(requested.payload).toMatchObject({ requester: { keyId: tenantA.id, scopes: tenantA.scopes } });
+    // The stamp is the key's scope inside the agent's reach (its subtree and its grant, OTHER):
+    // /agents/a narrowed to the agent, and neither the board nor anything else the key holds
+    expect(requested.payload).toEqual(expect.objectContaining({ requester: { keyId: tenantA.id, scopes: [{ prefix: OPS, verbs: ["read", "append", "operate"] }] } }));
     expect(resultOf(settlement)).toEqual({
-      readOther: `itx.streams.get("${OTHER}").read(): ${OTHER} is outside the scope of key ${tenantA.id} that requested this script (read: /agents/a, ${BOARD})`,
-      messageOther: `itx.agents.get("${OTHER}").message(): ${OTHER} is outside the scope of key ${tenantA.id} that requested this script (append: /agents/a)`,
+      readOther: `itx.streams.get("${OTHER}").read(): ${OTHER} is outside the scope of key ${tenantA.id} that requested this script (read: ${OPS})`,
+      messageOther: `itx.agents.get("${OTHER}").message(): ${OTHER} is outside the scope of key ${tenantA.id} that requested this script (append: ${OPS})`,
       readOwn: "ok",
     });
   });

@@ -118,6 +118,31 @@ export function agentScopes(authority: Pick<ScriptAuthority, "agentPath" | "gran
 }
 
 /**
+ * The parts of a key's `scopes` inside `reach` (an agent's `agentScopes`): what a script the key
+ * requests could ever use, since every call is held to the agent's reach too (`authorityRefusal`).
+ * A scope over a reach entry gives that entry with the scope's verbs; a scope under one is kept.
+ * It is what the gateway stamps as a script's requester, which every reader of the agent sees: the
+ * key's whole list had shown them its prefixes in other tenants. For any path in `reach`, the
+ * result allows exactly what `scopes` allow (an exact entry is given as its prefix, which the
+ * reach's own exact entry still holds to the one stream).
+ */
+export function scopesWithin(scopes: readonly ScopeLike[], reach: readonly ScopeLike[]): { prefix: string; verbs: string[] }[] {
+  const kept = new Map<string, { prefix: string; verbs: string[] }>();
+  const keep = (prefix: string, verbs: readonly string[]) => {
+    const held = kept.get(prefix);
+    kept.set(prefix, { prefix, verbs: held === undefined ? [...verbs] : [...new Set([...held.verbs, ...verbs])] });
+  };
+  for (const scope of scopes) {
+    if (scope.exact === true) continue;
+    for (const entry of reach) {
+      if (pathUnder(entry.prefix, scope.prefix)) keep(entry.prefix, scope.verbs);
+      else if (entry.exact !== true && pathUnder(scope.prefix, entry.prefix)) keep(scope.prefix, scope.verbs);
+    }
+  }
+  return [...kept.values()];
+}
+
+/**
  * Why a script may not `verb` `path`, or null when it may. The message names the path and the
  * grant that is missing, listing what the script does hold for that verb.
  */

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   type AgentEvent,
   agentGrantSchema,
+  agentScopes,
   applyGrantEvent,
   authorityRefusal,
   grantExcess,
@@ -11,6 +12,8 @@ import {
   parseEventInput,
   pathUnder,
   type ScriptAuthority,
+  scopesAllow,
+  scopesWithin,
   UNBORN_GRANT,
 } from "../src/index.ts";
 
@@ -137,5 +140,61 @@ describe("grantOfEvents: the grant as a client (the UI) reads it from raw JSON e
       ]),
     ).toEqual([{ prefix: "/shared", verbs: ["read"] }]);
     expect(grantOfEvents([{ type: "agent/configured", payload: { config: {}, grant: [] } }])).toEqual([]);
+  });
+});
+
+describe("scopesWithin: the parts of a key's scopes a script on an agent could use", () => {
+  const agentPath = "/agents/acme/bot";
+  const reach = agentScopes({ agentPath, grant: [{ prefix: "/agents/shared", verbs: ["read"] }, { prefix: "/agents/acme/boss", verbs: ["append"], exact: true }] });
+
+  it("given a key over several tenants, when narrowed to an agent's reach, then no prefix outside that reach is left", () => {
+    // Given a key holding its own tenant, another tenant, and a wide read
+    const key = [
+      { prefix: "/agents/acme", verbs: ["read", "append", "operate"] },
+      { prefix: "/agents/globex", verbs: ["admin"] },
+      { prefix: "/agents", verbs: ["read"] },
+    ];
+    // When it is narrowed to the agent's reach
+    const within = scopesWithin(key, reach);
+    // Then only the agent's subtree and its grant's prefixes are named
+    expect(within).toEqual([
+      { prefix: agentPath, verbs: ["read", "append", "operate"] },
+      { prefix: "/agents/acme/boss", verbs: ["read", "append", "operate"] },
+      { prefix: "/agents/shared", verbs: ["read"] },
+    ]);
+    expect(JSON.stringify(within)).not.toContain("globex");
+  });
+
+  it("given a key scoped under the agent or under a granted prefix, then that narrower scope is kept as it is", () => {
+    const key = [
+      { prefix: `${agentPath}/child`, verbs: ["append"] },
+      { prefix: "/agents/shared/docs", verbs: ["read"] },
+      { prefix: "/agents/acme/boss/inbox", verbs: ["append"] },
+    ];
+    // The exact entry reaches only /agents/acme/boss itself, so a scope under it is of no use there
+    expect(scopesWithin(key, reach)).toEqual([
+      { prefix: `${agentPath}/child`, verbs: ["append"] },
+      { prefix: "/agents/shared/docs", verbs: ["read"] },
+    ]);
+  });
+
+  it("allows, for every path the agent reaches, exactly what the whole key allows", () => {
+    const key = [
+      { prefix: "/", verbs: ["read"] },
+      { prefix: "/agents/acme", verbs: ["append", "operate"] },
+      { prefix: "/agents/shared/docs", verbs: ["admin"] },
+      { prefix: "/agents/globex", verbs: ["admin"] },
+    ];
+    const within = scopesWithin(key, reach);
+    const paths = [agentPath, `${agentPath}/child`, "/agents/shared", "/agents/shared/docs", "/agents/shared/docs/a", "/agents/acme/boss"];
+    for (const path of paths) {
+      for (const verb of ["read", "append", "operate"]) {
+        const inReach = scopesAllow(reach, verb, path) || verb === "operate";
+        if (inReach) expect(scopesAllow(within, verb, path), `${verb} ${path}`).toBe(scopesAllow(key, verb, path));
+      }
+    }
+    // And nothing outside it
+    expect(scopesAllow(within, "read", "/agents/globex/x")).toBe(false);
+    expect(scopesAllow(within, "read", "/agents/other")).toBe(false);
   });
 });

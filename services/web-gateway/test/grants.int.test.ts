@@ -1,6 +1,7 @@
 // Script authority at the gateway: a key cannot give an agent a grant wider than its own scope
 // (create and configure, HTTP and gRPC), and every API-requested script carries the requesting
-// key's scope, stamped by the gateway over whatever the client sent.
+// key's scope, stamped by the gateway over whatever the client sent: the parts of it inside the
+// agent's reach, so that readers of the agent do not learn the key's prefixes elsewhere.
 import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRuntimeClient, type AppendEventsResponse } from "@agentrt/gateway-proto";
@@ -12,6 +13,8 @@ import { enc, http } from "./support/http.ts";
 const tenantA = testKey([
   { prefix: "/agents/a", verbs: ["read", "append", "operate"] },
   { prefix: "/shared/docs", verbs: ["read"] },
+  // Another tenant the key also serves: no stamp on /agents/a may name it.
+  { prefix: "/agents/zeta", verbs: ["read", "append"] },
 ]);
 let ts: TestStore;
 let gw: TestGateway;
@@ -79,11 +82,15 @@ describe("a key cannot grant what it does not hold", () => {
   });
 });
 
-describe("API-requested scripts carry the requesting key's scope", () => {
-  const stamp = { keyId: tenantA.stored.id, scopes: tenantA.stored.scopes };
+describe("API-requested scripts carry the requesting key's scope within the agent's reach", () => {
+  const stampOn = (path: string, granted: { prefix: string; verbs: string[] }[] = []) => ({
+    keyId: tenantA.stored.id,
+    scopes: [{ prefix: path, verbs: ["read", "append", "operate"] }, ...granted],
+  });
 
-  it("HTTP: the gateway stamps the key's scope, overwriting a client-supplied requester", async () => {
+  it("HTTP: the gateway stamps the key's scope on the agent, overwriting a client-supplied requester, and names none of its other prefixes", async () => {
     const path = "/agents/a/scripts";
+    const stamp = stampOn(path);
     await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
     const forged = { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] };
     const res = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, {
@@ -93,6 +100,23 @@ describe("API-requested scripts carry the requesting key's scope", () => {
     expect(res.status).toBe(200);
     const stored = await ts.store.read(path, { fromOffset: 2 });
     expect(stored.map((e) => (e.payload as { requester?: unknown }).requester)).toEqual([stamp, stamp]);
+    expect(JSON.stringify(stored)).not.toContain("/agents/zeta");
+    expect(JSON.stringify(stored)).not.toContain("/shared/docs");
+  });
+
+  it("HTTP: a prefix the agent is granted stays in the stamp, as granted by its stream or earlier in the same batch", async () => {
+    const path = "/agents/a/granted";
+    await ts.store.append(path, [{ type: "agent/created", payload: { grant: [{ prefix: "/shared/docs", verbs: ["read"] }] } }]);
+    const first = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { key: tenantA.apiKey, body: { events: [scriptRequest("granted-1")] } });
+    expect(first.status).toBe(200);
+    // A grant set in the batch before the request is the one the host runs it with: the stamp follows it
+    const regrant = { type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/agents/zeta/inbox", verbs: ["append"] }] } };
+    const second = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { key: tenantA.apiKey, body: { events: [regrant, scriptRequest("granted-2")] } });
+    expect(second.status).toBe(200);
+
+    const stored = await ts.store.read(path, { fromOffset: 2 });
+    const stamps = stored.filter((e) => e.type === "capability-host/script-run-requested").map((e) => (e.payload as { requester?: unknown }).requester);
+    expect(stamps).toEqual([stampOn(path, [{ prefix: "/shared/docs", verbs: ["read"] }]), stampOn(path, [{ prefix: "/agents/zeta/inbox", verbs: ["read", "append"] }])]);
   });
 
   it("gRPC: the same stamp, and the same 403 for a wider grant", async () => {
@@ -108,7 +132,7 @@ describe("API-requested scripts carry the requesting key's scope", () => {
       );
     await append([scriptRequest("g1", { requester: { keyId: "root", scopes: [{ prefix: "/", verbs: ["admin"] }] } })]);
     const [event] = await ts.store.read(path, { fromOffset: 2 });
-    expect((event!.payload as { requester?: unknown }).requester).toEqual(stamp);
+    expect((event!.payload as { requester?: unknown }).requester).toEqual(stampOn(path));
     await expect(append([{ type: "agent/configured", payload: { config: {}, grant: [{ prefix: "/agents/b", verbs: ["read"] }] } }])).rejects.toMatchObject({
       code: status.PERMISSION_DENIED,
     });

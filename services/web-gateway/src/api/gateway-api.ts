@@ -3,7 +3,18 @@
 
 import type { Tracer } from "@opentelemetry/api";
 import { turnContext } from "@agentrt/service-kit";
-import { AgentRuntimeError, ContractViolationError, type AgentEvent, type EventInput, isAgentRuntimeError, parseEventInput, withBirthGrant } from "@agentrt/contract";
+import {
+  AgentRuntimeError,
+  applyGrantEvent,
+  ContractViolationError,
+  type AgentEvent,
+  type EventInput,
+  type GrantState,
+  isAgentRuntimeError,
+  parseEventInput,
+  UNBORN_GRANT,
+  withBirthGrant,
+} from "@agentrt/contract";
 import { type AppendResult, type EventStore, StreamQuota, type Subscription, assertEventSizes, jsonBytes, quotaStore, tenantOf } from "@agentrt/streams";
 import { GatewayError } from "../errors.ts";
 import type { AgentCorePort, AgentView, AuditResult, BirthInput, RenderedMessage } from "./agent-core-port.ts";
@@ -237,6 +248,14 @@ export class GatewayApi<S = unknown> {
   }
 
   /**
+   * The agent's grant as its events stand now (the one a script requested next runs with, unless
+   * a change lands first), folded with its state: a script request's requester is narrowed to it.
+   */
+  async grantOf(streamPath: string, ctx: ReadContext = {}): Promise<GrantState> {
+    return (await this.gated(ctx, () => this.folded(streamPath, ctx.signal))).grant;
+  }
+
+  /**
    * What the stream holds against its quota, and its tenant against the tenant's: the stream is
    * counted through its last event first (a read of what came after the last count). The tenant's
    * usage tells of its other streams, so it is shown only to a caller who may read its prefix.
@@ -317,21 +336,22 @@ export class GatewayApi<S = unknown> {
    * time. Progress is cached page by page, so a fold cut short (an abort) is not wasted.
    * `bytes` is what this call read.
    */
-  private async folded(streamPath: string, signal?: AbortSignal): Promise<{ state: S; lastOffset: number; bytes: number }> {
-    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0, foldedBytes: 0 };
-    let { state, lastOffset } = cached;
+  private async folded(streamPath: string, signal?: AbortSignal): Promise<{ state: S; grant: GrantState; lastOffset: number; bytes: number }> {
+    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), grant: UNBORN_GRANT, lastOffset: 0, foldedBytes: 0 };
+    let { state, grant, lastOffset } = cached;
     let bytes = 0;
     for (;;) {
       const page = await this.reads.read(streamPath, this.pageOptions(lastOffset + 1, signal));
       if (page.length === 0) break;
       for (const event of page) {
         state = this.core.foldEvent(state, event);
+        grant = applyGrantEvent(grant, event);
         lastOffset = event.offset;
         bytes += jsonBytes(event);
       }
-      this.remember(streamPath, { state, lastOffset, foldedBytes: cached.foldedBytes + bytes });
+      this.remember(streamPath, { state, grant, lastOffset, foldedBytes: cached.foldedBytes + bytes });
     }
-    return { state, lastOffset, bytes };
+    return { state, grant, lastOffset, bytes };
   }
 
   private remember(streamPath: string, entry: CachedState<S>): void {
@@ -370,6 +390,8 @@ export class GatewayApi<S = unknown> {
 
 interface CachedState<S> {
   readonly state: S;
+  /** The agent's grant as its events fold it (contract's `applyGrantEvent`). */
+  readonly grant: GrantState;
   readonly lastOffset: number;
   /** The bytes of the events folded into it: its size, roughly (a large context is large events). */
   readonly foldedBytes: number;

@@ -62,12 +62,12 @@ export function buildRoutes(api: GatewayApi, openApi: () => unknown): Route[] {
       body: s.appendBodySchema,
       response: s.appendResponseSchema,
       access: ({ params, body }) => ({ verb: appendRouteVerb(body.events), path: params.streamPath }),
-      handle: async ({ params, body, principal }) => {
+      handle: async ({ params, body, principal, signal }) => {
         const { events, expectedLastOffset } = body;
         // Only what outside callers may append (auth/ownership.ts); then grants no wider than the
         // key and script requests stamped with the key's scope (auth/grants.ts).
         authorizeAppends(principal, params.streamPath, events);
-        const authorized = principal === null ? events : authorizeBatch(principal, events);
+        const authorized = principal === null ? events : await authorizeBatch(principal, params.streamPath, events, () => api.grantOf(params.streamPath, readContext(principal, signal)));
         const result = await api.append(params.streamPath, authorized, expectedLastOffset, Authenticator.reads(principal));
         return { status: result.status, events: result.events };
       },

@@ -201,7 +201,7 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       Authenticator.authorize(principal, appendRouteVerb(inputs), streamPath);
       authorizeAppends(principal, streamPath, inputs);
       // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
-      const events = authorizeBatch(principal, inputs);
+      const events = await authorizeBatch(principal, streamPath, inputs, () => api.grantOf(streamPath, { caller: principal.keyId }));
       // As HTTP's body: a non-negative integer (a negative one was a conflict with a stream "not at -1").
       const { expectedLastOffset } = parseWith(appendBodySchema.pick({ expectedLastOffset: true }), { expectedLastOffset: call.request.expectedLastOffset }, "request");
       const result = await api.append(streamPath, events, expectedLastOffset, Authenticator.reads(principal));
