@@ -2,6 +2,7 @@
 // codemode.md "Two reply dialects" hold.
 import { describe, expect, it } from "vitest";
 import { isAsyncFunctionSource, parseFencedReply, parseTagReply, wrapScriptBody } from "../src/codemode/index.ts";
+import { fenceOpener } from "../src/codemode/fenced.ts";
 
 const fence = "```";
 
@@ -284,5 +285,31 @@ describe("a fenced reply of many blocks that open block comments", () => {
     const text = "```ts\nasync (itx) => {\n  /*\n```\n  */\n  return 1;\n}\n```\nDone.";
     const parsed = parseFencedReply(text);
     expect(parsed).toMatchObject({ kind: "script", prose: "Done." });
+  });
+});
+
+describe("a fence opener line", () => {
+  /** The rule as the regular expression wrote it (quadratic on a long line ending in a backtick). */
+  const byRegex = (line: string) => {
+    const match = /^(`{3,})([^`\s]*)([^`]*)$/.exec(line);
+    return match === null ? undefined : { fenceLength: match[1]!.length, language: match[2]!, info: match[3]! };
+  };
+
+  it.each(["```", "```ts", "````ts status=\"x\"", "```ts  info with spaces ", "``` ts", "```\tjs", "``", "```ts`", "```a`b", "x```ts", "````", "```ts\u00a0info", "```é中 文", ""])(
+    "given %j, when read, then it opens a block exactly as the rule says",
+    (line) => {
+      expect(fenceOpener(line)).toEqual(byRegex(line));
+    },
+  );
+
+  it("given a model reply with a 150 KB line of a fence, letters and a late backtick, when parsed, then it is prose, read in time proportional to its length", () => {
+    // The regex tried every split of language and info: 20 s for this line, in the reducer and
+    // in every viewer's browser on every update (red-team).
+    const line = "```" + "a".repeat(150_000) + "`";
+    const started = performance.now();
+    const parsed = parseFencedReply(`Here you go:\n${line}\nend`);
+    expect(parsed.kind).toBe("none");
+    expect(parseTagReply(`Here you go:\n${line}\nend`).kind).toBe("none");
+    expect(performance.now() - started).toBeLessThan(200);
   });
 });

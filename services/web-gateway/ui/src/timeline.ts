@@ -7,6 +7,21 @@
 import { chunksText, replyProse } from "@agentrt/agent-core/display";
 import type { StreamEvent } from "./types.ts";
 
+/**
+ * A reply's prose, worked out once per stored event: the timeline is rebuilt on every event and
+ * every live chunk, and parsing every reply each time made a long one cost the page its whole
+ * history's parsing per update.
+ */
+const proseByPayload = new WeakMap<object, string>();
+function proseOf(payload: { readonly content: string }): string {
+  let prose = proseByPayload.get(payload);
+  if (prose === undefined) {
+    prose = replyProse(payload.content);
+    proseByPayload.set(payload, prose);
+  }
+  return prose;
+}
+
 export type TimelineItem =
   | { kind: "user"; offset: number; content: string }
   | { kind: "assistant"; offset: number; content: string; requestOffset?: number }
@@ -102,7 +117,7 @@ export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies)
           // The reducer's mirror of a web message is history for the model; the message itself is already shown.
           if (e.idempotencyKey?.startsWith("agent/render-web-response@")) break;
           if (typeof p.llmRequestOffset === "number") answered.add(p.llmRequestOffset);
-          const prose = replyProse(p.content);
+          const prose = proseOf(p);
           if (prose !== "") items.push({ kind: "assistant", offset: e.offset, content: prose, requestOffset: p.llmRequestOffset });
         }
         break;
