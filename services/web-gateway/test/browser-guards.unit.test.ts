@@ -35,11 +35,24 @@ describe("loopback host names", () => {
 });
 
 describe("dev mode's addressing rule", () => {
-  it("given a request to a loopback name with no Origin or a loopback one, when checked, then it passes", () => {
+  it("given a request to a loopback name with no Origin or the gateway's own, when checked, then it passes", () => {
     expect(refusal(() => assertDevModeAddressing({ host: "127.0.0.1:8080" }))).toBeUndefined();
     expect(refusal(() => assertDevModeAddressing({ host: "localhost:8080", origin: "http://localhost:8080" }))).toBeUndefined();
-    // A local tool on another port (a UI dev server) is still this machine.
-    expect(refusal(() => assertDevModeAddressing({ host: "[::1]:8080", origin: "http://127.0.0.1:5173" }))).toBeUndefined();
+    expect(refusal(() => assertDevModeAddressing({ host: "LocalHost:8080", origin: "http://localhost:8080" }))).toBeUndefined();
+    expect(refusal(() => assertDevModeAddressing({ host: "[::1]:8080", origin: "http://[::1]:8080" }))).toBeUndefined();
+    expect(refusal(() => assertDevModeAddressing({ host: "localhost", origin: "http://localhost:80" }))).toBeUndefined();
+    expect(refusal(() => assertDevModeAddressing({ host: "127.0.0.1:443", origin: "https://127.0.0.1" }))).toBeUndefined();
+  });
+  it("given a page another local server serves (another port, another loopback name), when checked, then 403 naming the Origin header", () => {
+    // Red-team: a page on another loopback port opened a WebSocket to any stream of the key-less gateway.
+    for (const [host, origin] of [
+      ["127.0.0.1:8080", "http://localhost:1"],
+      ["127.0.0.1:8080", "http://a.localhost:8080"],
+      ["[::1]:8080", "http://127.0.0.1:5173"],
+      ["localhost:8080", "http://127.0.0.1:8080"],
+    ] as const) {
+      expect(refusal(() => assertDevModeAddressing({ host, origin })), origin).toMatchObject({ code: "forbidden", path: "headers.origin" });
+    }
   });
   it("given a Host that is not a loopback name (a rebound DNS name), when checked, then 403 naming the Host header", () => {
     for (const host of ["evil.example:8080", "evil.example", "10.0.0.5:8080", "a b", undefined]) {

@@ -9,9 +9,11 @@
 //   server never says yes (it sends no CORS headers). So a page cannot append through a
 //   visitor's browser, whatever the auth mode.
 // - Dev mode (`AGENTRT_DEV_MODE=1`: no keys, loopback only) also answers only requests addressed
-//   to a loopback name (`Host`), and refuses any that a page of a non-loopback origin sent
-//   (`Origin`, which browsers put on cross-origin fetches, every POST and every WebSocket
-//   handshake). With keys, a page holds none, and the key is what such a request lacks.
+//   to a loopback name (`Host`), and refuses any that a page of another origin than the gateway's
+//   own sent (`Origin`, which browsers put on cross-origin fetches, every POST and every WebSocket
+//   handshake). Another loopback port is another origin: a page another local server serves
+//   (a dev server previewing someone's site, a local app) had opened a WebSocket to any stream.
+//   With keys, a page holds none, and the key is what such a request lacks.
 // - No answer may be framed by another page (BROWSER_HEADERS), so the UI cannot be laid under a
 //   page's own buttons.
 
@@ -46,7 +48,8 @@ function forbidden(path: string, message: string, rule: string): GatewayError {
 
 /**
  * Dev mode's addressing rule: `Host` names a loopback host, and `Origin`, when a browser sent
- * one, is an http(s) origin on a loopback host. 403 naming the header otherwise.
+ * one, is this gateway's own: http(s) with the very host and port the request is addressed to
+ * (the UI it serves). 403 naming the header otherwise.
  */
 export function assertDevModeAddressing(headers: IncomingHttpHeaders): void {
   const host = headers.host;
@@ -62,22 +65,34 @@ export function assertDevModeAddressing(headers: IncomingHttpHeaders): void {
   }
   const origin = headers.origin;
   if (origin === undefined) return;
-  if (!isLoopbackOrigin(origin)) {
+  if (!isOwnOrigin(origin, host as string)) {
     throw forbidden(
       "headers.origin",
-      `This gateway runs without authentication (AGENTRT_DEV_MODE=1) and refuses requests from web pages of other origins; ` +
-        `this one came from ${JSON.stringify(origin)}. Use the UI it serves, a page on a loopback origin, or run the gateway with API keys.`,
-      "must be a loopback origin in dev mode",
+      `This gateway runs without authentication (AGENTRT_DEV_MODE=1) and refuses requests from web pages of other origins than its own ` +
+        `(${JSON.stringify(host)}); this one came from ${JSON.stringify(origin)}. Use the UI it serves, or run the gateway with API keys.`,
+      "must be the gateway's own origin in dev mode",
     );
   }
 }
 
-function isLoopbackOrigin(origin: string): boolean {
+/** Whether `origin` is an http(s) origin whose host and port are the `Host` the request names. */
+function isOwnOrigin(origin: string, host: string): boolean {
   // An http(s) origin is a scheme and what a Host header holds; "null" (a sandboxed frame, a
   // file:// page) is no origin anyone can vouch for.
-  const authority = /^https?:\/\/([^/]*)$/i.exec(origin.trim())?.[1];
-  const hostname = authority === undefined ? undefined : hostnameOfHostHeader(authority);
-  return hostname !== undefined && isLoopbackHostname(hostname);
+  const match = /^(https?):\/\/([^/]*)$/i.exec(origin.trim());
+  if (match === null) return false;
+  const scheme = (match[1] as string).toLowerCase();
+  const own = authorityWithPort(host, scheme);
+  return own !== undefined && authorityWithPort(match[2] as string, scheme) === own;
+}
+
+/** `name:port` of a Host header or origin authority, lower-cased, with the scheme's default port filled in. */
+function authorityWithPort(authority: string, scheme: string): string | undefined {
+  const trimmed = authority.trim().toLowerCase();
+  const hostname = hostnameOfHostHeader(trimmed);
+  if (hostname === undefined) return undefined;
+  const port = trimmed.slice(hostname.length).replace(/^:/, "") || (scheme === "https" ? "443" : "80");
+  return `${hostname.replace(/\.$/, "")}:${Number(port)}`;
 }
 
 /**
