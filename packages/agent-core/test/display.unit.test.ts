@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { given } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
-import { agentTitle, chunkText, chunksText, oneLine, replyProse, titleFromMessage } from "../src/display/index.ts";
+import { agentTitle, chunkText, chunksText, oneLine, replyProse, revealBidiControls, titleFromMessage } from "../src/display/index.ts";
 
 describe("chunk text", () => {
   it("reads Chat Completions deltas and Responses API text deltas; ignores the rest", () => {
@@ -69,5 +69,12 @@ describe("agent titles", () => {
     const s = new TestStream();
     expect(agentTitle(given(s.created()).state)).toBeNull();
     expect(titleFromMessage(" \n \n")).toBeNull();
+  });
+});
+
+describe("revealBidiControls", () => {
+  it("given text with bidirectional embeddings, overrides and isolates, when shown, then each is its \\u escape and the rest is unchanged", () => {
+    expect(revealBidiControls("a\u202ab\u202ec\u2066d\u2069e")).toBe("a\\u202ab\\u202ec\\u2066d\\u2069e");
+    expect(revealBidiControls("plain 中文 \u200f right-to-left mark kept")).toBe("plain 中文 \u200f right-to-left mark kept");
   });
 });

@@ -159,4 +159,26 @@ describe("web UI", () => {
     expect(cells[3]).toBe(`@${open!.offset} running`);
     expect(cells[4]).toBe(String(open!.offset));
   });
+
+  it("shows bidirectional controls in messages, titles and payloads as their escapes, so what is shown is what is stored", { timeout: 60_000 }, async () => {
+    // Trojan Source: U+202E shows the rest of a line reversed, so a message or a script's code
+    // could display one thing and hold another (red-team).
+    const spoofed = "pay \u202eroF evil\u2066 done";
+    await ts.store.append(PATH, [
+      { type: "agents/context-added", payload: { role: "user", content: spoofed, actor: { type: "user", origin: "web" } } },
+      { type: "agent/summary-updated", payload: { title: "title \u202eelit", activity: "x", waitingFor: "user_input" } },
+    ]);
+    await page.goto(`${gw.url}/#/agent/${encodeURIComponent(PATH)}`);
+    const bubble = page.getByTestId("msg-user").filter({ hasText: "pay \\u202eroF evil\\u2066 done" });
+    await bubble.waitFor({ timeout: 15_000 });
+    await page.getByRole("link", { name: /^Events/ }).click();
+    await page.locator('[data-testid="events-table"] tbody tr').last().waitFor({ timeout: 15_000 });
+    const table = await page.getByTestId("events-table").innerText();
+    expect(table).toContain("\\u202e");
+    await page.goto(`${gw.url}/#/`);
+    const row = page.locator(`[data-testid="agents-table"] tr[data-path="${PATH}"]`);
+    await row.filter({ hasText: "title \\u202eelit" }).waitFor({ timeout: 15_000 });
+    // Nowhere on the pages is the control itself
+    for (const text of [await page.locator("body").innerText(), table]) expect(text).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
+  });
 });

@@ -4,6 +4,7 @@
 export { formatDuration, elapsedMs } from "./duration.ts";
 export { chunkText, chunksText } from "./chunk-text.ts";
 export { replyProse, oneLine } from "./reply-preview.ts";
+export { revealBidiControls } from "./visible-text.ts";
 export { agentTitle, titleFromMessage, DERIVED_TITLE_MAX } from "./title.ts";
 export { stopBatch, pauseBatch, resumeBatch, STOP_NOTE, STOPPED_REASON, PAUSED_REASON, RESUMED_REASON } from "./controls.ts";
 export { chatControls, foldWireEvent, initialChatState, type ChatControls } from "./chat-controls.ts";

@@ -3,7 +3,7 @@
 // events are folded with the core's fold, so Stop / Pause / Resume follow the reducer's view.
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { AgentState } from "@agentrt/agent-core";
-import { chatControls, foldWireEvent, formatDuration, initialChatState, type ChatControls } from "@agentrt/agent-core/display";
+import { chatControls, foldWireEvent, formatDuration, initialChatState, revealBidiControls as shown, type ChatControls } from "@agentrt/agent-core/display";
 import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
 import { ChatControlsBar, EmptyChat } from "./chat-controls.tsx";
 import { subscribeLive, type ConnectionState } from "./live.ts";
@@ -106,20 +106,20 @@ function ChatView({ path, events, live, controls }: { path: string; events: Stre
 function Item({ item, path }: { item: TimelineItem; path: string }) {
   switch (item.kind) {
     case "user":
-      return <div class="msg user" data-testid="msg-user" data-offset={item.offset}>{item.content}</div>;
+      return <div class="msg user" data-testid="msg-user" data-offset={item.offset}>{shown(item.content)}</div>;
     case "assistant":
-      return <div class="msg assistant" data-testid="msg-assistant" data-offset={item.offset}>{item.content}</div>;
+      return <div class="msg assistant" data-testid="msg-assistant" data-offset={item.offset}>{shown(item.content)}</div>;
     case "streaming":
       return (
         <>
-          {item.text !== "" && <div class="msg assistant streaming" data-testid="msg-streaming">{item.text}{item.script === undefined && <span class="caret" />}</div>}
+          {item.text !== "" && <div class="msg assistant streaming" data-testid="msg-streaming">{shown(item.text)}{item.script === undefined && <span class="caret" />}</div>}
           {item.script !== undefined && (
             <div class="script writing" data-testid="script-streaming">
               <div class="script-head">
                 <span>script, being written</span>
                 {item.script.status !== undefined && <span class="muted" data-testid="script-streaming-status">{item.script.status}</span>}
               </div>
-              <pre class="code">{item.script.code}<span class="caret" /></pre>
+              <pre class="code">{shown(item.script.code)}<span class="caret" /></pre>
             </div>
           )}
         </>
@@ -139,18 +139,18 @@ function Item({ item, path }: { item: TimelineItem; path: string }) {
             <span class="badge" data-testid="script-status">{item.status}</span>
             {item.durationMs !== undefined && <span class="muted" data-testid="script-duration">in {formatDuration(item.durationMs)}</span>}
           </div>
-          <pre class="code">{item.code}</pre>
-          {item.result !== undefined && <pre class="result" data-testid="script-result">{item.result}</pre>}
+          <pre class="code">{shown(item.code)}</pre>
+          {item.result !== undefined && <pre class="result" data-testid="script-result">{shown(item.result)}</pre>}
         </div>
       );
     case "error":
-      return <div class="stream-error" data-offset={item.offset}>{item.message}</div>;
+      return <div class="stream-error" data-offset={item.offset}>{shown(item.message)}</div>;
     case "paused":
     case "resumed":
       return (
         <div class={`chat-event ${item.kind}`} data-testid={`chat-${item.kind}`} data-offset={item.offset}>
           <span class={`icon ${item.kind === "paused" ? "pause" : "play"}`} aria-hidden="true" /> {item.kind}
-          {item.reason !== undefined && <span class="muted"> · {item.reason}</span>}
+          {item.reason !== undefined && <span class="muted"> · {shown(item.reason)}</span>}
         </div>
       );
   }
@@ -166,7 +166,7 @@ function EventsView({ events }: { events: StreamEvent[] }) {
             <td class="mono">{e.offset}</td>
             <td class="mono">{e.type}</td>
             <td class="mono muted">{e.createdAt}</td>
-            <td><details><summary class="mono">{JSON.stringify(e.payload).slice(0, 90)}</summary><pre>{JSON.stringify(e.payload, null, 2)}</pre></details></td>
+            <td><details><summary class="mono">{shown(JSON.stringify(e.payload).slice(0, 90))}</summary><pre>{shown(JSON.stringify(e.payload, null, 2))}</pre></details></td>
           </tr>
         ))}
       </tbody>
@@ -190,7 +190,7 @@ function RequestView({ path, offset }: { path: string; offset: number }) {
       {req.messages.map((m, i) => (
         <div class={`rendered ${m.role}`} key={i} data-testid="rendered-message">
           <div class="role">{m.role}</div>
-          <pre>{m.content}</pre>
+          <pre>{shown(m.content)}</pre>
         </div>
       ))}
     </section>

@@ -1,6 +1,7 @@
 // The agents list: every stream with its title, activity, waiting state and open request;
 // refreshed every few seconds. Also the "new agent" form.
 import { useEffect, useState } from "preact/hooks";
+import { revealBidiControls as shown } from "@agentrt/agent-core/display";
 import { api, type AgentSummary } from "./api.ts";
 
 export function AgentsList() {
@@ -45,11 +46,11 @@ export function AgentsList() {
           {(agents ?? []).map((a) => (
             <tr key={a.streamPath} data-path={a.streamPath}>
               <td>
-                <a href={`#/agent/${encodeURIComponent(a.streamPath)}`}>{a.title ?? a.streamPath}</a>
+                <a href={`#/agent/${encodeURIComponent(a.streamPath)}`}>{a.title === null ? a.streamPath : shown(a.title)}</a>
                 {a.title && <div class="muted">{a.streamPath}</div>}
                 {a.paused && <span class="badge warn">paused</span>}
               </td>
-              <td>{a.activity ?? <span class="muted">—</span>}</td>
+              <td>{a.activity === null ? <span class="muted">—</span> : shown(a.activity)}</td>
               <td>{a.waitingFor ? <span class="badge">{a.waitingFor}</span> : <span class="muted">—</span>}</td>
               <td>{a.openRequestOffset ? <span class="badge live">@{a.openRequestOffset} running</span> : <span class="muted">idle</span>}</td>
               <td class="mono">{a.lastOffset}</td>
