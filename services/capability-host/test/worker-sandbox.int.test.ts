@@ -146,6 +146,28 @@ describe("WorkerSandbox", () => {
     expect((await run(sandbox, "loop", noHost, 100)).kind).toBe("deadline");
   });
 
+  it("reports a thrown value whose getters never return as unreadable within a second, in a worker and in this thread, and serves the next script", { timeout: 30_000 }, async () => {
+    // Reading what a script threw runs its getters: one looping for ever held the worker for the
+    // whole 10 s slice and was then reported as "[object Object]".
+    const throwers = [
+      script("throw { get message() { for (;;) {} } };"),
+      script("throw { toJSON() { for (;;) {} } };"),
+      script("await null; throw { name: 'X', get message() { for (;;) {} } };"),
+    ];
+    const inThread = await QuickJsSandbox.create(DEFAULT_SANDBOX_LIMITS);
+    const workers = await pool(1);
+    for (const sandbox of [workers, inThread]) {
+      for (const javascript of throwers) {
+        const started = Date.now();
+        const outcome = await run(sandbox, javascript);
+        expect(outcome).toMatchObject({ kind: "threw", error: expect.stringContaining("threw a value that could not be read in 1000 ms") });
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+      expect(await run(sandbox, script("try { throw new TypeError('plain'); } finally {}"))).toMatchObject({ kind: "threw", error: "TypeError: plain" });
+      expect(await run(sandbox, script("return 2;"))).toMatchObject({ kind: "returned", value: 2 });
+    }
+  });
+
   it("refuses work once closed, and rejects a pool without workers", async () => {
     const sandbox = await pool(1);
     await sandbox.close();

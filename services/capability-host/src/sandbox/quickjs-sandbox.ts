@@ -166,8 +166,11 @@ export class QuickJsSandbox implements ScriptSandbox {
     runtime.setMaxStackSize(this.limits.stackBytes);
     let sliceStartedAt = Date.now();
     let sliceExceeded = false;
+    /** While a thrown value is read (its getters run): until when (see `failure`). */
+    const reading: ThrownRead = { untilMs: Number.POSITIVE_INFINITY };
     runtime.setInterruptHandler(() => {
       const now = Date.now();
+      if (now > reading.untilMs) return true;
       if (now - sliceStartedAt > this.limits.maxSyncSliceMs) sliceExceeded = true;
       return sliceExceeded || now > request.deadlineAtMs;
     });
@@ -214,7 +217,7 @@ export class QuickJsSandbox implements ScriptSandbox {
       startMs = t1 - t0;
       sliceStartedAt = Date.now();
       const evaluated = vm.evalCode(request.javascript, "script.js");
-      if (evaluated.error) return outcome(this.failure(vm, evaluated.error, sliceExceeded ? 0 : request.deadlineAtMs));
+      if (evaluated.error) return outcome(this.failure(vm, evaluated.error, sliceExceeded ? 0 : request.deadlineAtMs, reading));
       script = evaluated.value;
       const settled = vm.resolvePromise(script);
       sliceStartedAt = Date.now();
@@ -234,7 +237,7 @@ export class QuickJsSandbox implements ScriptSandbox {
           error: "Error: the script awaits something nothing will ever settle (no itx call is pending and the sandbox has no timers), so it could never finish; it was stopped.",
         });
       }
-      if (result.error) return outcome(this.failure(vm, result.error, sliceExceeded ? 0 : request.deadlineAtMs));
+      if (result.error) return outcome(this.failure(vm, result.error, sliceExceeded ? 0 : request.deadlineAtMs, reading));
       const handle = result.value;
       const type = vm.typeof(handle);
       const text = type === "string" ? vm.getString(handle) : undefined;
@@ -344,13 +347,41 @@ export class QuickJsSandbox implements ScriptSandbox {
     }
   }
 
-  private failure(vm: QuickJSContext, errorHandle: QuickJSHandle, deadlineAtMs: number): { kind: "threw"; error: string } | { kind: "deadline" } {
-    const dumped: unknown = vm.dump(errorHandle);
-    errorHandle.dispose();
+  /**
+   * What a script threw, as text. Reading it runs the script's code (a getter of `message`, a
+   * `toJSON`): one that never returns held the host's worker for the whole 10 s slice and was
+   * then reported as "[object Object]". It is read within THROWN_READ_MS, or reported as unreadable.
+   */
+  private failure(vm: QuickJSContext, errorHandle: QuickJSHandle, deadlineAtMs: number, reading: ThrownRead): { kind: "threw"; error: string } | { kind: "deadline" } {
+    reading.untilMs = Date.now() + THROWN_READ_MS;
+    let dumped: unknown;
+    let readable = true;
+    try {
+      dumped = vm.dump(errorHandle);
+    } catch {
+      readable = false;
+    } finally {
+      if (Date.now() > reading.untilMs) readable = false;
+      reading.untilMs = Number.POSITIVE_INFINITY;
+      errorHandle.dispose();
+    }
+    if (!readable) {
+      return {
+        kind: "threw",
+        error: `Error: the script threw a value that could not be read in ${THROWN_READ_MS} ms (reading it ran the script's own code, a getter or toJSON, which did not finish); throw an Error with a plain message instead.`,
+      };
+    }
     const error = describeThrown(dumped);
     if (Date.now() > deadlineAtMs && /interrupted/i.test(error)) return { kind: "deadline" };
     return { kind: "threw", error };
   }
+}
+
+/** How long reading a thrown value (which may run the script's getters) may take. */
+export const THROWN_READ_MS = 1_000;
+
+interface ThrownRead {
+  untilMs: number;
 }
 
 function describeThrown(value: unknown): string {
