@@ -119,9 +119,19 @@ export class HostLiveness implements RunLiveness {
     if (!parsed.success) return "gone";
     // Host ids are unique per incarnation: only this process can have written it.
     if (parsed.data.hostId === this.options.hostId) return "self";
-    if (parsed.data.presence === true && this.options.isConnected !== undefined && !(await this.options.isConnected(parsed.data.hostId))) return "gone";
-    const lease = await this.leases.get(hostKey(parsed.data.hostId));
-    return lease !== null && lease.operation === "PUT" ? "alive" : "gone";
+    return (await this.isGone(parsed.data.hostId, parsed.data.presence === true)) ? "gone" : "alive";
+  }
+
+  /**
+   * Whether the host `hostId` is gone: its connection is down (no responder on its presence
+   * subject, when it answers presence probes) or its lease ran out. Judged by NATS, never by a
+   * clock of this host or of that one.
+   */
+  async isGone(hostId: string, answersPresence = true): Promise<boolean> {
+    if (hostId === this.options.hostId) return false;
+    if (answersPresence && this.options.isConnected !== undefined && !(await this.options.isConnected(hostId))) return true;
+    const lease = await this.leases.get(hostKey(hostId));
+    return lease === null || lease.operation !== "PUT";
   }
 
   async forgetRun(streamPath: string, executionId: string): Promise<void> {

@@ -347,6 +347,47 @@ describe("itx.files written from two hosts at once", () => {
     expect(await files.write("/agents/busy", "a.txt", text("now"))).toEqual({ path: "a.txt", size: 3 });
   });
 
+  it("judges a lock naming a host with liveness by that host's liveness, never by the clock it stamped", async () => {
+    // Given hosts with liveness: one live whose clock runs two minutes behind (its stamp looks
+    // stale to this host), one gone whose stamp is from just now
+    const { store, index } = await storage();
+    const live = new Set(["host-live"]);
+    const asked: string[] = [];
+    const holders = { self: "host-self", gone: async (owner: string) => (asked.push(owner), !live.has(owner)) };
+    const files = new AgentFiles(store, index, undefined, { waitMs: 300, staleMs: 5_000 }, holders);
+    await index.put("agents/behind.=writing", JSON.stringify({ owner: "host-live", token: "t1", atMs: Date.now() - 120_000, live: true }));
+    await index.put("agents/died.=writing", JSON.stringify({ owner: "host-dead", token: "t2", atMs: Date.now(), live: true }));
+    // When each agent's file is written
+    const refused = await files.write("/agents/behind", "a.txt", text("x")).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    const written = await files.write("/agents/died", "a.txt", text("after the takeover"));
+    // Then the live host's lock holds although its stamp is old; the gone host's is taken at once
+    expect(refused?.message).toBe("itx.files: another script has been writing this agent's files for over 0.3 s; try the write again");
+    expect(written).toEqual({ path: "a.txt", size: 18 });
+    expect(asked).toContain("host-live");
+    expect(asked).toContain("host-dead");
+    // And the locks this host takes name it as a host with liveness, for the others to judge
+    const locks: unknown[] = [];
+    const recording = new Proxy(index, {
+      get(target, property, receiver) {
+        if (property === "create") {
+          return async (key: string, value: string) => {
+            if (key.endsWith(".=writing")) locks.push(JSON.parse(value));
+            return await target.create(key, value);
+          };
+        }
+        const member = Reflect.get(target, property, receiver) as unknown;
+        return typeof member === "function" ? (member as (...args: unknown[]) => unknown).bind(target) : member;
+      },
+    });
+    await new AgentFiles(store, recording, undefined, { waitMs: 300, staleMs: 5_000 }, holders).write("/agents/mine", "b.txt", text("y"));
+    expect(locks).toEqual([{ owner: "host-self", token: expect.any(String), atMs: expect.any(Number), live: true }]);
+    live.delete("host-live");
+    expect(await files.write("/agents/behind", "a.txt", text("now"))).toEqual({ path: "a.txt", size: 3 });
+  });
+
   it("holds a lock whose take landed but went unanswered, and gives one back whose release failed, so no write waits on it", async () => {
     // Given an index whose first lock take lands and then fails as a timeout, and whose first release fails
     const { store, index } = await storage();

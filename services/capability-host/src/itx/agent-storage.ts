@@ -160,15 +160,18 @@ export class AgentFiles {
   private readonly meter: UsageMeter;
   private readonly queue = new PerAgentQueue();
   /** Names this host in the write locks it holds (for whoever reads the index). */
-  private readonly lockOwner = randomUUID();
+  private readonly lockOwner: string;
 
   constructor(
     private readonly store: ObjectStore,
     private readonly index: KV,
     quota: Quota = DEFAULT_FILE_QUOTA,
     private readonly lockTiming: { readonly waitMs: number; readonly staleMs: number } = { waitMs: FILES_WRITE_LOCK_WAIT_MS, staleMs: FILES_WRITE_LOCK_STALE_MS },
+    /** The hosts' liveness: a lock names this host by its id, and one whose host is gone is free. */
+    private readonly holders?: LockHolders,
   ) {
     this.meter = new UsageMeter(index, usageKey, quota, (agentPath) => this.usage(agentPath));
+    this.lockOwner = holders?.self ?? randomUUID();
   }
 
   private name(agentPath: string, path: unknown): string {
@@ -222,7 +225,7 @@ export class AgentFiles {
     // This attempt's own mark: a create or update that landed although its answer was lost (a
     // NATS failover) is found by it on the next read, and held, not waited for (red-team).
     const token = randomUUID();
-    const value = () => JSON.stringify({ owner: this.lockOwner, token, atMs: Date.now() } satisfies Required<WriteLock>);
+    const value = () => JSON.stringify({ owner: this.lockOwner, token, atMs: Date.now(), ...(this.holders === undefined ? {} : { live: true as const }) } satisfies WriteLock);
     const { waitMs, staleMs } = this.lockTiming;
     const giveUpAt = Date.now() + waitMs;
     let revision: number | undefined;
@@ -236,7 +239,7 @@ export class AgentFiles {
       }
       // This host's writes of one agent run one at a time (the per-agent queue), so a lock naming
       // this host is one it failed to give back: taken at once, not after the stale time.
-      const free = entry === null || held === undefined || held.owner === this.lockOwner || Date.now() - held.atMs > staleMs;
+      const free = entry === null || held === undefined || held.owner === this.lockOwner || (await this.holderGone(held, staleMs));
       if (free) {
         try {
           revision = entry === null ? await this.index.create(key, value()) : await this.index.update(key, value(), entry.revision);
@@ -257,6 +260,17 @@ export class AgentFiles {
     } finally {
       await this.releaseWriteLock(key, revision);
     }
+  }
+
+  /**
+   * Whether a lock's holder will not give it back. One naming a host with liveness is free once
+   * that host is gone (NATS says so: its connection or its lease). Any other (a lock of the
+   * version before, or of a host without liveness) once the time it was taken, by its holder's
+   * clock, is `staleMs` old: a host whose clock ran a minute ahead took fresh ones for stale.
+   */
+  private async holderGone(held: WriteLock, staleMs: number): Promise<boolean> {
+    if (held.live === true && this.holders !== undefined) return await this.holders.gone(held.owner);
+    return Date.now() - held.atMs > staleMs;
   }
 
   /** Gives the lock back; a release that fails for NATS is tried again (a lock left blocks other hosts for the stale time). */
@@ -406,12 +420,20 @@ function isBookkeeping(key: string): boolean {
 
 /**
  * A write lock's value: the host holding it, that write's own mark (none in a lock of the version
- * before marks), and when it was taken (its clock).
+ * before marks), when it was taken (its clock), and whether `owner` is a host id whose liveness
+ * tells when the lock is free (`live`; none in a lock of the versions before).
  */
 interface WriteLock {
   readonly owner: string;
   readonly token?: string;
   readonly atMs: number;
+  readonly live?: true;
+}
+
+/** The hosts a files write lock may name: this one, and whether another is gone. */
+export interface LockHolders {
+  readonly self: string;
+  gone(owner: string): Promise<boolean>;
 }
 
 /** A write lock's value, or undefined for one that says nothing (taken over at once). */
@@ -419,7 +441,12 @@ function parseWriteLock(text: string): WriteLock | undefined {
   try {
     const value = JSON.parse(text) as Partial<WriteLock>;
     if (typeof value.owner !== "string" || typeof value.atMs !== "number") return undefined;
-    return typeof value.token === "string" ? { owner: value.owner, token: value.token, atMs: value.atMs } : { owner: value.owner, atMs: value.atMs };
+    return {
+      owner: value.owner,
+      atMs: value.atMs,
+      ...(typeof value.token === "string" ? { token: value.token } : {}),
+      ...(value.live === true ? { live: true as const } : {}),
+    };
   } catch {
     return undefined;
   }
