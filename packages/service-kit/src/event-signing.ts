@@ -77,9 +77,9 @@ export function loadEventSigning(dir: string, service: EmittingService): Require
   if (!createPublicKey(key).export({ type: "spki", format: "der" }).equals(own.export({ type: "spki", format: "der" }))) {
     throw new EventKeysError(`${join(dir, keyFile)} does not match ${join(dir, `${service}.pub`)}: others would pass over every record ${service} writes`);
   }
-  const retired = retiredKeys(dir, keys);
+  const { retired, named } = otherKeys(dir, keys);
   assertOneServicePerKey(dir, keys, retired);
-  const retiredAtMs = retirementInstants(dir, keys);
+  const retiredAtMs = retirementInstants(dir, keys, named);
   let unsignedBefore: Date | undefined;
   const cutOffPath = join(dir, UNSIGNED_BEFORE_FILE);
   if (existsSync(cutOffPath)) unsignedBefore = new Date(instantIn(cutOffPath));
@@ -115,11 +115,14 @@ function assertOneServicePerKey(dir: string, current: ReadonlyMap<EmittingServic
 const OTHER_KEY_FILE = /^(.+)\.([A-Za-z0-9_-]{1,64})\.pub$/;
 
 /**
- * The services' other public keys (`<service>.<name>.pub`). A file that looks like one but names
- * no service is refused rather than skipped: a misspelt name would leave a rotated key untrusted.
+ * The services' other public keys (`<service>.<name>.pub`), each read once: by service those that
+ * are not its current key (`retired`), and every one by file name (`named`, for the retirement
+ * instants beside them). A file that looks like one but names no service is refused rather than
+ * skipped: a misspelt name would leave a rotated key untrusted.
  */
-function retiredKeys(dir: string, current: ReadonlyMap<EmittingService, KeyObject>): Map<EmittingService, KeyObject[]> {
+function otherKeys(dir: string, current: ReadonlyMap<EmittingService, KeyObject>): { retired: Map<EmittingService, KeyObject[]>; named: Map<string, KeyObject> } {
   const retired = new Map<EmittingService, KeyObject[]>();
+  const named = new Map<string, KeyObject>();
   for (const file of readdirSync(dir).sort()) {
     const match = OTHER_KEY_FILE.exec(file);
     if (match === null) continue;
@@ -128,10 +131,11 @@ function retiredKeys(dir: string, current: ReadonlyMap<EmittingService, KeyObjec
       throw new EventKeysError(`${join(dir, file)} names no service: another key of a service is <service>.<name>.pub, the service one of ${SIGNING_SERVICES.join(", ")}`);
     }
     const key = publicKeyOf(readFileSync(join(dir, file), "utf8"), join(dir, file));
+    named.set(file, key);
     if (keyIdOf(key) === keyIdOf(current.get(service) as KeyObject)) continue;
     retired.set(service, [...(retired.get(service) ?? []), key]);
   }
-  return retired;
+  return { retired, named };
 }
 
 const RETIRED_FILE = /^(.+)\.([A-Za-z0-9_-]{1,64})\.retired$/;
@@ -156,7 +160,7 @@ function instantIn(path: string): number {
  * one that is no time, and one on the key the service signs with now (its own records would be
  * passed over from then on).
  */
-function retirementInstants(dir: string, current: ReadonlyMap<EmittingService, KeyObject>): Map<string, number> {
+function retirementInstants(dir: string, current: ReadonlyMap<EmittingService, KeyObject>, named: ReadonlyMap<string, KeyObject>): Map<string, number> {
   const instants = new Map<string, number>();
   for (const file of readdirSync(dir).sort()) {
     const match = RETIRED_FILE.exec(file);
@@ -169,9 +173,9 @@ function retirementInstants(dir: string, current: ReadonlyMap<EmittingService, K
       continue;
     }
     const keyFile = `${match[1]}.${match[2]}.pub`;
-    if (!existsSync(join(dir, keyFile))) throw new EventKeysError(`${path} retires a key that is not there: ${keyFile} is missing`);
+    const key = named.get(keyFile);
+    if (key === undefined) throw new EventKeysError(`${path} retires a key that is not there: ${keyFile} is missing`);
     const ms = instantIn(path);
-    const key = publicKeyOf(readFileSync(join(dir, keyFile), "utf8"), join(dir, keyFile));
     const service = match[1] as EmittingService;
     if (keyIdOf(key) === keyIdOf(current.get(service) as KeyObject)) {
       throw new EventKeysError(`${path} retires the key ${service} signs with now (${service}.pub): retire a key only once its service signs with another`);
