@@ -381,7 +381,6 @@ export class StreamQuota {
     }
   }
 
-  /** `usage` carried on through the stream's last event. */
   /**
    * Counts on from `usage` to the stream's end, or (a report's count, given `stopAt`) until a
    * page reaches that offset: a count reads on past the append it was asked for (the machinery's

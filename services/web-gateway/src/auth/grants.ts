@@ -9,7 +9,7 @@
 //    stamp holds the parts of the key's scopes inside the agent's reach (its subtree and grant),
 //    all a script could use: every reader of the agent sees it, and the key's whole list had
 //    shown them the key's prefixes in other tenants.
-// Dev mode's principal holds `/` admin, so it may grant anything and stamps `/` admin.
+// Dev mode's principal holds `/` admin, so it may grant anything, and stamps admin on the agent's reach.
 
 import {
   agentGrantSchema,
