@@ -6,7 +6,7 @@
 
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
-import { type EventStore, quotaStore, StreamQuota } from "@agentrt/streams";
+import { DEFAULT_TENANT_QUOTA, type EventStore, quotaStore, StreamQuota, tenantOf } from "@agentrt/streams";
 import { consumeWork, ensureWorkStream, notVisibleOutcome, startWorkClaims, StreamCache, untilCreated, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -227,7 +227,10 @@ export class CapabilityHost {
     await untilNatsAnswers("work stream", () => ensureWorkStream(jsm, "script", { replicas: this.options.replicas ?? 1, logger: this.options.logger }), waiting);
     const concurrency = this.options.concurrency ?? 4;
     const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
-    const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent });
+    // Tenants as the stream quota counts them (none at depth 0: each agent its own), each with
+    // at most `concurrency` scripts waiting: another tenant always finds claims free.
+    const depth = this.options.streamQuota?.tenantLimits.depth ?? DEFAULT_TENANT_QUOTA.depth;
+    const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent, waitingPerTenant: concurrency }, depth === 0 ? undefined : (agent) => tenantOf(agent, depth));
     this.fairShare = fairShare;
     // Claims beyond the running slots wait in the fair share (heartbeating), so another agent's
     // item is claimed and served while one agent's flood waits behind its own limit.

@@ -56,6 +56,43 @@ describe("fair share of script slots", () => {
     expect(share.enter("a")).toBeDefined();
   });
 
+  it("given one tenant flooding through many agents, when slots free, then tenants take turns before agents do", async () => {
+    // Given tenant /t/a's five agents each with a script waiting, then tenant /t/b's one agent
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 2 }, (agent) => agent.split("/").slice(0, 3).join("/"));
+    const agents = ["/t/a/1", "/t/a/2", "/t/a/3", "/t/a/4", "/t/a/5", "/t/b/1", "/t/b/1"];
+    const log: string[] = [];
+    const entered = agents.map((agent) => {
+      const entering = share.enter(agent);
+      void entering?.then((leave) => {
+        log.push(agent);
+        // Each script ends as soon as it starts: the next free slot is given at once
+        setTimeout(() => leave?.(), 0);
+      });
+      return entering;
+    });
+    expect(entered.every((e) => e !== undefined)).toBe(true);
+    for (let i = 0; i < 20; i++) await flush();
+    // Then the tenants alternate while both wait (/t/a was in turn first): /t/b's two scripts run
+    // third and fifth, not after all five of /t/a's as agents taking turns had them
+    expect(log).toEqual(["/t/a/1", "/t/a/2", "/t/b/1", "/t/a/3", "/t/b/1", "/t/a/4", "/t/a/5"]);
+  });
+
+  it("given a tenant with its fill of scripts waiting across its agents, when another of its agents enters, then it is refused; another tenant is not", async () => {
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 2, waitingPerTenant: 3 }, (agent) => agent.split("/").slice(0, 3).join("/"));
+    const log: string[] = [];
+    // One runs, three wait: the tenant's fill
+    const entered = enterAll(share, ["/t/a/1", "/t/a/2", "/t/a/3", "/t/a/4"], log);
+    await flush();
+    expect(entered.every((e) => e !== undefined)).toBe(true);
+    expect(share.enter("/t/a/5")).toBeUndefined();
+    expect(share.enter("/t/b/1")).toBeDefined();
+    // Once one of its waiting scripts runs, the tenant may queue another
+    (await entered[0]!)!();
+    await flush();
+    expect(log).toEqual(["/t/a/10", "/t/a/21"]);
+    expect(share.enter("/t/a/5")).toBeDefined();
+  });
+
   it("given a slot given back twice, then it counts once", async () => {
     const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 5 });
     const leave = (await share.enter("a"))!;
