@@ -229,8 +229,7 @@ export class CapabilityHost {
     const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
     // Tenants as the stream quota counts them (none at depth 0: each agent its own), each with
     // at most `concurrency` scripts waiting: another tenant always finds claims free.
-    const depth = this.options.streamQuota?.tenantLimits.depth ?? DEFAULT_TENANT_QUOTA.depth;
-    const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent, waitingPerTenant: concurrency }, depth === 0 ? undefined : (agent) => tenantOf(agent, depth));
+    const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent, waitingPerTenant: concurrency }, tenantsOf(this.options));
     this.fairShare = fairShare;
     // Claims beyond the running slots wait in the fair share (heartbeating), so another agent's
     // item is claimed and served while one agent's flood waits behind its own limit.
@@ -306,6 +305,12 @@ export class CapabilityHost {
   }
 }
 
+/** The tenant of an agent as the stream quota counts them, or undefined at depth 0 (no tenants: each agent its own). */
+function tenantsOf(options: CapabilityHostOptions): ((agent: string) => string) | undefined {
+  const depth = options.streamQuota?.tenantLimits.depth ?? DEFAULT_TENANT_QUOTA.depth;
+  return depth === 0 ? undefined : (agent) => tenantOf(agent, depth);
+}
+
 async function createChecker(options: CapabilityHostOptions, declarations: string): Promise<ScriptCheckService> {
   if (options.checkerThread === "in-thread") {
     // Loaded only here: the host's own thread never loads the TypeScript compiler otherwise.
@@ -317,6 +322,7 @@ async function createChecker(options: CapabilityHostOptions, declarations: strin
     workers: options.typecheckWorkers ?? 2,
     itxDeclarations: declarations,
     ...(options.typecheckWorkerEntry === undefined ? {} : { entry: options.typecheckWorkerEntry }),
+    ...(tenantsOf(options) === undefined ? {} : { tenantOf: tenantsOf(options) }),
     onWarm: (warmMs) => options.logger.info({ warmMs: Math.round(warmMs) }, "typecheck worker warm"),
     onWorkerReplaced: (reason, detail) => {
       options.logger.warn({ reason, detail }, "replaced a typecheck worker");

@@ -15,13 +15,14 @@ const parts = (code: string): ScriptSourceParts => ({ preamble: "", resultsPream
 let pool: WorkerChecker | undefined;
 afterEach(async () => pool?.close());
 
-async function warmPool(workers: number, entry?: URL): Promise<{ pool: WorkerChecker; replaced: string[] }> {
+async function warmPool(workers: number, entry?: URL, tenantOf?: (agent: string) => string): Promise<{ pool: WorkerChecker; replaced: string[] }> {
   const replaced: string[] = [];
   const warm: number[] = [];
   const created = new WorkerChecker({
     workers,
     itxDeclarations: loadItxDeclarations(),
     ...(entry === undefined ? {} : { entry }),
+    ...(tenantOf === undefined ? {} : { tenantOf }),
     onWarm: (ms) => warm.push(ms),
     onWorkerReplaced: (reason) => replaced.push(reason),
   });
@@ -58,6 +59,22 @@ describe("typecheck in worker threads", () => {
       track("b-1", "/agents/b", "return 4;"),
     ]);
     expect(order).toEqual(["a-1", "b-1", "a-2", "a-3"]);
+  }, 120_000);
+
+  it("lets tenants take turns before their agents: another tenant's one check goes before a tenant's many agents' checks", async () => {
+    const { pool } = await warmPool(1, undefined, (agent) => agent.split("/").slice(0, 3).join("/"));
+    const order: string[] = [];
+    const track = (name: string, agent: string, code: string) => pool.check(parts(code), 30_000, { compile: true, agent }).then(() => order.push(name));
+    // Tenant /t/a's first check runs; three more of its agents' wait, then tenant /t/b's one.
+    await Promise.all([
+      track("a1", "/t/a/1", "const a: number = 1; return a;"),
+      track("a2", "/t/a/2", "return 2;"),
+      track("a3", "/t/a/3", "return 3;"),
+      track("a4", "/t/a/4", "return 4;"),
+      track("b1", "/t/b/1", "return 5;"),
+    ]);
+    // Agents taking turns alone had served b1 last: each of /t/a's agents was never served either
+    expect(order).toEqual(["a1", "b1", "a2", "a3", "a4"]);
   }, 120_000);
 
   it("holds an agent whose check timed out behind other agents' checks for a while", async () => {

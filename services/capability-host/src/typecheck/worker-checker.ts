@@ -48,6 +48,13 @@ export const TIMED_OUT_AGENT_HELD_BACK_MS = 30_000;
 /** Agents whose last service is remembered (the longest ago forgotten first, as never served). */
 const SERVED_AGENTS_KEPT = 10_000;
 
+/** Records `key` as served at `turn`: in order of service, the longest ago first; the oldest goes once the map is full. */
+function markServed(servedAt: Map<string, number>, key: string, turn: number): void {
+  servedAt.delete(key);
+  servedAt.set(key, turn);
+  if (servedAt.size > SERVED_AGENTS_KEPT) servedAt.delete(servedAt.keys().next().value as string);
+}
+
 export type CheckerReplacedReason = "timed-out" | "died";
 
 export interface WorkerCheckerOptions {
@@ -58,6 +65,8 @@ export interface WorkerCheckerOptions {
   readonly entry?: URL;
   readonly onWarm?: (warmMs: number) => void;
   readonly onWorkerReplaced?: (reason: CheckerReplacedReason, detail: string) => void;
+  /** The tenant of an agent: tenants take turns before their agents do (default: each agent its own). */
+  readonly tenantOf?: (agent: string) => string;
 }
 
 interface Pending {
@@ -96,6 +105,8 @@ export class WorkerChecker implements ScriptCheckService {
   private readonly timedOutAt = new Map<string, number>();
   /** The turn each agent was last served at (this.served counts them), in order of service. */
   private readonly servedAt = new Map<string, number>();
+  /** The same for tenants. */
+  private readonly tenantServedAt = new Map<string, number>();
   private served = 0;
 
   constructor(private readonly options: WorkerCheckerOptions) {
@@ -222,19 +233,32 @@ export class WorkerChecker implements ScriptCheckService {
 
   /**
    * The next check to run: of the first lane waiting (the queue holds script checks before docs
-   * checks), the one whose agent has the fewest checks running, an agent whose check timed out
-   * lately counting one more; among those, the agent served longest ago (or never); first come
-   * among the checks of one agent. So agents take turns, whatever the order they queued in.
+   * checks), the one whose tenant has the fewest checks running, then the tenant served longest
+   * ago (or never); within it, the agent with the fewest checks running, then the agent served
+   * longest ago; an agent whose check timed out lately counts one more running (for its tenant
+   * too); first come among the checks of one agent. So tenants take turns, and their agents
+   * within them, whatever the order they queued in: a tenant's many agents do not outnumber
+   * another tenant's one.
    */
   private takeNext(): Pending {
     const lane = (this.queue[0] as Pending).lane;
     const now = performance.now();
     for (const [agent, at] of this.timedOutAt) if (now - at > TIMED_OUT_AGENT_HELD_BACK_MS) this.timedOutAt.delete(agent);
-    const rank = (agent: string | undefined): [number, number] => {
-      if (agent === undefined) return [0, -1];
-      let running = this.timedOutAt.has(agent) ? 1 : 0;
-      for (const slot of this.slots) if (slot.current !== undefined && !slot.current.answered && slot.current.agent === agent) running++;
-      return [running, this.servedAt.get(agent) ?? -1];
+    const tenantOf = this.options.tenantOf ?? ((agent: string) => agent);
+    const running = (matches: (agent: string) => boolean): number => {
+      let count = 0;
+      for (const agent of this.timedOutAt.keys()) if (matches(agent)) count++;
+      for (const slot of this.slots) if (slot.current?.agent !== undefined && !slot.current.answered && matches(slot.current.agent)) count++;
+      return count;
+    };
+    const rank = (agent: string | undefined): readonly number[] => {
+      if (agent === undefined) return [0, -1, 0, -1];
+      const tenant = tenantOf(agent);
+      return [running((a) => tenantOf(a) === tenant), this.tenantServedAt.get(tenant) ?? -1, running((a) => a === agent), this.servedAt.get(agent) ?? -1];
+    };
+    const before = (a: readonly number[], b: readonly number[]): boolean => {
+      for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return (a[i] as number) < (b[i] as number);
+      return false;
     };
     let best = 0;
     let bestRank = rank(this.queue[0]?.agent);
@@ -242,17 +266,16 @@ export class WorkerChecker implements ScriptCheckService {
       const candidate = this.queue[i] as Pending;
       if (candidate.lane !== lane) break;
       const r = rank(candidate.agent);
-      if (r[0] < bestRank[0] || (r[0] === bestRank[0] && r[1] < bestRank[1])) {
+      if (before(r, bestRank)) {
         best = i;
         bestRank = r;
       }
     }
     const next = this.queue.splice(best, 1)[0] as Pending;
     if (next.agent !== undefined) {
-      // In order of service, the longest ago first: the oldest goes once the map is full.
-      this.servedAt.delete(next.agent);
-      this.servedAt.set(next.agent, ++this.served);
-      if (this.servedAt.size > SERVED_AGENTS_KEPT) this.servedAt.delete(this.servedAt.keys().next().value as string);
+      this.served += 1;
+      markServed(this.servedAt, next.agent, this.served);
+      markServed(this.tenantServedAt, tenantOf(next.agent), this.served);
     }
     return next;
   }
