@@ -6,6 +6,7 @@
 import type { EventType } from "./events.ts";
 import { API_APPENDABLE, API_FORBIDDEN_CONTEXT_FIELDS, gatewayRecordRefusal } from "./api-appends.ts";
 import { EVENT_TYPES } from "./events.ts";
+import { reservedKeyNamespaceOf } from "./idempotency-keys.ts";
 import type { ServiceName } from "./ownership.ts";
 
 export type EmittingService = Exclude<ServiceName, "core">;
@@ -86,6 +87,8 @@ export function signedEventRefusal(service: EmittingService, event: unknown, whe
   if (typeof type !== "string" || !KNOWN_TYPES.has(type)) return undefined;
   if (!serviceMayEmit(service, type)) return `${service} does not emit "${type}"`;
   if (service === "web-gateway") return gatewayRecordRefusal(event, where);
+  const foreignKey = foreignKeyRefusal(service, event, where);
+  if (foreignKey !== undefined) return foreignKey;
   if (type !== "agents/context-added" || typeof payload !== "object" || payload === null) return undefined;
   const fields = payload as Record<string, unknown>;
   // The driver writes the model's reply and compactions of it: a system or user item in its
@@ -97,4 +100,20 @@ export function signedEventRefusal(service: EmittingService, event: unknown, whe
   if (fields.role === "assistant") return `${where}.payload.role "assistant" is model output, which ${service} does not write`;
   const field = API_FORBIDDEN_CONTEXT_FIELDS.find((f) => fields[f] !== undefined);
   return field === undefined ? undefined : `${where}.payload.${field} is model output, which ${service} does not write`;
+}
+
+/**
+ * Why `service` may not write `event`'s idempotency key, or undefined: a key in a namespace
+ * reserved for other services (`RESERVED_KEY_NAMESPACES`). A key is a claim, so a compromised
+ * driver writing its own types under `agent/request/R` had made the reducer's request for that
+ * trigger commit nothing, for ever. Held at each service's store client (`ownedStore`) and by every
+ * reader of signed records.
+ */
+export function foreignKeyRefusal(service: EmittingService, event: unknown, where = "events[0]"): string | undefined {
+  if (typeof event !== "object" || event === null) return undefined;
+  const key = (event as { idempotencyKey?: unknown }).idempotencyKey;
+  if (typeof key !== "string") return undefined;
+  const reserved = reservedKeyNamespaceOf(key);
+  if (reserved === undefined || reserved.namespace.builtBy.includes(service)) return undefined;
+  return `${where}.idempotencyKey "${key}" is in the namespace "${reserved.namespace.prefix}" reserved for ${reserved.namespace.builtBy.join(" and ")}; ${service} does not build it`;
 }

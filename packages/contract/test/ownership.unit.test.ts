@@ -14,6 +14,7 @@ import {
   reservedKeyNamespaceOf,
   serviceMayEmit,
   signedEventRefusal,
+  foreignKeyRefusal,
   triggerOffsetOfRequestKey,
   type ApiAppendDecision,
   type KeyNamespaceName,
@@ -299,6 +300,18 @@ describe("what a signed record may carry (signedEventRefusal, applied by every r
     expect(signedEventRefusal("capability-host", reply)).toBe('events[0].payload.role "assistant" is model output, which capability-host does not write');
     expect(signedEventRefusal("capability-host", ctx({ role: "developer", content: "x", compaction: {} }))).toBe("events[0].payload.compaction is model output, which capability-host does not write");
     expect(signedEventRefusal("capability-host", ctx({ role: "developer", content: "x", actor: { type: "agent", path: "/agents/a" } }))).toBeUndefined();
+  });
+
+  it("given a service's key, when its record carries an idempotency key another service builds, then it is refused naming the namespace", () => {
+    const reply = (idempotencyKey: string) => ({ ...ctx({ role: "assistant", content: "x", llmRequestOffset: 3 }), idempotencyKey });
+    expect(signedEventRefusal("llm-driver", reply(idempotencyKeys.request(2)))).toBe(
+      'events[0].idempotencyKey "agent/request/2" is in the namespace "agent/request/" reserved for agent-reducer; llm-driver does not build it',
+    );
+    expect(signedEventRefusal("llm-driver", reply(idempotencyKeys.assistantContext(3)))).toBeUndefined();
+    expect(signedEventRefusal("capability-host", { type: "agent/summary-updated", payload: { title: "x" }, idempotencyKey: idempotencyKeys.settle(3) })).toMatch(/reserved for agent-reducer and llm-driver; capability-host does not build it$/);
+    expect(signedEventRefusal("agent-reducer", { type: "agent/llm-request-settled", payload: {}, idempotencyKey: idempotencyKeys.settle(3) })).toBeUndefined();
+    // A key outside every reserved namespace is anyone's
+    expect(foreignKeyRefusal("llm-driver", reply("my-own-key"))).toBeUndefined();
   });
 
   it("given the driver's key, when its record holds a context item that is neither the reply nor a compaction, then it is refused", () => {

@@ -4,7 +4,7 @@
 // dependency in one service cannot write another service's events through its store client.
 // Reads, subscriptions and feeds pass through untouched.
 
-import { ContractViolationError, EVENT_URI_PREFIX, serviceMayEmit, type EmittingService } from "@agentrt/contract";
+import { ContractViolationError, EVENT_URI_PREFIX, foreignKeyRefusal, serviceMayEmit, type EmittingService } from "@agentrt/contract";
 import type { AppendOptions, AppendResult, EventStore } from "./event-store.ts";
 
 /** An append of a type the appending service does not own or may not emit. */
@@ -35,13 +35,23 @@ function typeOf(input: unknown): string | undefined {
 }
 
 /**
- * Wraps `store` so that `options.service` can only append the types it emits; everything but
- * `append` is the store's own (`withAppend`).
+ * Wraps `store` so that `options.service` can only append the types it emits, under idempotency
+ * keys of its own namespaces or of none (contract `foreignKeyRefusal`); everything but `append` is
+ * the store's own (`withAppend`).
  */
 export function ownedStore<S extends EventStore>(store: S, options: OwnedStoreOptions): S {
   const append = (streamPath: string, events: readonly unknown[], appendOptions?: AppendOptions): Promise<AppendResult> => {
     for (const [index, event] of events.entries()) {
       const type = typeOf(event);
+      const foreignKey = foreignKeyRefusal(options.service, event, `events[${index}]`);
+      if (foreignKey !== undefined) {
+        options.onRefused?.(type ?? "unknown");
+        return Promise.reject(
+          new ContractViolationError("forbidden", `${options.service} may not append this: ${foreignKey}. Nothing was appended.`, [{ path: `events[${index}].idempotencyKey`, message: foreignKey }], {
+            service: options.service,
+          }),
+        );
+      }
       // A missing or malformed type is the validator's to reject (a 400-class error, not ownership).
       if (type === undefined || serviceMayEmit(options.service, type)) continue;
       options.onRefused?.(type);
