@@ -281,6 +281,17 @@ describe("a fenced reply of many blocks that open block comments", () => {
     expect(parsed).toMatchObject({ kind: "rejected", reason: "multiple", count });
   });
 
+  it("given 335 KB of prose lines and empty blocks, when parsed, then it is rejected as multiple with its prose, in time proportional to its length", () => {
+    // Red-team: the prose around 19 705 blocks was joined pairwise, trimming the text so far at
+    // each block: 2 s of the reducer's thread per reply, and a feedback loop repeated it.
+    const text = "xxxxxxxx\n```\n```\n".repeat(19_705);
+    const started = performance.now();
+    const parsed = parseFencedReply(text);
+    expect(performance.now() - started).toBeLessThan(300);
+    expect(parsed).toMatchObject({ kind: "rejected", reason: "multiple", count: 19_705 });
+    expect(parsed.prose).toBe(Array.from({ length: 19_705 }, () => "xxxxxxxx").join("\n\n"));
+  });
+
   it("given a single script whose comment hides a fence-like line, when parsed, then the script-aware scan still finds its real close", () => {
     const text = "```ts\nasync (itx) => {\n  /*\n```\n  */\n  return 1;\n}\n```\nDone.";
     const parsed = parseFencedReply(text);

@@ -4,7 +4,7 @@
 
 import { type FenceClose, findClosingFenceInScript, findClosingFenceNaive } from "./js-scan.ts";
 import { fencedMultipleFeedback, fencedNotAsyncFeedback, fencedNotScriptFeedback, fencedUnclosedFeedback } from "./feedback.ts";
-import { joinProse, normaliseStatus, type ParsedReply } from "./reply.ts";
+import { joinProseParts, normaliseStatus, type ParsedReply } from "./reply.ts";
 
 const SCRIPT_LANGUAGES = new Set(["ts", "typescript", "tsx", "js", "javascript", "jsx", "mts"]);
 
@@ -73,7 +73,7 @@ function proseOutside(text: string, blocks: readonly FencedBlock[]): string {
     at = block.close?.after ?? text.length;
   }
   parts.push(text.slice(at));
-  return parts.reduce((joined, part) => joinProse(joined, part), "");
+  return joinProseParts(parts);
 }
 
 function statusFromInfo(info: string): string | undefined {

@@ -21,7 +21,20 @@ export type ReplyDialect = "fenced" | "tag";
 
 /** Prose around a block: before and after, each trimmed, joined by one blank line. */
 export function joinProse(before: string, after: string): string {
-  return [before.trim(), after.trim()].filter((part) => part.length > 0).join("\n\n");
+  return joinProseParts([before, after]);
+}
+
+/**
+ * Prose around many blocks: each part trimmed, the empty ones dropped, joined by one blank line
+ * (what joining them pairwise gives). In one pass: joined pairwise, the text so far was trimmed
+ * again at every part, so a reply of 20 000 blocks cost its length squared (2 s in the reducer
+ * per reply, and in the UI per render).
+ */
+export function joinProseParts(parts: readonly string[]): string {
+  return parts
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0)
+    .join("\n\n");
 }
 
 /** An activity label fits `agent/summary-updated.activity` (1–240 chars once trimmed). */
