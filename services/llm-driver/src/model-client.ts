@@ -25,7 +25,17 @@ export interface ModelCall {
 }
 
 export type ModelStreamEvent =
-  | { readonly kind: "chunk"; readonly raw: unknown; readonly text: string }
+  | {
+      readonly kind: "chunk";
+      readonly raw: unknown;
+      readonly text: string;
+      /**
+       * The chunk carries no model output (an empty delta, a keep-alive): it is no progress for
+       * the idle watchdog. An endpoint sending an empty delta every 200 ms had held its turn,
+       * and a driver slot, until the request expired ten minutes later.
+       */
+      readonly empty?: true;
+    }
   | { readonly kind: "usage"; readonly raw: Record<string, unknown> };
 
 export interface ModelClient {

@@ -49,15 +49,24 @@ export class OpenAiModelClient implements ModelClient {
       // An endpoint's chunk is not trusted to have the shape the types say: `choices` missing
       // read as "Cannot read properties of undefined", and an object as content became
       // "[object Object]" in the reply.
+      if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk)) {
+        throw new ModelCallError(`the model sent ${describeJson(chunk)} as a stream chunk, where the chat completions protocol has an object`);
+      }
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-      if (choice?.finish_reason) finished = true;
       const content: unknown = choice?.delta?.content;
       if (content !== undefined && content !== null && typeof content !== "string") {
-        const what = Array.isArray(content) ? "an array" : typeof content === "object" ? "an object" : `a ${typeof content}`;
-        throw new ModelCallError(`the model sent ${what} as delta.content, where the chat completions protocol has text`);
+        throw new ModelCallError(`the model sent ${describeJson(content)} as delta.content, where the chat completions protocol has text`);
       }
-      yield { kind: "chunk", raw: chunk, text: content ?? "" };
-      if (chunk.usage) yield { kind: "usage", raw: chunk.usage as unknown as Record<string, unknown> };
+      // Text after the finish is not part of the answer (the protocol sends none).
+      const text = finished ? "" : (content ?? "");
+      yield { kind: "chunk", raw: chunk, text, ...(text === "" && !carriesOutput(choice?.delta) ? { empty: true as const } : {}) };
+      if (choice?.finish_reason) finished = true;
+      if (chunk.usage) {
+        yield { kind: "usage", raw: chunk.usage as unknown as Record<string, unknown> };
+        // The usage chunk is the stream's last: an endpoint that then keeps the connection open
+        // had the finished answer wait for the idle watchdog and fail.
+        if (finished) break;
+      }
     }
     if (!finished && !call.signal.aborted) throw new ModelCallError("the model's stream ended without a finish_reason");
   }
@@ -75,10 +84,19 @@ export class OpenAiModelClient implements ModelClient {
     );
     let completed = false;
     for await (const event of stream) {
-      yield { kind: "chunk", raw: event, text: event.type === "response.output_text.delta" ? event.delta : "" };
+      if (typeof event !== "object" || event === null || Array.isArray(event)) {
+        throw new ModelCallError(`the model sent ${describeJson(event)} as a stream event, where the responses protocol has an object`);
+      }
+      const delta: unknown = event.type === "response.output_text.delta" ? event.delta : "";
+      if (typeof delta !== "string") throw new ModelCallError(`the model sent ${describeJson(delta)} as a response.output_text.delta's delta, where the responses protocol has text`);
+      const output = delta !== "" || (typeof event.type === "string" && event.type.endsWith(".delta") && carriesOutput(event));
+      yield { kind: "chunk", raw: event, text: delta, ...(output ? {} : { empty: true as const }) };
       if (event.type === "response.completed") {
         completed = true;
-        if (event.response.usage) yield { kind: "usage", raw: event.response.usage as unknown as Record<string, unknown> };
+        const usage: unknown = (event as { response?: { usage?: unknown } }).response?.usage;
+        if (typeof usage === "object" && usage !== null) yield { kind: "usage", raw: usage as Record<string, unknown> };
+        // Nothing after the completion is part of the answer.
+        break;
       } else if (event.type === "response.failed" || event.type === "response.incomplete") {
         throw new ModelCallError(`the model's response ${event.type.slice("response.".length)}: ${JSON.stringify(event.response.error ?? event.response.incomplete_details)}`);
       } else if (event.type === "error") {
@@ -108,4 +126,25 @@ function toModelCallError(error: unknown): ModelCallError {
     return new ModelCallError(`${status}${error.message.replace(/\.$/, why === "" ? "." : "")}${why}`.replace(/^(HTTP \d+: )\d{3} /, "$1"), { cause: error, status: error.status });
   }
   return new ModelCallError(error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+/** What a value from the wire is, for an error naming it ("null", "an array", "a number"). */
+function describeJson(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+/**
+ * Whether a chat delta (or a responses event) carries model output besides its text: reasoning
+ * text, tool-call arguments, a refusal. A delta of only its role, or of empty strings, does not.
+ */
+function carriesOutput(delta: unknown): boolean {
+  if (typeof delta !== "object" || delta === null) return false;
+  for (const [field, value] of Object.entries(delta)) {
+    if (field === "role" || field === "type" || field === "item_id" || field === "sequence_number" || field === "output_index" || field === "content_index") continue;
+    if (typeof value === "string" && value !== "") return true;
+    if (Array.isArray(value) && value.length > 0) return true;
+  }
+  return false;
 }

@@ -185,7 +185,8 @@ export class RequestRunner {
         };
         let first = true;
         for await (const event of this.deps.modelFor(route).stream(call)) {
-          timers.progress();
+          // Model output is progress; an empty chunk or a usage report is not.
+          if (event.kind === "chunk" && event.empty !== true) timers.progress();
           if (event.kind === "usage") {
             attempt.rawUsage = keptRawUsage(event.raw);
             attempt.usage = normaliseUsage(event.raw);

@@ -110,6 +110,32 @@ describe("llm-driver: failures", () => {
     expect(request?.progress.tokensSent).toBe(2);
   });
 
+  it("a model sending only empty deltas is abandoned by the idle watchdog, not kept alive by them", async () => {
+    // Red-team: an empty delta every 200 ms held the turn, and a driver slot, until the request expired.
+    const path = "/agents/test/empty-deltas";
+    env.model.script({ tokens: Array.from({ length: 200 }, () => ""), tokensPerSecond: 20 });
+    const R = await seedTurn(env, path, "keep-alive");
+    const started = Date.now();
+    await publishLlmWork(env, path, R);
+    const error = await waitForEvent(env.store, path, "stream/error-occurred", (e) => e.idempotencyKey === `agent/failure-error/${R}`, 15_000);
+    // Within the idle time and well before the 10 s the deltas would have lasted
+    expect(Date.now() - started).toBeGreaterThanOrEqual(IDLE_MS);
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(error.payload.message).toBe(`LLM request @${R} failed (attempt 1 of 3): no progress from the model for 1.5 s (idle watchdog). Retrying.`);
+  });
+
+  it("a model that finishes and reports usage but keeps the connection open settles its answer at once", async () => {
+    const path = "/agents/test/never-closes";
+    env.model.script({ text: "complete answer", keepOpenAfterFinish: true });
+    const R = await seedTurn(env, path, "answer and linger");
+    const started = Date.now();
+    await publishLlmWork(env, path, R);
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", (e) => e.payload.requestOffset === R, 15_000);
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "complete answer" });
+    // Not after the idle watchdog: the usage chunk is the stream's last
+    expect(Date.now() - started).toBeLessThan(IDLE_MS);
+  });
+
   it("an interrupt aborts the call, replies with the partial text, and commits nothing", async () => {
     const path = "/agents/test/interrupted";
     const tokens = Array.from({ length: 200 }, (_, i) => `w${i} `);

@@ -56,8 +56,9 @@ export async function streamChat(ctx: StreamContext): Promise<void> {
   if (streamOptions?.include_usage === true && reply.usage !== false) {
     chunk([], { usage: chatUsage(resolveUsage(reply, ctx.rawBody, tokens.length)) });
   }
-  response.write("data: [DONE]\n\n");
   progress.completed = true;
+  if (reply.keepOpenAfterFinish === true) return;
+  response.write("data: [DONE]\n\n");
   response.end();
 }
 

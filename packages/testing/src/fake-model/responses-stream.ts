@@ -79,5 +79,6 @@ export async function streamResponses(ctx: StreamContext): Promise<void> {
   const usage = reply.usage === false ? null : responsesUsage(resolveUsage(reply, ctx.rawBody, tokens.length));
   send("response.completed", { response: responseObject(ctx, "completed", [done], usage) });
   progress.completed = true;
+  if (reply.keepOpenAfterFinish === true) return;
   response.end();
 }

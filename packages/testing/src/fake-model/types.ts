@@ -35,6 +35,8 @@ export interface FakeReply {
   /** Usage to report; `false` reports none even when the client asked for it. */
   readonly usage?: FakeUsage | false;
   readonly finishReason?: "stop" | "length" | "content_filter";
+  /** After the finish (and usage), send no end of stream and keep the connection open (a provider that never closes). */
+  readonly keepOpenAfterFinish?: boolean;
 }
 
 /** A request as the fake received it. */
