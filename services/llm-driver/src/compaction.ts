@@ -14,10 +14,16 @@ export interface CompactionCheck {
   readonly thresholdTokens: number;
 }
 
+/**
+ * Whether the turn's usage calls for a compaction. A count past the context window (input or
+ * output alone) is an endpoint's junk, not usage: taken as usage, an endpoint reporting 99 M
+ * prompt tokens had the history compacted, a second model call, after every turn (red-team).
+ */
 export function compactionCheck(report: UsageReport, triggerFraction: number): CompactionCheck {
   const usedTokens = report.inputTokens + report.outputTokens;
   const thresholdTokens = Math.floor(report.maxContextTokens * triggerFraction);
-  return { due: usedTokens >= thresholdTokens, usedTokens, thresholdTokens };
+  const plausible = report.inputTokens <= report.maxContextTokens && report.outputTokens <= report.maxContextTokens;
+  return { due: plausible && usedTokens >= thresholdTokens, usedTokens, thresholdTokens };
 }
 
 export function compactionText(requestOffset: number, check: CompactionCheck, summary: string): string {

@@ -347,7 +347,8 @@ export class RequestRunner {
     if (!check.due || ctx.shutdown?.aborted === true) return;
     ctx.log.info(check, "usage crossed the compaction threshold; asking the model for a summary");
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new ModelIdleError(this.deps.settings.idleTimeoutMs)), this.deps.settings.idleTimeoutMs * 4);
+    const deadlineMs = this.deps.settings.idleTimeoutMs * 4;
+    const timer = setTimeout(() => controller.abort(new ModelCallError(`the compaction summary took longer than ${Math.round(deadlineMs / 1000)} s`)), deadlineMs);
     // A driver stopping does not wait for a summary: the compaction is asked for again after a later turn.
     const stop = () => controller.abort(ctx.shutdown?.reason);
     ctx.shutdown?.addEventListener("abort", stop, { once: true });
@@ -373,6 +374,11 @@ export class RequestRunner {
     } finally {
       clearTimeout(timer);
       ctx.shutdown?.removeEventListener("abort", stop);
+    }
+    // An empty summary would replace the whole history with nothing (red-team): history stays as it is.
+    if (summary.trim() === "") {
+      ctx.log.warn({ model: report.payload.model }, "the model's compaction summary was empty; history stays as it is");
+      return;
     }
     const item: EventInput = compactionItem(report.payload, report.offset, check, summary.trim());
     await this.deps.store.append(ctx.streamPath, [mendIllFormedText(item)]);

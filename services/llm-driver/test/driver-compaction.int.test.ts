@@ -59,6 +59,22 @@ describe("llm-driver: compaction", () => {
     expect(events.at(-1)?.type).toBe("agent/token-usage-reported");
   });
 
+  it("given an empty summary, when the model answers the compaction with nothing, then history stays as it is", async () => {
+    // Red-team: the empty summary replaced the whole history, and the next turn had lost it.
+    const path = "/agents/test/compaction-empty";
+    env.model.script({ text: "Answer.", usage: { inputTokens: 480, outputTokens: 20 } });
+    env.model.script({ tokens: [" ", "\n"] });
+    const R = await seedTurn(env, path, "hello there");
+    const calls = env.model.requests.length;
+    await publishLlmWork(env, path, R);
+    await waitForEvent(env.store, path, "agent/token-usage-reported");
+    await waitFor(() => env.model.requests.length === calls + 2 && driver.runningCount === 0, { what: "the summary call to end" });
+    const events = await env.store.read(path);
+    expect(events.some((e) => e.type === "agents/context-added" && e.payload.compaction !== undefined)).toBe(false);
+    const state = await foldStream(env.store, path);
+    expect(state.contextItems.some((i) => i.kind === "message" && i.payload.content === "hello there")).toBe(true);
+  });
+
   it("does not compact below the trigger", async () => {
     const path = "/agents/test/no-compaction";
     env.model.script({ text: "Short.", usage: { inputTokens: 400, outputTokens: 99 } });

@@ -64,6 +64,14 @@ describe("compaction", () => {
     expect(compactionCheck({ ...report, maxContextTokens: 128_001 }, 0.3).thresholdTokens).toBe(38_400);
   });
 
+  it("is not due on counts past the context window: an endpoint's junk, not usage", () => {
+    // Red-team: 99 M prompt tokens reported every turn compacted the history after every turn
+    expect(compactionCheck({ ...report, inputTokens: 99_000_000 }, 0.5)).toMatchObject({ due: false, usedTokens: 99_006_000 });
+    expect(compactionCheck({ ...report, inputTokens: 10, outputTokens: 272_001 }, 0.5).due).toBe(false);
+    // At the window itself it is usage
+    expect(compactionCheck({ ...report, inputTokens: 272_000, outputTokens: 0 }, 0.5).due).toBe(true);
+  });
+
   it("appends the developer compaction item, dont-trigger, keyed by the report offset", () => {
     const item = compactionItem(report, 83, compactionCheck(report, 0.5), "We talked about PRs.");
     expect(item).toEqual({
