@@ -81,16 +81,35 @@ interface Attempt {
 
 export class RequestRunner {
   private readonly folds: RequestFolds;
+  /** The run of each request this process is handling (from its start), by stream and offset. */
+  private readonly handling = new Map<string, Promise<RunOutcome>>();
 
   constructor(private readonly deps: RequestRunnerDeps) {
     this.folds = new RequestFolds(deps.maxFoldedStreams ?? 2_000);
   }
 
+  /**
+   * Drives the request, once per process at a time. A redelivery of an item this process is
+   * still handling waits for that run and then decides again from the stream: the run may have
+   * ended without settling (its own delivery, no longer the live one, was naked for nothing), and
+   * acking this one unseen would leave the request undriven until it expires (chaos soak). From
+   * the start, not only once the model call is under way: deliveries that arrived together (the
+   * reducer's redrives of a request waiting in a busy driver) had each read the stream and called
+   * the model, four calls for one request (red-team).
+   */
   async run(streamPath: string, requestOffset: number, shutdown?: AbortSignal): Promise<RunOutcome> {
-    // A redelivery of an item this process is still running waits for that run and then decides
-    // again from the stream: the run may have ended without settling (its own delivery, no
-    // longer the live one, was naked for nothing), and acking this one unseen would leave the
-    // request undriven until it expires (chaos soak).
+    const key = `${streamPath}\u0000${requestOffset}`;
+    for (let earlier = this.handling.get(key); earlier !== undefined; earlier = this.handling.get(key)) await earlier.catch(() => undefined);
+    const handled = this.runOnce(streamPath, requestOffset, shutdown);
+    this.handling.set(key, handled);
+    try {
+      return await handled;
+    } finally {
+      if (this.handling.get(key) === handled) this.handling.delete(key);
+    }
+  }
+
+  private async runOnce(streamPath: string, requestOffset: number, shutdown?: AbortSignal): Promise<RunOutcome> {
     for (let existing = this.deps.running.get(streamPath, requestOffset); existing !== undefined; existing = this.deps.running.get(streamPath, requestOffset)) {
       await existing.done;
     }

@@ -28,4 +28,26 @@ describe("a redelivered work item whose request this driver is still running", (
     // Request 5 is not on the stream as read: try the item again later, never ack it.
     expect(await redelivered).toBe("not-visible");
   });
+
+  it("given two deliveries of one request arriving together, then the second waits for the first from its start: one read, one decision at a time", async () => {
+    const store = new MemoryEventStore();
+    await store.append("/agents/a", [{ type: "agent/created", payload: {} }]);
+    let reading = 0;
+    let most = 0;
+    const readStream = async (path: string) => {
+      most = Math.max(most, ++reading);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      reading--;
+      return await store.read(path);
+    };
+    const runner = new RequestRunner({ store, readStream, running: new RunningRequests(), logger: testLogger("test"), nowMs: Date.now, metrics: {} as DriverMetrics, providers: {} } as unknown as RequestRunnerDeps);
+    // Red-team: redrives delivered together each read the stream and called the model
+    const outcomes = await Promise.all([runner.run("/agents/a", 5), runner.run("/agents/a", 5), runner.run("/agents/a", 5)]);
+    expect(outcomes).toEqual(["not-visible", "not-visible", "not-visible"]);
+    expect(most).toBe(1);
+    // Another request is not held behind it
+    most = 0;
+    await Promise.all([runner.run("/agents/a", 5), runner.run("/agents/a", 6)]);
+    expect(most).toBe(2);
+  });
 });
