@@ -3,7 +3,8 @@
 // which the fold turns into the new start of history.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "@agentrt/testing";
+import type { AgentEvent } from "@agentrt/contract";
+import { type FakeReply, waitFor } from "@agentrt/testing";
 import { COMPACTION_INSTRUCTION } from "../src/compaction.ts";
 import type { LlmDriver } from "../src/driver.ts";
 import { type DriverEnv, foldStream, publishLlmWork, seedTurn, startDriverEnv, waitForEvent } from "./driver-harness.ts";
@@ -44,17 +45,21 @@ describe("llm-driver: compaction", () => {
     expect(state.contextItems.some((i) => i.kind === "message" && i.payload.content === "hello there")).toBe(false);
   });
 
-  it("given a summary past what a reply may hold, when the model streams it, then the call is cut off and history stays as it is", async () => {
-    const path = "/agents/test/compaction-too-long";
+  /** A turn over the trigger whose summary call the model answers with `summary`; the stream's events once that call has ended. */
+  async function turnWithSummary(path: string, summary: FakeReply): Promise<AgentEvent[]> {
     env.model.script({ text: "Answer.", usage: { inputTokens: 480, outputTokens: 20 } });
-    // A summary of 500 KB, past MAX_REPLY_BYTES (400 KB)
-    env.model.script({ tokens: Array.from({ length: 500 }, () => "s".repeat(1_000)) });
+    env.model.script(summary);
     const R = await seedTurn(env, path, "hello there");
     const calls = env.model.requests.length;
     await publishLlmWork(env, path, R);
     await waitForEvent(env.store, path, "agent/token-usage-reported");
     await waitFor(() => env.model.requests.length === calls + 2 && driver.runningCount === 0, { what: "the summary call to end" });
-    const events = await env.store.read(path);
+    return await env.store.read(path);
+  }
+
+  it("given a summary past what a reply may hold, when the model streams it, then the call is cut off and history stays as it is", async () => {
+    // A summary of 500 KB, past MAX_REPLY_BYTES (400 KB)
+    const events = await turnWithSummary("/agents/test/compaction-too-long", { tokens: Array.from({ length: 500 }, () => "s".repeat(1_000)) });
     expect(events.some((e) => e.type === "agents/context-added" && e.payload.compaction !== undefined)).toBe(false);
     expect(events.at(-1)?.type).toBe("agent/token-usage-reported");
   });
@@ -62,14 +67,7 @@ describe("llm-driver: compaction", () => {
   it("given an empty summary, when the model answers the compaction with nothing, then history stays as it is", async () => {
     // Red-team: the empty summary replaced the whole history, and the next turn had lost it.
     const path = "/agents/test/compaction-empty";
-    env.model.script({ text: "Answer.", usage: { inputTokens: 480, outputTokens: 20 } });
-    env.model.script({ tokens: [" ", "\n"] });
-    const R = await seedTurn(env, path, "hello there");
-    const calls = env.model.requests.length;
-    await publishLlmWork(env, path, R);
-    await waitForEvent(env.store, path, "agent/token-usage-reported");
-    await waitFor(() => env.model.requests.length === calls + 2 && driver.runningCount === 0, { what: "the summary call to end" });
-    const events = await env.store.read(path);
+    const events = await turnWithSummary(path, { tokens: [" ", "\n"] });
     expect(events.some((e) => e.type === "agents/context-added" && e.payload.compaction !== undefined)).toBe(false);
     const state = await foldStream(env.store, path);
     expect(state.contextItems.some((i) => i.kind === "message" && i.payload.content === "hello there")).toBe(true);
