@@ -279,9 +279,10 @@ export class StreamQuota {
     // charge, so a report showed the stream counted and its tenant not yet (a loaded CI run).
     // Its round is waited for (before and after this count: a round started meanwhile may be the
     // one that moves the entry past this count), never the rounds of later appends.
-    await this.rounds.get(streamPath);
+    // A round's failure is the appends' count's (it logs it and the next append counts again), not the report's.
+    await this.rounds.get(streamPath)?.catch(() => undefined);
     await this.countThrough(streamPath, target, signal === undefined ? {} : { signal });
-    await this.rounds.get(streamPath);
+    await this.rounds.get(streamPath)?.catch(() => undefined);
     return this.known.get(streamPath) ?? { bytes: 0, through: 0 };
   }
 

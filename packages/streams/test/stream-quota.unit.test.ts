@@ -138,6 +138,33 @@ describe("a stream held to its quota", () => {
     expect(usage.bytes).toBe(events.reduce((sum, event) => sum + jsonBytes(event), 0));
   });
 
+  it("given the appends' count failing in the background, when a usage report counts, then the report counts for itself and answers", async () => {
+    // Review: the report awaited the background round, and took its failure for its own
+    const inner = new MemoryUsageLedger();
+    let failPut = true;
+    const ledger: UsageLedger = {
+      get: (path) => inner.get(path),
+      put: async (path, usage, revision) => {
+        if (failPut) {
+          failPut = false;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          throw new Error("ledger blip in a background round");
+        }
+        return await inner.put(path, usage, revision);
+      },
+      tenant: (prefix) => inner.tenant(prefix),
+      putTenant: (prefix, usage, revision) => inner.putTenant(prefix, usage, revision),
+    };
+    const store = new MemoryEventStore();
+    const failures: string[] = [];
+    const quota = new StreamQuota(store, { ledger, onError: (error) => failures.push((error as Error).message) });
+    await quotaStore(store, quota).append(PATH, [note("1")]);
+
+    await expect(quota.countNow(PATH)).resolves.toMatchObject({ through: 1 });
+    await quota.idle();
+    expect(failures).toEqual(["ledger blip in a background round"]);
+  });
+
   it("given a usage report of a stream whose caller went away, then the count stops with the caller's abort", async () => {
     const store = new MemoryEventStore();
     const quota = new StreamQuota(store, { readPageBytes: 1_000 });

@@ -164,6 +164,8 @@ describe("WorkerSandbox", () => {
         expect(Date.now() - started).toBeLessThan(5_000);
       }
       expect(await run(sandbox, script("try { throw new TypeError('plain'); } finally {}"))).toMatchObject({ kind: "threw", error: "TypeError: plain" });
+      // With less than the read's second left, the deadline is what stops it, and it says so
+      expect(await run(sandbox, throwers[0] as string, noHost, 600)).toMatchObject({ kind: "deadline" });
       expect(await run(sandbox, script("return 2;"))).toMatchObject({ kind: "returned", value: 2 });
     }
   });

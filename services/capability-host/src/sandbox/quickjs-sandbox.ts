@@ -365,10 +365,12 @@ export class QuickJsSandbox implements ScriptSandbox {
       reading.untilMs = Number.POSITIVE_INFINITY;
       errorHandle.dispose();
     }
+    // Past the deadline (the read may have been what the deadline stopped): the run's deadline.
+    if (Date.now() > deadlineAtMs) return { kind: "deadline" };
     if (!readable) {
       return {
         kind: "threw",
-        error: `Error: the script threw a value that could not be read in ${THROWN_READ_MS} ms (reading it ran the script's own code, a getter or toJSON, which did not finish); throw an Error with a plain message instead.`,
+        error: `Error: the script threw a value that could not be read in ${THROWN_READ_MS} ms (reading it runs the value's getters or toJSON, and walks all of it); throw an Error with a plain message instead.`,
       };
     }
     const error = describeThrown(dumped);
