@@ -15,15 +15,28 @@ export interface CompactionCheck {
 }
 
 /**
- * Whether the turn's usage calls for a compaction. A count past the context window (input or
- * output alone) is an endpoint's junk, not usage: taken as usage, an endpoint reporting 99 M
- * prompt tokens had the history compacted, a second model call, after every turn (red-team).
+ * Whether the turn's usage calls for a compaction. Reported counts are held to what the turn
+ * could have used: a prompt cannot hold more tokens than its bytes (a token is at least one), plus
+ * some framing per message, and no answer is longer than eight context windows. Past that a count
+ * is an endpoint's junk, not usage: taken as usage, an endpoint reporting 99 M prompt tokens had
+ * the history compacted, a second model call, after every turn (red-team). A real count past the
+ * window (a model larger than its configured window) still compacts.
  */
-export function compactionCheck(report: UsageReport, triggerFraction: number): CompactionCheck {
+export function compactionCheck(report: UsageReport, triggerFraction: number, prompt?: { readonly bytes: number; readonly messages: number }): CompactionCheck {
   const usedTokens = report.inputTokens + report.outputTokens;
   const thresholdTokens = Math.floor(report.maxContextTokens * triggerFraction);
-  const plausible = report.inputTokens <= report.maxContextTokens && report.outputTokens <= report.maxContextTokens;
-  return { due: plausible && usedTokens >= thresholdTokens, usedTokens, thresholdTokens };
+  const inputPlausible = prompt === undefined || report.inputTokens <= prompt.bytes + PROMPT_FRAMING_TOKENS_PER_MESSAGE * prompt.messages + PROMPT_FRAMING_TOKENS;
+  const outputPlausible = report.outputTokens <= 8 * report.maxContextTokens;
+  return { due: inputPlausible && outputPlausible && usedTokens >= thresholdTokens, usedTokens, thresholdTokens };
+}
+
+/** Tokens a provider may count per message beyond its text (role, separators), and per prompt (its own preamble). */
+const PROMPT_FRAMING_TOKENS_PER_MESSAGE = 16;
+const PROMPT_FRAMING_TOKENS = 4_096;
+
+/** What the compaction check needs of a rendered prompt: its text's bytes and its messages. */
+export function promptSize(messages: readonly { readonly content: string }[]): { bytes: number; messages: number } {
+  return { bytes: messages.reduce((sum, m) => sum + Buffer.byteLength(m.content), 0), messages: messages.length };
 }
 
 export function compactionText(requestOffset: number, check: CompactionCheck, summary: string): string {

@@ -12,7 +12,7 @@ import type { EventStore } from "@agentrt/streams";
 import { ChunkCoalescer } from "./chunk-coalescer.ts";
 import { ChunkPublisher } from "./chunk-publisher.ts";
 import { armRunTimers, type FollowStream, watchForSettlement } from "./run-guards.ts";
-import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem } from "./compaction.ts";
+import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem, promptSize } from "./compaction.ts";
 import { ModelCallError, ModelIdleError, ModelReplyTooLargeError, RequestDeadlineError } from "./errors.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
@@ -361,7 +361,7 @@ export class RequestRunner {
     report: Extract<AgentEvent, { type: "agent/token-usage-reported" }>,
     messages: RenderedMessage[],
   ): Promise<void> {
-    const check = compactionCheck(report.payload, state.config.compactionTriggerFraction);
+    const check = compactionCheck(report.payload, state.config.compactionTriggerFraction, promptSize(messages));
     // A driver already stopping asks for no summary (a later turn asks again).
     if (!check.due || ctx.shutdown?.aborted === true) return;
     ctx.log.info(check, "usage crossed the compaction threshold; asking the model for a summary");

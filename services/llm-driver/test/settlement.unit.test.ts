@@ -64,12 +64,15 @@ describe("compaction", () => {
     expect(compactionCheck({ ...report, maxContextTokens: 128_001 }, 0.3).thresholdTokens).toBe(38_400);
   });
 
-  it("is not due on counts past the context window: an endpoint's junk, not usage", () => {
+  it("is not due on counts no prompt of that size could use: an endpoint's junk, not usage", () => {
     // Red-team: 99 M prompt tokens reported every turn compacted the history after every turn
-    expect(compactionCheck({ ...report, inputTokens: 99_000_000 }, 0.5)).toMatchObject({ due: false, usedTokens: 99_006_000 });
-    expect(compactionCheck({ ...report, inputTokens: 10, outputTokens: 272_001 }, 0.5).due).toBe(false);
-    // At the window itself it is usage
-    expect(compactionCheck({ ...report, inputTokens: 272_000, outputTokens: 0 }, 0.5).due).toBe(true);
+    const prompt = { bytes: 600_000, messages: 40 };
+    expect(compactionCheck({ ...report, inputTokens: 99_000_000 }, 0.5, prompt)).toMatchObject({ due: false, usedTokens: 99_006_000 });
+    expect(compactionCheck({ ...report, inputTokens: 130_000 }, 0.5, { bytes: 20_000, messages: 4 }).due).toBe(false);
+    expect(compactionCheck({ ...report, inputTokens: 10, outputTokens: 8 * 272_000 + 1 }, 0.5, prompt).due).toBe(false);
+    // Review: a real count past the configured window (a larger model) still compacts
+    expect(compactionCheck({ ...report, maxContextTokens: 128_000, inputTokens: 150_000, outputTokens: 900 }, 0.8, prompt).due).toBe(true);
+    expect(compactionCheck(report, 0.5, prompt).due).toBe(true);
   });
 
   it("appends the developer compaction item, dont-trigger, keyed by the report offset", () => {
