@@ -164,7 +164,7 @@ export class CapabilityHost {
     const docs = new DocsIndex(declarations);
     const registry = new ProviderRegistry(nc, providersKv, logger.child({ component: "providers" }));
     await registry.start();
-    const agentFiles = new AgentFiles(files, filesIndex, options.fileQuota, undefined, liveness === undefined ? undefined : { self: hostId, gone: (owner) => liveness.isGone(owner) });
+    const agentFiles = new AgentFiles(files, filesIndex, options.fileQuota, undefined, liveness === undefined ? undefined : { self: hostId, gone: (owner) => liveness.isGone(owner, false) });
     // One for the host: its per-agent queue keeps an agent's writes one at a time across scripts.
     const agentKvStore = new AgentKv(agentKv, options.kvQuota);
     // What scripts append through itx is held to the stream quota; the runner's settlements are not.

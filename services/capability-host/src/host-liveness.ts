@@ -124,8 +124,8 @@ export class HostLiveness implements RunLiveness {
 
   /**
    * Whether the host `hostId` is gone: its connection is down (no responder on its presence
-   * subject, when it answers presence probes) or its lease ran out. Judged by NATS, never by a
-   * clock of this host or of that one.
+   * subject, when `answersPresence`; a reconnecting host misses probes for a moment) or its lease
+   * ran out. Judged by NATS, never by a clock of this host or of that one.
    */
   async isGone(hostId: string, answersPresence = true): Promise<boolean> {
     if (hostId === this.options.hostId) return false;

@@ -388,6 +388,24 @@ describe("itx.files written from two hosts at once", () => {
     expect(await files.write("/agents/behind", "a.txt", text("now"))).toEqual({ path: "a.txt", size: 3 });
   });
 
+  it("takes a live host's lock once this host has seen it unchanged for the stale time (its release failed)", async () => {
+    // Review: a lock judged by liveness alone stayed for as long as its host lived
+    const { store, index } = await storage();
+    const holders = { self: "host-self", gone: async () => false };
+    const files = new AgentFiles(store, index, undefined, { waitMs: 300, staleMs: 600 }, holders);
+    await index.put("agents/left.=writing", JSON.stringify({ owner: "host-live", token: "t1", atMs: Date.now(), live: true }));
+    await expect(files.write("/agents/left", "a.txt", text("x"))).rejects.toThrow("another script has been writing this agent's files");
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Seen unchanged for over 600 ms by now: taken
+    expect(await files.write("/agents/left", "a.txt", text("after"))).toEqual({ path: "a.txt", size: 5 });
+    // A lock that moved meanwhile (its holder wrote again) is seen afresh
+    await index.put("agents/moving.=writing", JSON.stringify({ owner: "host-live", token: "t2", atMs: Date.now(), live: true }));
+    await expect(files.write("/agents/moving", "a.txt", text("x"))).rejects.toThrow("another script has been writing this agent's files");
+    await index.put("agents/moving.=writing", JSON.stringify({ owner: "host-live", token: "t3", atMs: Date.now(), live: true }));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await expect(files.write("/agents/moving", "a.txt", text("x"))).rejects.toThrow("another script has been writing this agent's files");
+  });
+
   it("holds a lock whose take landed but went unanswered, and gives one back whose release failed, so no write waits on it", async () => {
     // Given an index whose first lock take lands and then fails as a timeout, and whose first release fails
     const { store, index } = await storage();

@@ -161,6 +161,8 @@ export class AgentFiles {
   private readonly queue = new PerAgentQueue();
   /** Names this host in the write locks it holds (for whoever reads the index). */
   private readonly lockOwner: string;
+  /** Each lock this host waited on: its revision and since when it has seen it unchanged (performance.now()). */
+  private readonly lockSeen = new Map<string, { revision: number; sinceMs: number }>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -239,7 +241,7 @@ export class AgentFiles {
       }
       // This host's writes of one agent run one at a time (the per-agent queue), so a lock naming
       // this host is one it failed to give back: taken at once, not after the stale time.
-      const free = entry === null || held === undefined || held.owner === this.lockOwner || (await this.holderGone(held, staleMs));
+      const free = entry === null || held === undefined || held.owner === this.lockOwner || (await this.holderGone(key, entry.revision, held, staleMs));
       if (free) {
         try {
           revision = entry === null ? await this.index.create(key, value()) : await this.index.update(key, value(), entry.revision);
@@ -264,13 +266,22 @@ export class AgentFiles {
 
   /**
    * Whether a lock's holder will not give it back. One naming a host with liveness is free once
-   * that host is gone (NATS says so: its connection or its lease). Any other (a lock of the
-   * version before, or of a host without liveness) once the time it was taken, by its holder's
-   * clock, is `staleMs` old: a host whose clock ran a minute ahead took fresh ones for stale.
+   * that host's lease has run out (NATS's clock: not a presence probe, which a reconnecting host
+   * misses for a moment while its write goes on), or once this host has seen that very lock
+   * unchanged for `staleMs` by its own clock (a live host whose release failed). Any other (a lock
+   * of the version before, or of a host without liveness) once the time it was taken, by its
+   * holder's clock, is `staleMs` old: a host whose clock ran a minute ahead took fresh ones for stale.
    */
-  private async holderGone(held: WriteLock, staleMs: number): Promise<boolean> {
-    if (held.live === true && this.holders !== undefined) return await this.holders.gone(held.owner);
-    return Date.now() - held.atMs > staleMs;
+  private async holderGone(key: string, revision: number, held: WriteLock, staleMs: number): Promise<boolean> {
+    if (held.live !== true || this.holders === undefined) return Date.now() - held.atMs > staleMs;
+    const seen = this.lockSeen.get(key);
+    const now = performance.now();
+    if (seen === undefined || seen.revision !== revision) {
+      keepRecentLock(this.lockSeen, key, { revision, sinceMs: now });
+    } else if (now - seen.sinceMs > staleMs) {
+      return true;
+    }
+    return await this.holders.gone(held.owner);
   }
 
   /** Gives the lock back; a release that fails for NATS is tried again (a lock left blocks other hosts for the stale time). */
@@ -428,6 +439,15 @@ interface WriteLock {
   readonly token?: string;
   readonly atMs: number;
   readonly live?: true;
+}
+
+/** Locks remembered as seen (a host waits on few at once; the oldest seen goes first). */
+const LOCKS_SEEN_KEPT = 10_000;
+
+function keepRecentLock(seen: Map<string, { revision: number; sinceMs: number }>, key: string, value: { revision: number; sinceMs: number }): void {
+  seen.delete(key);
+  seen.set(key, value);
+  if (seen.size > LOCKS_SEEN_KEPT) seen.delete(seen.keys().next().value as string);
 }
 
 /** The hosts a files write lock may name: this one, and whether another is gone. */
