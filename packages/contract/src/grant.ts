@@ -27,10 +27,14 @@ export const agentGrantSchema = z.array(grantEntrySchema).max(64);
 export type GrantEntry = z.infer<typeof grantEntrySchema>;
 export type AgentGrant = z.infer<typeof agentGrantSchema>;
 
+/** Scopes a requester stamp may carry: a key's 64, or an agent's reach of 65 with the key's scopes under it. */
+export const MAX_REQUESTER_SCOPES = 192;
+
 /** A key's scopes as the gateway stamps them: verbs are the key's own (`admin` implies every verb). */
 export const requesterSchema = z.strictObject({
   keyId: z.string().min(1),
-  scopes: z.array(z.strictObject({ prefix: z.string().startsWith("/"), verbs: z.array(z.string().min(1)).min(1) })).max(64),
+  // 64 key scopes, or (narrowed to an agent's reach, `scopesWithin`) up to its 65 reach entries and the key's scopes under them.
+  scopes: z.array(z.strictObject({ prefix: z.string().startsWith("/"), verbs: z.array(z.string().min(1)).min(1) })).max(MAX_REQUESTER_SCOPES),
 });
 export type Requester = z.infer<typeof requesterSchema>;
 
@@ -139,7 +143,9 @@ export function scopesWithin(scopes: readonly ScopeLike[], reach: readonly Scope
       else if (entry.exact !== true && pathUnder(scope.prefix, entry.prefix)) keep(scope.prefix, scope.verbs);
     }
   }
-  return [...kept.values()];
+  // An entry another kept one covers with every verb it has adds nothing.
+  const all = [...kept.values()];
+  return all.filter((entry) => !all.some((other) => other !== entry && pathUnder(entry.prefix, other.prefix) && entry.verbs.every((v) => other.verbs.includes(v) || other.verbs.includes("admin"))));
 }
 
 /**

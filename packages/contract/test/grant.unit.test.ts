@@ -11,6 +11,7 @@ import {
   grantOfEvents,
   parseEventInput,
   pathUnder,
+  requesterSchema,
   type ScriptAuthority,
   scopesAllow,
   scopesWithin,
@@ -176,6 +177,16 @@ describe("scopesWithin: the parts of a key's scopes a script on an agent could u
       { prefix: `${agentPath}/child`, verbs: ["append"] },
       { prefix: "/agents/shared/docs", verbs: ["read"] },
     ]);
+  });
+
+  it("given an agent with its full grant of 64 entries and a key over all of it, then the stamp fits the requester schema", () => {
+    // Review: 65 entries and more had failed the requester schema's bound of 64
+    const grant = Array.from({ length: 64 }, (_, i) => ({ prefix: `/agents/shared/s${i}`, verbs: ["read" as const] }));
+    const key = [{ prefix: "/", verbs: ["admin"] }, ...Array.from({ length: 63 }, (_, i) => ({ prefix: `/agents/shared/s${i}/deep`, verbs: ["append"] }))];
+    const within = scopesWithin(key, agentScopes({ agentPath: "/agents/a", grant }));
+    expect(within).toHaveLength(65);
+    expect(requesterSchema.safeParse({ keyId: "k", scopes: within }).success).toBe(true);
+    // (the deeper append scopes are covered by the admin entries over them, so they add nothing)
   });
 
   it("allows, for every path the agent reaches, exactly what the whole key allows", () => {
