@@ -119,6 +119,38 @@ describe("API-requested scripts carry the requesting key's scope within the agen
     expect(stamps).toEqual([stampOn(path, [{ prefix: "/shared/docs", verbs: ["read"] }]), stampOn(path, [{ prefix: "/agents/zeta/inbox", verbs: ["read", "append"] }])]);
   });
 
+  it("folds an agent's grant once: a later script request reads only the events after it, however large the stream", async () => {
+    // Review: the grant came from the state cache, which keeps no stream over its byte bound, so
+    // every script request on a large agent read the whole stream again.
+    let eventsRead = 0;
+    const counted = new Proxy(ts.store, {
+      get(target, property, receiver) {
+        if (property === "read") return async (...args: Parameters<typeof target.read>) => {
+          const events = await target.read(...args);
+          eventsRead += events.length;
+          return events;
+        };
+        const member = Reflect.get(target, property, receiver) as unknown;
+        return typeof member === "function" ? (member as (...a: unknown[]) => unknown).bind(target) : member;
+      },
+    });
+    // A state cache of 1 byte: no agent's state is kept
+    const small = await startTestGateway({ store: counted, keys: [tenantA], limits: { maxCachedStateBytes: 1 } });
+    try {
+      const path = "/agents/a/large";
+      await ts.store.append(path, [{ type: "agent/created", payload: {} }]);
+      for (let i = 0; i < 10; i++) await ts.store.append(path, Array.from({ length: 20 }, (_, j) => ({ type: "agents/context-added", payload: { role: "user", content: `m${i}-${j}` } })));
+      const send = (id: string) => http(small.url, "POST", `/v1/streams/${enc(path)}/events`, { key: tenantA.apiKey, body: { events: [scriptRequest(id)] } });
+      expect((await send("large-1")).status).toBe(200);
+      eventsRead = 0;
+      expect((await send("large-2")).status).toBe(200);
+      // The second request's grant read only what came after the first fold (its own request)
+      expect(eventsRead).toBeLessThan(10);
+    } finally {
+      await small.close();
+    }
+  });
+
   it("gRPC: the same stamp, and the same 403 for a wider grant", async () => {
     const path = "/agents/a/grpc";
     await ts.store.append(path, [{ type: "agent/created", payload: {} }]);

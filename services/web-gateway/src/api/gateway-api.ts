@@ -95,6 +95,8 @@ export const MAX_CACHED_STATES = 2_000;
 export class GatewayApi<S = unknown> {
   /** Folded state per stream, advanced incrementally: lists and state reads stay cheap. */
   private readonly cache = new Map<string, CachedState<S>>();
+  /** Each agent's grant as its events fold it (contract's `applyGrantEvent`), through an offset; the least recently used first. */
+  private readonly grants = new Map<string, { grant: GrantState; lastOffset: number }>();
   /**
    * The `foldedBytes` of every cached state, summed, and bounded by `limits.maxCachedStateBytes`:
    * without it, a read-only key asking for the state of a few agents with large contexts filled
@@ -252,7 +254,23 @@ export class GatewayApi<S = unknown> {
    * a change lands first), folded with its state: a script request's requester is narrowed to it.
    */
   async grantOf(streamPath: string, ctx: ReadContext = {}): Promise<GrantState> {
-    return (await this.gated(ctx, () => this.folded(streamPath, ctx.signal))).grant;
+    return await this.gated(ctx, async () => {
+      // Its own cache, by stream, whatever the stream's size: a grant is a few entries, and a
+      // stream too large for the state cache had been read whole for every script request (a key
+      // that may only append could make the gateway do so at will; review).
+      const cached = this.grants.get(streamPath) ?? { grant: UNBORN_GRANT, lastOffset: 0 };
+      let { grant, lastOffset } = cached;
+      for (;;) {
+        const page = await this.reads.read(streamPath, this.pageOptions(lastOffset + 1, ctx.signal));
+        if (page.length === 0) break;
+        for (const event of page) grant = applyGrantEvent(grant, event);
+        lastOffset = (page.at(-1) as AgentEvent).offset;
+      }
+      this.grants.delete(streamPath);
+      this.grants.set(streamPath, { grant, lastOffset });
+      if (this.grants.size > MAX_CACHED_GRANTS) this.grants.delete(this.grants.keys().next().value as string);
+      return grant;
+    });
   }
 
   /**
@@ -336,22 +354,21 @@ export class GatewayApi<S = unknown> {
    * time. Progress is cached page by page, so a fold cut short (an abort) is not wasted.
    * `bytes` is what this call read.
    */
-  private async folded(streamPath: string, signal?: AbortSignal): Promise<{ state: S; grant: GrantState; lastOffset: number; bytes: number }> {
-    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), grant: UNBORN_GRANT, lastOffset: 0, foldedBytes: 0 };
-    let { state, grant, lastOffset } = cached;
+  private async folded(streamPath: string, signal?: AbortSignal): Promise<{ state: S; lastOffset: number; bytes: number }> {
+    const cached = this.cache.get(streamPath) ?? { state: this.core.initialState(streamPath), lastOffset: 0, foldedBytes: 0 };
+    let { state, lastOffset } = cached;
     let bytes = 0;
     for (;;) {
       const page = await this.reads.read(streamPath, this.pageOptions(lastOffset + 1, signal));
       if (page.length === 0) break;
       for (const event of page) {
         state = this.core.foldEvent(state, event);
-        grant = applyGrantEvent(grant, event);
         lastOffset = event.offset;
         bytes += jsonBytes(event);
       }
-      this.remember(streamPath, { state, grant, lastOffset, foldedBytes: cached.foldedBytes + bytes });
+      this.remember(streamPath, { state, lastOffset, foldedBytes: cached.foldedBytes + bytes });
     }
-    return { state, grant, lastOffset, bytes };
+    return { state, lastOffset, bytes };
   }
 
   private remember(streamPath: string, entry: CachedState<S>): void {
@@ -390,12 +407,13 @@ export class GatewayApi<S = unknown> {
 
 interface CachedState<S> {
   readonly state: S;
-  /** The agent's grant as its events fold it (contract's `applyGrantEvent`). */
-  readonly grant: GrantState;
   readonly lastOffset: number;
   /** The bytes of the events folded into it: its size, roughly (a large context is large events). */
   readonly foldedBytes: number;
 }
+
+/** Agents whose grant is kept folded (a few entries each). */
+const MAX_CACHED_GRANTS = 10_000;
 
 function notFound(streamPath: string): GatewayError {
   return new GatewayError("not_found", `No agent stream at ${streamPath}.`, { streamPath });

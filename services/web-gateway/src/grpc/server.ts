@@ -194,14 +194,14 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
       );
       return { status: result.status, events: result.events.map(toPbEvent) };
     }),
-    appendEvents: unary(async (call) => {
+    appendEvents: unary(async (call, signal) => {
       const inputs = call.request.events.map((input, i) => fromPbInput(input, i, maxDepth));
       const principal = principalOf(call.metadata);
       const streamPath = parseStreamPath(call.request.streamPath);
       Authenticator.authorize(principal, appendRouteVerb(inputs), streamPath);
       authorizeAppends(principal, streamPath, inputs);
       // Grants no wider than the key; script requests stamped with the key's scope (auth/grants.ts).
-      const events = await authorizeBatch(principal, streamPath, inputs, () => api.grantOf(streamPath, { caller: principal.keyId }));
+      const events = await authorizeBatch(principal, streamPath, inputs, () => api.grantOf(streamPath, { caller: principal.keyId, signal }));
       // As HTTP's body: a non-negative integer (a negative one was a conflict with a stream "not at -1").
       const { expectedLastOffset } = parseWith(appendBodySchema.pick({ expectedLastOffset: true }), { expectedLastOffset: call.request.expectedLastOffset }, "request");
       const result = await api.append(streamPath, events, expectedLastOffset, Authenticator.reads(principal));
