@@ -135,6 +135,8 @@ function describeJson(value: unknown): string {
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
+const NOT_OUTPUT_FIELDS: ReadonlySet<string> = new Set(["role", "type", "item_id", "sequence_number", "output_index", "content_index", "obfuscation", "logprobs"]);
+
 /**
  * Whether a chat delta (or a responses event) carries model output besides its text: reasoning
  * text, tool-call arguments, a refusal. A delta of only its role, or of empty strings, does not.
@@ -142,7 +144,8 @@ function describeJson(value: unknown): string {
 function carriesOutput(delta: unknown): boolean {
   if (typeof delta !== "object" || delta === null) return false;
   for (const [field, value] of Object.entries(delta)) {
-    if (field === "role" || field === "type" || field === "item_id" || field === "sequence_number" || field === "output_index" || field === "content_index") continue;
+    // Framing, not output (`obfuscation` is the responses API's random padding of a delta).
+    if (NOT_OUTPUT_FIELDS.has(field)) continue;
     if (typeof value === "string" && value !== "") return true;
     if (Array.isArray(value) && value.length > 0) return true;
   }
