@@ -251,24 +251,24 @@ export class GatewayApi<S = unknown> {
 
   /**
    * The agent's grant as its events stand now (the one a script requested next runs with, unless
-   * a change lands first), folded with its state: a script request's requester is narrowed to it.
+   * a change lands first): a script request's requester is narrowed to it. Folded on from where
+   * the last call stopped, page by page (a fold cut short by an abort is not wasted).
    */
   async grantOf(streamPath: string, ctx: ReadContext = {}): Promise<GrantState> {
     return await this.gated(ctx, async () => {
       // Its own cache, by stream, whatever the stream's size: a grant is a few entries, and a
       // stream too large for the state cache had been read whole for every script request (a key
       // that may only append could make the gateway do so at will; review).
-      const cached = this.grants.get(streamPath) ?? { grant: UNBORN_GRANT, lastOffset: 0 };
-      let { grant, lastOffset } = cached;
+      let { grant, lastOffset } = this.grants.get(streamPath) ?? { grant: UNBORN_GRANT, lastOffset: 0 };
       for (;;) {
         const page = await this.reads.read(streamPath, this.pageOptions(lastOffset + 1, ctx.signal));
         if (page.length === 0) break;
         for (const event of page) grant = applyGrantEvent(grant, event);
         lastOffset = (page.at(-1) as AgentEvent).offset;
+        this.grants.delete(streamPath);
+        this.grants.set(streamPath, { grant, lastOffset });
+        if (this.grants.size > MAX_CACHED_GRANTS) this.grants.delete(this.grants.keys().next().value as string);
       }
-      this.grants.delete(streamPath);
-      this.grants.set(streamPath, { grant, lastOffset });
-      if (this.grants.size > MAX_CACHED_GRANTS) this.grants.delete(this.grants.keys().next().value as string);
       return grant;
     });
   }
