@@ -6,7 +6,7 @@
 // the checkers to warm (scripts do).
 
 import type { AgentEvent } from "@agentrt/contract";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "@agentrt/testing";
@@ -137,6 +137,7 @@ describe("capability host: typecheck off the host's thread", () => {
       expect((await waitSettled(fx.store, path, executionId, 30_000)).payload.settlement).toEqual({ status: "succeeded", result: "checked once warm" });
     } finally {
       delete process.env.CHECKER_GATE;
+      rmSync(gate, { force: true });
     }
   }, 60_000);
 });
