@@ -21,3 +21,4 @@ export * from "./json.ts";
 export * from "./json-pieces.ts";
 export * from "./stream-cache.ts";
 export * from "./timers.ts";
+export * from "./fair-share.ts";

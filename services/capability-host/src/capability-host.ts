@@ -7,7 +7,7 @@
 import { birthBatch } from "@agentrt/agent-core";
 import { agentCoreWrap } from "./codemode.ts";
 import { DEFAULT_TENANT_QUOTA, type EventStore, quotaStore, StreamQuota, tenantOf } from "@agentrt/streams";
-import { consumeWork, ensureWorkStream, notVisibleOutcome, startWorkClaims, StreamCache, untilCreated, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
+import { AgentFairShare, consumeWork, ensureWorkStream, notVisibleOutcome, startWorkClaims, StreamCache, untilCreated, untilNatsAnswers, type WorkClaims, type WorkConsumer } from "@agentrt/service-kit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -21,7 +21,6 @@ import { limitInFlight } from "./itx/in-flight.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { AgentFairShare } from "./fair-share.ts";
 import { HostLiveness } from "./host-liveness.ts";
 import { PROVIDERS_BUCKET, ProviderRegistry } from "./providers/registry.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type ScriptSandbox } from "./sandbox/quickjs-sandbox.ts";

@@ -1,4 +1,4 @@
-// Given scripts of several agents entering a host's fair share, when slots free up, then no
+// Given scripts of several agents entering a worker's fair share, when slots free up, then no
 // agent runs more than its own limit, free slots go round-robin to agents that wait, and an
 // agent with its fill of waiting scripts is refused another (its item goes back to the queue).
 
@@ -91,6 +91,57 @@ describe("fair share of script slots", () => {
     await flush();
     expect(log).toEqual(["/t/a/10", "/t/a/21"]);
     expect(share.enter("/t/a/5")).toBeDefined();
+  });
+
+  it("given one tenant holding every slot, when another tenant enters, then it starts in a spare slot, up to its guaranteed few", async () => {
+    const tenantOf = (agent: string) => agent.split("/").slice(0, 3).join("/");
+    const share = new AgentFairShare({ total: 2, perAgent: 1, waitingPerAgent: 2, spare: { perTenant: 2, extra: 3 } }, tenantOf);
+    const log: string[] = [];
+    // Given /t/a's two agents holding both slots (a provider trickling their replies) and a third waiting
+    const flood = enterAll(share, ["/t/a/1", "/t/a/2", "/t/a/3"], log);
+    await flush();
+    expect(log).toEqual(["/t/a/10", "/t/a/21"]);
+    // When /t/b's agents enter, then two of them start at once in spare slots; the third waits
+    const other = enterAll(share, ["/t/b/1", "/t/b/2", "/t/b/3"], log);
+    await flush();
+    expect(log).toEqual(["/t/a/10", "/t/a/21", "/t/b/10", "/t/b/21"]);
+    expect(share.runningCount()).toBe(4);
+    expect(share.tenantRunningCount("/t/b")).toBe(2);
+    // And /t/a, past its share, does not take a spare slot for its waiting agent
+    expect(share.runningCount("/t/a/3")).toBe(0);
+    // When /t/c enters, then it takes the last spare slot; /t/d finds none left (total + extra)
+    const third = enterAll(share, ["/t/c/1", "/t/d/1"], log);
+    await flush();
+    expect(log.at(-1)).toBe("/t/c/10");
+    expect(share.runningCount()).toBe(5);
+    // When one of the flood's slots ends, then the tenants below their share take the slot in
+    // turn: /t/a itself, now running one, before /t/d
+    (await flood[0]!)!();
+    await flush();
+    expect(log.at(-1)).toBe("/t/a/32");
+    expect(share.runningCount()).toBe(5);
+    // When two of /t/b's end, then /t/b's waiting agent and /t/d start, back at the ceiling
+    (await other[0]!)!();
+    (await other[1]!)!();
+    await flush();
+    expect(log.slice(-2).sort()).toEqual(["/t/b/32", "/t/d/11"]);
+    expect(share.runningCount()).toBe(5);
+    expect(await Promise.all(third.map((entering) => entering !== undefined))).toEqual([true, true]);
+  });
+
+  it("given no spare slots, when one tenant holds every slot, then another waits (the rule the spare slots change)", async () => {
+    const tenantOf = (agent: string) => agent.split("/").slice(0, 3).join("/");
+    const share = new AgentFairShare({ total: 2, perAgent: 1, waitingPerAgent: 2 }, tenantOf);
+    const log: string[] = [];
+    enterAll(share, ["/t/a/1", "/t/a/2", "/t/b/1"], log);
+    await flush();
+    expect(log).toEqual(["/t/a/10", "/t/a/21"]);
+    expect(share.tenantRunningCount("/t/a")).toBe(0);
+  });
+
+  it("rejects spare limits that are not positive integers, naming the field", () => {
+    expect(() => new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1, spare: { perTenant: 0, extra: 2 } })).toThrow(/spare\.perTenant must be an integer ≥ 1, got 0/);
+    expect(() => new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1, spare: { perTenant: 1, extra: 1.5 } })).toThrow(/spare\.extra must be an integer ≥ 1, got 1.5/);
   });
 
   it("given a slot given back twice, then it counts once", async () => {

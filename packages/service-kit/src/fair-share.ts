@@ -1,10 +1,12 @@
-// Fair sharing of a host's script slots between agents: at most `total` scripts run at once,
-// at most `perAgent` of them for one agent, and free slots go round-robin to the agents that
-// have scripts waiting, so one agent's flood queues behind its own limit, not in front of every
-// other agent; and above the agents, tenants take turns the same way, so a tenant's flood through
-// many agents does not crowd out another tenant. An agent that already has `waitingPerAgent`
-// scripts waiting, or whose tenant has `waitingPerTenant`, is refused another (its work item goes
-// back to the queue for later), so a flood cannot fill the host's claims.
+// Fair sharing of a worker's slots between agents (the capability host's scripts, the
+// llm-driver's model calls): at most `total` run at once, at most `perAgent` of them for one
+// agent, and free slots go round-robin to the agents that have work waiting, so one agent's flood
+// queues behind its own limit, not in front of every other agent; and above the agents, tenants
+// take turns the same way, so a tenant's flood through many agents does not crowd out another
+// tenant. An agent that already has `waitingPerAgent` items waiting, or whose tenant has
+// `waitingPerTenant`, is refused another (its work item goes back to the queue for later), so a
+// flood cannot fill the worker's claims. With `spare` slots, a tenant running fewer than its
+// guaranteed few starts at once even when a flood holds every slot.
 // Pure bookkeeping: no timers, no IO.
 
 export interface FairShareLimits {
@@ -12,12 +14,19 @@ export interface FairShareLimits {
   readonly perAgent: number;
   readonly waitingPerAgent: number;
   /**
-   * Scripts one tenant (the agents `tenantOf` puts together) may have waiting, all its agents
+   * Items one tenant (the agents `tenantOf` puts together) may have waiting, all its agents
    * together: a tenant flooding through many agents, each within its own fill, had taken every
-   * claim the host holds, and other tenants' scripts waited in the queue behind them. Default:
+   * claim the worker holds, and other tenants' items waited in the queue behind them. Default:
    * no bound beyond its agents'.
    */
   readonly waitingPerTenant?: number;
+  /**
+   * Slots past `total`, at most `extra` of them, for a tenant that runs fewer than `perTenant`:
+   * fair turns only order what waits, so work that holds its slots for long (a provider that
+   * trickles its reply until the request expires) held every slot, and another tenant waited
+   * behind it for minutes (red-team: 9 m 26 s). Default: none.
+   */
+  readonly spare?: { readonly perTenant: number; readonly extra: number };
 }
 
 export type Leave = () => void;
@@ -27,13 +36,15 @@ type Wake = (leave: Leave | undefined) => void;
 export class AgentFairShare {
   private running = 0;
   private readonly runningOf = new Map<string, number>();
+  /** Running, by tenant (kept only with spare slots). */
+  private readonly runningOfTenant = new Map<string, number>();
   private readonly waiting = new Map<string, Wake[]>();
-  /** Scripts waiting, by tenant. */
+  /** Items waiting, by tenant. */
   private readonly waitingOfTenant = new Map<string, number>();
   private closed = false;
-  /** Tenants with waiting scripts, in the order they are next served. */
+  /** Tenants with work waiting, in the order they are next served. */
   private readonly tenantTurn: string[] = [];
-  /** Per tenant: its agents with waiting scripts, in the order they are next served. */
+  /** Per tenant: its agents with work waiting, in the order they are next served. */
   private readonly agentTurn = new Map<string, string[]>();
 
   constructor(
@@ -41,16 +52,21 @@ export class AgentFairShare {
     /** The tenant of an agent (default: each agent its own). */
     private readonly tenantOf: (agent: string) => string = (agent) => agent,
   ) {
-    for (const [name, value] of Object.entries(limits)) {
+    const { spare, ...counts } = limits;
+    const checked: Array<[string, unknown]> = [
+      ...Object.entries(counts),
+      ...(spare === undefined ? [] : Object.entries(spare).map(([name, value]): [string, unknown] => [`spare.${name}`, value])),
+    ];
+    for (const [name, value] of checked) {
       if (value === undefined && name === "waitingPerTenant") continue;
       if (!Number.isInteger(value) || (value as number) < 1) throw new RangeError(`${name} must be an integer ≥ 1, got ${String(value)}`);
     }
   }
 
   /**
-   * A slot for one of `agent`'s scripts: resolves with the function that gives it back once the
-   * script may run, or with `undefined` if the share is closed first; `undefined` at once when
-   * the agent, or its tenant, already has its fill of scripts waiting, or the share is closed.
+   * A slot for one of `agent`'s items: resolves with the function that gives it back once the
+   * item may run, or with `undefined` if the share is closed first; `undefined` at once when
+   * the agent, or its tenant, already has its fill of items waiting, or the share is closed.
    */
   enter(agent: string): Promise<Leave | undefined> | undefined {
     const queue = this.waiting.get(agent) ?? [];
@@ -72,7 +88,7 @@ export class AgentFairShare {
     });
   }
 
-  /** Stops granting: every waiting script is told `undefined` (its item goes back to the queue). */
+  /** Stops granting: every waiting item is told `undefined` (its item goes back to the queue). */
   close(): void {
     this.closed = true;
     this.tenantTurn.length = 0;
@@ -82,9 +98,14 @@ export class AgentFairShare {
     this.waiting.clear();
   }
 
-  /** Scripts running now, for one agent or in all. */
+  /** Items running now, for one agent or in all. */
   runningCount(agent?: string): number {
     return agent === undefined ? this.running : (this.runningOf.get(agent) ?? 0);
+  }
+
+  /** Items running now for one tenant (counted only with spare slots). */
+  tenantRunningCount(tenant: string): number {
+    return this.runningOfTenant.get(tenant) ?? 0;
   }
 
   waitingCount(agent: string): number {
@@ -92,17 +113,19 @@ export class AgentFairShare {
   }
 
   /**
-   * Free slots go round-robin to the tenants with scripts waiting, and within a tenant
+   * Free slots go round-robin to the tenants with work waiting, and within a tenant
    * round-robin to its agents; an agent at its own limit keeps its place, and a tenant all of
-   * whose waiting agents are at theirs is passed over until one of their scripts ends.
+   * whose waiting agents are at theirs is passed over until one of their items ends. With every
+   * slot taken, only a tenant below its spare share starts, in a spare slot.
    */
   private grant(): void {
     if (this.closed) return;
+    const ceiling = this.limits.total + (this.limits.spare?.extra ?? 0);
     let scanned = 0;
-    while (this.running < this.limits.total && scanned < this.tenantTurn.length) {
+    while (this.running < ceiling && scanned < this.tenantTurn.length) {
       const tenant = this.tenantTurn.shift() as string;
       const agents = this.agentTurn.get(tenant) as string[];
-      const agent = this.nextAgent(agents);
+      const agent = this.mayStart(tenant) ? this.nextAgent(agents) : undefined;
       if (agent === undefined) {
         this.tenantTurn.push(tenant);
         scanned++;
@@ -120,17 +143,25 @@ export class AgentFairShare {
       else this.waitingOfTenant.set(tenant, tenantWaiting);
       this.running++;
       this.runningOf.set(agent, (this.runningOf.get(agent) ?? 0) + 1);
+      const counted = this.limits.spare !== undefined;
+      if (counted) this.runningOfTenant.set(tenant, (this.runningOfTenant.get(tenant) ?? 0) + 1);
       let left = false;
       wake(() => {
         if (left) return;
         left = true;
         this.running--;
-        const mine = (this.runningOf.get(agent) ?? 1) - 1;
-        if (mine === 0) this.runningOf.delete(agent);
-        else this.runningOf.set(agent, mine);
+        countDown(this.runningOf, agent);
+        if (counted) countDown(this.runningOfTenant, tenant);
         this.grant();
       });
     }
+  }
+
+  /** A slot is free, or the tenant is below its spare share (the caller checks the ceiling). */
+  private mayStart(tenant: string): boolean {
+    if (this.running < this.limits.total) return true;
+    const spare = this.limits.spare;
+    return spare !== undefined && (this.runningOfTenant.get(tenant) ?? 0) < spare.perTenant;
   }
 
   /** The first of `agents` (taken off the turn) below its own limit; those at it go to the back. */
@@ -142,4 +173,10 @@ export class AgentFairShare {
     }
     return undefined;
   }
+}
+
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left === 0) counts.delete(key);
+  else counts.set(key, left);
 }
