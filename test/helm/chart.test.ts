@@ -194,6 +194,8 @@ describe("default values: built-in 3-node NATS", () => {
     expect(["SCRIPT_CONCURRENCY", "SCRIPT_MEMORY_LIMIT_MB", "SCRIPT_MAX_RUN_MS", "SCRIPT_TYPECHECK_BUDGET_MS"].map((n) => host.get(n)?.value)).toEqual(["4", "64", "120000", "2000"]);
     const driver = env("llm-driver");
     expect(driver.get("LLM_CONCURRENCY")?.value).toBe("32");
+    // Its slots are shared between tenants as the gateway's and host's quotas count them
+    expect(driver.get("AGENT_TENANT_DEPTH")?.value).toBe(host.get("AGENT_TENANT_DEPTH")?.value ?? "missing on the host");
     expect(driver.has("LLM_PROVIDERS"), "no providers configured: offline model unless OPENAI_API_KEY").toBe(false);
   });
 

@@ -3,7 +3,7 @@
 // provider. With neither, the offline model answers.
 
 import { readFileSync } from "node:fs";
-import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS } from "@agentrt/service-kit";
+import { baseServiceConfigSchema, DEFAULT_CLAIM_PROBE_MS, streamQuotaConfigShape } from "@agentrt/service-kit";
 import { z } from "zod";
 import { ProviderConfigError } from "./errors.ts";
 import { resolveProviders, type ProvidersConfig } from "./providers.ts";
@@ -42,6 +42,8 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   /** A stream no turn used for this long is dropped from the cache (read again on its next turn). */
   LLM_STREAM_CACHE_IDLE_MS: ms(60_000),
   LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** The tenant of a stream, as the quotas count it: the driver's slots are shared fairly between tenants (and providers). */
+  AGENT_TENANT_DEPTH: streamQuotaConfigShape.AGENT_TENANT_DEPTH,
 });
 
 export type DriverConfig = z.infer<typeof driverConfigSchema>;

@@ -10,20 +10,41 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { consumeWork, type Logger, notVisibleOutcome, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
+import { AgentFairShare, consumeWork, type Logger, notVisibleOutcome, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
-import type { EventStore } from "@agentrt/streams";
+import { DEFAULT_TENANT_QUOTA, type EventStore, tenantOf } from "@agentrt/streams";
 import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
 import { listenForInterrupts } from "./interrupts.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelClient } from "./model-client.ts";
 import { OfflineModelClient } from "./offline-client.ts";
 import { OpenAiModelClient } from "./openai-client.ts";
-import type { ModelRoute, ProvidersConfig } from "./providers.ts";
+import { providerOfModel, type ModelRoute, type ProvidersConfig } from "./providers.ts";
 import { RequestRunner, type DriverSettings, type RunOutcome } from "./request-runner.ts";
 import { RequestStop, RunningRequests } from "./running-requests.ts";
 
 export const LLM_DRIVER_DURABLE = "llm-driver";
+
+/** How long a work item whose group has its fill of calls waiting here stays back before it is delivered again. */
+export const BUSY_RETRY_MS = 250;
+
+/**
+ * The driver's slots for model calls, shared fairly between groups (a provider and a tenant):
+ * `concurrency` calls at once, groups taking turns for free slots, and past them spare slots (half
+ * as many again) for a group running fewer than two, so calls that hold their slots for long (a
+ * provider trickling its reply until the request expires) cannot shut every other tenant or
+ * provider out. A group may have half the concurrency waiting; more of its items go back to the
+ * queue for `BUSY_RETRY_MS`, so the claims stay open for other groups' items.
+ */
+export function driverSlotShare(concurrency: number, tenantDepth: number): { share: AgentFairShare; keyOf: (streamPath: string, model: string) => string; claims: number } {
+  const extra = Math.max(1, Math.floor(concurrency / 2));
+  const waiting = Math.max(1, Math.floor(concurrency / 2));
+  // A slot key names its group and its agent; the group is the key's first two entries.
+  const keyOf = (streamPath: string, model: string): string => JSON.stringify([providerOfModel(model), tenantDepth === 0 ? streamPath : tenantOf(streamPath, tenantDepth), streamPath]);
+  const groupOf = (key: string): string => JSON.stringify((JSON.parse(key) as string[]).slice(0, 2));
+  const share = new AgentFairShare({ total: concurrency, perAgent: 1, waitingPerAgent: 1, waitingPerTenant: waiting, spare: { perTenant: 2, extra } }, groupOf);
+  return { share, keyOf, claims: concurrency + extra + waiting };
+}
 
 /** A driver incarnation's claims owner id: unique per process start. */
 export const driverClaimOwner = (): string => `llm-driver-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -45,6 +66,8 @@ export interface LlmDriverDeps {
     readonly concurrency?: number;
     /** Deliveries of an item naming a request the stream never shows before it is dropped (default MAX_NOT_VISIBLE_DELIVERIES). */
     readonly maxNotVisibleDeliveries?: number;
+    /** Leading path segments naming a stream's tenant for the fair share of slots (default: the tenant quota's, 2; 0: each agent its own). */
+    readonly tenantDepth?: number;
   };
   /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
   readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
@@ -81,8 +104,11 @@ export class LlmDriver {
   private queueRuns = 0;
   /** Aborted by stop(): handed-over runs stop retrying their settlement. */
   private readonly stopping = new AbortController();
+  private readonly slots: ReturnType<typeof driverSlotShare>;
 
   constructor(private readonly deps: LlmDriverDeps) {
+    this.slots = driverSlotShare(this.concurrency, deps.work?.tenantDepth ?? DEFAULT_TENANT_QUOTA.depth);
+    const { share, keyOf } = this.slots;
     const offline = new OfflineModelClient();
     const cache =
       deps.streamCache === undefined
@@ -104,6 +130,7 @@ export class LlmDriver {
       running: this.running,
       settings: deps.settings,
       nowMs: deps.nowMs ?? Date.now,
+      slot: (streamPath, model) => share.enter(keyOf(streamPath, model)),
       ...(deps.tracer === undefined ? {} : { tracer: deps.tracer }),
       modelFor: deps.modelFor ?? ((route) => (route === null ? offline : this.openai)),
     });
@@ -147,7 +174,8 @@ export class LlmDriver {
       logger: this.deps.logger,
       ackWaitMs: this.deps.work?.ackWaitMs ?? DEFAULT_WORK_ACK_WAIT_MS,
       heartbeatMs: this.deps.work?.heartbeatMs ?? DEFAULT_WORK_HEARTBEAT_MS,
-      concurrency: this.concurrency,
+      // Past the slots: spare slots and items waiting their group's turn (heartbeating).
+      concurrency: this.slots.claims,
       ...(this.claims === undefined ? {} : { claims: this.claims }),
       handler: async (item, context): Promise<WorkOutcome> => {
         this.queueRuns += 1;
@@ -163,15 +191,16 @@ export class LlmDriver {
   /**
    * Runs a request handed over by the agent-reducer in this process, without a work item: the
    * run a delivered item gets (it re-reads the stream, so an offset that holds no open request
-   * is acked as such). Undefined when this driver is stopping, or runs as many requests as its
-   * concurrency, handed over and from the queue together (the queue's consumer is bounded by
-   * the concurrency on its own, so a backlog there can add as many again): the caller
+   * is acked as such; it takes a slot of the same fair share). Undefined when this driver is
+   * stopping, or handles as many requests as its claims, handed over and from the queue together
+   * (the queue's consumer is bounded by the claims on its own, so a backlog there can add as
+   * many again): the caller
    * puts the item on the work queue instead. Resolves to what the queue would have been told,
    * so a run that must be tried again (stopped by shutdown, its request not read yet) goes to
    * the queue, where any driver takes it.
    */
   runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined {
-    if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.concurrency) return undefined;
+    if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.slots.claims) return undefined;
     const run: Promise<WorkOutcome> = this.runItem(streamPath, requestOffset, this.stopping.signal)
       .catch((error: unknown) => {
         this.deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request failed to run; it goes to the work queue");
@@ -207,6 +236,8 @@ export class LlmDriver {
 
   async stop(): Promise<void> {
     this.stopping.abort();
+    // Calls waiting for a slot end "shutdown": their items go back to the queue at once.
+    this.slots.share.close();
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();
     // Stopped above, so each ends at once (a settlement in flight finishes first).
@@ -218,8 +249,12 @@ export class LlmDriver {
   }
 }
 
-/** A run stopped by shutdown goes back to the queue at once so another driver takes it. */
+/**
+ * A run stopped by shutdown goes back to the queue at once so another driver takes it; one
+ * without a slot (its group has its fill waiting here) a little later.
+ */
 function workOutcome(outcome: Exclude<RunOutcome, "not-visible">): WorkOutcome {
   if (outcome === "shutdown") return { type: "retry", delayMs: 0 };
+  if (outcome === "busy") return { type: "retry", delayMs: BUSY_RETRY_MS };
   return { type: "ack" };
 }

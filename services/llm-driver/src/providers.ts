@@ -56,9 +56,15 @@ export function resolveProviders(input: { providersJson?: unknown; openaiBaseUrl
   return providers;
 }
 
+/** The provider a model name routes to: the part before its first `/`, or `default`. */
+export function providerOfModel(model: string): string {
+  const slash = model.indexOf("/");
+  return slash === -1 ? "default" : model.slice(0, slash);
+}
+
 export function routeModel(model: string, providers: ProvidersConfig): ModelRoute {
   const slash = model.indexOf("/");
-  const providerName = slash === -1 ? "default" : model.slice(0, slash);
+  const providerName = providerOfModel(model);
   const localName = slash === -1 ? model : model.slice(slash + 1);
   const provider = providers[providerName];
   if (provider === undefined) throw new ProviderNotConfiguredError(model, Object.keys(providers));

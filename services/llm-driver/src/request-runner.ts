@@ -4,7 +4,7 @@
 // interrupt takes the request; settles failed on errors, the idle watchdog or the deadline.
 
 import type { Tracer } from "@opentelemetry/api";
-import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import { inSpan, type Leave, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { AgentState } from "@agentrt/agent-core";
 import { type AgentEvent, ContractViolationError, type EventInput, mendIllFormedText } from "@agentrt/contract";
 import type { Logger } from "@agentrt/service-kit";
@@ -48,6 +48,13 @@ export interface RequestRunnerDeps {
   readonly followStream?: FollowStream;
   /** Streams whose last folded request is kept, so the next one folds and renders only new events (default 2 000). */
   readonly maxFoldedStreams?: number;
+  /**
+   * A slot for an open request's model call, by its agent and the model it names (the driver's
+   * fair share): resolves with the function that gives it back once the call may start, or with
+   * undefined when the driver stops first; undefined at once when the agent's group already has
+   * its fill waiting (the run ends "busy" and its item comes back later). Default: no bound here.
+   */
+  readonly slot?: (streamPath: string, model: string) => Promise<Leave | undefined> | undefined;
 }
 
 export type RunOutcome =
@@ -61,7 +68,9 @@ export type RunOutcome =
   | "not-open"
   | "not-visible"
   | "expired"
-  | "shutdown";
+  | "shutdown"
+  /** No slot: the request's group already has its fill of calls waiting in this driver. */
+  | "busy";
 
 /** What a settlement needs of its run: where, for whom, and the shutdown that ends its retries. */
 interface SettleContext {
@@ -69,6 +78,14 @@ interface SettleContext {
   readonly requestOffset: number;
   readonly log: Logger;
   readonly shutdown: AbortSignal | undefined;
+}
+
+/** An open request as read from its stream. */
+interface OpenRead {
+  readonly state: AgentState;
+  readonly open: NonNullable<AgentState["openRequest"]>;
+  readonly events: readonly AgentEvent[];
+  readonly readMs: number;
 }
 
 interface Attempt {
@@ -114,6 +131,33 @@ export class RequestRunner {
       await existing.done;
     }
     const log = this.deps.logger.child({ streamPath, requestOffset });
+    const read = await this.readOpen(streamPath, requestOffset, log);
+    if (typeof read === "string") return read;
+    if (this.deps.slot === undefined) return this.driveRead(streamPath, requestOffset, read, log, shutdown);
+    const entering = this.deps.slot(streamPath, read.open.model);
+    if (entering === undefined) {
+      log.info({ model: read.open.model }, "no driver slot: this agent's group has its fill of calls waiting here; the work item comes back later");
+      return "busy";
+    }
+    // Granted at once, the promise is already resolved: its callback runs before this one tick ends.
+    let grantedAtOnce = false;
+    void entering.then(() => (grantedAtOnce = true));
+    await Promise.resolve();
+    const waited = !grantedAtOnce;
+    const leave = await entering;
+    if (leave === undefined) return "shutdown";
+    try {
+      // Waited for the slot: the request may have been settled, interrupted or expired since.
+      const current = waited ? await this.readOpen(streamPath, requestOffset, log) : read;
+      if (typeof current === "string") return current;
+      return await this.driveRead(streamPath, requestOffset, current, log, shutdown);
+    } finally {
+      leave();
+    }
+  }
+
+  /** Reads the stream through R and decides whether R is open, or what else the run ends as. */
+  private async readOpen(streamPath: string, requestOffset: number, log: Logger): Promise<RunOutcome | OpenRead> {
     const readStartedAt = this.deps.nowMs();
     const events = this.deps.readStream ? await this.deps.readStream(streamPath, requestOffset) : await this.deps.store.read(streamPath);
     const readMs = this.deps.nowMs() - readStartedAt;
@@ -131,7 +175,11 @@ export class RequestRunner {
       log.info({ expiresAt: status.request.expiresAt }, "request expired before it ran; the reducer expires it");
       return "expired";
     }
-    const { state, request: open } = status;
+    return { state: status.state, open: status.request, events, readMs };
+  }
+
+  private driveRead(streamPath: string, requestOffset: number, read: OpenRead, log: Logger, shutdown: AbortSignal | undefined): Promise<RunOutcome> {
+    const { state, open, events, readMs } = read;
     const lastRead = events.at(-1)?.offset ?? requestOffset;
     log.info({ model: open.model, events: events.length, readMs }, "driving request");
     const drive = () => this.drive({ streamPath, requestOffset, state, lastRead, log, shutdown });

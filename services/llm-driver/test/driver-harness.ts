@@ -26,7 +26,7 @@ export interface DriverEnv {
   readonly model: FakeModel;
   /** Provider config pointing `openai/*` at the fake model. */
   readonly providers: ProvidersConfig;
-  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig; contextWindows?: ContextWindowTable; streamCache?: boolean; maxNotVisibleDeliveries?: number }): Promise<LlmDriver>;
+  startDriver(options?: { idleTimeoutMs?: number; providers?: ProvidersConfig; contextWindows?: ContextWindowTable; streamCache?: boolean; maxNotVisibleDeliveries?: number; concurrency?: number; tenantDepth?: number }): Promise<LlmDriver>;
   close(): Promise<void>;
 }
 
@@ -72,7 +72,13 @@ export async function startDriverEnv(): Promise<DriverEnv> {
         logger,
         metrics: createDriverMetrics(createMetrics("llm-driver", { collectDefaults: false })),
         settings: { idleTimeoutMs: options.idleTimeoutMs ?? 45_000, contextWindows: options.contextWindows ?? DEFAULT_CONTEXT_WINDOWS },
-        work: { ackWaitMs: 5_000, heartbeatMs: 1_000, ...(options.maxNotVisibleDeliveries === undefined ? {} : { maxNotVisibleDeliveries: options.maxNotVisibleDeliveries }) },
+        work: {
+          ackWaitMs: 5_000,
+          heartbeatMs: 1_000,
+          ...(options.maxNotVisibleDeliveries === undefined ? {} : { maxNotVisibleDeliveries: options.maxNotVisibleDeliveries }),
+          ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+          ...(options.tenantDepth === undefined ? {} : { tenantDepth: options.tenantDepth }),
+        },
       });
       await driver.start();
       drivers.push(driver);

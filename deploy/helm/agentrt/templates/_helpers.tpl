@@ -225,7 +225,7 @@ How long a service's stop() may run before it exits anyway: service-kit's runSer
 {{/*
 What an llm-driver needs in its pod, as YAML {env, envFrom, volumes, volumeMounts, checksum}:
 the provider table (a ConfigMap, or a Secret's file), context windows, OPENAI_BASE_URL,
-LLM_CONCURRENCY and the model keys Secret. Its own Deployment's pods get it, or, with
+LLM_CONCURRENCY, AGENT_TENANT_DEPTH and the model keys Secret. Its own Deployment's pods get it, or, with
 llmDriver.placement "agent-reducer", the agent-reducer's pods, which run the driver in-process.
 */}}
 {{- define "agentrt.llmDriverPodParts" -}}
@@ -249,6 +249,8 @@ llmDriver.placement "agent-reducer", the agent-reducer's pods, which run the dri
 {{- $env = append $env (dict "name" "OPENAI_BASE_URL" "value" $c.openaiBaseUrl) }}
 {{- end }}
 {{- $env = append $env (dict "name" "LLM_CONCURRENCY" "value" ($c.concurrency | toString)) }}
+{{- /* Its slots are shared fairly between tenants as the quotas count them. */}}
+{{- $env = append $env (dict "name" "AGENT_TENANT_DEPTH" "value" (.Values.config.quotas.tenantDepth | int64 | toString)) }}
 {{- $envFrom := list }}
 {{- with include "agentrt.modelKeysSecretName" . }}
 {{- $envFrom = append $envFrom (dict "secretRef" (dict "name" .)) }}

@@ -1,0 +1,79 @@
+// Given the driver's fair share of slots in front of a request's model call, when a request
+// finds no slot, waits for one, or the driver stops while it waits, then the run ends without
+// calling the model where it must, and a request settled during the wait is not driven.
+
+import { CONTRACT_VERSION } from "@agentrt/contract";
+import { AgentFairShare } from "@agentrt/service-kit";
+import { MemoryEventStore } from "@agentrt/streams";
+import { birthEvents, testLogger, userMessage } from "@agentrt/testing";
+import { describe, expect, it } from "vitest";
+import type { DriverMetrics } from "../src/metrics.ts";
+import type { ModelClient } from "../src/model-client.ts";
+import { RequestRunner, type RequestRunnerDeps } from "../src/request-runner.ts";
+import { RunningRequests } from "../src/running-requests.ts";
+
+const PATH = "/agents/t/a";
+
+async function openRequest(store: MemoryEventStore): Promise<number> {
+  await store.append(PATH, [...birthEvents(), userMessage("hello")]);
+  const result = await store.append(PATH, [{ type: "agent/llm-request-requested", payload: { model: "openai/m", expiresAt: new Date(Date.now() + 600_000).toISOString(), contractVersion: CONTRACT_VERSION } }]);
+  return result.events[0]!.offset;
+}
+
+/** A runner whose model counts its calls (and never answers: these runs must not reach it). */
+function runnerWith(store: MemoryEventStore, slot: RequestRunnerDeps["slot"]): { runner: RequestRunner; calls: () => number } {
+  let calls = 0;
+  const model: ModelClient = {
+    stream: () => {
+      calls++;
+      throw new Error("the model was called");
+    },
+  } as unknown as ModelClient;
+  // Only the store, the logger, the running table and the slot are reached before the model.
+  const runner = new RequestRunner({ store, running: new RunningRequests(), logger: testLogger("test"), nowMs: Date.now, metrics: {} as DriverMetrics, providers: {}, modelFor: () => model, slot } as unknown as RequestRunnerDeps);
+  return { runner, calls: () => calls };
+}
+
+describe("a request's model call behind the driver's slots", () => {
+  it("given its group has its fill waiting, when it runs, then it ends busy without calling the model", async () => {
+    const store = new MemoryEventStore();
+    const R = await openRequest(store);
+    const asked: Array<[string, string]> = [];
+    const { runner, calls } = runnerWith(store, (path, model) => {
+      asked.push([path, model]);
+      return undefined;
+    });
+    expect(await runner.run(PATH, R)).toBe("busy");
+    expect(asked).toEqual([[PATH, "openai/m"]]);
+    expect(calls()).toBe(0);
+  });
+
+  it("given it waits for a slot, when its request is settled meanwhile, then it reads the stream again and drives nothing", async () => {
+    const store = new MemoryEventStore();
+    const R = await openRequest(store);
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1 });
+    const holder = (await share.enter("someone else"))!;
+    const { runner, calls } = runnerWith(store, () => share.enter(PATH));
+    const run = runner.run(PATH, R);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await store.append(PATH, [{ type: "agent/llm-request-settled", payload: { requestOffset: R, result: { status: "cancelled", reason: "expired" } } }]);
+    holder();
+    expect(await run).toBe("already-settled");
+    expect(calls()).toBe(0);
+    // And its slot was given back
+    expect(share.runningCount()).toBe(0);
+  });
+
+  it("given it waits for a slot, when the driver stops, then it ends shutdown (its item goes back to the queue at once)", async () => {
+    const store = new MemoryEventStore();
+    const R = await openRequest(store);
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1 });
+    await share.enter("someone else");
+    const { runner, calls } = runnerWith(store, () => share.enter(PATH));
+    const run = runner.run(PATH, R);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    share.close();
+    expect(await run).toBe("shutdown");
+    expect(calls()).toBe(0);
+  });
+});
