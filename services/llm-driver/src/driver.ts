@@ -33,12 +33,12 @@ export const BUSY_RETRY_MS = 250;
  * `concurrency` calls at once, groups taking turns for free slots, and past them spare slots (half
  * as many again) for a group running fewer than two, so calls that hold their slots for long (a
  * provider trickling its reply until the request expires) cannot shut every other tenant or
- * provider out. A group may have half the concurrency waiting; more of its items go back to the
+ * provider out. A group may have a quarter of the concurrency waiting; more of its items go back to the
  * queue for `BUSY_RETRY_MS`, so the claims stay open for other groups' items.
  */
 export function driverSlotShare(concurrency: number, tenantDepth: number): { share: AgentFairShare; keyOf: (streamPath: string, model: string) => string; claims: number } {
   const extra = Math.max(1, Math.floor(concurrency / 2));
-  const waiting = Math.max(1, Math.floor(concurrency / 2));
+  const waiting = Math.max(1, Math.floor(concurrency / 4));
   // A slot key names its group and its agent; the group is the key's first two entries.
   const keyOf = (streamPath: string, model: string): string => JSON.stringify([providerOfModel(model), tenantDepth === 0 ? streamPath : tenantOf(streamPath, tenantDepth), streamPath]);
   const groupOf = (key: string): string => JSON.stringify((JSON.parse(key) as string[]).slice(0, 2));
