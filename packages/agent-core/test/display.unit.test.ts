@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { given } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
-import { agentTitle, chunkText, chunksText, oneLine, replyProse, revealBidiControls, titleFromMessage } from "../src/display/index.ts";
+import { agentTitle, chunkText, chunksText, cutShortNote, oneLine, replyProse, revealBidiControls, titleFromMessage } from "../src/display/index.ts";
 
 describe("chunk text", () => {
   it("reads Chat Completions deltas and Responses API text deltas; ignores the rest", () => {
@@ -76,5 +76,32 @@ describe("revealBidiControls", () => {
   it("given text with bidirectional embeddings, overrides and isolates, when shown, then each is its \\u escape and the rest is unchanged", () => {
     expect(revealBidiControls("a\u202ab\u202ec\u2066d\u2069e")).toBe("a\\u202ab\\u202ec\\u2066d\\u2069e");
     expect(revealBidiControls("plain 中文 \u200f right-to-left mark kept")).toBe("plain 中文 \u200f right-to-left mark kept");
+  });
+});
+
+describe("how a reply ended", () => {
+  const settled = (rawResponse?: unknown) => ({ status: "succeeded", text: "t", ...(rawResponse === undefined ? {} : { rawResponse }) });
+
+  it("given a reply cut at the output limit or by a content filter, then the note says which", () => {
+    expect(cutShortNote(settled({ finishReason: "length" }))).toBe("cut short: the model reached its output token limit (finish_reason length)");
+    expect(cutShortNote(settled({ finishReason: "content_filter" }))).toBe("cut short by the provider's content filter (finish_reason content_filter)");
+  });
+
+  it("given a reply ending in tool calls, then the note says they were not kept", () => {
+    expect(cutShortNote(settled({ finishReason: "tool_calls" }))).toBe("the model asked for tool calls, which this runtime does not offer; their arguments are not kept (finish_reason tool_calls)");
+  });
+
+  it("given another short reason, then it is named; a long or odd one is not repeated", () => {
+    expect(cutShortNote(settled({ finishReason: "unrecognised" }))).toBe("the model stopped with finish_reason unrecognised");
+    expect(cutShortNote(settled({ finishReason: "x".repeat(65) }))).toBeUndefined();
+    expect(cutShortNote(settled({ finishReason: "a\u202eb" }))).toBeUndefined();
+  });
+
+  it("given a finished reply, no raw response, or not a result, then there is no note", () => {
+    expect(cutShortNote(settled({ finishReason: "stop" }))).toBeUndefined();
+    expect(cutShortNote(settled())).toBeUndefined();
+    expect(cutShortNote(settled("length"))).toBeUndefined();
+    expect(cutShortNote(null)).toBeUndefined();
+    expect(cutShortNote({ status: "failed", errorMessage: "x" })).toBeUndefined();
   });
 });

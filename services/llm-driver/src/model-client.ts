@@ -35,6 +35,12 @@ export type ModelStreamEvent =
        * and a driver slot, until the request expired ten minutes later.
        */
       readonly empty?: true;
+      /**
+       * The chunk ends the answer for this reason (a chat completion's `finish_reason`, a short
+       * identifier; one that is not reads `unrecognised`): kept on the settlement when it is not
+       * `stop`, so a reply cut at the output limit or by a content filter is not a plain answer.
+       */
+      readonly finishReason?: string;
     }
   | { readonly kind: "usage"; readonly raw: Record<string, unknown> };
 

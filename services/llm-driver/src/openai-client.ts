@@ -2,6 +2,7 @@
 // retries are off (maxRetries 0): retrying is the reducer's decision, visible on the stream.
 
 import OpenAI, { APIError } from "openai";
+import { FINISH_REASON_PATTERN } from "@agentrt/agent-core/display";
 import { ModelCallError } from "./errors.ts";
 import type { ModelCall, ModelClient, ModelStreamEvent } from "./model-client.ts";
 import type { ModelRoute } from "./providers.ts";
@@ -59,7 +60,14 @@ export class OpenAiModelClient implements ModelClient {
       }
       // Text after the finish is not part of the answer (the protocol sends none).
       const text = finished ? "" : (content ?? "");
-      yield { kind: "chunk", raw: chunk, text, ...(text === "" && !carriesOutput(choice?.delta) ? { empty: true as const } : {}) };
+      const finishReason = finished || !choice?.finish_reason ? undefined : keptFinishReason(choice.finish_reason);
+      yield {
+        kind: "chunk",
+        raw: chunk,
+        text,
+        ...(text === "" && !carriesOutput(choice?.delta) ? { empty: true as const } : {}),
+        ...(finishReason === undefined ? {} : { finishReason }),
+      };
       if (choice?.finish_reason) finished = true;
       if (chunk.usage) {
         yield { kind: "usage", raw: chunk.usage as unknown as Record<string, unknown> };
@@ -126,6 +134,11 @@ function toModelCallError(error: unknown): ModelCallError {
     return new ModelCallError(`${status}${error.message.replace(/\.$/, why === "" ? "." : "")}${why}`.replace(/^(HTTP \d+: )\d{3} /, "$1"), { cause: error, status: error.status });
   }
   return new ModelCallError(error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+/** A finish reason as the settlement keeps it: a short identifier, or `unrecognised`. */
+function keptFinishReason(reason: unknown): string {
+  return typeof reason === "string" && FINISH_REASON_PATTERN.test(reason) ? reason : "unrecognised";
 }
 
 /** What a value from the wire is, for an error naming it ("null", "an array", "a number"). */

@@ -94,6 +94,8 @@ interface Attempt {
   bytes: number;
   usage: NormalisedUsage | null;
   rawUsage: Record<string, unknown> | undefined;
+  /** Why the answer ended, when the provider said. */
+  finishReason?: string;
 }
 
 export class RequestRunner {
@@ -254,6 +256,7 @@ export class RequestRunner {
         for await (const event of this.deps.modelFor(route).stream(call)) {
           // Model output is progress; an empty chunk or a usage report is not.
           if (event.kind === "chunk" && event.empty !== true) timers.progress();
+          if (event.kind === "chunk" && event.finishReason !== undefined) attempt.finishReason = event.finishReason;
           if (event.kind === "usage") {
             attempt.rawUsage = keptRawUsage(event.raw);
             attempt.usage = normaliseUsage(event.raw);
@@ -363,6 +366,7 @@ export class RequestRunner {
       usage: attempt.usage,
       rawUsage: attempt.rawUsage,
       contextWindows: this.deps.settings.contextWindows,
+      ...(attempt.finishReason === undefined ? {} : { finishReason: attempt.finishReason }),
     });
     let result: Awaited<ReturnType<RequestRunner["appendSettlement"]>>;
     try {

@@ -44,11 +44,18 @@ export interface SuccessSettlement {
   /** The provider's usage object as reported (kept on the settlement). */
   readonly rawUsage?: Record<string, unknown>;
   readonly contextWindows?: ContextWindowTable;
+  /**
+   * Why the answer ended, as the provider said: kept as `result.rawResponse.finishReason` when
+   * it is not `stop` (a reply cut at the output limit, by a content filter, or ending in tool
+   * calls is stored, and shown as such, not as a plain answer).
+   */
+  readonly finishReason?: string;
 }
 
 /** Assistant context + succeeded settlement (+ usage when known), committed as one batch. */
 export function successBatch(s: SuccessSettlement): EventInput[] {
   const usageRecord = s.rawUsage ?? (s.usage === null ? undefined : { ...s.usage });
+  const cutShort = s.finishReason !== undefined && s.finishReason !== "stop";
   const batch: EventInput[] = [
     eventInput(
       "agents/context-added",
@@ -60,7 +67,12 @@ export function successBatch(s: SuccessSettlement): EventInput[] {
       {
         requestOffset: s.requestOffset,
         durationMs: Math.max(0, Math.round(s.durationMs)),
-        result: { status: "succeeded", text: s.text, ...(usageRecord === undefined ? {} : { usage: usageRecord }) },
+        result: {
+          status: "succeeded",
+          text: s.text,
+          ...(usageRecord === undefined ? {} : { usage: usageRecord }),
+          ...(cutShort ? { rawResponse: { finishReason: s.finishReason } } : {}),
+        },
       },
       settleKey(s.requestOffset),
     ),

@@ -93,6 +93,22 @@ describe("llm-driver: a full turn", () => {
     expect(chunkText(chunks)).toBe(mended);
   });
 
+  it("given a reply cut at the model's output limit, when it settles, then the settlement says so and keeps the text", async () => {
+    const path = "/agents/test/cut-short";
+    env.model.script({ text: "The first half of", finishReason: "length" });
+    const R = await seedTurn(env, path, "write a long essay");
+    await publishLlmWork(env, path, R);
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", (e) => e.payload.requestOffset === R);
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "The first half of", rawResponse: { finishReason: "length" } });
+    // A finished reply carries none
+    const done = "/agents/test/finished";
+    env.model.script({ text: "All of it." });
+    const doneR = await seedTurn(env, done, "write a short one");
+    await publishLlmWork(env, done, doneR);
+    const finished = await waitForEvent(env.store, done, "agent/llm-request-settled", (e) => e.payload.requestOffset === doneR);
+    expect(finished.payload.result).not.toHaveProperty("rawResponse");
+  });
+
   it("delivers chunks to a live subscriber in order, coalesced, before the settlement", async () => {
     const path = "/agents/test/live-chunks";
     const tokens = Array.from({ length: 60 }, (_, i) => `tok${i} `);

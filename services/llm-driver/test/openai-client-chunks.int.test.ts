@@ -29,9 +29,10 @@ async function endpoint(chunks: readonly unknown[]): Promise<string> {
   return `http://127.0.0.1:${(server!.address() as AddressInfo).port}/v1`;
 }
 
-async function collect(baseUrl: string): Promise<{ text: string; error?: string }> {
+async function collect(baseUrl: string): Promise<{ text: string; error?: string; finishReasons?: string[] }> {
   client = new OpenAiModelClient();
   let text = "";
+  const finishReasons: string[] = [];
   try {
     for await (const event of client.stream({
       route: { provider: "p", baseUrl, apiKey: "k", remoteModel: "m", api: "chat", promptCacheKey: false },
@@ -43,8 +44,9 @@ async function collect(baseUrl: string): Promise<{ text: string; error?: string 
       signal: new AbortController().signal,
     }) as AsyncIterable<ModelStreamEvent>) {
       if (event.kind === "chunk") text += event.text;
+      if (event.kind === "chunk" && event.finishReason !== undefined) finishReasons.push(event.finishReason);
     }
-    return { text };
+    return finishReasons.length === 0 || finishReasons[0] === "stop" ? { text } : { text, finishReasons };
   } catch (error) {
     return { text, error: (error as Error).message };
   }
@@ -61,5 +63,15 @@ describe("chunks of an unexpected shape", () => {
   it("given content that is not text, when streamed, then the call fails naming it", async () => {
     const url = await endpoint([chunk({ content: "a" }), chunk({ content: { x: 1 } }), chunk({ content: "b" }, "stop")]);
     expect(await collect(url)).toEqual({ text: "a", error: "the model sent an object as delta.content, where the chat completions protocol has text" });
+  });
+
+  it("given a reply cut at the output limit, when streamed, then its finish reason comes with the last chunk, once", async () => {
+    const url = await endpoint([chunk({ content: "Hel" }), chunk({ content: "lo" }, "length"), chunk({}, "stop")]);
+    expect(await collect(url)).toEqual({ text: "Hello", finishReasons: ["length"] });
+  });
+
+  it("given a finish reason that is not a short identifier, when streamed, then it reads unrecognised, not the provider's text", async () => {
+    const url = await endpoint([chunk({ content: "a" }, "x".repeat(10_000))]);
+    expect(await collect(url)).toEqual({ text: "a", finishReasons: ["unrecognised"] });
   });
 });

@@ -35,6 +35,16 @@ describe("settlement batches", () => {
     expect(batch.map((e) => e.type)).toEqual(["agents/context-added", "agent/llm-request-settled"]);
   });
 
+  it("given a reply cut at the output limit, when settled, then the settlement keeps its finish reason; a finished one keeps none", () => {
+    const settledOf = (finishReason: string | undefined) =>
+      successBatch({ requestOffset: 3, model: "m", text: "It be", durationMs: 1, usage: null, ...(finishReason === undefined ? {} : { finishReason }) })[1]!;
+    const cut = settledOf("length");
+    expect(cut.payload).toEqual({ requestOffset: 3, durationMs: 1, result: { status: "succeeded", text: "It be", rawResponse: { finishReason: "length" } } });
+    expect(() => parseEventInput(cut)).not.toThrow();
+    expect((settledOf("stop").payload as { result: object }).result).toEqual({ status: "succeeded", text: "It be" });
+    expect((settledOf(undefined).payload as { result: object }).result).toEqual({ status: "succeeded", text: "It be" });
+  });
+
   it("failure: the attempt message says Retrying while attempts remain, then gives up", () => {
     expect(failureMessage({ requestOffset: 40, errorMessage: "HTTP 500: boom.", attempt: 1, maxAttempts: 3 })).toBe(
       "LLM request @40 failed (attempt 1 of 3): HTTP 500: boom. Retrying.",

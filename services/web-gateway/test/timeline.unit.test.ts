@@ -19,6 +19,18 @@ const chunkEvent = (sequence: number, text: string) => live("agent/llm-response-
 const replay = (events: ReturnType<typeof live>[]): LiveReplies => events.reduce<LiveReplies>((m, e) => applyLiveEvent(m, e), new Map());
 
 describe("buildTimeline", () => {
+  it("given a reply cut at the output limit, when the timeline is built, then its request marker says so", () => {
+    offset = 0;
+    const events = [
+      ev("agents/context-added", { role: "user", content: "write a lot" }),
+      ev("agent/llm-request-requested", { model: "m", expiresAt: "2099-01-01T00:00:00.000Z" }),
+      ev("agents/context-added", { role: "assistant", content: "It began", llmRequestOffset: 2 }),
+      ev("agent/llm-request-settled", { requestOffset: 2, result: { status: "succeeded", text: "It began", rawResponse: { finishReason: "length" } } }),
+    ];
+    const items = buildTimeline(events, new Map());
+    expect(items[1]).toEqual({ kind: "request", offset: 2, model: "m", status: "succeeded", note: "cut short: the model reached its output token limit (finish_reason length)" });
+  });
+
   it("turns a codemode turn into user, request, assistant prose and a settled script with its duration", () => {
     offset = 0;
     const events = [

@@ -127,7 +127,8 @@ function Item({ item, path }: { item: TimelineItem; path: string }) {
     case "request":
       return (
         <div class="request-marker" data-testid="request-marker" data-offset={item.offset}>
-          <span>request @{item.offset} · {item.model} · {item.status}</span>
+          <span>request @{item.offset} · {shown(item.model)} · {item.status}</span>
+          {item.note !== undefined && <span class="muted" data-testid="request-note">{shown(item.note)}</span>}
           <a href={`#/agent/${encodeURIComponent(path)}/request/${item.offset}`} data-testid="what-the-model-saw">what the model saw</a>
         </div>
       );

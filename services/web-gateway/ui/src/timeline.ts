@@ -4,7 +4,7 @@
 // saw. Pure. Durations, chunk text and reply prose come from the core's display module, so the
 // chat shows what the model sees.
 
-import { chunksText, replyProse } from "@agentrt/agent-core/display";
+import { chunksText, cutShortNote, replyProse } from "@agentrt/agent-core/display";
 import type { StreamEvent } from "./types.ts";
 
 /**
@@ -26,7 +26,8 @@ export type TimelineItem =
   | { kind: "user"; offset: number; content: string }
   | { kind: "assistant"; offset: number; content: string; requestOffset?: number }
   | { kind: "streaming"; requestOffset: number; text: string; script?: LiveScript }
-  | { kind: "request"; offset: number; status: string; model: string }
+  /** `note`: how its reply ended when not by the model finishing (cut at the output limit, by a content filter). */
+  | { kind: "request"; offset: number; status: string; model: string; note?: string }
   | {
       kind: "script";
       offset: number;
@@ -102,10 +103,13 @@ export function isEmptyChat(items: readonly TimelineItem[]): boolean {
 
 export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies): TimelineItem[] {
   const items: TimelineItem[] = [];
-  const settled = new Map<number, string>();
+  const settled = new Map<number, { status: string; note?: string }>();
   const scripts = new Map<string, Extract<TimelineItem, { kind: "script" }> & { requestedAt: string }>();
   for (const e of events) {
-    if (e.type === "agent/llm-request-settled") settled.set(e.payload.requestOffset, e.payload.result.status);
+    if (e.type === "agent/llm-request-settled") {
+      const note = cutShortNote(e.payload.result);
+      settled.set(e.payload.requestOffset, note === undefined ? { status: e.payload.result.status } : { status: e.payload.result.status, note });
+    }
   }
   const answered = new Set<number>();
   for (const e of events) {
@@ -126,7 +130,7 @@ export function buildTimeline(events: readonly StreamEvent[], live: LiveReplies)
         if (e.payload.llmRequestOffset === undefined) items.push({ kind: "assistant", offset: e.offset, content: e.payload.message });
         break;
       case "agent/llm-request-requested":
-        items.push({ kind: "request", offset: e.offset, status: settled.get(e.offset) ?? "open", model: e.payload.model });
+        items.push({ kind: "request", offset: e.offset, model: e.payload.model, ...(settled.get(e.offset) ?? { status: "open" }) });
         break;
       case "capability-host/script-run-requested": {
         const item = { kind: "script" as const, offset: e.offset, executionId: e.payload.executionId, code: e.payload.code, status: "requested" as const, requestedAt: e.createdAt };

@@ -2,7 +2,7 @@
 // durable event as one line and the model's reply as it streams (ephemeral chunks). A dropped
 // connection is resumed with Last-Event-ID, so no event is lost or printed twice.
 
-import { chunksText, formatDuration } from "@agentrt/agent-core/display";
+import { chunksText, cutShortNote, formatDuration } from "@agentrt/agent-core/display";
 import { boundedText, clientEnv, encPath, fetchGateway, GatewayUnreachableError, headers, parseArgs } from "../gateway-client.ts";
 
 /**
@@ -27,8 +27,10 @@ export function summarise(e: TailEvent): string {
       return `${p.role}${p.key ? ` [${p.key}]` : ""}: ${String(p.content).split("\n")[0]!.slice(0, 160)}`;
     case "agent/llm-request-requested":
       return `→ model ${p.model}`;
-    case "agent/llm-request-settled":
-      return `request @${p.requestOffset} ${p.result.status}${typeof p.durationMs === "number" ? ` in ${formatDuration(p.durationMs)}` : ""}`;
+    case "agent/llm-request-settled": {
+      const note = cutShortNote(p.result);
+      return `request @${p.requestOffset} ${p.result.status}${typeof p.durationMs === "number" ? ` in ${formatDuration(p.durationMs)}` : ""}${note === undefined ? "" : ` (${note})`}`;
+    }
     case "capability-host/script-run-requested":
       return `script ${p.executionId}:\n${String(p.code).replace(/^/gm, "    ")}`;
     case "capability-host/script-run-settled":
