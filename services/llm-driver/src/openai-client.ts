@@ -35,16 +35,18 @@ export class OpenAiModelClient implements ModelClient {
   }
 
   private async *streamChat(client: OpenAI, call: ModelCall, route: ModelRoute): AsyncIterable<ModelStreamEvent> {
-    const stream = await client.chat.completions.create(
-      {
-        model: route.remoteModel,
-        messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
-        stream: true,
-        stream_options: { include_usage: true },
-        ...(route.promptCacheKey ? { prompt_cache_key: call.promptCacheKey } : {}),
-      },
-      { signal: call.signal },
-    );
+    const { data: stream, response } = await client.chat.completions
+      .create(
+        {
+          model: route.remoteModel,
+          messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
+          stream: true,
+          stream_options: { include_usage: true },
+          ...(route.promptCacheKey ? { prompt_cache_key: call.promptCacheKey } : {}),
+        },
+        { signal: call.signal },
+      )
+      .withResponse();
     let finished = false;
     for await (const chunk of stream) {
       // An endpoint's chunk is not trusted to have the shape the types say: `choices` missing
@@ -76,20 +78,22 @@ export class OpenAiModelClient implements ModelClient {
         if (finished) break;
       }
     }
-    if (!finished && !call.signal.aborted) throw new ModelCallError("the model's stream ended without a finish_reason");
+    if (!finished && !call.signal.aborted) throw new ModelCallError(`the model's stream ended without a finish_reason${notAnEventStream(response)}`);
   }
 
   private async *streamResponses(client: OpenAI, call: ModelCall, route: ModelRoute): AsyncIterable<ModelStreamEvent> {
-    const stream = await client.responses.create(
-      {
-        model: route.remoteModel,
-        input: call.messages.map((m) => ({ type: "message" as const, role: m.role, content: m.content })),
-        stream: true,
-        store: false,
-        ...(route.promptCacheKey ? { prompt_cache_key: call.promptCacheKey } : {}),
-      },
-      { signal: call.signal },
-    );
+    const { data: stream, response } = await client.responses
+      .create(
+        {
+          model: route.remoteModel,
+          input: call.messages.map((m) => ({ type: "message" as const, role: m.role, content: m.content })),
+          stream: true,
+          store: false,
+          ...(route.promptCacheKey ? { prompt_cache_key: call.promptCacheKey } : {}),
+        },
+        { signal: call.signal },
+      )
+      .withResponse();
     let completed = false;
     for await (const event of stream) {
       if (typeof event !== "object" || event === null || Array.isArray(event)) {
@@ -111,7 +115,7 @@ export class OpenAiModelClient implements ModelClient {
         throw new ModelCallError(`the model's stream reported an error: ${event.message}`);
       }
     }
-    if (!completed && !call.signal.aborted) throw new ModelCallError("the model's stream ended before response.completed");
+    if (!completed && !call.signal.aborted) throw new ModelCallError(`the model's stream ended before response.completed${notAnEventStream(response)}`);
   }
 
   private clientFor(route: ModelRoute): OpenAI {
@@ -134,6 +138,21 @@ function toModelCallError(error: unknown): ModelCallError {
     return new ModelCallError(`${status}${error.message.replace(/\.$/, why === "" ? "." : "")}${why}`.replace(/^(HTTP \d+: )\d{3} /, "$1"), { cause: error, status: error.status });
   }
   return new ModelCallError(error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+/**
+ * Why a stream that ended without its end may have held no events at all, from its answer's
+ * headers: a body compressed though nobody asked (it is not inflated), or one that is not an
+ * event stream (a proxy's HTML page, a server that ignores `stream: true` and sends one JSON
+ * completion). Empty when it was an event stream. Header values are quoted and cut short.
+ */
+function notAnEventStream(response: Response): string {
+  const quoted = (value: string) => JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  const encoding = response.headers.get("content-encoding") ?? "";
+  if (encoding !== "" && encoding.toLowerCase() !== "identity") return ` (the endpoint sent its body compressed as ${quoted(encoding)}, which was not asked for and is not inflated)`;
+  const type = response.headers.get("content-type") ?? "";
+  if (/^\s*text\/event-stream\s*(;|$)/i.test(type)) return "";
+  return ` (the endpoint answered ${type === "" ? "without a content-type" : `as ${quoted(type)}`}, not as an event stream: is it an OpenAI-compatible endpoint that streams?)`;
 }
 
 /** A finish reason as the settlement keeps it: a short identifier, or `unrecognised`. */

@@ -4,6 +4,7 @@
 // it. They read as "Cannot read properties of undefined (reading '0')" and "[object Object]".
 
 import { createServer, type Server } from "node:http";
+import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ModelStreamEvent } from "../src/model-client.ts";
@@ -16,10 +17,15 @@ afterEach(async () => {
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
 });
 
-async function endpoint(chunks: readonly unknown[]): Promise<string> {
+async function endpoint(chunks: readonly unknown[], answer?: { headers: Record<string, string>; body: string | Buffer }): Promise<string> {
   server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
+      if (answer !== undefined) {
+        res.writeHead(200, answer.headers);
+        res.end(answer.body);
+        return;
+      }
       res.writeHead(200, { "content-type": "text/event-stream" });
       for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       res.end("data: [DONE]\n\n");
@@ -73,5 +79,25 @@ describe("chunks of an unexpected shape", () => {
   it("given a finish reason that is not a short identifier, when streamed, then it reads unrecognised, not the provider's text", async () => {
     const url = await endpoint([chunk({ content: "a" }, "x".repeat(10_000))]);
     expect(await collect(url)).toEqual({ text: "a", finishReasons: ["unrecognised"] });
+  });
+
+  it("given an HTML page or one JSON completion where the stream should be, when it ends, then the error names what came", async () => {
+    const html = await endpoint([], { headers: { "content-type": "text/html; charset=utf-8" }, body: "<html><body>Bad gateway</body></html>" });
+    expect((await collect(html)).error).toBe(
+      'the model\'s stream ended without a finish_reason (the endpoint answered as "text/html; charset=utf-8", not as an event stream: is it an OpenAI-compatible endpoint that streams?)',
+    );
+    server?.close();
+    const json = await endpoint([], { headers: { "content-type": "application/json" }, body: JSON.stringify({ choices: [{ message: { content: "hi" } }] }) });
+    expect((await collect(json)).error).toMatch(/ended without a finish_reason \(the endpoint answered as "application\/json", not as an event stream/);
+  });
+
+  it("given a gzip body nobody asked for, when it ends, then the error says it was compressed", async () => {
+    const url = await endpoint([], { headers: { "content-type": "text/event-stream", "content-encoding": "gzip" }, body: gzipSync("data: {}\n\n") });
+    expect((await collect(url)).error).toBe('the model\'s stream ended without a finish_reason (the endpoint sent its body compressed as "gzip", which was not asked for and is not inflated)');
+  });
+
+  it("given an event stream that stops before its finish, then the error is the plain one", async () => {
+    const url = await endpoint([chunk({ content: "a" })]);
+    expect((await collect(url)).error).toBe("the model's stream ended without a finish_reason");
   });
 });
