@@ -192,15 +192,15 @@ export class LlmDriver {
    * Runs a request handed over by the agent-reducer in this process, without a work item: the
    * run a delivered item gets (it re-reads the stream, so an offset that holds no open request
    * is acked as such; it takes a slot of the same fair share). Undefined when this driver is
-   * stopping, or handles as many requests as its claims, handed over and from the queue together
-   * (the queue's consumer is bounded by the claims on its own, so a backlog there can add as
-   * many again): the caller
+   * stopping, or handles as many requests as its concurrency, handed over and from the queue
+   * together (the queue's consumer is bounded by its claims on its own, so a backlog there can
+   * add as many again): the caller
    * puts the item on the work queue instead. Resolves to what the queue would have been told,
    * so a run that must be tried again (stopped by shutdown, its request not read yet) goes to
    * the queue, where any driver takes it.
    */
   runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined {
-    if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.slots.claims) return undefined;
+    if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.concurrency) return undefined;
     const run: Promise<WorkOutcome> = this.runItem(streamPath, requestOffset, this.stopping.signal)
       .catch((error: unknown) => {
         this.deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request failed to run; it goes to the work queue");
