@@ -7,7 +7,7 @@
 import { idempotencyKeys, CONTRACT_VERSION, type EventInput, eventInput } from "@agentrt/contract";
 import { epochMs } from "./fold/triggers.ts";
 import { BIRTH_WINDOW_DEBOUNCE_MS } from "./project-worker/birth.ts";
-import type { AgentState, PendingTrigger } from "./state.ts";
+import type { PendingTrigger, ReactionState } from "./state.ts";
 
 /** Expiry margin: a request with less than this left is not worth handing to a driver. */
 export const EXPIRY_MARGIN_MS = 30_000;
@@ -57,7 +57,7 @@ export interface HeadDecision {
   readonly why: readonly HeadReason[];
 }
 
-export function decideAtHead(state: AgentState, input: HeadDecisionInput): HeadDecision {
+export function decideAtHead(state: ReactionState, input: HeadDecisionInput): HeadDecision {
   if (state.birthCertificate === null) return { appends: [], wakeAtMs: null, adopt: null, why: [{ rule: "not-born" }] };
   const { nowMs } = input;
   const appends: EventInput[][] = [];
@@ -116,23 +116,23 @@ export function decideAtHead(state: AgentState, input: HeadDecisionInput): HeadD
 }
 
 /** The birth window's long debounce still applies: nothing has configured the agent since create(). */
-export function inBirthHold(state: AgentState): boolean {
+export function inBirthHold(state: ReactionState): boolean {
   return state.config.llmRequestDebounceMs === BIRTH_WINDOW_DEBOUNCE_MS && state.lastLlmRequestOffset === 0;
 }
 
 /** Debounce plus exponential backoff after failures, capped. */
-export function backoffMs(state: AgentState): number {
+export function backoffMs(state: ReactionState): number {
   const failures = state.consecutiveLlmFailures;
   if (failures <= 0) return 0;
   const { backoffBaseMs, backoffMaxMs } = state.config.llmRequestRetryPolicy;
   return Math.min(2 ** (failures - 1) * backoffBaseMs, backoffMaxMs);
 }
 
-export function requestDueAtMs(state: AgentState, trigger: PendingTrigger): number {
+export function requestDueAtMs(state: ReactionState, trigger: PendingTrigger): number {
   return trigger.atMs + state.config.llmRequestDebounceMs + backoffMs(state);
 }
 
-function requestInput(state: AgentState, trigger: PendingTrigger): EventInput {
+function requestInput(state: ReactionState, trigger: PendingTrigger): EventInput {
   const expiresAt = new Date(trigger.atMs + state.config.llmRequestExpiryMs).toISOString();
   return eventInput(
     "agent/llm-request-requested",
@@ -141,7 +141,7 @@ function requestInput(state: AgentState, trigger: PendingTrigger): EventInput {
   );
 }
 
-function breakerPause(state: AgentState, trigger: PendingTrigger): EventInput {
+function breakerPause(state: ReactionState, trigger: PendingTrigger): EventInput {
   const reason = `autonomous turn limit reached (${state.autonomousTurnCount} consecutive turns without external input)`;
   return eventInput("agent/paused", { reason, triggerOffset: trigger.offset }, idempotencyKeys.pause(trigger.offset));
 }

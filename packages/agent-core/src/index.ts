@@ -1,7 +1,7 @@
 // @agentrt/agent-core: the pure core — fold, decide-at-head, consequences, rendering,
 // codemode parsing and the project worker's reactions. No IO; the clock is passed in.
 export * from "./state.ts";
-export { initialAgentState, foldAgentEvent, foldAgentEvents } from "./fold/fold.ts";
+export { initialAgentState, foldAgentEvent, foldAgentEvents, StepwiseFold } from "./fold/fold.ts";
 export { triggerSourceOf, isInterruptingItem } from "./fold/triggers.ts";
 export { isAgentExecution } from "./fold/bookkeeping.ts";
 export * from "./decide.ts";

@@ -8,10 +8,10 @@ import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { codemodeReactions } from "./codemode/index.ts";
 import { projectWorkerReactions } from "./project-worker/index.ts";
 import { bornIntoProject, PRODUCTION_REACTION_POLICY, type ReactionPolicy } from "./reaction-policy.ts";
-import type { AgentState } from "./state.ts";
+import type { ReactionState } from "./state.ts";
 
 export function interpreterReactions(
-  before: AgentState,
+  before: ReactionState,
   event: AgentEvent,
   policy: ReactionPolicy = PRODUCTION_REACTION_POLICY,
 ): EventInput[][] {

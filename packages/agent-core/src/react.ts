@@ -9,7 +9,7 @@ import { isInterruptingItem, triggerSourceOf } from "./fold/triggers.ts";
 import { interpreterReactions } from "./interpreters.ts";
 import { PRODUCTION_REACTION_POLICY, publishesRuntime, type ReactionPolicy, reactsTo } from "./reaction-policy.ts";
 import { type AgentRuntime, computeRuntime, runtimeChangedInput } from "./runtime.ts";
-import type { AgentState } from "./state.ts";
+import type { ReactionState } from "./state.ts";
 
 export const INTERRUPTED_PARTIAL_PREFIX = "[Response interrupted by the user's next message; partial output follows]\n";
 
@@ -24,9 +24,9 @@ export interface EventReaction {
 }
 
 export function reactToEvent(
-  before: AgentState,
+  before: ReactionState,
   event: AgentEvent,
-  after: AgentState,
+  after: ReactionState,
   policy: ReactionPolicy = PRODUCTION_REACTION_POLICY,
 ): EventReaction {
   if (!reactsTo(before, event)) return { appends: [], interrupt: null, runtimeChanged: null, runtime: computeRuntime(after) };
@@ -89,7 +89,7 @@ export function interruptBatch(requestOffset: number, partialText?: string): Eve
   return batch;
 }
 
-function waitingClear(before: AgentState, event: AgentEventOf<"agents/context-added">): EventInput | null {
+function waitingClear(before: ReactionState, event: AgentEventOf<"agents/context-added">): EventInput | null {
   if (before.summary.waitingFor === undefined) return null;
   const payload = event.payload;
   if (triggerSourceOf(payload) === null) return null;

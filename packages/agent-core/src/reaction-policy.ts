@@ -16,7 +16,7 @@
 import type { AgentEvent, AgentEventOf } from "@agentrt/contract";
 import type { LiveDialect } from "./codemode/live-lane.ts";
 import type { ProjectWorkerTexts } from "./project-worker/reactions.ts";
-import type { AgentState } from "./state.ts";
+import type { ReactionState } from "./state.ts";
 
 export interface ReactionPolicy {
   /** The platform's fenced-dialect interpreter and script-result rendering. */
@@ -38,7 +38,7 @@ export function reactionPolicy(options: { readonly projectWorker?: boolean; read
 }
 
 /** Whether anything reacts to this event of this stream at all. */
-export function reactsTo(before: AgentState, event: AgentEvent): boolean {
+export function reactsTo(before: ReactionState, event: AgentEvent): boolean {
   return before.birthCertificate !== null || event.type === "agent/created";
 }
 
@@ -52,13 +52,13 @@ export function bornIntoProject(event: AgentEventOf<"agent/created">): boolean {
  * Which reply dialect to preview on the live lane, if any: the one that will interpret the
  * reply (fenced while `interpretResponses` is on; tag when the project worker interprets).
  */
-export function liveDialectOf(state: AgentState, policy: ReactionPolicy = PRODUCTION_REACTION_POLICY): LiveDialect | undefined {
+export function liveDialectOf(state: ReactionState, policy: ReactionPolicy = PRODUCTION_REACTION_POLICY): LiveDialect | undefined {
   if (state.birthCertificate === null) return undefined;
   if (state.config.interpretResponses) return policy.codemode ? "fenced" : undefined;
   return policy.projectWorker === null ? undefined : "tag";
 }
 
 /** Whether the agent's runtime summary is published (live lane `agent/runtime-changed`). */
-export function publishesRuntime(state: AgentState): boolean {
+export function publishesRuntime(state: ReactionState): boolean {
   return state.birthCertificate !== null;
 }

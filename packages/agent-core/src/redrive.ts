@@ -8,7 +8,7 @@
 // decide from the stream, and every settlement is keyed, so nothing lands twice.
 // Pure: the shell passes the clock, the last sign of progress and how often it re-issued since.
 
-import type { AgentState } from "./state.ts";
+import type { ReactionState } from "./state.ts";
 
 /** Quiet time after which outstanding work is issued again (the first time; it doubles after). */
 export const DEFAULT_REDRIVE_AFTER_MS = 30_000;
@@ -44,7 +44,7 @@ export function redriveIntervalMs(n: number, afterMs = DEFAULT_REDRIVE_AFTER_MS)
 }
 
 /** What outstanding work to issue again now, and when to look next. */
-export function workToRedrive(state: AgentState, input: RedriveInput): Redrive {
+export function workToRedrive(state: ReactionState, input: RedriveInput): Redrive {
   const open = state.openRequest;
   const scripts = state.activeScriptExecutions;
   if (open === null && scripts.length === 0) return NOTHING;

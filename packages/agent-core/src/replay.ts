@@ -6,7 +6,7 @@
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { type HeadDecision, decideAtHead } from "./decide.ts";
-import { foldAgentEvent, foldAgentEvents, initialAgentState } from "./fold/fold.ts";
+import { foldAgentEvents, initialAgentState, StepwiseFold } from "./fold/fold.ts";
 import { interruptBatch, reactToEvent } from "./react.ts";
 import { PRODUCTION_REACTION_POLICY, type ReactionPolicy } from "./reaction-policy.ts";
 import { IncrementalRequestRenderer } from "./render/incremental.ts";
@@ -60,21 +60,21 @@ export function replayScenario(events: readonly AgentEvent[], options: ReplayOpt
   );
   const requests: ReplayedRequest[] = [];
   const derived: DerivedEvent[] = [];
-  let state = initialAgentState(streamPath);
+  // Event by event through one draft (linear in the stream), the full state published only at requests.
+  const fold = new StepwiseFold(initialAgentState(streamPath));
   for (const event of events) {
-    const before = state;
-    state = foldAgentEvent(before, event);
-    if (event.type === "agent/llm-request-requested" && before.openRequest === null && state.openRequest?.requestedAtOffset === event.offset) {
-      requests.push({ offset: event.offset, model: state.openRequest.model, messages: renderer.render(state) });
+    const { before, after } = fold.apply(event);
+    if (event.type === "agent/llm-request-requested" && before.openRequest === null && after.openRequest?.requestedAtOffset === event.offset) {
+      requests.push({ offset: event.offset, model: after.openRequest.model, messages: renderer.render(fold.state) });
     }
-    const reaction = reactToEvent(before, event, state, options.policy ?? PRODUCTION_REACTION_POLICY);
+    const reaction = reactToEvent(before, event, after, options.policy ?? PRODUCTION_REACTION_POLICY);
     const batches: EventInput[][] = [...reaction.appends];
     // Without a driver to ask there is no partial text: the settlement alone is appended.
     if (reaction.interrupt !== null) batches.push(interruptBatch(reaction.interrupt.requestOffset));
     if (options.includeRuntime === true && reaction.runtimeChanged !== null) batches.push([reaction.runtimeChanged]);
     for (const input of batches.flat()) derived.push(derivedFrom(event.offset, input));
   }
-  return { requests, derived, state };
+  return { requests, derived, state: fold.state };
 }
 
 /** What the head decision does after folding a recorded stream up to an offset, at a time. */

@@ -2,7 +2,7 @@
 // how many of the agent's scripts are running. Published on the live lane when it changes.
 
 import { idempotencyKeys, type AgentEvent, type EventInput, eventInput } from "@agentrt/contract";
-import type { AgentState } from "./state.ts";
+import type { ReactionState } from "./state.ts";
 
 export interface AgentRuntime {
   readonly triggers: { readonly pending: number; readonly runnable: number };
@@ -10,7 +10,7 @@ export interface AgentRuntime {
   readonly runningScripts: number;
 }
 
-export function computeRuntime(state: AgentState): AgentRuntime {
+export function computeRuntime(state: ReactionState): AgentRuntime {
   const pending = state.pendingLlmRequestTrigger === null ? 0 : 1;
   const runnable = pending === 1 && state.openRequest === null && state.paused === null ? 1 : 0;
   return {
@@ -31,9 +31,9 @@ export function sameRuntime(a: AgentRuntime, b: AgentRuntime): boolean {
 
 /** The ephemeral `agent/runtime-changed` for this event, or null when nothing changed. */
 export function runtimeChangedInput(
-  before: AgentState,
+  before: ReactionState,
   event: AgentEvent,
-  after: AgentState,
+  after: ReactionState,
 ): { runtime: AgentRuntime; input: EventInput | null } {
   const runtime = computeRuntime(after);
   if (sameRuntime(computeRuntime(before), runtime)) return { runtime, input: null };

@@ -98,3 +98,10 @@ export interface AgentState {
   readonly summary: AgentSummary;
   readonly tokenUsage: TokenUsageTotals;
 }
+
+/**
+ * The state without its context: what the per-event reactions read (the reducer's, the
+ * audit's). A fold that goes event by event answers these around each event without publishing
+ * the context (`StepwiseFold`), so a long stream costs no copy of it per event.
+ */
+export type ReactionState = Omit<AgentState, "contextItems">;

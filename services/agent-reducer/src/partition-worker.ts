@@ -41,6 +41,8 @@ const WAKE_RETRY_MAX_MS = 5_000;
 const TAKEOVER_CONCURRENCY = 16;
 /** How many agents may have batches set aside while they are brought in; past that the feed waits for one. */
 const MAX_AGENTS_BROUGHT_IN = 64;
+/** Events an agent's rebuild folds before it lets the event loop turn. */
+const REBUILD_SLICE_EVENTS = 1_000;
 
 export const DEFAULT_RETENTION: RetentionPolicy = { snapshotIdleMs: 1_000, snapshotEveryEvents: 2_000, evictIdleMs: 30_000, maintainEveryMs: 1_000, checkpointEveryMs: 200 };
 
@@ -235,7 +237,13 @@ export class PartitionWorker {
         this.loading.add(streamPath);
         try {
           const tail = await this.options.store.read(streamPath, through === "head" ? { fromOffset } : { fromOffset, limit: through - fromOffset + 1 });
-          for (const event of tail) processor.apply(event);
+          let folded = 0;
+          for (const event of tail) {
+            processor.apply(event);
+            // A long stream folds in slices: lease renewals, publish acks and other agents'
+            // batches go on meanwhile (its own arriving events are set aside until it is in).
+            if (++folded % REBUILD_SLICE_EVENTS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+          }
         } catch (error) {
           // Half built (its tail unread): not an agent anyone may act on; the next ask rebuilds it.
           if (this.processors.get(streamPath) === processor) this.processors.delete(streamPath);

@@ -16,6 +16,7 @@ import type { AgentEvent, EventInput } from "@agentrt/contract";
 import { idempotencyKeysOf, isAgentRuntimeError } from "@agentrt/contract";
 import {
   type AgentState,
+  type ReactionState,
   type LiveLaneState,
   PRODUCTION_REACTION_POLICY,
   type ReactionPolicy,
@@ -24,7 +25,7 @@ import {
   createLiveLaneState,
   decideAtHead,
   endRequest,
-  foldAgentEvent,
+  StepwiseFold,
   initialAgentState,
   interruptBatch,
   liveDialectOf,
@@ -51,7 +52,8 @@ class RecentKeys {
 }
 
 export class StreamProcessor {
-  state: AgentState;
+  /** The agent's fold, event by event (one draft between events: a long stream costs no copy per event). */
+  private fold: StepwiseFold;
   /** The offset the agent's stored snapshot covers (0: none); the state is clean when equal. */
   snapshotOffset = 0;
   /** The store's key index is known to hold every key of this stream (kept in its snapshot). */
@@ -100,10 +102,10 @@ export class StreamProcessor {
     /** Quiet time before outstanding work is issued again (the core's default when absent). */
     private readonly redriveAfterMs?: number,
   ) {
-    this.state = restored ?? initialAgentState(streamPath);
+    this.fold = new StepwiseFold(restored ?? initialAgentState(streamPath));
     // A restored agent's running scripts are handed to the host again (the work item is
     // deduplicated; a script already started is the host's to recover).
-    for (const script of this.state.activeScriptExecutions) this.unsettledScripts.set(script.executionId, script.requestedOffset);
+    for (const script of this.folded.activeScriptExecutions) this.unsettledScripts.set(script.executionId, script.requestedOffset);
     this.lastActivityMs = effects.now();
     this.observedProgressAtMs = this.lastActivityMs;
   }
@@ -114,12 +116,20 @@ export class StreamProcessor {
    */
   onIdle: (() => void) | undefined;
 
+  /** The agent's state folded so far. */
+  get state(): AgentState {
+    return this.fold.state;
+  }
+
+  /** The state without its context: what decisions and reactions read (nothing copied). */
+  private get folded(): ReactionState {
+    return this.fold.view;
+  }
+
   /** Folds one delivered event and records what must follow from it. */
   apply(event: AgentEvent): void {
-    if (event.offset <= this.state.lastFoldedOffset) return; // replayed twice: once each
-    const before = this.state;
-    const after = foldAgentEvent(before, event);
-    this.state = after;
+    if (event.offset <= this.fold.view.lastFoldedOffset) return; // replayed twice: once each
+    const { before, after } = this.fold.apply(event);
     this.eventsSinceSnapshot += 1;
     this.lastActivityMs = this.effects.now();
     this.redrivesSinceProgress = 0;
@@ -149,14 +159,14 @@ export class StreamProcessor {
     // A reply streaming is a driver at work: its request is not re-issued meanwhile.
     this.observedProgressAtMs = this.effects.now();
     this.redrivesSinceProgress = 0;
-    const dialect = liveDialectOf(this.state, this.policy);
+    const dialect = liveDialectOf(this.folded, this.policy);
     if (dialect === undefined) return;
     // One request streams at a time; a second lane covers chunks of the previous one arriving late.
     if (this.liveLane?.dialect !== dialect) this.liveLane = createLiveLaneState({ dialect, maxRequests: 2 });
     const step = applyChunksEvent(this.liveLane, event);
     this.liveLane = step.state;
     if (step.deltas.length === 0) return;
-    const foldedOffset = this.state.lastFoldedOffset;
+    const foldedOffset = this.folded.lastFoldedOffset;
     this.previews = this.previews
       .then(() => this.effects.publishPreviews(this.streamPath, step.deltas, foldedOffset))
       .catch((error: unknown) => this.logger.debug({ err: error }, "could not publish reply previews"));
@@ -178,12 +188,12 @@ export class StreamProcessor {
    * Such an agent stays in memory; a successor wakes it at takeover.
    */
   hasPendingWork(): boolean {
-    return !this.isIdle() || this.wakeTimer !== undefined || this.state.openRequest !== null || this.state.activeScriptExecutions.length > 0;
+    return !this.isIdle() || this.wakeTimer !== undefined || this.folded.openRequest !== null || this.folded.activeScriptExecutions.length > 0;
   }
 
   /** True when the stored snapshot is older than the folded state. */
   isDirty(): boolean {
-    return this.state.lastFoldedOffset > this.snapshotOffset;
+    return this.folded.lastFoldedOffset > this.snapshotOffset;
   }
 
   /** True when dropping this processor loses nothing: it is rebuilt from its snapshot on its next event. */
@@ -270,7 +280,7 @@ export class StreamProcessor {
   }
 
   private async handOffWork(): Promise<void> {
-    const open = this.state.openRequest;
+    const open = this.folded.openRequest;
     if (open && open.requestedAtOffset !== this.publishedRequestOffset) {
       await this.publishLlmWork(open.requestedAtOffset);
       this.publishedRequestOffset = open.requestedAtOffset;
@@ -308,15 +318,15 @@ export class StreamProcessor {
   }
 
   private async publishRuntime(): Promise<void> {
-    if (!publishesRuntime(this.state)) return;
-    const runtime = computeRuntime(this.state);
+    if (!publishesRuntime(this.folded)) return;
+    const runtime = computeRuntime(this.folded);
     const json = JSON.stringify(runtime);
     if (json === this.lastRuntimeJson) return;
     this.lastRuntimeJson = json;
     await this.effects.publishRuntime(this.streamPath, {
       runtime,
-      sinceOffset: this.state.lastFoldedOffset,
-      since: new Date(this.state.lastFoldedAtMs || this.effects.now()).toISOString(),
+      sinceOffset: this.folded.lastFoldedOffset,
+      since: new Date(this.folded.lastFoldedAtMs || this.effects.now()).toISOString(),
     });
   }
 
@@ -325,16 +335,16 @@ export class StreamProcessor {
     this.wakeTimer = undefined;
     // The reducer drives no request itself: an open request is handed to the work queue
     // (deduplicated there) and expired by the clock when nobody settles it.
-    const decision = decideAtHead(this.state, { nowMs: this.effects.now() });
+    const decision = decideAtHead(this.folded, { nowMs: this.effects.now() });
     // Our own reaction landed after what is folded (the user's next message took the offset it
     // raced for): a decision now would be refused, and its request's speculative hand-off would
     // name the reaction's offset, a work item a driver reads only to ack. The feed brings the
     // reaction, and the flush that follows it decides.
-    const behindOwnAppends = this.appendedThrough > this.state.lastFoldedOffset;
+    const behindOwnAppends = this.appendedThrough > this.folded.lastFoldedOffset;
     for (const batch of behindOwnAppends ? [] : decision.appends) {
       const keys = idempotencyKeysOf(batch);
       if (keys.length > 0 && keys.every((k) => this.seenKeys.has(k))) continue;
-      const expectedLastOffset = this.state.lastFoldedOffset;
+      const expectedLastOffset = this.folded.lastFoldedOffset;
       // A request is handed to the drivers WHILE it is appended, not after: an at-head append
       // that commits puts its first event at exactly expectedLastOffset + 1, so the work item
       // can name it before the store says so — one round trip less before the model has the
@@ -372,9 +382,9 @@ export class StreamProcessor {
    * expiry. Returns when to look again.
    */
   private async redrive(): Promise<number | null> {
-    const redrive = workToRedrive(this.state, {
+    const redrive = workToRedrive(this.folded, {
       nowMs: this.effects.now(),
-      progressAtMs: Math.max(this.state.lastFoldedAtMs, this.observedProgressAtMs),
+      progressAtMs: Math.max(this.folded.lastFoldedAtMs, this.observedProgressAtMs),
       redrivesSinceProgress: this.redrivesSinceProgress,
       ...(this.redriveAfterMs === undefined ? {} : { afterMs: this.redriveAfterMs }),
     });

@@ -9,10 +9,10 @@
 
 import type { AgentEvent } from "@agentrt/contract";
 import { requestDueAtMs } from "../decide.ts";
-import { foldAgentEvent, initialAgentState } from "../fold/fold.ts";
+import { initialAgentState, StepwiseFold } from "../fold/fold.ts";
 import type { ChatMessage } from "../render/items.ts";
 import { IncrementalRequestRenderer } from "../render/incremental.ts";
-import type { AgentState } from "../state.ts";
+import type { AgentState, ReactionState } from "../state.ts";
 
 export type AuditRule =
   | "offsets-dense"
@@ -96,7 +96,8 @@ export class StreamAudit {
   private readonly notes: AuditFinding<AuditNoteKind>[] = [];
   private readonly keyOffsets = new Map<string, number[]>();
   private readonly render: (state: AgentState) => ChatMessage[];
-  private state: AgentState | undefined;
+  /** The stream's fold, event by event (one draft: a long stream costs no copy of its context per event). */
+  private fold: StepwiseFold | undefined;
   private readonly opened: number[] = [];
   private readonly settledBy = new Map<number, number[]>();
   private readonly failedOrCancelled = new Set<number>();
@@ -125,7 +126,7 @@ export class StreamAudit {
     if (this.streamPath === undefined) {
       this.streamPath = e.streamPath;
       this.firstOffset = e.offset;
-      this.state = initialAgentState(e.streamPath);
+      this.fold = new StepwiseFold(initialAgentState(e.streamPath));
     }
     // Offsets dense from the first one read.
     const expected = this.firstOffset + this.count;
@@ -135,14 +136,13 @@ export class StreamAudit {
     if (e.idempotencyKey !== undefined) this.keyOffsets.set(e.idempotencyKey, [...(this.keyOffsets.get(e.idempotencyKey) ?? []), e.offset]);
 
     // Fold the stream once, watching requests, settlements, scripts, replies and renders.
-    const before = this.state as AgentState;
-    const state = foldAgentEvent(before, e);
-    this.state = state;
+    const fold = this.fold as StepwiseFold;
+    const { before, after: state } = fold.apply(e);
     switch (e.type) {
       case "agent/llm-request-requested": {
         if (state.openRequest?.requestedAtOffset !== e.offset || before.openRequest !== null) break;
         this.opened.push(e.offset);
-        const messages = this.render(state);
+        const messages = this.render(fold.state);
         const revision = state.contextRevision ?? 0;
         const previous = this.previous;
         if (previous !== undefined) {
@@ -195,7 +195,7 @@ export class StreamAudit {
   /** The findings over every event taken so far. */
   report(): AuditReport {
     const streamPath = this.streamPath ?? "/";
-    const state = this.state ?? initialAgentState(streamPath);
+    const state = this.fold?.view ?? initialAgentState(streamPath);
     const violations = [...this.violations];
     const notes = [...this.notes];
     const violate = (rule: AuditRule, message: string, offsets: number[]) => violations.push({ rule, message, offsets });
@@ -255,7 +255,7 @@ export class StreamAudit {
   }
 }
 
-function uncoveredReason(state: AgentState): { rule: AuditNoteKind; message: string } | null {
+function uncoveredReason(state: ReactionState): { rule: AuditNoteKind; message: string } | null {
   if (state.birthCertificate === null) return { rule: "not-born", message: "the stream has no agent/created, so no turn is ever scheduled" };
   if (state.paused !== null) return { rule: "paused", message: `the agent is paused since @${state.paused.atOffset}${state.paused.reason ? ` (${state.paused.reason})` : ""}` };
   const maxAttempts = state.config.llmRequestRetryPolicy.maxAttempts;

@@ -3,13 +3,13 @@
 // that did not run, the developer feedback that says so. Both dialects share this.
 
 import { idempotencyKeys, type AgentEventOf, type EventInput } from "@agentrt/contract";
-import type { AgentState } from "../state.ts";
+import type { ReactionState } from "../state.ts";
 import type { ParsedReply } from "./reply.ts";
 
 export type AssistantContextEvent = AgentEventOf<"agents/context-added">;
 
 /** The assistant item answers the agent's currently open request (not a zombie's reply). */
-export function isOwnOpenReply(state: AgentState, event: AssistantContextEvent): boolean {
+export function isOwnOpenReply(state: ReactionState, event: AssistantContextEvent): boolean {
   const requestOffset = event.payload.llmRequestOffset;
   return (
     event.payload.role === "assistant" &&
@@ -28,7 +28,7 @@ export function scriptExpiresAt(createdAt: string, expiryMs: number): string {
  * published, because the model answers the feedback with a whole new reply (prose included)
  * and the user would otherwise read the same message twice.
  */
-export function replyEvents(state: AgentState, event: AssistantContextEvent, parsed: ParsedReply): EventInput[] {
+export function replyEvents(state: ReactionState, event: AssistantContextEvent, parsed: ParsedReply): EventInput[] {
   const off = event.offset;
   const llmRequestOffset = event.payload.llmRequestOffset;
   if (parsed.kind === "rejected") {

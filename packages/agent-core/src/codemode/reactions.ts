@@ -10,7 +10,7 @@
 // whichever lands first wins and the other commits nothing.
 
 import type { AgentEvent, EventInput } from "@agentrt/contract";
-import type { AgentState } from "../state.ts";
+import type { ReactionState } from "../state.ts";
 import { elapsedMs } from "../display/duration.ts";
 import { parseFencedReply } from "./fenced.ts";
 import { isOwnOpenReply, replyEvents } from "./interpret.ts";
@@ -18,7 +18,7 @@ import { planScriptResultRender, type ScriptResultRenderPlan } from "./render-re
 
 /** Plans the rendering of a settlement the agent itself requested; null for anyone else's. */
 export function planSettlementRender(
-  stateBefore: AgentState,
+  stateBefore: ReactionState,
   event: Extract<AgentEvent, { type: "capability-host/script-run-settled" }>,
 ): ScriptResultRenderPlan | null {
   const active = stateBefore.activeScriptExecutions.find((e) => e.executionId === event.payload.executionId);
@@ -32,7 +32,7 @@ export function planSettlementRender(
   });
 }
 
-export function codemodeReactions(stateBefore: AgentState, event: AgentEvent): EventInput[][] {
+export function codemodeReactions(stateBefore: ReactionState, event: AgentEvent): EventInput[][] {
   switch (event.type) {
     case "agents/context-added": {
       if (!stateBefore.config.interpretResponses || !isOwnOpenReply(stateBefore, event)) return [];

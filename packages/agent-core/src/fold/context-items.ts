@@ -30,24 +30,30 @@ function section(offset: number, key: string, payload: ContextAddedPayload, supe
     : { kind: "section", offset, key, supersedes, payload };
 }
 
-function latestOccurrenceIndex(items: readonly ContextItem[], key: string): number {
-  for (let i = items.length - 1; i >= 0; i -= 1) {
-    const item = items[i];
-    if (item?.kind === "section" && item.key === key) return i;
-  }
-  return -1;
+/** Each key's latest position in the draft's items (built once per draft, then kept up). */
+function latestByKey(draft: Draft): Map<string, number> {
+  if (draft.latestByKey !== undefined) return draft.latestByKey;
+  const index = new Map<string, number>();
+  draft.items.forEach((item, i) => {
+    if (item.kind === "section") index.set(item.key, i);
+  });
+  draft.latestByKey = index;
+  return index;
 }
 
 /** Adds a keyed item: coalesce in place while unsent, else supersede at the tail. */
 export function addKeyedItem(draft: Draft, event: ContextAddedEvent, key: string): void {
-  const index = latestOccurrenceIndex(draft.items, key);
+  const latest = latestByKey(draft);
+  const index = latest.get(key) ?? -1;
   const prior = index >= 0 ? (draft.items[index] as SectionItem) : undefined;
   if (prior !== undefined && prior.offset > draft.lastLlmRequestOffset) {
     writableItems(draft)[index] = section(event.offset, key, event.payload, prior.supersedes);
     bumpRevision(draft);
     return;
   }
-  writableItems(draft).push(section(event.offset, key, event.payload, prior?.offset));
+  const items = writableItems(draft);
+  items.push(section(event.offset, key, event.payload, prior?.offset));
+  latest.set(key, items.length - 1);
 }
 
 export function addMessage(draft: Draft, event: ContextAddedEvent): void {
@@ -94,7 +100,9 @@ export function rewrite(draft: Draft, event: ContextRewrittenEvent): void {
   }
   const firstIndex = draft.items.findIndex((item) => item.kind === "section" && item.key === key);
   if (firstIndex < 0) {
-    writableItems(draft).push(section(event.offset, key, { role: "system", key, content: content ?? "" }));
+    const items = writableItems(draft);
+    items.push(section(event.offset, key, { role: "system", key, content: content ?? "" }));
+    draft.latestByKey?.set(key, items.length - 1);
     return;
   }
   const first = draft.items[firstIndex] as SectionItem;

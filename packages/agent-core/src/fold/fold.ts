@@ -11,9 +11,9 @@ import {
   isEphemeralType,
   mergeAgentConfig,
 } from "@agentrt/contract";
-import type { AgentState } from "../state.ts";
+import type { AgentState, ReactionState } from "../state.ts";
 import { addKeyedItem, addMessage, compact, isCompaction, isZombieOutput, rewrite } from "./context-items.ts";
-import { type Draft, finishDraft, startDraft, writableItems } from "./draft.ts";
+import { type Draft, finishDraft, reactionView, startDraft, writableItems } from "./draft.ts";
 import { foldScriptRequested, foldScriptSettled, foldSummary, foldTokenUsage } from "./bookkeeping.ts";
 import { epochMs, triggerSourceOf } from "./triggers.ts";
 
@@ -50,6 +50,50 @@ export function foldAgentEvents(state: AgentState, events: Iterable<AgentEvent>)
   const draft = startDraft(state);
   for (const event of events) applyEvent(draft, event);
   return finishDraft(draft);
+}
+
+/**
+ * The fold for a consumer that goes event by event and reacts to each (the reducer, the audit):
+ * one draft between events, so each event costs what its rule costs. `foldAgentEvent` per event
+ * copies the context on each one's first write: quadratic in the stream, and 40 000 messages
+ * held the reducer's event loop for 17 s (red-team, 2026-12-07). `state` publishes what is folded
+ * so far (the context is copied once, at the next write after it); `apply` answers the states
+ * around the event without their context, which no reaction reads.
+ */
+export class StepwiseFold {
+  private readonly draft: Draft;
+  private published: AgentState | undefined;
+  private current: ReactionState;
+
+  constructor(state: AgentState) {
+    this.draft = startDraft(state);
+    this.published = state;
+    this.current = reactionView(this.draft);
+  }
+
+  /** The state folded so far without its context (nothing is published or copied). */
+  get view(): ReactionState {
+    return this.current;
+  }
+
+  /** The state folded so far. */
+  get state(): AgentState {
+    if (this.published === undefined) {
+      this.published = finishDraft(this.draft);
+      // Shared with the published state now: the next write copies them.
+      this.draft.itemsOwned = false;
+    }
+    return this.published;
+  }
+
+  /** Folds one event; answers the state before and after it, without the context. */
+  apply(event: AgentEvent): { readonly before: ReactionState; readonly after: ReactionState } {
+    const before = this.current;
+    applyEvent(this.draft, event);
+    this.published = undefined;
+    this.current = reactionView(this.draft);
+    return { before, after: this.current };
+  }
 }
 
 function applyEvent(draft: Draft, event: AgentEvent): void {

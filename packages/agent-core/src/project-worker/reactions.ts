@@ -9,7 +9,7 @@
 import { idempotencyKeys, type AgentEvent, type EventInput } from "@agentrt/contract";
 import { isOwnOpenReply, replyEvents } from "../codemode/interpret.ts";
 import { parseTagReply } from "../codemode/tag.ts";
-import type { AgentState } from "../state.ts";
+import type { ReactionState } from "../state.ts";
 import { AGENTS_MD_KEY, DEFAULT_AGENTS_MD, OUTPUT_FORMATTING_KEY, TAG_DIALECT_OUTPUT_FORMATTING } from "./texts.ts";
 
 export interface ProjectWorkerTexts {
@@ -41,7 +41,7 @@ export function birthReaction(createdOffset: number, project: ProjectWorkerTexts
 }
 
 export function projectWorkerReactions(
-  stateBefore: AgentState,
+  stateBefore: ReactionState,
   event: AgentEvent,
   project?: ProjectWorkerTexts,
 ): EventInput[][] {

@@ -2,7 +2,7 @@
 // fold the reducer runs gives the state, the list summaries and, folded through a request's
 // offset, the exact messages the driver rendered for it.
 
-import { agentTitle, foldAgentEvent, initialAgentState, StreamAudit, type AgentState } from "@agentrt/agent-core";
+import { agentTitle, foldAgentEvents, initialAgentState, StreamAudit, type AgentState } from "@agentrt/agent-core";
 import type { AgentEvent, EventInput } from "@agentrt/contract";
 import type { AgentCorePort, BirthInput, RenderedMessage } from "./agent-core-port.ts";
 
@@ -15,7 +15,7 @@ export interface CoreFunctions {
 export function agentCoreAdapter(fns: CoreFunctions): AgentCorePort<AgentState> {
   return {
     initialState: initialAgentState,
-    foldEvent: foldAgentEvent,
+    foldEvents: foldAgentEvents,
     view: (state) => ({
       title: agentTitle(state),
       activity: state.summary.activity ?? null,

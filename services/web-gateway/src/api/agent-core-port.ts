@@ -28,7 +28,8 @@ export interface BirthInput {
 
 export interface AgentCorePort<S = unknown> {
   initialState(streamPath: string): S;
-  foldEvent(state: S, event: AgentEvent): S;
+  /** Folds events in order through one working copy (a page at a time: linear, not a copy of the context per event). */
+  foldEvents(state: S, events: Iterable<AgentEvent>): S;
   /** The summary fields the agents list shows. */
   view(state: S): AgentView;
   /** The state as JSON for `GET …/state`. */
