@@ -12,7 +12,7 @@ import type { EventStore } from "@agentrt/streams";
 import { ChunkCoalescer } from "./chunk-coalescer.ts";
 import { ChunkPublisher } from "./chunk-publisher.ts";
 import { armRunTimers, type FollowStream, watchForSettlement } from "./run-guards.ts";
-import { COMPACTION_INSTRUCTION, compactionCheck, compactionItem, promptSize } from "./compaction.ts";
+import { COMPACTION_INSTRUCTION, compactionCanShrink, compactionCheck, compactionItem, promptSize } from "./compaction.ts";
 import { ModelCallError, ModelIdleError, ModelReplyTooLargeError, RequestDeadlineError } from "./errors.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelCall, ModelClient, RenderedMessage } from "./model-client.ts";
@@ -416,6 +416,10 @@ export class RequestRunner {
     const check = compactionCheck(report.payload, state.config.compactionTriggerFraction, promptSize(messages));
     // A driver already stopping asks for no summary (a later turn asks again).
     if (!check.due || ctx.shutdown?.aborted === true) return;
+    if (!compactionCanShrink(state.contextItems)) {
+      ctx.log.warn(check, "usage crossed the compaction threshold, but this context is mostly keyed sections and system messages, which a compaction keeps; not asking for a summary");
+      return;
+    }
     ctx.log.info(check, "usage crossed the compaction threshold; asking the model for a summary");
     const controller = new AbortController();
     const deadlineMs = this.deps.settings.idleTimeoutMs * 4;

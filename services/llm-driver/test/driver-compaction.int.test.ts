@@ -7,7 +7,7 @@ import type { AgentEvent } from "@agentrt/contract";
 import { type FakeReply, waitFor } from "@agentrt/testing";
 import { COMPACTION_INSTRUCTION } from "../src/compaction.ts";
 import type { LlmDriver } from "../src/driver.ts";
-import { type DriverEnv, foldStream, publishLlmWork, seedTurn, startDriverEnv, waitForEvent } from "./driver-harness.ts";
+import { append, birthEvents, type DriverEnv, foldStream, publishLlmWork, requested, seedTurn, startDriverEnv, userMessage, waitForEvent } from "./driver-harness.ts";
 
 let env: DriverEnv;
 let driver: LlmDriver;
@@ -71,6 +71,25 @@ describe("llm-driver: compaction", () => {
     expect(events.some((e) => e.type === "agents/context-added" && e.payload.compaction !== undefined)).toBe(false);
     const state = await foldStream(env.store, path);
     expect(state.contextItems.some((i) => i.kind === "message" && i.payload.content === "hello there")).toBe(true);
+  });
+
+  it("given a context that is mostly keyed sections, when usage crosses the trigger, then no summary is asked for (it would keep them all)", async () => {
+    // Red-team: 40 000 keyed sections stayed over the trigger after every summary, and each turn made a second, full-context call.
+    const path = "/agents/test/compaction-sections";
+    await append(env.store, path, [
+      ...birthEvents(),
+      ...Array.from({ length: 50 }, (_, i) => ({ type: "agents/context-added" as const, payload: { role: "system" as const, key: `doc-${i}`, content: "standing text ".repeat(40) } })),
+      userMessage("hi"),
+    ]);
+    const [request] = await append(env.store, path, [requested()]);
+    const R = request!.offset;
+    env.model.script({ text: "Answer.", usage: { inputTokens: 480, outputTokens: 20 } });
+    const calls = env.model.requests.length;
+    await publishLlmWork(env, path, R);
+    await waitForEvent(env.store, path, "agent/token-usage-reported");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(env.model.requests.length).toBe(calls + 1);
+    expect((await env.store.read(path)).some((e) => e.type === "agents/context-added" && e.payload.compaction !== undefined)).toBe(false);
   });
 
   it("does not compact below the trigger", async () => {

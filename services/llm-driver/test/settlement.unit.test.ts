@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseEventInput } from "@agentrt/contract";
-import { compactionCheck, compactionItem } from "../src/compaction.ts";
+import type { ContextItem } from "@agentrt/agent-core";
+import { compactionCanShrink, compactionCheck, compactionItem } from "../src/compaction.ts";
 import { failureBatch, failureMessage, keptErrorMessage, keptRawUsage, MAX_ERROR_MESSAGE_CHARS, MAX_RAW_USAGE_BYTES, successBatch } from "../src/settlement.ts";
 import { normaliseUsage } from "../src/usage.ts";
 
@@ -124,5 +125,30 @@ describe("what a settlement keeps of an endpoint's answer", () => {
   it("given token counts no model has (2^53 − 1), when normalised, then they are not usage", () => {
     expect(normaliseUsage({ prompt_tokens: Number.MAX_SAFE_INTEGER, completion_tokens: 1 })).toBeNull();
     expect(normaliseUsage({ prompt_tokens: 1_000_000, completion_tokens: 1 })).toEqual({ inputTokens: 1_000_000, outputTokens: 1 });
+  });
+
+  describe("whether a compaction could shrink the context", () => {
+    const section = (offset: number, key: string, content: string): ContextItem => ({ kind: "section", offset, key, payload: { role: "system", key, content } });
+    const message = (offset: number, role: "user" | "assistant" | "system", content: string): ContextItem => ({ kind: "message", offset, payload: { role, content } });
+
+    it("given a context of many keyed sections and a little talk, then no compaction is asked for: it keeps the sections", () => {
+      const items = [...Array.from({ length: 1_000 }, (_, i) => section(i + 1, `k${i}`, "x".repeat(300))), message(1_001, "user", "hi"), message(1_002, "assistant", "hello")];
+      expect(compactionCanShrink(items)).toBe(false);
+    });
+
+    it("given a conversation past its standing document, then a compaction can shrink it", () => {
+      const items = [section(1, "goal", "x".repeat(2_000)), ...Array.from({ length: 200 }, (_, i) => message(i + 2, i % 2 === 0 ? "user" : "assistant", "y".repeat(500)))];
+      expect(compactionCanShrink(items)).toBe(true);
+    });
+
+    it("given one key rewritten many times, then only its newest content counts as kept", () => {
+      const items = Array.from({ length: 100 }, (_, i) => section(i + 1, "plan", "z".repeat(1_000)));
+      expect(compactionCanShrink(items)).toBe(true);
+    });
+
+    it("given system messages only, or nothing, then none is asked for", () => {
+      expect(compactionCanShrink([message(1, "system", "rules".repeat(100))])).toBe(false);
+      expect(compactionCanShrink([])).toBe(false);
+    });
   });
 });
