@@ -124,7 +124,7 @@ function decideAppendAs(speaker: Speaker, input: unknown, where: string): ApiApp
   const payload = isRecord(input.payload) ? input.payload : {};
   if (type === "agents/context-added") return decideContextAdded(speaker, payload, where);
   if (type === "agent/configured" && speaker.limits) {
-    const tooLong = configDelayRefusal(payload, where);
+    const tooLong = configDelayRefusal(payload, where) ?? configBoundRefusal(payload, where);
     if (tooLong !== undefined) return tooLong;
   }
   if (type === "capability-host/script-run-requested" && typeof payload.executionId === "string") {
@@ -166,6 +166,32 @@ function configDelayRefusal(payload: Record<string, unknown>, where: string): Ap
     const path = `${where}.payload.config.${fields.join(".")}`;
     const message = `${path} must be at most ${MAX_CONFIG_DELAY_MS} ms (24.8 days, the longest a timer waits), got ${value}.`;
     return { allowed: false, error: new ContractViolationError("invalid_payload", message, [{ path, message }], { type: "agent/configured", maxMs: MAX_CONFIG_DELAY_MS }) };
+  }
+  return undefined;
+}
+
+/**
+ * Attempts a retry policy may allow: with no backoff, 2^53 − 1 attempts against a failing
+ * provider retried the agent's turn without end (red-team). Checked on new appends only.
+ */
+export const MAX_CONFIG_ATTEMPTS = 100;
+/** Characters of a model name: it is copied into every request the agent makes (a 500 000-character one was accepted). */
+export const MAX_MODEL_NAME_LENGTH = 256;
+
+function configBoundRefusal(payload: Record<string, unknown>, where: string): ApiAppendDecision | undefined {
+  const config = isRecord(payload.config) ? payload.config : undefined;
+  const policy = isRecord(config?.llmRequestRetryPolicy) ? config.llmRequestRetryPolicy : undefined;
+  const model = isRecord(config?.llm) ? config.llm.model : undefined;
+  const refusal = (field: string, rule: string, details: Record<string, unknown>): ApiAppendDecision => {
+    const path = `${where}.payload.config.${field}`;
+    const message = `${path} ${rule}.`;
+    return { allowed: false, error: new ContractViolationError("invalid_payload", message, [{ path, message }], { type: "agent/configured", ...details }) };
+  };
+  if (typeof policy?.maxAttempts === "number" && policy.maxAttempts > MAX_CONFIG_ATTEMPTS) {
+    return refusal("llmRequestRetryPolicy.maxAttempts", `must be at most ${MAX_CONFIG_ATTEMPTS}, got ${policy.maxAttempts}`, { max: MAX_CONFIG_ATTEMPTS });
+  }
+  if (typeof model === "string" && model.length > MAX_MODEL_NAME_LENGTH) {
+    return refusal("llm.model", `must be at most ${MAX_MODEL_NAME_LENGTH} characters, got ${model.length}`, { maxLength: MAX_MODEL_NAME_LENGTH });
   }
   return undefined;
 }

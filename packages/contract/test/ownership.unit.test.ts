@@ -8,7 +8,9 @@ import {
   decideApiAppend,
   decideScriptAppend,
   idempotencyKeys,
+  MAX_CONFIG_ATTEMPTS,
   MAX_CONFIG_DELAY_MS,
+  MAX_MODEL_NAME_LENGTH,
   MAX_EXECUTION_ID_LENGTH,
   SCRIPT_APPENDABLE,
   reservedKeyNamespaceOf,
@@ -78,6 +80,17 @@ describe("the API append table", () => {
     // The longest id still fits every key the host builds for the run.
     const longest = "x".repeat(MAX_EXECUTION_ID_LENGTH);
     for (const key of [idempotencyKeys.scriptRunSettled(longest), idempotencyKeys.itxAgentMessage("0".repeat(32), longest, 99_999)]) expect(key.length).toBeLessThanOrEqual(512);
+  });
+
+  it("given a retry policy of endless attempts or a model name of 500 000 characters, when appended from outside or by a script, then it is a 400 naming the field and the bound", () => {
+    const configured = (config: Record<string, unknown>) => ({ type: "agent/configured", payload: { config } });
+    const attempts = refusal(decideApiAppend(configured({ llmRequestRetryPolicy: { maxAttempts: 2 ** 53 - 1, backoffBaseMs: 0, backoffMaxMs: 0 } })));
+    expect(attempts.message).toBe(`events[0].payload.config.llmRequestRetryPolicy.maxAttempts must be at most ${MAX_CONFIG_ATTEMPTS}, got ${2 ** 53 - 1}.`);
+    const model = refusal(decideApiAppend(configured({ llm: { model: "m".repeat(500_000) } })));
+    expect(model.message).toBe(`events[0].payload.config.llm.model must be at most ${MAX_MODEL_NAME_LENGTH} characters, got 500000.`);
+    expect(refusal(decideScriptAppend(configured({ llmRequestRetryPolicy: { maxAttempts: MAX_CONFIG_ATTEMPTS + 1 } }), true)).code).toBe("invalid_payload");
+    // At the bounds, allowed
+    expect(decideApiAppend(configured({ llmRequestRetryPolicy: { maxAttempts: MAX_CONFIG_ATTEMPTS }, llm: { model: `p/${"m".repeat(MAX_MODEL_NAME_LENGTH - 2)}` } }))).toEqual({ allowed: true, verb: "operate" });
   });
 
   it("given a configured delay past what a timer waits, when appended from outside or by an operating key's script, then it is a 400 naming the field", () => {
