@@ -94,6 +94,12 @@ describe("gRPC", () => {
     expect((unborn as ServiceError).details).toContain(`no agent at ${path}; create it with \`agents create ${path}\``);
     const badPath = await unary.readEvents({ streamPath: "no-slash", fromOffset: 1, limit: 1 }, writer.apiKey).catch((e: ServiceError) => e);
     expect((badPath as ServiceError).code).toBe(status.INVALID_ARGUMENT);
+    // A negative offset or limit is refused naming the field, as HTTP refuses it (it read from offset 1)
+    for (const request of [{ fromOffset: -5, limit: 1 }, { fromOffset: 1, limit: -1 }]) {
+      const negative = await unary.readEvents({ streamPath: path, ...request }, writer.apiKey).catch((e: ServiceError) => e);
+      expect((negative as ServiceError).code).toBe(status.INVALID_ARGUMENT);
+      expect((negative as ServiceError).details).toMatch(request.fromOffset < 0 ? /fromOffset/ : /limit/);
+    }
     const range = await unary.readEvents({ streamPath: path, fromOffset: 5, limit: 1 }, writer.apiKey).catch((e: ServiceError) => e);
     expect((range as ServiceError).code).toBe(status.OUT_OF_RANGE);
     expect(await ts.store.lastOffset(path)).toBe(0);

@@ -4,6 +4,7 @@
 
 import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status, type sendUnaryData, type ServerInterceptor, type ServerUnaryCall, type ServerWritableStream } from "@grpc/grpc-js";
 import { jsonWithin, type Logger } from "@agentrt/service-kit";
+import { z } from "zod";
 import { appendBodySchema, createAgentBodySchema, listQuerySchema } from "../api/schemas.ts";
 import { parseWith } from "../http/pipeline.ts";
 import { parseStreamPath, type AgentEvent } from "@agentrt/contract";
@@ -19,6 +20,9 @@ import { capConnections, DEFAULT_MAX_CONNECTIONS } from "../http/connection-cap.
 import type { GatewayMetrics } from "../http/gateway-metrics.ts";
 import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "@agentrt/gateway-proto";
+
+/** A page of a stream over gRPC: proto3 sends 0 for a field not set, so 0 is allowed; a negative value is not. */
+const grpcPageSchema = z.object({ fromOffset: z.number().int().nonnegative(), limit: z.number().int().nonnegative() });
 
 export function toPbEvent(event: AgentEvent): PbEvent {
   return {
@@ -209,8 +213,10 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
     }),
     readEvents: unary(async (call, signal) => {
       const streamPath = guard(call.metadata, "read", call.request.streamPath);
-      const limit = call.request.limit > 0 ? Math.min(call.request.limit, 1000) : 100;
-      const page = await api.read(streamPath, Math.max(1, call.request.fromOffset), limit, { signal, caller: principalOf(call.metadata).keyId });
+      // 0 is proto3's unset (from the start, the default page); a negative one is refused, as HTTP refuses it.
+      const { fromOffset, limit: asked } = parseWith(grpcPageSchema, { fromOffset: call.request.fromOffset, limit: call.request.limit }, "request");
+      const limit = asked > 0 ? Math.min(asked, 1000) : 100;
+      const page = await api.read(streamPath, Math.max(1, fromOffset), limit, { signal, caller: principalOf(call.metadata).keyId });
       return { events: page.events.map(toPbEvent), nextOffset: page.nextOffset, lastOffset: page.lastOffset };
     }),
     subscribe: (call: ServerWritableStream<{ streamPath: string; fromOffset: number; ephemeral: boolean }, PbEvent>) => {
@@ -230,7 +236,8 @@ export function createGrpcServer(api: GatewayApi, auth: Authenticator, log: Logg
             call.emit("error", Object.assign(new Error("The API key this stream was opened with was revoked or changed."), { code: status.UNAUTHENTICATED }));
           };
           if (options.liveLimiter !== undefined) release = options.liveLimiter.acquire(LiveSubscriptionLimiter.holderOf(principal, peerAddress(call.getPeer())), revoked);
-          const subscription = await api.subscribe(streamPath, Math.max(1, call.request.fromOffset), call.request.ephemeral);
+          const { fromOffset } = parseWith(grpcPageSchema.pick({ fromOffset: true }), { fromOffset: call.request.fromOffset }, "request");
+          const subscription = await api.subscribe(streamPath, Math.max(1, fromOffset), call.request.ephemeral);
           stop = () => {
             release();
             void subscription.close();
