@@ -81,6 +81,14 @@ describe("request bodies declared JSON", () => {
       expect(refused?.message).toContain("Content-Type: application/json");
     }
   });
+  it("given a compressed JSON body, when checked, then 415 naming Content-Encoding (it is not inflated); identity passes", () => {
+    for (const encoding of ["gzip", "deflate, gzip", "br"]) {
+      const refused = refusal(() => assertJsonBody({ "content-type": "application/json", "content-encoding": encoding }));
+      expect(refused, encoding).toMatchObject({ code: "unsupported_media_type", path: "headers.content-encoding" });
+      expect(refused?.message).toBe(`The request body must be sent uncompressed; this request has Content-Encoding ${JSON.stringify(encoding)}.`);
+    }
+    expect(refusal(() => assertJsonBody({ "content-type": "application/json", "content-encoding": "identity" }))).toBeUndefined();
+  });
   it("given JSON in another charset, when checked, then 415 saying JSON bodies are UTF-8", () => {
     expect(refusal(() => assertJsonBody({ "content-type": "application/json; charset=iso-8859-1" }))).toMatchObject({ code: "unsupported_media_type" });
   });

@@ -104,7 +104,15 @@ export function assertJsonBody(headers: IncomingHttpHeaders): void {
   const [type = "", ...params] = (declared ?? "").split(";").map((part) => part.trim().toLowerCase());
   const json = type === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(type);
   const charset = params.find((p) => p.startsWith("charset="))?.slice("charset=".length).replace(/^"|"$/g, "");
-  if (json && (charset === undefined || charset === "utf-8" || charset === "utf8")) return;
+  if (json && (charset === undefined || charset === "utf-8" || charset === "utf8")) {
+    // A compressed body is not inflated: read as JSON it was taken as plain text (red-team).
+    const encoding = headers["content-encoding"]?.trim().toLowerCase();
+    if (encoding === undefined || encoding === "" || encoding === "identity") return;
+    const shown = JSON.stringify(headers["content-encoding"]!.slice(0, 80));
+    throw new GatewayError("unsupported_media_type", `The request body must be sent uncompressed; this request has Content-Encoding ${shown}.`, {
+      issues: [{ path: "headers.content-encoding", message: "must be identity (or absent)" }],
+    });
+  }
   const got = declared === undefined ? "no Content-Type" : `Content-Type ${JSON.stringify(declared)}`;
   const rule = json ? "JSON bodies are UTF-8" : "must be application/json";
   throw new GatewayError("unsupported_media_type", `The request body must be sent as Content-Type: application/json (UTF-8); this request has ${got}.`, {
