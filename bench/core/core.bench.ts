@@ -8,7 +8,9 @@
 import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { isDeepStrictEqual } from "node:util";
+import type { AgentEvent } from "@agentrt/contract";
 import {
+  StepwiseFold,
   StreamRequestRenderer,
   foldAgentEvent,
   foldAgentEvents,
@@ -56,6 +58,52 @@ const liveMs = repeat(15, () => {
   let state = initialAgentState(PATH);
   for (const event of streamOf10k) state = foldAgentEvent(state, event);
 });
+const stepwiseMs = repeat(15, () => {
+  const fold = new StepwiseFold(initialAgentState(PATH));
+  for (const event of streamOf10k) fold.apply(event);
+});
+
+// --- a hostile stream: one key's flood of messages, or of distinct keyed sections ---------
+// What an append-only key can write (red-team, 2026-12-07): the reducer folded it event by event.
+const at = (offset: number) => new Date(Date.UTC(2026, 11, 7, 0, 0, 0, offset)).toISOString();
+function flood(count: number, keyed: boolean): AgentEvent[] {
+  const events: AgentEvent[] = [{ streamPath: PATH, offset: 1, createdAt: at(1), type: "agent/created", payload: {} } as AgentEvent];
+  for (let offset = 2; offset <= count + 1; offset += 1) {
+    const payload = keyed
+      ? { role: "system", key: `k${offset}`, content: "x" }
+      : { role: "user", content: "x", llmRequestPolicy: { behaviour: "dont-trigger-request" } };
+    events.push({ streamPath: PATH, offset, createdAt: at(offset), type: "agents/context-added", payload } as AgentEvent);
+  }
+  return events;
+}
+interface FloodRow {
+  readonly what: string;
+  readonly events: number;
+  readonly perEventMs: { best: number; median: number };
+  readonly stepwiseMs: { best: number; median: number };
+  readonly batchMs: { best: number; median: number };
+}
+function floodRow(what: string, events: AgentEvent[]): FloodRow {
+  const runs = (fn: () => void) => {
+    fn(); // warm-up
+    const samples = Array.from({ length: 3 }, () => timeMs(fn));
+    return { best: Math.min(...samples), median: median(samples) };
+  };
+  return {
+    what,
+    events: events.length,
+    perEventMs: runs(() => {
+      let state = initialAgentState(PATH);
+      for (const event of events) state = foldAgentEvent(state, event);
+    }),
+    stepwiseMs: runs(() => {
+      const fold = new StepwiseFold(initialAgentState(PATH));
+      for (const event of events) fold.apply(event);
+    }),
+    batchMs: runs(() => void foldAgentEvents(initialAgentState(PATH), events)),
+  };
+}
+const floodRows = [floodRow("messages", flood(20_000, false)), floodRow("distinct keyed sections", flood(20_000, true))];
 
 // --- rendering the last request: full vs incremental --------------------------------------
 interface RenderRow {
@@ -112,7 +160,15 @@ const both = (t: { best: number; median: number }, digits = 2) => `${fmt(t.best,
 lines.push("| fold | events | best / median ms | events/s (best) |");
 lines.push("|---|---:|---:|---:|");
 lines.push(`| \`foldAgentEvents\` (rebuild from the stream) | 10,000 | ${both(batchMs)} | ${fmt(10_000 / (batchMs.best / 1000), 0)} |`);
-lines.push(`| \`foldAgentEvent\` one at a time (live reducer) | 10,000 | ${both(liveMs)} | ${fmt(10_000 / (liveMs.best / 1000), 0)} |`);
+lines.push(`| \`foldAgentEvent\` one at a time (the reducer before 2026-12-07) | 10,000 | ${both(liveMs)} | ${fmt(10_000 / (liveMs.best / 1000), 0)} |`);
+lines.push(`| \`StepwiseFold\` one at a time (the reducer, the audit) | 10,000 | ${both(stepwiseMs)} | ${fmt(10_000 / (stepwiseMs.best / 1000), 0)} |`);
+lines.push("");
+lines.push("| flood | events | `foldAgentEvent` per event ms | `StepwiseFold` ms | `foldAgentEvents` ms | per event ÷ stepwise |");
+lines.push("|---|---:|---:|---:|---:|---:|");
+lines.push("| | | best / median | best / median | best / median | (best) |");
+for (const r of floodRows) {
+  lines.push(`| ${r.what} | ${r.events.toLocaleString("en-US")} | ${both(r.perEventMs)} | ${both(r.stepwiseMs)} | ${both(r.batchMs)} | ${fmt(r.perEventMs.best / r.stepwiseMs.best, 0)}× |`);
+}
 lines.push("");
 lines.push("| stream events | last request | context items | messages | fold + full render ms | full render only ms | incremental N+1 ms | new events |");
 lines.push("|---:|---:|---:|---:|---:|---:|---:|---:|");

@@ -30,21 +30,34 @@ function section(offset: number, key: string, payload: ContextAddedPayload, supe
     : { kind: "section", offset, key, supersedes, payload };
 }
 
-/** Each key's latest position in the draft's items (built once per draft, then kept up). */
-function latestByKey(draft: Draft): Map<string, number> {
-  if (draft.latestByKey !== undefined) return draft.latestByKey;
-  const index = new Map<string, number>();
-  draft.items.forEach((item, i) => {
-    if (item.kind === "section") index.set(item.key, i);
-  });
-  draft.latestByKey = index;
-  return index;
+function scanLatest(items: readonly ContextItem[], key: string): number {
+  for (let i = items.length - 1; i >= 0; i -= 1) {
+    const item = items[i];
+    if (item?.kind === "section" && item.key === key) return i;
+  }
+  return -1;
+}
+
+/**
+ * A key's latest position in the draft's items. A draft's first look-up scans (a draft folding
+ * one event does no more); from its second, an index of every key is built once and kept up.
+ */
+function latestIndexOf(draft: Draft, key: string): number {
+  if (draft.latestByKey === undefined) {
+    draft.keyedLookups = (draft.keyedLookups ?? 0) + 1;
+    if (draft.keyedLookups === 1) return scanLatest(draft.items, key);
+    const index = new Map<string, number>();
+    draft.items.forEach((item, i) => {
+      if (item.kind === "section") index.set(item.key, i);
+    });
+    draft.latestByKey = index;
+  }
+  return draft.latestByKey.get(key) ?? -1;
 }
 
 /** Adds a keyed item: coalesce in place while unsent, else supersede at the tail. */
 export function addKeyedItem(draft: Draft, event: ContextAddedEvent, key: string): void {
-  const latest = latestByKey(draft);
-  const index = latest.get(key) ?? -1;
+  const index = latestIndexOf(draft, key);
   const prior = index >= 0 ? (draft.items[index] as SectionItem) : undefined;
   if (prior !== undefined && prior.offset > draft.lastLlmRequestOffset) {
     writableItems(draft)[index] = section(event.offset, key, event.payload, prior.supersedes);
@@ -53,7 +66,7 @@ export function addKeyedItem(draft: Draft, event: ContextAddedEvent, key: string
   }
   const items = writableItems(draft);
   items.push(section(event.offset, key, event.payload, prior?.offset));
-  latest.set(key, items.length - 1);
+  draft.latestByKey?.set(key, items.length - 1);
 }
 
 export function addMessage(draft: Draft, event: ContextAddedEvent): void {

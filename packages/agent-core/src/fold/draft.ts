@@ -16,6 +16,8 @@ export interface Draft extends Omit<Mutable<AgentState>, "contextItems"> {
    * key scanned the whole context: 40 000 keyed sections took 7 s to fold (red-team).
    */
   latestByKey?: Map<string, number>;
+  /** Keyed look-ups this draft made before it built `latestByKey`. */
+  keyedLookups?: number;
 }
 
 // Both conversions list every field explicitly: rest/spread copies made the live fold's
@@ -30,6 +32,7 @@ export function startDraft(state: AgentState): Draft {
     items: state.contextItems as ContextItem[],
     itemsOwned: false,
     latestByKey: undefined,
+    keyedLookups: 0,
     contextRevision: state.contextRevision ?? 0,
     lastLlmRequestOffset: state.lastLlmRequestOffset,
     latestExternalTriggerOffset: state.latestExternalTriggerOffset,
