@@ -237,12 +237,18 @@ export class PartitionWorker {
         this.loading.add(streamPath);
         try {
           const tail = await this.options.store.read(streamPath, through === "head" ? { fromOffset } : { fromOffset, limit: through - fromOffset + 1 });
-          let folded = 0;
-          for (const event of tail) {
-            processor.apply(event);
-            // A long stream folds in slices: lease renewals, publish acks and other agents'
-            // batches go on meanwhile (its own arriving events are set aside until it is in).
-            if (++folded % REBUILD_SLICE_EVENTS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+          // A long stream folds in slices: lease renewals, publish acks and other agents'
+          // batches go on meanwhile (its own arriving events are set aside until it is in, and
+          // it decides and reacts only once the whole tail is folded).
+          const held = processor.holdFlushes();
+          try {
+            let folded = 0;
+            for (const event of tail) {
+              processor.apply(event);
+              if (++folded % REBUILD_SLICE_EVENTS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+            }
+          } finally {
+            held.release();
           }
         } catch (error) {
           // Half built (its tail unread): not an agent anyone may act on; the next ask rebuilds it.

@@ -78,6 +78,9 @@ export class StreamProcessor {
   private lastRuntimeJson = "";
   private wakeTimer: NodeJS.Timeout | undefined;
   private flushScheduled = false;
+  /** Flushes held while the agent is brought in (`holdFlushes`), and one asked for meanwhile. */
+  private flushesHeld = false;
+  private flushWaiting = false;
   private chain: Promise<void> = Promise.resolve();
   private liveLane: LiveLaneState | undefined;
   private previews: Promise<void> = Promise.resolve();
@@ -155,7 +158,8 @@ export class StreamProcessor {
    * agent's replies are interpreted. Best effort like the lane: nothing durable depends on it.
    */
   applyLive(event: AgentEvent): void {
-    if (this.closed || event.type !== "agent/llm-response-chunks") return;
+    // Still being brought in: its state is not the stream's yet (the lane is best effort).
+    if (this.closed || this.flushesHeld || event.type !== "agent/llm-response-chunks") return;
     // A reply streaming is a driver at work: its request is not re-issued meanwhile.
     this.observedProgressAtMs = this.effects.now();
     this.redrivesSinceProgress = 0;
@@ -179,7 +183,7 @@ export class StreamProcessor {
 
   /** True when nothing is queued or running: every folded event has been reacted to. */
   isIdle(): boolean {
-    return !this.flushScheduled && !this.flushing && this.pendingReactions.length === 0 && this.pendingInterrupts.length === 0;
+    return !this.flushScheduled && !this.flushWaiting && !this.flushing && this.pendingReactions.length === 0 && this.pendingInterrupts.length === 0;
   }
 
   /**
@@ -206,7 +210,29 @@ export class StreamProcessor {
     return this.chain;
   }
 
+  /**
+   * Holds this processor's flushes while its events are folded in slices (a rebuild lets the
+   * event loop turn every so often): a flush in between decided and reacted at a half-folded
+   * offset (it handed a driver a request the stream had already settled). `release` folds on.
+   */
+  holdFlushes(): { release(): void } {
+    this.flushesHeld = true;
+    return {
+      release: () => {
+        this.flushesHeld = false;
+        if (this.flushWaiting) {
+          this.flushWaiting = false;
+          this.scheduleFlush();
+        }
+      },
+    };
+  }
+
   scheduleFlush(): void {
+    if (this.flushesHeld && !this.closed) {
+      this.flushWaiting = true;
+      return;
+    }
     if (this.flushScheduled || this.closed) return;
     this.flushScheduled = true;
     // Deferred so a burst of delivered events (a replay after takeover) is folded first and
