@@ -98,6 +98,11 @@ export class AgentFairShare {
     this.waiting.clear();
   }
 
+  /** Closed (`close()`): nothing enters any more. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Items running now, for one agent or in all. */
   runningCount(agent?: string): number {
     return agent === undefined ? this.running : (this.runningOf.get(agent) ?? 0);

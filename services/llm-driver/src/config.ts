@@ -42,6 +42,8 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   /** A stream no turn used for this long is dropped from the cache (read again on its next turn). */
   LLM_STREAM_CACHE_IDLE_MS: ms(60_000),
   LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Slots past LLM_CONCURRENCY for a provider and tenant running fewer than two calls (default half of it; 0: LLM_CONCURRENCY is a hard bound). */
+  LLM_SPARE_SLOTS: z.coerce.number().int().min(0).max(1024).optional(),
   /** The tenant of a stream, as the quotas count it: the driver's slots are shared fairly between tenants (and providers). */
   AGENT_TENANT_DEPTH: streamQuotaConfigShape.AGENT_TENANT_DEPTH,
 });

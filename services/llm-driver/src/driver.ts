@@ -25,25 +25,42 @@ import { RequestStop, RunningRequests } from "./running-requests.ts";
 
 export const LLM_DRIVER_DURABLE = "llm-driver";
 
-/** How long a work item whose group has its fill of calls waiting here stays back before it is delivered again. */
+/** How long a work item whose group has its fill of calls waiting here stays back before it is delivered again (doubling per delivery, up to `BUSY_RETRY_MAX_MS`). */
 export const BUSY_RETRY_MS = 250;
+export const BUSY_RETRY_MAX_MS = 5_000;
 
 /**
  * The driver's slots for model calls, shared fairly between groups (a provider and a tenant):
- * `concurrency` calls at once, groups taking turns for free slots, and past them spare slots (half
- * as many again) for a group running fewer than two, so calls that hold their slots for long (a
- * provider trickling its reply until the request expires) cannot shut every other tenant or
- * provider out. A group may have a quarter of the concurrency waiting; more of its items go back to the
- * queue for `BUSY_RETRY_MS`, so the claims stay open for other groups' items.
+ * `concurrency` calls at once, groups taking turns for free slots, and past them `spare` slots
+ * (default half the concurrency; 0: none, `concurrency` is then a hard bound) for a group running
+ * fewer than two, so calls that hold their slots for long (a provider trickling its reply until
+ * the request expires) cannot shut every other tenant or provider out. A group may have a
+ * quarter of the concurrency waiting; more of its items go back to the queue (`BUSY_RETRY_MS`),
+ * so the claims stay open for other groups' items.
  */
-export function driverSlotShare(concurrency: number, tenantDepth: number): { share: AgentFairShare; keyOf: (streamPath: string, model: string) => string; claims: number } {
-  const extra = Math.max(1, Math.floor(concurrency / 2));
+export function driverSlotShare(
+  concurrency: number,
+  tenantDepth: number,
+  spare = defaultSpareSlots(concurrency),
+): { share: AgentFairShare; keyOf: (streamPath: string, model: string) => string; claims: number } {
+  if (!Number.isInteger(spare) || spare < 0) throw new RangeError(`spare slots must be an integer ≥ 0, got ${String(spare)}`);
   const waiting = Math.max(1, Math.floor(concurrency / 4));
   // A slot key names its group and its agent; the group is the key's first two entries.
   const keyOf = (streamPath: string, model: string): string => JSON.stringify([providerOfModel(model), tenantDepth === 0 ? streamPath : tenantOf(streamPath, tenantDepth), streamPath]);
   const groupOf = (key: string): string => JSON.stringify((JSON.parse(key) as string[]).slice(0, 2));
-  const share = new AgentFairShare({ total: concurrency, perAgent: 1, waitingPerAgent: 1, waitingPerTenant: waiting, spare: { perTenant: 2, extra } }, groupOf);
-  return { share, keyOf, claims: concurrency + extra + waiting };
+  const share = new AgentFairShare(
+    { total: concurrency, perAgent: 1, waitingPerAgent: 1, waitingPerTenant: waiting, ...(spare === 0 ? {} : { spare: { perTenant: 2, extra: spare } }) },
+    groupOf,
+  );
+  return { share, keyOf, claims: concurrency + spare + waiting };
+}
+
+/** Spare slots by default: half the concurrency (none for a concurrency of 1). */
+export const defaultSpareSlots = (concurrency: number): number => Math.floor(concurrency / 2);
+
+/** The delay of a busy item's next delivery: doubling with its deliveries, so a flood's bounces thin out. */
+export function busyRetryMs(deliveryCount: number): number {
+  return Math.min(BUSY_RETRY_MAX_MS, BUSY_RETRY_MS * 2 ** Math.min(10, Math.max(0, deliveryCount - 1)));
 }
 
 /** A driver incarnation's claims owner id: unique per process start. */
@@ -68,6 +85,8 @@ export interface LlmDriverDeps {
     readonly maxNotVisibleDeliveries?: number;
     /** Leading path segments naming a stream's tenant for the fair share of slots (default: the tenant quota's, 2; 0: each agent its own). */
     readonly tenantDepth?: number;
+    /** Spare slots past the concurrency for a group below its share (default `defaultSpareSlots`; 0: the concurrency is a hard bound). */
+    readonly spareSlots?: number;
   };
   /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
   readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
@@ -107,7 +126,7 @@ export class LlmDriver {
   private readonly slots: ReturnType<typeof driverSlotShare>;
 
   constructor(private readonly deps: LlmDriverDeps) {
-    this.slots = driverSlotShare(this.concurrency, deps.work?.tenantDepth ?? DEFAULT_TENANT_QUOTA.depth);
+    this.slots = driverSlotShare(this.concurrency, deps.work?.tenantDepth ?? DEFAULT_TENANT_QUOTA.depth, deps.work?.spareSlots);
     const { share, keyOf } = this.slots;
     const offline = new OfflineModelClient();
     const cache =
@@ -130,7 +149,8 @@ export class LlmDriver {
       running: this.running,
       settings: deps.settings,
       nowMs: deps.nowMs ?? Date.now,
-      slot: (streamPath, model) => share.enter(keyOf(streamPath, model)),
+      // A stopping driver's share takes no one: the run ends "shutdown", its item back at once.
+      slot: (streamPath, model) => (share.isClosed ? Promise.resolve(undefined) : share.enter(keyOf(streamPath, model))),
       ...(deps.tracer === undefined ? {} : { tracer: deps.tracer }),
       modelFor: deps.modelFor ?? ((route) => (route === null ? offline : this.openai)),
     });
@@ -222,7 +242,7 @@ export class LlmDriver {
       if (next.type === "drop") this.deps.logger.warn({ streamPath, requestOffset, deliveryCount }, "the stream still ends before the request this work item names; dropping it (a real request is re-driven by the reducer)");
       return next;
     }
-    return workOutcome(outcome);
+    return workOutcome(outcome, deliveryCount);
   }
 
   private get concurrency(): number {
@@ -253,8 +273,8 @@ export class LlmDriver {
  * A run stopped by shutdown goes back to the queue at once so another driver takes it; one
  * without a slot (its group has its fill waiting here) a little later.
  */
-function workOutcome(outcome: Exclude<RunOutcome, "not-visible">): WorkOutcome {
+function workOutcome(outcome: Exclude<RunOutcome, "not-visible">, deliveryCount: number): WorkOutcome {
   if (outcome === "shutdown") return { type: "retry", delayMs: 0 };
-  if (outcome === "busy") return { type: "retry", delayMs: BUSY_RETRY_MS };
+  if (outcome === "busy") return { type: "retry", delayMs: busyRetryMs(deliveryCount) };
   return { type: "ack" };
 }

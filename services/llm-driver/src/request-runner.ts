@@ -55,7 +55,17 @@ export interface RequestRunnerDeps {
    * its fill waiting (the run ends "busy" and its item comes back later). Default: no bound here.
    */
   readonly slot?: (streamPath: string, model: string) => Promise<Leave | undefined> | undefined;
+  /** Longest a request waits for its slot (default MAX_SLOT_WAIT_MS). */
+  readonly maxSlotWaitMs?: number;
 }
+
+/**
+ * Longest a request waits for a driver slot before its item goes back to the queue (busy): well
+ * inside the reducer's first redrive (30 s of quiet), so a request waiting here is not also
+ * driven by another driver that took the redriven item (review: one waiting without bound would
+ * call the model after the other did).
+ */
+export const MAX_SLOT_WAIT_MS = 10_000;
 
 export type RunOutcome =
   | "succeeded"
@@ -146,7 +156,11 @@ export class RequestRunner {
     void entering.then(() => (grantedAtOnce = true));
     await Promise.resolve();
     const waited = !grantedAtOnce;
-    const leave = await entering;
+    const leave = waited ? await this.slotWithin(entering, this.deps.maxSlotWaitMs ?? MAX_SLOT_WAIT_MS) : await entering;
+    if (leave === "timed out") {
+      log.info({ model: read.open.model }, "no driver slot within the wait bound; the work item goes back to the queue");
+      return "busy";
+    }
     if (leave === undefined) return "shutdown";
     try {
       // Waited for the slot: the request may have been settled, interrupted or expired since.
@@ -156,6 +170,16 @@ export class RequestRunner {
     } finally {
       leave();
     }
+  }
+
+  /** The slot once granted, or "timed out" (a slot granted later is given back at once). */
+  private async slotWithin(entering: Promise<Leave | undefined>, ms: number): Promise<Leave | undefined | "timed out"> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timed out">((resolve) => (timer = setTimeout(() => resolve("timed out"), ms)));
+    const first = await Promise.race([entering, timedOut]);
+    clearTimeout(timer);
+    if (first === "timed out") void entering.then((leave) => leave?.());
+    return first;
   }
 
   /** Reads the stream through R and decides whether R is open, or what else the run ends as. */

@@ -102,7 +102,7 @@ export async function startLlmDriver(options: {
             idleMs: config.LLM_STREAM_CACHE_IDLE_MS,
           },
         }),
-    work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY, tenantDepth: config.AGENT_TENANT_DEPTH },
+    work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY, tenantDepth: config.AGENT_TENANT_DEPTH, ...(config.LLM_SPARE_SLOTS === undefined ? {} : { spareSlots: config.LLM_SPARE_SLOTS }) },
     startedClaims: claims,
   });
   await driver.start();
