@@ -124,4 +124,20 @@ describe("chat controls", () => {
     // The marker sits at the end of ONE source line, so below the first row it has wrapped.
     expect(geometry.markerBelowTop).toBeGreaterThan(20);
   });
+
+  it("given a stream with a history of 6 000 events, when opened, then every event is listed and the chat shows the last", { timeout: 120_000 }, async () => {
+    // Taken one by one, each event copied the list and folded a new state copying the context:
+    // the tab's work grew with the square of the stream. Now in batches through one fold.
+    const path = `${PATH}-long-history`;
+    await system.store.append(path, [{ type: "agent/created", payload: {} }]);
+    for (let batch = 0; batch < 6; batch++) {
+      await system.store.append(path, Array.from({ length: 1_000 }, (_, i) => ({ type: "agents/context-added" as const, payload: { role: "user" as const, content: `history ${batch}-${i}`, llmRequestPolicy: { behaviour: "dont-trigger-request" as const } } })));
+    }
+    await page.goto(`${url}/#/agent/${encodeURIComponent(path)}`);
+    await page.getByTestId("msg-user").filter({ hasText: "history 5-999" }).waitFor({ timeout: 60_000 });
+    await page.getByRole("link", { name: "Events (6001)" }).waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId("msg-user").count()).toBe(6_000);
+    // The controls follow the fold: no request open, not paused
+    expect(await page.getByTestId("paused-badge").count()).toBe(0);
+  });
 });

@@ -4,7 +4,7 @@
 // parsed here (a browser gets JSON), never cast; one that does not parse is skipped.
 
 import { parseStoredEvent } from "@agentrt/contract";
-import { foldAgentEvent, initialAgentState } from "../fold/fold.ts";
+import { foldAgentEvent, initialAgentState, StepwiseFold } from "../fold/fold.ts";
 import type { AgentState } from "../state.ts";
 
 export interface ChatControls {
@@ -25,4 +25,17 @@ export const initialChatState = (streamPath: string): AgentState => initialAgent
 export function foldWireEvent(state: AgentState, raw: unknown): AgentState {
   const parsed = parseStoredEvent(raw);
   return parsed.ok ? foldAgentEvent(state, parsed.event) : state;
+}
+
+/**
+ * The chat's fold of a stream, event by event from the wire, through one draft (linear in the
+ * stream: folding each event into a new state copied the context every time, and a stream of
+ * tens of thousands of events took the tab that long squared). Read `fold.view` for the controls.
+ */
+export const initialChatFold = (streamPath: string): StepwiseFold => new StepwiseFold(initialAgentState(streamPath));
+
+/** Folds one durable event as received over the wire into the chat's fold; one that does not parse changes nothing. */
+export function foldWireEventInto(fold: StepwiseFold, raw: unknown): void {
+  const parsed = parseStoredEvent(raw);
+  if (parsed.ok) fold.apply(parsed.event);
 }

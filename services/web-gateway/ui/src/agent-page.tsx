@@ -2,8 +2,8 @@
 // summary header; the request view shows exactly what the model saw for one request. The same
 // events are folded with the core's fold, so Stop / Pause / Resume follow the reducer's view.
 import { useEffect, useMemo, useState } from "preact/hooks";
-import type { AgentState } from "@agentrt/agent-core";
-import { chatControls, foldWireEvent, formatDuration, initialChatState, revealBidiControls as shown, type ChatControls } from "@agentrt/agent-core/display";
+import type { ReactionState } from "@agentrt/agent-core";
+import { chatControls, foldWireEventInto, formatDuration, initialChatFold, revealBidiControls as shown, type ChatControls } from "@agentrt/agent-core/display";
 import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
 import { ChatControlsBar, EmptyChat } from "./chat-controls.tsx";
 import { subscribeLive, type ConnectionState } from "./live.ts";
@@ -12,15 +12,31 @@ import { applyLiveEvent, buildTimeline, isEmptyChat, type LiveReplies, type Time
 
 type Route = { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
 
+/** Events arriving within this long are listed (and the page rendered) together. */
+const EVENT_BATCH_MS = 16;
+
 export function AgentPage({ path, route }: { path: string; route: Route }) {
   const [events, setEvents] = useState<StreamEvent[]>([]);
   const [live, setLive] = useState<LiveReplies>(new Map());
   const [conn, setConn] = useState<ConnectionState>("connecting");
-  const [folded, setFolded] = useState<AgentState>(() => initialChatState(path));
+  const [folded, setFolded] = useState<ReactionState>(() => initialChatFold(path).view);
   useEffect(() => {
     const seen = new Set<number>();
+    setEvents([]);
     setLive(new Map());
-    setFolded(initialChatState(path));
+    const fold = initialChatFold(path);
+    setFolded(fold.view);
+    // Events are taken in batches, one list copy per batch: appended one by one, each copied the
+    // list so far, and a stream's history of tens of thousands of events took the tab that long squared.
+    let pending: StreamEvent[] = [];
+    let flushTimer: ReturnType<typeof setTimeout> | undefined;
+    const flush = () => {
+      flushTimer = undefined;
+      const batch = pending;
+      pending = [];
+      setEvents((list) => list.concat(batch));
+      setFolded(fold.view);
+    };
     const handle = subscribeLive(
       path,
       (e) => {
@@ -30,12 +46,16 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
         }
         if (seen.has(e.offset)) return;
         seen.add(e.offset);
-        setEvents((list) => [...list, e]);
-        setFolded((state) => foldWireEvent(state, e));
+        pending.push(e);
+        foldWireEventInto(fold, e);
+        flushTimer ??= setTimeout(flush, EVENT_BATCH_MS);
       },
       setConn,
     );
-    return () => handle.close();
+    return () => {
+      if (flushTimer !== undefined) clearTimeout(flushTimer);
+      handle.close();
+    };
   }, [path]);
   const enc = encodeURIComponent(path);
   const tab = route.page === "agent" ? route.tab : "request";
