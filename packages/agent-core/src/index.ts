@@ -3,6 +3,7 @@
 export * from "./state.ts";
 export { initialAgentState, foldAgentEvent, foldAgentEvents, StepwiseFold } from "./fold/fold.ts";
 export { triggerSourceOf, isInterruptingItem } from "./fold/triggers.ts";
+export { keptByCompaction } from "./fold/context-items.ts";
 export { isAgentExecution } from "./fold/bookkeeping.ts";
 export * from "./decide.ts";
 export * from "./redrive.ts";

@@ -3,7 +3,7 @@
 // of the history through the request and appends it as a developer compaction item; the
 // fold then replaces that history with the summary.
 
-import type { ContextItem } from "@agentrt/agent-core";
+import { type ContextItem, keptByCompaction } from "@agentrt/agent-core";
 import { eventInput, type EventInput, type PayloadOf } from "@agentrt/contract";
 import { compactContextKey } from "./settlement.ts";
 
@@ -33,25 +33,16 @@ export function compactionCheck(report: UsageReport, triggerFraction: number, pr
 
 /**
  * Whether a compaction could make the context meaningfully smaller: the fold keeps each key's
- * newest section and every unkeyed system message through it, so a context that is mostly those
- * (90 % of its text or more) stays over the threshold after its summary, and a compaction, one
+ * newest section and every unkeyed system message through it (`keptByCompaction`), so a context
+ * that is mostly those (90 % of its text or more) stays over the threshold after its summary, and a compaction, one
  * more model call over the whole context, came after every turn (red-team: 40 000 keyed
  * sections, 368 k tokens a turn). Pure; linear in the items.
  */
 export function compactionCanShrink(items: readonly ContextItem[]): boolean {
-  const newestByKey = new Map<string, number>();
-  let total = 0;
-  let kept = 0;
-  for (const item of items) {
-    if (item.kind === "request") continue;
-    const length = item.payload.content.length;
-    total += length;
-    if (item.kind === "section") {
-      kept += length - (newestByKey.get(item.key) ?? 0);
-      newestByKey.set(item.key, length);
-    } else if (item.payload.role === "system") kept += length;
-  }
-  return total > 0 && kept < COMPACTION_KEEPS_AT_MOST * total;
+  const textOf = (list: readonly ContextItem[]) => list.reduce((sum, item) => sum + (item.kind === "request" ? 0 : item.payload.content.length), 0);
+  const { sections, systemMessages } = keptByCompaction(items);
+  const total = textOf(items);
+  return total > 0 && textOf(sections) + textOf(systemMessages) < COMPACTION_KEEPS_AT_MOST * total;
 }
 
 /** Past this share of the context's text kept by a compaction, none is asked for. */

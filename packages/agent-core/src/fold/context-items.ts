@@ -74,6 +74,22 @@ export function addMessage(draft: Draft, event: ContextAddedEvent): void {
 }
 
 /**
+ * What a compaction keeps of the history, whatever its cut-off: each key's newest section (in
+ * the order of each key's first appearance) and the unkeyed system messages. The fold's
+ * `compact` and the driver's question whether a compaction could shrink a context both ask it.
+ */
+export function keptByCompaction(items: readonly ContextItem[]): { sections: SectionItem[]; systemMessages: ContextItem[] } {
+  const newestByKey = new Map<string, SectionItem>();
+  const systemMessages: ContextItem[] = [];
+  for (const item of items) {
+    if (item.kind === "section") newestByKey.set(item.key, item);
+    else if (item.kind === "message" && item.payload.role === "system") systemMessages.push(item);
+  }
+  // Map iteration order is first insertion, i.e. each key's first appearance.
+  return { sections: [...newestByKey.values()], systemMessages };
+}
+
+/**
  * Rebuilds the items around a compaction summary: the standing document survives (each key's
  * newest content at its first position), then unkeyed system items, the summary, and whatever
  * happened after the cut-off.
@@ -81,22 +97,10 @@ export function addMessage(draft: Draft, event: ContextAddedEvent): void {
 export function compact(draft: Draft, event: ContextAddedEvent): void {
   const cutOff = event.payload.compaction?.replacesHistoryThrough ?? 0;
   draft.lastLlmRequestOffset = Math.max(draft.lastLlmRequestOffset, cutOff);
-  const newestByKey = new Map<string, SectionItem>();
-  const systemMessages: ContextItem[] = [];
-  const afterCutOff: ContextItem[] = [];
-  for (const item of draft.items) {
-    if (item.kind === "section") {
-      newestByKey.set(item.key, item);
-    } else if (item.kind === "message" && item.payload.role === "system") {
-      systemMessages.push(item);
-    } else if (item.offset > cutOff) {
-      afterCutOff.push(item);
-    }
-  }
-  // Map iteration order is first insertion, i.e. each key's first appearance.
-  const sections = [...newestByKey.values()].map((s) => section(s.offset, s.key, s.payload));
+  const { sections, systemMessages } = keptByCompaction(draft.items);
+  const afterCutOff = draft.items.filter((item) => item.kind !== "section" && !(item.kind === "message" && item.payload.role === "system") && item.offset > cutOff);
   const summary: ContextItem = { kind: "message", offset: event.offset, payload: event.payload };
-  replaceItems(draft, [...sections, ...systemMessages, summary, ...afterCutOff]);
+  replaceItems(draft, [...sections.map((s) => section(s.offset, s.key, s.payload)), ...systemMessages, summary, ...afterCutOff]);
 }
 
 /** Deliberate history rewriting: busts the cache from the first touched position down. */
