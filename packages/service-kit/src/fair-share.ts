@@ -65,14 +65,16 @@ export class AgentFairShare {
 
   /**
    * A slot for one of `agent`'s items: resolves with the function that gives it back once the
-   * item may run, or with `undefined` if the share is closed first; `undefined` at once when
-   * the agent, or its tenant, already has its fill of items waiting, or the share is closed.
+   * item may run, or with `undefined` once the share is closed (at once when it already is: the
+   * item goes back now, not after a busy item's delay); `undefined` instead of a promise when
+   * the agent, or its tenant, already has its fill of items waiting (come back later).
    */
   enter(agent: string): Promise<Leave | undefined> | undefined {
+    if (this.closed) return Promise.resolve(undefined);
     const queue = this.waiting.get(agent) ?? [];
     const tenant = this.tenantOf(agent);
     const tenantWaiting = this.waitingOfTenant.get(tenant) ?? 0;
-    if (this.closed || queue.length >= this.limits.waitingPerAgent || tenantWaiting >= (this.limits.waitingPerTenant ?? Number.POSITIVE_INFINITY)) return undefined;
+    if (queue.length >= this.limits.waitingPerAgent || tenantWaiting >= (this.limits.waitingPerTenant ?? Number.POSITIVE_INFINITY)) return undefined;
     return new Promise((resolve) => {
       if (queue.length === 0) {
         this.waiting.set(agent, queue);
@@ -96,11 +98,6 @@ export class AgentFairShare {
     this.waitingOfTenant.clear();
     for (const queue of this.waiting.values()) for (const wake of queue.splice(0)) wake(undefined);
     this.waiting.clear();
-  }
-
-  /** Closed (`close()`): nothing enters any more. */
-  get isClosed(): boolean {
-    return this.closed;
   }
 
   /** Items running now, for one agent or in all. */

@@ -159,13 +159,16 @@ describe("fair share of script slots", () => {
     expect(share.runningCount("b")).toBe(1);
   });
 
-  it("given scripts waiting, when the share closes, then they are told undefined, running ones keep their slot, and no one enters", async () => {
+  it("given scripts waiting, when the share closes, then they are told undefined, running ones keep their slot, and a later item is told at once that it goes back", async () => {
     const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 5 });
     const running = await share.enter("a")!;
     const waiting = share.enter("b")!;
     share.close();
     expect(await waiting).toBeUndefined();
-    expect(share.enter("c")).toBeUndefined();
+    // A promise (go back now), not `undefined` (busy: come back after a delay).
+    const late = share.enter("c");
+    expect(late).toBeInstanceOf(Promise);
+    expect(await late).toBeUndefined();
     expect(share.runningCount()).toBe(1);
     running!();
     expect(share.runningCount()).toBe(0);

@@ -149,8 +149,8 @@ export class LlmDriver {
       running: this.running,
       settings: deps.settings,
       nowMs: deps.nowMs ?? Date.now,
-      // A stopping driver's share takes no one: the run ends "shutdown", its item back at once.
-      slot: (streamPath, model) => (share.isClosed ? Promise.resolve(undefined) : share.enter(keyOf(streamPath, model))),
+      // A stopping driver's share answers `undefined` at once: the run ends "shutdown", its item back at once.
+      slot: (streamPath, model) => share.enter(keyOf(streamPath, model)),
       ...(deps.tracer === undefined ? {} : { tracer: deps.tracer }),
       modelFor: deps.modelFor ?? ((route) => (route === null ? offline : this.openai)),
     });
