@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { given } from "./support/given.ts";
 import { TestStream } from "./support/stream.ts";
-import { chatControls, foldWireEvent, initialChatState, pauseBatch, resumeBatch, stopBatch, STOPPED_REASON } from "../src/display/index.ts";
+import { chatControls, foldWireEventInto, initialChatFold, pauseBatch, resumeBatch, stopBatch, STOPPED_REASON } from "../src/display/index.ts";
 
 describe("Stop", () => {
   it("interrupts the open request, then the head decides nothing: no new turn starts", () => {
@@ -69,25 +69,29 @@ describe("chat controls from wire events", () => {
 
   it("Stop applies while a request is open; Resume once paused; a breaker pause made stale by user input does not count", () => {
     const s = new TestStream();
-    let state = initialChatState(s.streamPath);
-    for (const e of [s.created(), s.user("hi"), s.requested()]) state = foldWireEvent(state, wire(e));
-    expect(chatControls(state)).toEqual({ requestOpen: true, paused: false });
-    for (const e of stopBatch()) state = foldWireEvent(state, wire(s.commit(e)));
-    expect(chatControls(state)).toEqual({ requestOpen: true, paused: true });
-    state = foldWireEvent(state, wire(s.event("agent/llm-request-settled", { requestOffset: 3, result: { status: "cancelled", reason: "interrupted-by-user-input" } })));
-    expect(chatControls(state)).toEqual({ requestOpen: false, paused: true });
-    state = foldWireEvent(state, wire(s.commit(resumeBatch()[0]!)));
-    expect(chatControls(state).paused).toBe(false);
+    const fold = initialChatFold(s.streamPath);
+    for (const e of [s.created(), s.user("hi"), s.requested()]) foldWireEventInto(fold, wire(e));
+    expect(chatControls(fold.view)).toEqual({ requestOpen: true, paused: false });
+    for (const e of stopBatch()) foldWireEventInto(fold, wire(s.commit(e)));
+    expect(chatControls(fold.view)).toEqual({ requestOpen: true, paused: true });
+    foldWireEventInto(fold, wire(s.event("agent/llm-request-settled", { requestOffset: 3, result: { status: "cancelled", reason: "interrupted-by-user-input" } })));
+    expect(chatControls(fold.view)).toEqual({ requestOpen: false, paused: true });
+    foldWireEventInto(fold, wire(s.commit(resumeBatch()[0]!)));
+    expect(chatControls(fold.view).paused).toBe(false);
     const user = s.user("again");
-    state = foldWireEvent(state, wire(user));
-    state = foldWireEvent(state, wire(s.event("agent/paused", { reason: "autonomous turn limit reached", triggerOffset: user.offset - 1 })));
-    expect(chatControls(state).paused).toBe(false);
+    foldWireEventInto(fold, wire(user));
+    foldWireEventInto(fold, wire(s.event("agent/paused", { reason: "autonomous turn limit reached", triggerOffset: user.offset - 1 })));
+    expect(chatControls(fold.view).paused).toBe(false);
   });
 
   it("skips what does not parse", () => {
     const s = new TestStream();
-    const state = foldWireEvent(initialChatState(s.streamPath), wire(s.created()));
-    expect(foldWireEvent(state, { type: "agent/paused", offset: 2 })).toBe(state);
-    expect(foldWireEvent(state, "junk")).toBe(state);
+    const fold = initialChatFold(s.streamPath);
+    foldWireEventInto(fold, wire(s.created()));
+    const before = fold.state;
+    foldWireEventInto(fold, { type: "agent/paused", offset: 2 });
+    foldWireEventInto(fold, "junk");
+    expect(fold.state).toEqual(before);
+    expect(fold.view.lastFoldedOffset).toBe(before.lastFoldedOffset);
   });
 });

@@ -4,7 +4,7 @@
 // parsed here (a browser gets JSON), never cast; one that does not parse is skipped.
 
 import { parseStoredEvent } from "@agentrt/contract";
-import { foldAgentEvent, initialAgentState, StepwiseFold } from "../fold/fold.ts";
+import { initialAgentState, StepwiseFold } from "../fold/fold.ts";
 import type { AgentState } from "../state.ts";
 
 export interface ChatControls {
@@ -18,14 +18,6 @@ export const chatControls = (state: Pick<AgentState, "openRequest" | "paused">):
   requestOpen: state.openRequest !== null,
   paused: state.paused !== null,
 });
-
-export const initialChatState = (streamPath: string): AgentState => initialAgentState(streamPath);
-
-/** Folds one durable event as received over the wire; an event that does not parse changes nothing. */
-export function foldWireEvent(state: AgentState, raw: unknown): AgentState {
-  const parsed = parseStoredEvent(raw);
-  return parsed.ok ? foldAgentEvent(state, parsed.event) : state;
-}
 
 /**
  * The chat's fold of a stream, event by event from the wire, through one draft (linear in the

@@ -8,4 +8,4 @@ export { revealBidiControls } from "./visible-text.ts";
 export { cutShortNote, FINISH_REASON_PATTERN } from "./cut-short.ts";
 export { agentTitle, titleFromMessage, DERIVED_TITLE_MAX } from "./title.ts";
 export { stopBatch, pauseBatch, resumeBatch, STOP_NOTE, STOPPED_REASON, PAUSED_REASON, RESUMED_REASON } from "./controls.ts";
-export { chatControls, foldWireEvent, foldWireEventInto, initialChatFold, initialChatState, type ChatControls } from "./chat-controls.ts";
+export { chatControls, foldWireEventInto, initialChatFold, type ChatControls } from "./chat-controls.ts";
