@@ -172,6 +172,11 @@ export class LlmDriver {
     return this.running.size;
   }
 
+  /** The requests waiting here for a slot of their fair share. */
+  waitingForSlot(): Array<{ readonly streamPath: string; readonly requestOffset: number }> {
+    return this.running.waitingForSlot();
+  }
+
   async start(): Promise<void> {
     this.cache?.start();
     this.interrupts = listenForInterrupts(this.deps.nc, this.running, this.deps.logger);

@@ -156,10 +156,14 @@ export class RequestRunner {
     void entering.then(() => (grantedAtOnce = true));
     await Promise.resolve();
     const waited = !grantedAtOnce;
-    const leave = waited ? await this.slotWithin(entering, this.deps.maxSlotWaitMs ?? MAX_SLOT_WAIT_MS) : await entering;
+    const leave = waited ? await this.slotWithin(streamPath, requestOffset, entering, this.deps.maxSlotWaitMs ?? MAX_SLOT_WAIT_MS) : await entering;
     if (leave === "timed out") {
       log.info({ model: read.open.model }, "no driver slot within the wait bound; the work item goes back to the queue");
       return "busy";
+    }
+    if (leave instanceof RequestStop) {
+      log.info({ model: read.open.model, stop: leave.kind }, "stopped while waiting for a driver slot; the model was not called");
+      return leave.kind === "interrupted" ? "interrupted" : "shutdown";
     }
     if (leave === undefined) return "shutdown";
     try {
@@ -172,14 +176,29 @@ export class RequestRunner {
     }
   }
 
-  /** The slot once granted, or "timed out" (a slot granted later is given back at once). */
-  private async slotWithin(entering: Promise<Leave | undefined>, ms: number): Promise<Leave | undefined | "timed out"> {
+  /**
+   * The slot once granted, "timed out", or the stop that came first (a slot granted later is
+   * given back at once). While it waits the request is in the running table with no text, so an
+   * interrupt finds it and is answered at once: unanswered, the reducer waited out its interrupt
+   * timeout before the user's next message was taken up.
+   */
+  private async slotWithin(streamPath: string, requestOffset: number, entering: Promise<Leave | undefined>, ms: number): Promise<Leave | undefined | "timed out" | RequestStop> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<"timed out">((resolve) => (timer = setTimeout(() => resolve("timed out"), ms)));
-    const first = await Promise.race([entering, timedOut]);
-    clearTimeout(timer);
-    if (first === "timed out") void entering.then((leave) => leave?.());
-    return first;
+    let stopWaiting!: (stop: RequestStop) => void;
+    const stopped = new Promise<RequestStop>((resolve) => (stopWaiting = resolve));
+    let finish!: () => void;
+    const waiting: RunningRequest = { partialText: () => "", stop: stopWaiting, done: new Promise<void>((resolve) => (finish = resolve)), waitingForSlot: true };
+    this.deps.running.add(streamPath, requestOffset, waiting);
+    try {
+      const first = await Promise.race([entering, timedOut, stopped]);
+      if (first === "timed out" || first instanceof RequestStop) void entering.then((leave) => leave?.());
+      return first;
+    } finally {
+      clearTimeout(timer);
+      this.deps.running.delete(streamPath, requestOffset, waiting);
+      finish();
+    }
   }
 
   /** Reads the stream through R and decides whether R is open, or what else the run ends as. */

@@ -20,31 +20,41 @@ export interface RunningRequest {
   stop(stop: RequestStop): void;
   /** Resolves when the run has finished (settled or stood down). */
   readonly done: Promise<unknown>;
+  /** Waiting for a driver slot: no model call yet (an interrupt still finds it). */
+  readonly waitingForSlot?: boolean;
 }
 
 export const requestId = (streamPath: string, requestOffset: number): string => `${streamPath}@${requestOffset}`;
 
 export class RunningRequests {
-  private readonly byId = new Map<string, RunningRequest>();
+  private readonly byId = new Map<string, { readonly streamPath: string; readonly requestOffset: number; readonly request: RunningRequest }>();
 
   get(streamPath: string, requestOffset: number): RunningRequest | undefined {
-    return this.byId.get(requestId(streamPath, requestOffset));
+    return this.byId.get(requestId(streamPath, requestOffset))?.request;
   }
 
   add(streamPath: string, requestOffset: number, request: RunningRequest): void {
-    this.byId.set(requestId(streamPath, requestOffset), request);
+    this.byId.set(requestId(streamPath, requestOffset), { streamPath, requestOffset, request });
   }
 
   delete(streamPath: string, requestOffset: number, request: RunningRequest): void {
     const id = requestId(streamPath, requestOffset);
-    if (this.byId.get(id) === request) this.byId.delete(id);
+    if (this.byId.get(id)?.request === request) this.byId.delete(id);
   }
 
+  /** Model calls running (not those waiting for a slot). */
   get size(): number {
-    return this.byId.size;
+    let running = 0;
+    for (const { request } of this.byId.values()) if (request.waitingForSlot !== true) running++;
+    return running;
+  }
+
+  /** The requests waiting for a driver slot. */
+  waitingForSlot(): Array<{ readonly streamPath: string; readonly requestOffset: number }> {
+    return [...this.byId.values()].filter(({ request }) => request.waitingForSlot === true).map(({ streamPath, requestOffset }) => ({ streamPath, requestOffset }));
   }
 
   stopAll(stop: RequestStop): void {
-    for (const request of this.byId.values()) request.stop(stop);
+    for (const { request } of this.byId.values()) request.stop(stop);
   }
 }

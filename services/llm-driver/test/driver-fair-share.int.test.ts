@@ -7,6 +7,7 @@
 // healthy provider waited 9 m 26 s.
 
 import type { AgentEvent } from "@agentrt/contract";
+import { INTERRUPT_SUBJECT } from "@agentrt/service-kit";
 import { type FakeModel, startFakeModel, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LlmDriver } from "../src/driver.ts";
@@ -64,5 +65,21 @@ describe("llm-driver: fair share of slots", () => {
     expect(slow.requests).toHaveLength(CONCURRENCY);
     expect(slow.requests.filter((r) => !r.progress.completed && !r.progress.clientAborted)).toHaveLength(CONCURRENCY);
     expect(driver.runningCount).toBe(CONCURRENCY);
+  });
+
+  it("given a request waiting for a slot, when the reducer interrupts it, then this driver answers at once with no text and never calls the model for it", async () => {
+    // Given the flood's calls still hold every slot, and one of its items waits for a slot here
+    const [waiting] = await waitFor(() => {
+      const found = driver.waitingForSlot();
+      return found.length > 0 ? found : undefined;
+    }, { timeoutMs: 10_000, what: "a request waiting for a slot" });
+    const calls = slow.requests.length;
+    // When the interrupt comes (as the reducer sends it on the user's next message)
+    const reply = await env.nc.request(INTERRUPT_SUBJECT, JSON.stringify(waiting), { timeout: 5_000 });
+    // Then it is answered, not left to the reducer's interrupt timeout: nothing was streamed
+    expect(reply.json()).toEqual({ partialText: "" });
+    await waitFor(() => !driver.waitingForSlot().some((w) => w.streamPath === waiting!.streamPath) || undefined, { timeoutMs: 5_000, what: "the run to stand down" });
+    expect(slow.requests.some((r) => r.rawBody.includes(`trickle ${waiting!.streamPath}`))).toBe(false);
+    expect(slow.requests.length).toBe(calls);
   });
 });

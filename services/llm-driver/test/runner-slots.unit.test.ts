@@ -11,7 +11,7 @@ import type { DriverMetrics } from "../src/metrics.ts";
 import type { ModelClient } from "../src/model-client.ts";
 import { busyRetryMs, driverSlotShare } from "../src/driver.ts";
 import { RequestRunner, type RequestRunnerDeps } from "../src/request-runner.ts";
-import { RunningRequests } from "../src/running-requests.ts";
+import { RequestStop, RunningRequests } from "../src/running-requests.ts";
 
 const PATH = "/agents/t/a";
 
@@ -22,7 +22,7 @@ async function openRequest(store: MemoryEventStore): Promise<number> {
 }
 
 /** A runner whose model counts its calls (and never answers: these runs must not reach it). */
-function runnerWith(store: MemoryEventStore, slot: RequestRunnerDeps["slot"], maxSlotWaitMs?: number): { runner: RequestRunner; calls: () => number } {
+function runnerWith(store: MemoryEventStore, slot: RequestRunnerDeps["slot"], maxSlotWaitMs?: number, running = new RunningRequests()): { runner: RequestRunner; calls: () => number } {
   let calls = 0;
   const model: ModelClient = {
     stream: () => {
@@ -31,7 +31,7 @@ function runnerWith(store: MemoryEventStore, slot: RequestRunnerDeps["slot"], ma
     },
   } as unknown as ModelClient;
   // Only the store, the logger, the running table and the slot are reached before the model.
-  const runner = new RequestRunner({ store, running: new RunningRequests(), logger: testLogger("test"), nowMs: Date.now, metrics: {} as DriverMetrics, providers: {}, modelFor: () => model, slot, ...(maxSlotWaitMs === undefined ? {} : { maxSlotWaitMs }) } as unknown as RequestRunnerDeps);
+  const runner = new RequestRunner({ store, running, logger: testLogger("test"), nowMs: Date.now, metrics: {} as DriverMetrics, providers: {}, modelFor: () => model, slot, ...(maxSlotWaitMs === undefined ? {} : { maxSlotWaitMs }) } as unknown as RequestRunnerDeps);
   return { runner, calls: () => calls };
 }
 
@@ -76,6 +76,29 @@ describe("a request's model call behind the driver's slots", () => {
     share.close();
     expect(await run).toBe("shutdown");
     expect(calls()).toBe(0);
+  });
+
+  it("given it waits for a slot, when an interrupt comes, then the running table answers it with no text, the run ends interrupted, and the slot granted later is given back", async () => {
+    const store = new MemoryEventStore();
+    const R = await openRequest(store);
+    const share = new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1 });
+    const holder = (await share.enter("someone else"))!;
+    const running = new RunningRequests();
+    const { runner, calls } = runnerWith(store, () => share.enter(PATH), undefined, running);
+    const run = runner.run(PATH, R);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // The waiting request is in the table (an interrupt finds it), but runs no model call
+    expect(running.waitingForSlot()).toEqual([{ streamPath: PATH, requestOffset: R }]);
+    expect(running.size).toBe(0);
+    const waiting = running.get(PATH, R)!;
+    expect(waiting.partialText()).toBe("");
+    waiting.stop(new RequestStop("interrupted", "interrupted by the user's next message"));
+    expect(await run).toBe("interrupted");
+    expect(calls()).toBe(0);
+    expect(running.get(PATH, R)).toBeUndefined();
+    holder();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(share.runningCount()).toBe(0);
   });
 
   it("given no slot within the wait bound, when it times out, then it ends busy without calling the model, and the slot granted later is given back", async () => {
