@@ -85,6 +85,7 @@ describe("how a reply ended", () => {
   it("given a reply cut at the output limit or by a content filter, then the note says which", () => {
     expect(cutShortNote(settled({ finishReason: "length" }))).toBe("cut short: the model reached its output token limit (finish_reason length)");
     expect(cutShortNote(settled({ finishReason: "content_filter" }))).toBe("cut short by the provider's content filter (finish_reason content_filter)");
+    expect(cutShortNote(settled({ finishReason: "max_output_tokens" }))).toBe("cut short: the model reached its output token limit (response incomplete: max_output_tokens)");
   });
 
   it("given a reply ending in tool calls, then the note says they were not kept", () => {

@@ -102,15 +102,19 @@ export class OpenAiModelClient implements ModelClient {
       const delta: unknown = event.type === "response.output_text.delta" ? event.delta : "";
       if (typeof delta !== "string") throw new ModelCallError(`the model sent ${describeJson(delta)} as a response.output_text.delta's delta, where the responses protocol has text`);
       const output = delta !== "" || (typeof event.type === "string" && event.type.endsWith(".delta") && carriesOutput(event));
-      yield { kind: "chunk", raw: event, text: delta, ...(output ? {} : { empty: true as const }) };
-      if (event.type === "response.completed") {
+      // Cut short (its output token limit, the content filter): the text so far is the answer,
+      // kept with why, as a chat completion's finish_reason length is; it failed the attempt.
+      const incomplete = event.type === "response.incomplete";
+      const finishReason = incomplete ? keptFinishReason((event.response as { incomplete_details?: { reason?: unknown } | null } | undefined)?.incomplete_details?.reason ?? "incomplete") : undefined;
+      yield { kind: "chunk", raw: event, text: delta, ...(output ? {} : { empty: true as const }), ...(finishReason === undefined ? {} : { finishReason }) };
+      if (event.type === "response.completed" || incomplete) {
         completed = true;
         const usage: unknown = (event as { response?: { usage?: unknown } }).response?.usage;
         if (typeof usage === "object" && usage !== null) yield { kind: "usage", raw: usage as Record<string, unknown> };
         // Nothing after the completion is part of the answer.
         break;
-      } else if (event.type === "response.failed" || event.type === "response.incomplete") {
-        throw new ModelCallError(`the model's response ${event.type.slice("response.".length)}: ${JSON.stringify(event.response.error ?? event.response.incomplete_details)}`);
+      } else if (event.type === "response.failed") {
+        throw new ModelCallError(`the model's response failed: ${JSON.stringify(event.response.error)}`);
       } else if (event.type === "error") {
         throw new ModelCallError(`the model's stream reported an error: ${event.message}`);
       }

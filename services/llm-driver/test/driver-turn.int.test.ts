@@ -3,6 +3,7 @@
 // one-batch settlement, and the usage tally.
 
 import { renderRequestAt } from "@agentrt/agent-core";
+import { cutShortNote } from "@agentrt/agent-core/display";
 import type { AgentEvent } from "@agentrt/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DriverEnv, foldStream, publishLlmWork, seedTurn, startDriverEnv, waitForEvent } from "./driver-harness.ts";
@@ -160,5 +161,17 @@ describe("llm-driver: a full turn", () => {
       stream: true,
       store: false,
     });
+  });
+
+  it("given a Responses API reply that ends incomplete at the output limit, when it settles, then it keeps the text and says why, not a failed attempt", async () => {
+    const path = "/agents/test/responses-incomplete";
+    env.model.script({ text: "The first half via responses", finishReason: "length" });
+    const R = await seedTurn(env, path, "write a long essay", { model: "resp/gpt-5" });
+    await publishLlmWork(env, path, R);
+    const settled = await waitForEvent(env.store, path, "agent/llm-request-settled", (e) => e.payload.requestOffset === R);
+    expect(settled.payload.result).toMatchObject({ status: "succeeded", text: "The first half via responses", rawResponse: { finishReason: "max_output_tokens" } });
+    expect(cutShortNote(settled.payload.result)).toMatch(/output token limit/);
+    const assistant = (await env.store.read(path)).find((e) => e.type === "agents/context-added" && e.payload.role === "assistant");
+    expect(assistant?.payload).toMatchObject({ content: "The first half via responses" });
   });
 });

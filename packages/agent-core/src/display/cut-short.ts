@@ -1,7 +1,8 @@
 // Why a reply ended other than by the model finishing its answer, as the web UI and the CLI
 // show it beside the request: the driver keeps a chat completion's `finish_reason` on the
 // settlement (`result.rawResponse.finishReason`) when it is not `stop`. One function, so the
-// chat and the terminal say the same. Pure.
+// chat and the terminal say the same. The Responses API's `response.incomplete` is kept the same
+// way, its `incomplete_details.reason` as the finish reason. Pure.
 
 /** A finish reason the driver keeps: a short identifier, never the provider's free text. */
 export const FINISH_REASON_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -19,6 +20,9 @@ export function cutShortNote(result: unknown): string | undefined {
   switch (reason) {
     case "length":
       return "cut short: the model reached its output token limit (finish_reason length)";
+    // The Responses API's response.incomplete names its reason so
+    case "max_output_tokens":
+      return "cut short: the model reached its output token limit (response incomplete: max_output_tokens)";
     case "content_filter":
       return "cut short by the provider's content filter (finish_reason content_filter)";
     case "tool_calls":

@@ -16,14 +16,14 @@ export function responsesUsage(usage: ResolvedUsage): Record<string, unknown> {
   };
 }
 
-function responseObject(ctx: Pick<StreamContext, "id" | "model">, status: string, output: unknown[], usage: unknown) {
+function responseObject(ctx: Pick<StreamContext, "id" | "model">, status: string, output: unknown[], usage: unknown, incompleteReason?: string) {
   return {
     id: ctx.id,
     object: "response",
     created_at: Math.floor(Date.now() / 1000),
     status,
     error: null,
-    incomplete_details: null,
+    incomplete_details: incompleteReason === undefined ? null : { reason: incompleteReason },
     model: ctx.model,
     output,
     parallel_tool_calls: true,
@@ -74,10 +74,13 @@ export async function streamResponses(ctx: StreamContext): Promise<void> {
   const part = { type: "output_text", text, annotations: [] };
   send("response.output_text.done", { item_id: itemId, output_index: 0, content_index: 0, text, logprobs: [] });
   send("response.content_part.done", { item_id: itemId, output_index: 0, content_index: 0, part });
-  const done = messageItem(itemId, text, "completed");
+  // Cut short (the chat dialect's finish_reason length / content_filter): the response ends incomplete.
+  const incompleteReason = reply.finishReason === "length" ? "max_output_tokens" : reply.finishReason === "content_filter" ? "content_filter" : undefined;
+  const done = messageItem(itemId, text, incompleteReason === undefined ? "completed" : "incomplete");
   send("response.output_item.done", { output_index: 0, item: done });
   const usage = reply.usage === false ? null : responsesUsage(resolveUsage(reply, ctx.rawBody, tokens.length));
-  send("response.completed", { response: responseObject(ctx, "completed", [done], usage) });
+  if (incompleteReason === undefined) send("response.completed", { response: responseObject(ctx, "completed", [done], usage) });
+  else send("response.incomplete", { response: responseObject(ctx, "incomplete", [done], usage, incompleteReason) });
   progress.completed = true;
   if (reply.keepOpenAfterFinish === true) return;
   response.end();

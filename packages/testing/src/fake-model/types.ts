@@ -34,6 +34,7 @@ export interface FakeReply {
   readonly stallAfterTokens?: number;
   /** Usage to report; `false` reports none even when the client asked for it. */
   readonly usage?: FakeUsage | false;
+  /** How the answer ends; on the Responses API, `length` and `content_filter` end it with `response.incomplete` (`max_output_tokens`, `content_filter`). */
   readonly finishReason?: "stop" | "length" | "content_filter";
   /** After the finish (and usage), send no end of stream and keep the connection open (a provider that never closes). */
   readonly keepOpenAfterFinish?: boolean;
