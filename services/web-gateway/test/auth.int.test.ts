@@ -85,6 +85,24 @@ describe("every route checks the key", () => {
     expect(other.body.agents).toEqual([]);
   });
 
+  it("two different keys in one request are a 400 naming where each came from, and commit nothing; the same key twice is one", async () => {
+    const path = `/v1/streams/${enc(PATH)}/events`;
+    const before = await ts.store.lastOffset(PATH);
+    const both = await http(gw.url, "POST", path, { key: writer.apiKey, headers: { "x-api-key": reader.apiKey }, body: { events: [userMessage("which key?")] } });
+    expect(both.status).toBe(400);
+    expect(both.body.error.code).toBe("invalid_request");
+    expect(both.body.error.message).toBe("Two different API keys were sent, in the Authorization header and in the X-API-Key header; send one.");
+    expect(JSON.stringify(both.body)).not.toContain(reader.apiKey);
+    expect(await ts.store.lastOffset(PATH)).toBe(before);
+    // A stream's query key beside a header key
+    const live = await http(gw.url, "GET", `/v1/streams/${enc(PATH)}/subscribe?fromOffset=1&apiKey=${writer.apiKey}`, { headers: { "x-api-key": reader.apiKey } });
+    expect(live.status).toBe(400);
+    expect(live.body.error.message).toContain("in the X-API-Key header and in the apiKey query parameter");
+    // The same key in both headers is one key
+    const same = await http(gw.url, "POST", path, { key: writer.apiKey, headers: { "x-api-key": writer.apiKey }, body: { events: [userMessage("one key")] } });
+    expect(same.status).toBe(200);
+  });
+
   it("a writer appends; the openapi document needs no key", async () => {
     const ok = await http(gw.url, "POST", `/v1/streams/${enc(PATH)}/events`, { key: writer.apiKey, body: { events: [userMessage("ok")] } });
     expect(ok.status).toBe(200);

@@ -130,4 +130,18 @@ describe("the gRPC port before any key is checked", () => {
       client.close();
     }
   });
+
+  it("refuses a call that carries two different keys (authorization and x-api-key), naming both", async () => {
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${key.apiKey}`);
+    md.set("x-api-key", twoCalls.apiKey);
+    try {
+      const error = await new Promise<ServiceError | null>((resolve) => client.readEvents({ streamPath: "/agents/grpc-hard/none", fromOffset: 1, limit: 1 }, md, (e: ServiceError | null) => resolve(e)));
+      expect(error?.code).toBe(3); // INVALID_ARGUMENT
+      expect(error?.details).toContain("Two different API keys were sent, in the Authorization header and in the X-API-Key header");
+    } finally {
+      client.close();
+    }
+  });
 });

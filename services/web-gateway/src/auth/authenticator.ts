@@ -64,13 +64,26 @@ export class Authenticator {
     return this.options.devMode;
   }
 
-  /** The credential from `Authorization: Bearer …`, `X-API-Key`, or (for browsers' streams) a query value. */
+  /**
+   * The credential from `Authorization: Bearer …`, `X-API-Key`, or (for browsers' streams) a
+   * query value. Two different keys are a 400 naming where each came from: the first silently
+   * won, so a request carried a key its sender did not mean to act with (red-team).
+   */
   static credentialFrom(headers: Record<string, string | string[] | undefined>, queryKey?: string): string | undefined {
     const auth = headers.authorization;
-    if (typeof auth === "string" && /^Bearer\s+/i.test(auth)) return auth.replace(/^Bearer\s+/i, "").trim();
     const apiKey = headers["x-api-key"];
-    if (typeof apiKey === "string" && apiKey.length > 0) return apiKey;
-    return queryKey;
+    const presented: Array<[where: string, key: string]> = [];
+    if (typeof auth === "string" && /^Bearer\s+/i.test(auth)) presented.push(["the Authorization header", auth.replace(/^Bearer\s+/i, "").trim()]);
+    if (typeof apiKey === "string" && apiKey.length > 0) presented.push(["the X-API-Key header", apiKey]);
+    if (queryKey !== undefined && queryKey.length > 0) presented.push(["the apiKey query parameter", queryKey]);
+    const [first, ...others] = presented;
+    const other = others.find(([, key]) => key !== first?.[1]);
+    if (first !== undefined && other !== undefined) {
+      throw new GatewayError("invalid_request", `Two different API keys were sent, in ${first[0]} and in ${other[0]}; send one.`, {
+        issues: [{ path: "credentials", message: "one API key per request" }],
+      });
+    }
+    return first?.[1];
   }
 
   /** 401 unless a valid key is presented (or dev mode is on); 429 when its bucket is empty. */

@@ -115,8 +115,7 @@ export async function prepare(
   onMatched(route);
   refuseQueryKey(route, url.query);
   const rawQuery = singleValuedQuery(url.query);
-  const credential = Authenticator.credentialFrom(req.headers, rawQuery.apiKey);
-  const principal = route.public === true ? null : deps.auth.authenticate(credential);
+  const principal = route.public === true ? null : deps.auth.authenticate(Authenticator.credentialFrom(req.headers, rawQuery.apiKey));
   const params = parseWith(route.params, match.rawParams, "path");
   const query = parseWith(route.query, rawQuery, "query");
   const body = route.body === undefined ? undefined : parseWith(route.body, await readJsonBody(req, deps.maxBodyBytes, deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH), "body");
