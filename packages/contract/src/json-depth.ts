@@ -41,3 +41,57 @@ export function jsonShapeOf(text: string, stopAboveDepth = Number.POSITIVE_INFIN
   }
   return { depth: deepest, containers, keys };
 }
+
+/** How many keys the objects of a parsed JSON value hold, all levels together (what `jsonShapeOf` counts in its text). */
+export function jsonKeyCount(value: unknown): number {
+  if (typeof value !== "object" || value === null) return 0;
+  let keys = 0;
+  if (Array.isArray(value)) {
+    for (const item of value) keys += jsonKeyCount(item);
+    return keys;
+  }
+  for (const item of Object.values(value)) keys += 1 + jsonKeyCount(item);
+  return keys;
+}
+
+/**
+ * Where a JSON text first holds a key twice in one object: the path of the second one (keys
+ * and array indices), or undefined. `JSON.parse` keeps the last silently, so a proxy or a
+ * logger in front that reads the first sees another request than the one acted on. For text
+ * that parses (the caller has parsed it); one linear scan, each key decoded.
+ */
+export function duplicateKeyPath(text: string): ReadonlyArray<string | number> | undefined {
+  type Frame = { readonly keys: Set<string>; key: string | undefined; expectingKey: boolean } | { index: number };
+  const frames: Frame[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const start = i;
+      let escaped = false;
+      for (i++; text.charCodeAt(i) !== 0x22; i++) {
+        if (text.charCodeAt(i) === 0x5c /* \ */) {
+          escaped = true;
+          i++;
+        }
+      }
+      const top = frames.at(-1);
+      if (top !== undefined && "keys" in top && top.expectingKey) {
+        const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+        top.key = key;
+        top.expectingKey = false;
+        if (top.keys.has(key)) return frames.map((frame) => ("keys" in frame ? (frame.key as string) : frame.index));
+        top.keys.add(key);
+      }
+    } else if (c === 0x7b /* { */) frames.push({ keys: new Set(), key: undefined, expectingKey: true });
+    else if (c === 0x5b /* [ */) frames.push({ index: 0 });
+    else if (c === 0x7d /* } */ || c === 0x5d /* ] */) frames.pop();
+    else if (c === 0x2c /* , */) {
+      const top = frames.at(-1);
+      if (top !== undefined) {
+        if ("keys" in top) top.expectingKey = true;
+        else top.index++;
+      }
+    }
+  }
+  return undefined;
+}

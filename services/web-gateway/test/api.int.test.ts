@@ -78,6 +78,17 @@ describe("bad input never commits", () => {
     expect(res.body.error.message).toMatch(/not valid JSON/);
   });
 
+  it("400 on a key given twice in one object, naming it and where; nothing committed", async () => {
+    const path = fresh();
+    await seed(path, 2);
+    const rawBody = '{"events":[{"type":"agents/context-added","payload":{"role":"user","content":"what a proxy read","content":"what would be stored"}}]}';
+    const res = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { rawBody });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.message).toBe('The request body gives the key "content" twice in one object (at events[0].payload.content); send each key once.');
+    expect(await ts.store.lastOffset(path)).toBe(2);
+  });
+
   it("400 on an unknown event type, naming it", async () => {
     const path = fresh();
     const res = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [{ type: "agent/teleported", payload: {} }] } });

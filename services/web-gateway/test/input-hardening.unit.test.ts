@@ -106,6 +106,23 @@ describe("JSON depth", () => {
     expect(refused('"\\udfff"').message).toContain("at The request body;");
     expect(parseJsonBounded('{"content":"\\ud83d\\ude00 ok é"}', 64, "body")).toEqual({ content: "😀 ok é" });
   });
+  it("given a key twice in one object, when parsed, then a 400 names the key and where, however it is escaped; the same key in two objects passes", () => {
+    const refused = (text: string) => {
+      try {
+        parseJsonBounded(text, 64, "The request body");
+      } catch (error) {
+        return error as GatewayError;
+      }
+      throw new Error(`${text} was accepted`);
+    };
+    const twice = refused('{"events":[{"type":"agents/context-added","payload":{"role":"user","content":"shown","content":"acted on"}}]}');
+    expect(twice.code).toBe("invalid_request");
+    expect(twice.message).toBe('The request body gives the key "content" twice in one object (at events[0].payload.content); send each key once.');
+    expect(twice.details.issues).toEqual([{ path: "events[0].payload.content", message: "a key given twice in one object" }]);
+    expect(refused('{"type":"a","\u0074ype":"b"}').message).toContain('the key "type" twice');
+    expect(refused('[1,{"x":"{\\"x\\":1}","y":[{"k":1,"k":2}]}]').message).toContain("(at [1].y[0].k)");
+    expect(parseJsonBounded('{"a":{"k":1},"b":{"k":2},"k":[{"k":3},{"k":4}]}', 64, "body")).toEqual({ a: { k: 1 }, b: { k: 2 }, k: [{ k: 3 }, { k: 4 }] });
+  });
   it("parses JSON within the limit and names malformed JSON", () => {
     expect(parseJsonBounded('{"a":[1,{"b":2}]}', 64, "body")).toEqual({ a: [1, { b: 2 }] });
     expect(() => parseJsonBounded("{", 64, "body")).toThrow(/not valid JSON/);

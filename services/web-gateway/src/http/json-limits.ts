@@ -2,15 +2,19 @@
 // overflows the stack of whatever walks it (validation, fold, serialisation) and used to give
 // a 500.
 
-import { DEFAULT_MAX_JSON_DEPTH, formatValuePath, illFormedTextAt, jsonDepthExceeds } from "@agentrt/contract";
+import { DEFAULT_MAX_JSON_DEPTH, duplicateKeyPath, formatValuePath, illFormedTextAt, jsonDepthExceeds, jsonKeyCount, jsonShapeOf } from "@agentrt/contract";
 import { GatewayError } from "../errors.ts";
 
 // The rule itself is the contract's: the capability host holds scripts' itx values to it too.
 export { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds };
 
-/** JSON.parse with the depth bound: 400 naming the field and the limit, or the parse error. */
+/**
+ * JSON.parse with the depth bound: 400 naming the field and the limit, or the parse error, or
+ * a key given twice in one object.
+ */
 export function parseJsonBounded(text: string, maxDepth: number, field: string): unknown {
-  if (jsonDepthExceeds(text, maxDepth)) {
+  const shape = jsonShapeOf(text, maxDepth);
+  if (shape.depth > maxDepth) {
     throw new GatewayError("invalid_request", `${field} nests JSON deeper than the limit of ${maxDepth} levels (MAX_JSON_DEPTH).`, {
       maxDepth,
       issues: [{ path: field, message: `nesting deeper than ${maxDepth} levels` }],
@@ -22,6 +26,16 @@ export function parseJsonBounded(text: string, maxDepth: number, field: string):
   } catch (error) {
     throw new GatewayError("invalid_request", `${field} is not valid JSON: ${(error as Error).message}.`, {
       issues: [{ path: field, message: "malformed JSON" }],
+    });
+  }
+  // Fewer keys parsed than the text holds: one object names a key twice, and JSON.parse kept the
+  // last silently (a proxy or a log that reads the first sees another request). Most bodies
+  // have none, and are scanned for where only when the counts differ.
+  const duplicate = shape.keys === jsonKeyCount(value) ? undefined : duplicateKeyPath(text);
+  if (duplicate !== undefined) {
+    const path = formatValuePath("", duplicate);
+    throw new GatewayError("invalid_request", `${field} gives the key ${JSON.stringify(duplicate.at(-1))} twice in one object (at ${path}); send each key once.`, {
+      issues: [{ path, message: "a key given twice in one object" }],
     });
   }
   // A surrogate can only come from a `\uD800`–`\uDFFF` escape (decoded UTF-8 holds none): most
