@@ -4,14 +4,14 @@ import { describe, expect, it } from "vitest";
 import { GatewayError } from "../src/errors.ts";
 import { assertDevModeAddressing, assertJsonBody, hostnameOfHostHeader, isLoopbackHostname } from "../src/http/browser-guards.ts";
 
-function refusal(fn: () => void): { code: string; path: string; message: string } | undefined {
+function refusal(fn: () => void): { code: string; path: string; rule: string; message: string } | undefined {
   try {
     fn();
     return undefined;
   } catch (error) {
     if (!(error instanceof GatewayError)) throw error;
-    const issues = error.details.issues as Array<{ path: string }>;
-    return { code: error.code, path: issues[0]!.path, message: error.message };
+    const issues = error.details.issues as Array<{ path: string; message: string }>;
+    return { code: error.code, path: issues[0]!.path, rule: issues[0]!.message, message: error.message };
   }
 }
 
@@ -91,5 +91,12 @@ describe("request bodies declared JSON", () => {
   });
   it("given JSON in another charset, when checked, then 415 saying JSON bodies are UTF-8", () => {
     expect(refusal(() => assertJsonBody({ "content-type": "application/json; charset=iso-8859-1" }))).toMatchObject({ code: "unsupported_media_type" });
+  });
+  it("given parameters another reader could take otherwise (two charsets, a bare name, an open quote), when checked, then 415 naming the rule", () => {
+    for (const type of ["application/json; charset=utf-8; charset=latin1", "application/json; charset", "application/json; charset=\"utf-8", "application/json; charset = utf-8", "application/json;;"]) {
+      const refused = refusal(() => assertJsonBody({ "content-type": type }));
+      expect(refused, type).toMatchObject({ code: "unsupported_media_type", path: "headers.content-type", rule: "parameters are name=value, the charset once" });
+    }
+    expect(refusal(() => assertJsonBody({ "content-type": "application/json; charset=utf-8; profile=\"x y\"" }))).toBeUndefined();
   });
 });

@@ -103,8 +103,12 @@ export function assertJsonBody(headers: IncomingHttpHeaders): void {
   const declared = headers["content-type"];
   const [type = "", ...params] = (declared ?? "").split(";").map((part) => part.trim().toLowerCase());
   const json = type === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(type);
-  const charset = params.find((p) => p.startsWith("charset="))?.slice("charset=".length).replace(/^"|"$/g, "");
-  if (json && (charset === undefined || charset === "utf-8" || charset === "utf8")) {
+  // Each parameter `name=value` (RFC 9110), the charset at most once: `charset=utf-8;
+  // charset=latin1`, or a bare `charset`, read as UTF-8 here and as something else elsewhere.
+  const wellFormed = params.every((p) => /^[a-z0-9!#$%&'*+.^_`|~-]+=(?:[a-z0-9!#$%&'*+.^_`|~-]+|"[^"\\]*")$/.test(p));
+  const charsets = params.filter((p) => p.startsWith("charset="));
+  const charset = charsets[0]?.slice("charset=".length).replace(/^"|"$/g, "");
+  if (json && wellFormed && charsets.length <= 1 && (charset === undefined || charset === "utf-8" || charset === "utf8")) {
     // A compressed body is not inflated: read as JSON it was taken as plain text (red-team).
     const encoding = headers["content-encoding"]?.trim().toLowerCase();
     if (encoding === undefined || encoding === "" || encoding === "identity") return;
@@ -114,7 +118,7 @@ export function assertJsonBody(headers: IncomingHttpHeaders): void {
     });
   }
   const got = declared === undefined ? "no Content-Type" : `Content-Type ${JSON.stringify(declared)}`;
-  const rule = json ? "JSON bodies are UTF-8" : "must be application/json";
+  const rule = !json ? "must be application/json" : !wellFormed || charsets.length > 1 ? "parameters are name=value, the charset once" : "JSON bodies are UTF-8";
   throw new GatewayError("unsupported_media_type", `The request body must be sent as Content-Type: application/json (UTF-8); this request has ${got}.`, {
     issues: [{ path: "headers.content-type", message: rule }],
   });
