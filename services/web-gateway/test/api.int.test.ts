@@ -89,6 +89,18 @@ describe("bad input never commits", () => {
     expect(await ts.store.lastOffset(path)).toBe(2);
   });
 
+  it("400 on a body that is not UTF-8, naming the byte; nothing committed (not stored as U+FFFD)", async () => {
+    const path = fresh();
+    await seed(path, 2);
+    const bytes = Buffer.concat([Buffer.from('{"events":[{"type":"agents/context-added","payload":{"role":"user","content":"caf'), Buffer.from([0xe9]), Buffer.from('"}}]}')]);
+    const res = await fetch(`${gw.url}/v1/streams/${enc(path)}/events`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes });
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(res.status).toBe(400);
+    expect(body.error.code).toBe("invalid_request");
+    expect(body.error.message).toBe(`The request body is not UTF-8: the bytes at offset ${bytes.indexOf(0xe9)} do not encode a character (JSON bodies are UTF-8).`);
+    expect(await ts.store.lastOffset(path)).toBe(2);
+  });
+
   it("400 on an unknown event type, naming it", async () => {
     const path = fresh();
     const res = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [{ type: "agent/teleported", payload: {} }] } });

@@ -2,6 +2,8 @@
 // sanitising for logs, and the per-key live-subscription cap.
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../src/errors.ts";
+import { isUtf8 } from "node:buffer";
+import { firstNonUtf8Byte } from "../src/http/body.ts";
 import { jsonDepthExceeds, parseJsonBounded } from "../src/http/json-limits.ts";
 import { LiveSubscriptionLimiter } from "../src/http/live-limits.ts";
 import { sanitizeUrl } from "../src/http/redact.ts";
@@ -163,5 +165,29 @@ describe("asciiJson (gRPC error metadata)", () => {
     const text = asciiJson(body);
     expect(text).toMatch(/^[\x20-\x7e]*$/);
     expect(JSON.parse(text)).toEqual(body);
+  });
+});
+
+describe("a body's bytes", () => {
+  it("given bytes that are not UTF-8, then the first offending byte is found where a decoder would put U+FFFD; UTF-8 of every length passes", () => {
+    const at = (hex: string) => firstNonUtf8Byte(Buffer.from(hex, "hex"));
+    expect(at(Buffer.from('{"a":"é 😀 ✓"}').toString("hex"))).toBe(Buffer.byteLength('{"a":"é 😀 ✓"}'));
+    expect(at("7b22ff227d")).toBe(2); // a byte no character begins with
+    expect(at("4142c0af")).toBe(2); // an overlong "/"
+    expect(at("41eda080")).toBe(1); // a surrogate, U+D800
+    expect(at("41f4908080")).toBe(1); // past U+10FFFF
+    expect(at("4141e282")).toBe(2); // cut off
+    expect(at("80")).toBe(0); // a continuation byte alone
+  });
+  it("agrees with node's isUtf8 on random bytes: the whole is UTF-8 exactly when nothing is found, and what comes before the offset is", () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) >>> 8;
+    for (let round = 0; round < 3_000; round++) {
+      // Mostly high bytes, so lead and continuation bytes meet often
+      const bytes = Buffer.from(Array.from({ length: 1 + (next() % 12) }, () => (next() % 4 === 0 ? next() % 0x80 : 0x80 + (next() % 0x80))));
+      const offset = firstNonUtf8Byte(bytes);
+      expect(offset === bytes.length, bytes.toString("hex")).toBe(isUtf8(bytes));
+      expect(isUtf8(bytes.subarray(0, offset)), bytes.toString("hex")).toBe(true);
+    }
   });
 });
