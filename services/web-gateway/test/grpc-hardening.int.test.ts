@@ -6,7 +6,7 @@
 
 import { connect, constants, type ClientHttp2Session } from "node:http2";
 import { credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
-import { AgentRuntimeClient } from "@agentrt/gateway-proto";
+import { AgentRuntimeClient, AppendEventsRequest } from "@agentrt/gateway-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, testKey, type TestGateway } from "./support/gateway-harness.ts";
@@ -126,6 +126,33 @@ describe("the gRPC port before any key is checked", () => {
       const codes = [await read(), await read(), await read()];
       expect(codes.slice(0, 2)).not.toContain(8);
       expect(codes[2]).toBe(8); // RESOURCE_EXHAUSTED: rate_limited
+    } finally {
+      client.close();
+    }
+  });
+
+  it("refuses a string field whose bytes are not UTF-8, saying so, and stores nothing (not U+FFFD)", async () => {
+    const path = "/agents/grpc-hard/bytes";
+    const client = new AgentRuntimeClient(gw.grpcAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("authorization", `Bearer ${key.apiKey}`);
+    const encoded = Buffer.from(AppendEventsRequest.encode({ streamPath: path, events: [{ type: "agent/created", payloadJson: '{"note":"caf@@"}' }] }).finish());
+    // "@@" becomes 0xC3 0x28: a lead byte without its continuation, the same length
+    const bytes = Buffer.from(encoded);
+    bytes.set([0xc3, 0x28], encoded.indexOf("@@"));
+    try {
+      const error = await new Promise<ServiceError | null>((resolve) =>
+        client.makeUnaryRequest(METHOD, (b: Buffer) => b, (b: Buffer) => b, bytes, md, (e: ServiceError | null) => resolve(e)),
+      );
+      expect(error?.code).toBe(3); // INVALID_ARGUMENT
+      expect(error?.details).toContain("a string field's bytes are not UTF-8");
+      expect(await ts.store.lastOffset(path)).toBe(0);
+      // The same request in UTF-8 is taken
+      const fine = await new Promise<ServiceError | null>((resolve) =>
+        client.makeUnaryRequest(METHOD, (b: Buffer) => b, (b: Buffer) => b, encoded, md, (e: ServiceError | null) => resolve(e)),
+      );
+      expect(fine).toBeNull();
+      expect(await ts.store.lastOffset(path)).toBe(1);
     } finally {
       client.close();
     }

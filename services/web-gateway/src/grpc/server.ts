@@ -19,6 +19,7 @@ import { LiveSubscriptionLimiter } from "../http/live-limits.ts";
 import { capConnections, DEFAULT_MAX_CONNECTIONS } from "../http/connection-cap.ts";
 import type { GatewayMetrics } from "../http/gateway-metrics.ts";
 import { type AddressInfo, createServer as createNetServer } from "node:net";
+import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
 import { AgentRuntimeService, type AgentRuntimeServer, type Event as PbEvent, type EventInput as PbEventInput } from "@agentrt/gateway-proto";
 
 /** A page of a stream over gRPC: proto3 sends 0 for a field not set, so 0 is allowed; a negative value is not. */
@@ -329,7 +330,7 @@ function withTotalDecoders<S extends Record<string, { requestDeserialize: (value
         ...method,
         requestDeserialize: (value: Buffer) => {
           try {
-            return method.requestDeserialize(value);
+            return withStrictUtf8(() => method.requestDeserialize(value));
           } catch (error) {
             return { [UNDECODABLE]: error instanceof Error ? error.message : String(error) };
           }
@@ -339,10 +340,32 @@ function withTotalDecoders<S extends Record<string, { requestDeserialize: (value
   ) as S;
 }
 
+/**
+ * Runs a decoder with string fields decoded strictly: protobuf's reader put U+FFFD where a
+ * string's bytes were not UTF-8, and the event stored said what its sender never sent (HTTP
+ * answers 400 for such a body). The decoders read the text decoding when they start, and run
+ * synchronously, so it is swapped in for this call alone.
+ */
+function withStrictUtf8<T>(decode: () => T): T {
+  const encoding = getTextEncoding();
+  configureTextEncoding({ ...encoding, decodeUtf8: (bytes) => strictUtf8.decode(bytes) });
+  try {
+    return decode();
+  } finally {
+    configureTextEncoding(encoding);
+  }
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 function undecodableRequest(request: unknown): GatewayError | undefined {
   const why = typeof request === "object" && request !== null ? (request as { [UNDECODABLE]?: string })[UNDECODABLE] : undefined;
   if (why === undefined) return undefined;
-  const hint = /MAX_SAFE_INTEGER/.test(why) ? " (an integer field is past 2^53 - 1, the largest offset or count this API takes)" : "";
+  const hint = /MAX_SAFE_INTEGER/.test(why)
+    ? " (an integer field is past 2^53 - 1, the largest offset or count this API takes)"
+    : /not valid for encoding utf-8/i.test(why)
+      ? " (a string field's bytes are not UTF-8; protobuf strings are UTF-8)"
+      : "";
   return new GatewayError("invalid_request", `The request could not be decoded: ${why}${hint}.`, { reason: why });
 }
 
