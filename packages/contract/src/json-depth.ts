@@ -68,7 +68,7 @@ export function duplicateKeyPath(text: string): ReadonlyArray<string | number> |
     if (c === 0x22 /* " */) {
       const start = i;
       let escaped = false;
-      for (i++; text.charCodeAt(i) !== 0x22; i++) {
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) {
         if (text.charCodeAt(i) === 0x5c /* \ */) {
           escaped = true;
           i++;

@@ -22,5 +22,7 @@ describe("keys of a JSON text and of its parsed value", () => {
     expect(duplicateKeyPath('{"ab":1,"a\\u0062":2}')).toEqual(["ab"]);
     expect(duplicateKeyPath('{"a":"{\\"a\\":1,\\"a\\":2}","b":"\\\\"}')).toBeUndefined();
     expect(duplicateKeyPath('[[0,1],[2,{"k":[],"k":{}}]]')).toEqual([1, 1, "k"]);
+    // Text that does not parse ends the scan, never loops
+    expect(duplicateKeyPath('{"a":1,"b')).toBeUndefined();
   });
 });

@@ -103,7 +103,8 @@ export class OpenAiModelClient implements ModelClient {
       if (typeof delta !== "string") throw new ModelCallError(`the model sent ${describeJson(delta)} as a response.output_text.delta's delta, where the responses protocol has text`);
       const output = delta !== "" || (typeof event.type === "string" && event.type.endsWith(".delta") && carriesOutput(event));
       // Cut short (its output token limit, the content filter): the text so far is the answer,
-      // kept with why, as a chat completion's finish_reason length is; it failed the attempt.
+      // kept with why, as a chat completion's finish_reason length is (it had failed the attempt,
+      // and the retry was cut at the same limit).
       const incomplete = event.type === "response.incomplete";
       const finishReason = incomplete ? keptFinishReason((event.response as { incomplete_details?: { reason?: unknown } | null } | undefined)?.incomplete_details?.reason ?? "incomplete") : undefined;
       yield { kind: "chunk", raw: event, text: delta, ...(output ? {} : { empty: true as const }), ...(finishReason === undefined ? {} : { finishReason }) };
