@@ -47,10 +47,16 @@ export function jsonKeyCount(value: unknown): number {
   if (typeof value !== "object" || value === null) return 0;
   let keys = 0;
   if (Array.isArray(value)) {
-    for (const item of value) keys += jsonKeyCount(item);
+    for (const item of value as unknown[]) if (typeof item === "object" && item !== null) keys += jsonKeyCount(item);
     return keys;
   }
-  for (const item of Object.values(value)) keys += 1 + jsonKeyCount(item);
+  // A parsed value's objects inherit nothing enumerable: for…in walks its own keys, unallocated.
+  const object = value as Record<string, unknown>;
+  for (const key in object) {
+    keys++;
+    const item = object[key];
+    if (typeof item === "object" && item !== null) keys += jsonKeyCount(item);
+  }
   return keys;
 }
 
