@@ -1,6 +1,6 @@
 // The chat view's pure model (ui/src/timeline.ts): which events become which bubbles and cards.
 import { describe, expect, it } from "vitest";
-import { type LiveReplies, applyLiveEvent, buildTimeline, isEmptyChat } from "../ui/src/timeline.ts";
+import { type LiveReplies, applyLiveEvent, buildTimeline, dropSettledReplies, isEmptyChat } from "../ui/src/timeline.ts";
 
 let offset = 0;
 const ev = (type: string, payload: unknown, createdAt = "2026-01-01T00:00:00.000Z", idempotencyKey?: string) => ({
@@ -13,7 +13,7 @@ const ev = (type: string, payload: unknown, createdAt = "2026-01-01T00:00:00.000
 });
 
 /** Replies streamed as raw text only (no previews). */
-const rawLive = (entries: [number, string][]): LiveReplies => new Map(entries.map(([r, text]) => [r, { chunks: new Map(), text }]));
+const rawLive = (entries: [number, string][]): LiveReplies => new Map(entries.map(([r, text]) => [r, { next: 1, early: new Map(), text }]));
 const live = (type: string, payload: unknown) => ({ streamPath: "/a", offset: 2, type, payload, createdAt: "2026-01-01T00:00:00.000Z", ephemeral: true });
 const chunkEvent = (sequence: number, text: string) => live("agent/llm-response-chunks", { llmRequestOffset: 2, sequence, chunks: [{ choices: [{ index: 0, delta: { content: text } }] }] });
 const replay = (events: ReturnType<typeof live>[]): LiveReplies => events.reduce<LiveReplies>((m, e) => applyLiveEvent(m, e), new Map());
@@ -69,6 +69,28 @@ describe("live replies", () => {
     const replies = replay([chunkEvent(1, "world"), chunkEvent(0, "hello "), chunkEvent(1, "world")]);
     expect(replies.get(2)?.text).toBe("hello world");
     expect(buildTimeline(requested(), replies).at(-1)).toEqual({ kind: "streaming", requestOffset: 2, text: "hello world" });
+  });
+
+  it("given chunk events with large parts that are not text (a tool call's arguments), when folded, then only the text is kept, each chunk read once", () => {
+    const toolCall = (sequence: number) =>
+      live("agent/llm-response-chunks", { llmRequestOffset: 2, sequence, chunks: [{ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: "x".repeat(60_000) } }] } }] }] });
+    const events = [...Array.from({ length: 50 }, (_, i) => toolCall(i + 1)), chunkEvent(0, "calling")];
+    const replies = replay([...events.slice(0, 10).reverse(), ...events.slice(10)]);
+    const reply = replies.get(2)!;
+    expect(reply.text).toBe("calling");
+    expect(reply.next).toBe(51);
+    expect(reply.early.size).toBe(0);
+    // What the page holds for the reply is its text, not the 3 MB of arguments
+    expect(JSON.stringify([...reply.early]).length + reply.text.length).toBeLessThan(100);
+  });
+
+  it("given a batch of stored events that settles a reply, then its live state goes; other replies and unsettled ones stay", () => {
+    const replies = replay([chunkEvent(0, "a"), live("agent/llm-response-chunks", { llmRequestOffset: 7, sequence: 0, chunks: [] })]);
+    offset = 10;
+    const settled = ev("agent/llm-request-settled", { requestOffset: 2, result: { status: "succeeded", text: "a" } });
+    const after = dropSettledReplies(replies, [ev("agents/context-added", { role: "assistant", content: "a", llmRequestOffset: 2 }), settled]);
+    expect([...after.keys()]).toEqual([7]);
+    expect(dropSettledReplies(after, [ev("agents/context-added", { role: "user", content: "b" })])).toBe(after);
   });
 
   it("given the reducer's previews, when folded, then prose and script stream apart, not the raw text", () => {

@@ -8,7 +8,7 @@ import { api, type RenderedRequest, type StreamEvent } from "./api.ts";
 import { ChatControlsBar, EmptyChat } from "./chat-controls.tsx";
 import { subscribeLive, type ConnectionState } from "./live.ts";
 import { GrantView } from "./grant-view.tsx";
-import { applyLiveEvent, buildTimeline, isEmptyChat, type LiveReplies, type TimelineItem } from "./timeline.ts";
+import { applyLiveEvent, buildTimeline, dropSettledReplies, isEmptyChat, type LiveReplies, type TimelineItem } from "./timeline.ts";
 
 type Route = { page: "agent"; path: string; tab: "chat" | "events" } | { page: "request"; path: string; offset: number };
 
@@ -35,6 +35,7 @@ export function AgentPage({ path, route }: { path: string; route: Route }) {
       const batch = pending;
       pending = [];
       setEvents((list) => list.concat(batch));
+      setLive((m) => dropSettledReplies(m, batch));
       setFolded(fold.view);
     };
     const handle = subscribeLive(

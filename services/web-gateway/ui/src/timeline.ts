@@ -46,12 +46,17 @@ export interface LiveScript {
 }
 
 /**
- * One reply while it streams, from the live lane: the raw provider chunks by sequence and,
- * when the agent interprets its replies, the reducer's previews (`render/message-delta` and
- * `render/script-delta`, increments) of the prose and the script apart.
+ * One reply while it streams, from the live lane: the text of the raw provider chunks in
+ * sequence order and, when the agent interprets its replies, the reducer's previews
+ * (`render/message-delta` and `render/script-delta`, increments) of the prose and the script
+ * apart. Only text is kept: the chunks themselves (a tool call's arguments, 60 KB a delta) had
+ * been held for as long as the page was open, and joined again on every chunk (red-team).
  */
 export interface LiveReply {
-  readonly chunks: ReadonlyMap<number, readonly unknown[]>;
+  /** The sequence of the next chunk event the text continues with. */
+  readonly next: number;
+  /** The text of chunk events that came ahead of their turn, by sequence, until the gap closes. */
+  readonly early: ReadonlyMap<number, string>;
   /** The raw reply text so far, chunks in sequence order. */
   readonly text: string;
   /** Prose from the previews; absent until the first preview arrives. */
@@ -61,7 +66,7 @@ export interface LiveReply {
 
 export type LiveReplies = ReadonlyMap<number, LiveReply>;
 
-const emptyReply: LiveReply = { chunks: new Map(), text: "" };
+const emptyReply: LiveReply = { next: 0, early: new Map(), text: "" };
 
 /** Folds one live-lane event into the streaming replies (other events leave them as they are). */
 export function applyLiveEvent(live: LiveReplies, e: StreamEvent): LiveReplies {
@@ -71,8 +76,26 @@ export function applyLiveEvent(live: LiveReplies, e: StreamEvent): LiveReplies {
   let next: LiveReply;
   switch (e.type) {
     case "agent/llm-response-chunks": {
-      const chunks = new Map(reply.chunks).set(e.payload.sequence as number, e.payload.chunks as unknown[]);
-      next = { ...reply, chunks, text: chunksText([...chunks.entries()].sort((a, b) => a[0] - b[0]).flatMap(([, c]) => c)) };
+      const sequence = e.payload.sequence;
+      const chunks = e.payload.chunks;
+      if (typeof sequence !== "number" || sequence < reply.next || reply.early.has(sequence) || !Array.isArray(chunks)) return live;
+      if (sequence > reply.next) {
+        next = { ...reply, early: new Map(reply.early).set(sequence, chunksText(chunks)) };
+        break;
+      }
+      // In turn: its text, then any that came early and now follow on.
+      let text = reply.text + chunksText(chunks);
+      let following = sequence + 1;
+      let early = reply.early;
+      if (early.has(following)) {
+        const rest = new Map(early);
+        for (; rest.has(following); following++) {
+          text += rest.get(following) as string;
+          rest.delete(following);
+        }
+        early = rest;
+      }
+      next = { ...reply, next: following, early, text };
       break;
     }
     case "render/message-delta":
@@ -88,6 +111,21 @@ export function applyLiveEvent(live: LiveReplies, e: StreamEvent): LiveReplies {
       return live;
   }
   return new Map(live).set(requestOffset, next);
+}
+
+/**
+ * The streaming replies without those a batch of stored events settled: a settled reply shows as
+ * its stored message, and its live state had stayed for as long as the page was open.
+ */
+export function dropSettledReplies(live: LiveReplies, stored: readonly StreamEvent[]): LiveReplies {
+  let kept: Map<number, LiveReply> | undefined;
+  for (const e of stored) {
+    const requestOffset = e.type === "agent/llm-request-settled" ? e.payload?.requestOffset : undefined;
+    if (typeof requestOffset !== "number" || !(kept ?? live).has(requestOffset)) continue;
+    kept ??= new Map(live);
+    kept.delete(requestOffset);
+  }
+  return kept ?? live;
 }
 
 /** What the streaming bubble shows: the previews once there are any, else the raw text. */
