@@ -4,13 +4,13 @@
 // already running, appends the batches, arms a timer for `wakeAtMs`, and re-decides. Each
 // decision says why (`why`), so `agents replay --decide` can show decisions in time.
 
-import { idempotencyKeys, CONTRACT_VERSION, type EventInput, eventInput } from "@agentrt/contract";
+import { idempotencyKeys, CONTRACT_VERSION, type EventInput, eventInput, REQUEST_EXPIRY_MARGIN_MS } from "@agentrt/contract";
 import { epochMs } from "./fold/triggers.ts";
 import { BIRTH_WINDOW_DEBOUNCE_MS } from "./project-worker/birth.ts";
 import type { PendingTrigger, ReactionState } from "./state.ts";
 
-/** Expiry margin: a request with less than this left is not worth handing to a driver. */
-export const EXPIRY_MARGIN_MS = 30_000;
+/** Expiry margin: a request with less than this left is not worth handing to a driver (the contract's). */
+export const EXPIRY_MARGIN_MS = REQUEST_EXPIRY_MARGIN_MS;
 
 export interface HeadDecisionInput {
   readonly nowMs: number;

@@ -177,6 +177,17 @@ function configDelayRefusal(payload: Record<string, unknown>, where: string): Ap
 export const MAX_CONFIG_ATTEMPTS = 100;
 /** Characters of a model name: it is copied into every request the agent makes (a 500 000-character one was accepted). */
 export const MAX_MODEL_NAME_LENGTH = 256;
+/**
+ * How long a request has left when the reducer no longer hands it to a driver (contract.md,
+ * "Adopt or expire": `now + 30 s >= expiresAt`). The core decides with it.
+ */
+export const REQUEST_EXPIRY_MARGIN_MS = 30_000;
+/**
+ * The shortest `llmRequestExpiryMs` a new append may set: the margin and 30 s for the call. At
+ * or below the margin every request expired the moment it was made, and the agent could never
+ * take a turn; the error named no setting (red-team).
+ */
+export const MIN_LLM_REQUEST_EXPIRY_MS = REQUEST_EXPIRY_MARGIN_MS + 30_000;
 
 function configBoundRefusal(payload: Record<string, unknown>, where: string): ApiAppendDecision | undefined {
   const config = isRecord(payload.config) ? payload.config : undefined;
@@ -192,6 +203,14 @@ function configBoundRefusal(payload: Record<string, unknown>, where: string): Ap
   }
   if (typeof model === "string" && model.length > MAX_MODEL_NAME_LENGTH) {
     return refusal("llm.model", `must be at most ${MAX_MODEL_NAME_LENGTH} characters, got ${model.length}`, { maxLength: MAX_MODEL_NAME_LENGTH });
+  }
+  const expiry = config?.llmRequestExpiryMs;
+  if (typeof expiry === "number" && expiry < MIN_LLM_REQUEST_EXPIRY_MS) {
+    return refusal(
+      "llmRequestExpiryMs",
+      `must be at least ${MIN_LLM_REQUEST_EXPIRY_MS} ms (a request with ${REQUEST_EXPIRY_MARGIN_MS} ms or less left is expired rather than handed to a driver), got ${expiry}`,
+      { min: MIN_LLM_REQUEST_EXPIRY_MS },
+    );
   }
   return undefined;
 }

@@ -9,6 +9,8 @@ import {
   decideScriptAppend,
   idempotencyKeys,
   MAX_CONFIG_ATTEMPTS,
+  MIN_LLM_REQUEST_EXPIRY_MS,
+  REQUEST_EXPIRY_MARGIN_MS,
   MAX_CONFIG_DELAY_MS,
   MAX_MODEL_NAME_LENGTH,
   MAX_EXECUTION_ID_LENGTH,
@@ -91,6 +93,17 @@ describe("the API append table", () => {
     expect(refusal(decideScriptAppend(configured({ llmRequestRetryPolicy: { maxAttempts: MAX_CONFIG_ATTEMPTS + 1 } }), true)).code).toBe("invalid_payload");
     // At the bounds, allowed
     expect(decideApiAppend(configured({ llmRequestRetryPolicy: { maxAttempts: MAX_CONFIG_ATTEMPTS }, llm: { model: `p/${"m".repeat(MAX_MODEL_NAME_LENGTH - 2)}` } }))).toEqual({ allowed: true, verb: "operate" });
+  });
+
+  it("given a request expiry no longer than the margin at which a request is expired instead of driven, when appended from outside or by a script, then it is a 400 naming the field, the bound and why", () => {
+    const configured = (config: Record<string, unknown>) => ({ type: "agent/configured", payload: { config } });
+    const error = refusal(decideApiAppend(configured({ llmRequestExpiryMs: 30_000 })));
+    expect(error.code).toBe("invalid_payload");
+    expect(error.message).toBe(
+      `events[0].payload.config.llmRequestExpiryMs must be at least ${MIN_LLM_REQUEST_EXPIRY_MS} ms (a request with ${REQUEST_EXPIRY_MARGIN_MS} ms or less left is expired rather than handed to a driver), got 30000.`,
+    );
+    expect(refusal(decideScriptAppend(configured({ llmRequestExpiryMs: MIN_LLM_REQUEST_EXPIRY_MS - 1 }), true)).code).toBe("invalid_payload");
+    expect(decideApiAppend(configured({ llmRequestExpiryMs: MIN_LLM_REQUEST_EXPIRY_MS }))).toEqual({ allowed: true, verb: "operate" });
   });
 
   it("given a configured delay past what a timer waits, when appended from outside or by an operating key's script, then it is a 400 naming the field", () => {
