@@ -149,9 +149,9 @@ export class StreamCache implements PartitionBatchSink {
    */
   feedBatch(partition: number, batch: FeedBatch): void {
     if (this.stopping || this.fedPartitions?.has(partition) !== true) return;
-    const last = batch.events.at(-1);
-    if (last === undefined) return;
-    this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset: last.offset } });
+    const lastOffset = batch.offsets?.last ?? batch.events.at(-1)?.offset;
+    if (lastOffset === undefined) return;
+    this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset } });
     try {
       this.apply(batch);
     } catch (error) {
@@ -293,7 +293,7 @@ export class StreamCache implements PartitionBatchSink {
     entry.last = events.at(-1)?.offset ?? 0;
     entry.pending = null;
     if (this.entries.get(streamPath) === entry) this.grow(entry, jsonSize(events));
-    for (const batch of pending) this.extend(streamPath, entry, batch.events, batch.bytes);
+    for (const batch of pending) this.extend(streamPath, entry, batch);
     this.trim(streamPath);
     return events.slice();
   }
@@ -306,23 +306,28 @@ export class StreamCache implements PartitionBatchSink {
     if (entry === undefined) return;
     if (entry.pending !== null) entry.pending.push(batch);
     else {
-      this.extend(streamPath, entry, events, batch.bytes);
+      this.extend(streamPath, entry, batch);
       this.trim(streamPath);
     }
   }
 
   /** `bytes`: the record's size when the feed gave it (then the events need not be encoded again to be counted). */
-  private extend(streamPath: string, entry: Entry, events: readonly AgentEvent[], bytes?: number): void {
+  private extend(streamPath: string, entry: Entry, batch: Pick<FeedBatch, "events" | "bytes" | "offsets">): void {
+    const { events, bytes, offsets } = batch;
     const fresh = events.filter((e) => e.offset > entry.last);
-    if (fresh.length === 0) return;
-    if ((fresh[0] as AgentEvent).offset !== entry.last + 1) {
+    // The record's offsets, when known, include events this version cannot read (a newer
+    // writer's): passed over like the store's reads pass them, not taken for a gap.
+    const first = offsets?.first ?? fresh[0]?.offset;
+    const last = Math.max(offsets?.last ?? 0, fresh.at(-1)?.offset ?? 0);
+    if (first === undefined || last <= entry.last) return;
+    if (first > entry.last + 1) {
       // A gap (a batch the feed skipped or we missed): forget the stream rather than guess.
       this.drop(streamPath, entry);
       return;
     }
     entry.events.push(...fresh);
-    if (this.entries.get(streamPath) === entry) this.grow(entry, bytes !== undefined && fresh.length === events.length ? bytes : jsonSize(fresh));
-    entry.last = (fresh.at(-1) as AgentEvent).offset;
+    if (this.entries.get(streamPath) === entry && fresh.length > 0) this.grow(entry, bytes !== undefined && fresh.length === events.length ? bytes : jsonSize(fresh));
+    entry.last = last;
     for (const wake of [...entry.waiters]) wake();
   }
 

@@ -315,6 +315,23 @@ describe("stream cache fed by its caller (the reducer's partitions, for its in-p
     expect(store.primed.at(-1)).toEqual({ streamPath: path, hint: { record: { sequence: third.sequence, lastOffset: 3 } } });
   });
 
+  it("given a record holding an event this version cannot read (a newer writer's), when it is fed, then its offset is passed over, not taken for a gap: no read again", async () => {
+    const store = new FedStore();
+    const c = fedOpen(store);
+    const partition = store.partitionOf(path);
+    c.followPartition(partition);
+    c.feedBatch(partition, await appended(store, path, "a", "b"));
+    expect((await c.eventsThrough(path, 2)).map((e) => e.offset)).toEqual([1, 2]);
+    // The feed's view of a record @3 whose one event did not parse, then of a readable one @4
+    const [, fourth] = (await store.append(path, [note("unreadable"), note("d")])).events;
+    const unreadable: FeedBatch = { sequence: (sequence += 1), streamPath: path, events: [], offsets: { first: 3, last: 3 } };
+    c.feedBatch(partition, unreadable);
+    expect(store.primed.at(-1)).toEqual({ streamPath: path, hint: { record: { sequence: unreadable.sequence, lastOffset: 3 } } });
+    c.feedBatch(partition, { sequence: (sequence += 1), streamPath: path, events: [fourth!], offsets: { first: 4, last: 4 } });
+    expect((await c.eventsThrough(path, 4)).map((e) => e.offset)).toEqual([1, 2, 4]);
+    expect(store.reads).toBe(1);
+  });
+
   it("given a followed partition, when a batch is fed, then a watcher of its stream hears of it; and replayed batches are skipped, a gap forgets the stream", async () => {
     const store = new FedStore();
     const c = fedOpen(store, 20);

@@ -106,6 +106,12 @@ export interface FeedBatch {
   readonly events: readonly AgentEvent[];
   /** The stored record's size in bytes, when the store has it at hand (a cache counts it instead of encoding the events again). */
   readonly bytes?: number;
+  /**
+   * The offsets the record holds, when the store knows them: more than `events` when some of
+   * its events are of a type or shape this version cannot read (a newer writer's), which a
+   * reader passes over rather than taking for a gap.
+   */
+  readonly offsets?: { readonly first: number; readonly last: number };
 }
 
 export interface FeedOptions {

@@ -322,7 +322,7 @@ export class PartitionWorker {
       return;
     }
     this.setAside.set(path, [batch]);
-    const folded: Promise<void> = this.foldWhenIn(path, first.offset - 1).finally(() => {
+    const folded: Promise<void> = this.foldWhenIn(path, (batch.offsets?.first ?? first.offset) - 1).finally(() => {
       if (this.bringingIn.get(path) === folded) this.bringingIn.delete(path);
     });
     this.bringingIn.set(path, folded);
@@ -344,10 +344,11 @@ export class PartitionWorker {
         this.setAside.delete(streamPath);
         for (const batch of batches) for (const event of batch.events) processor.apply(event);
         const last = batches.at(-1);
-        const lastEvent = last?.events.at(-1);
+        // (The record's last offset: past its last event when it holds some this version cannot read.)
+        const lastOffset = last?.offsets?.last ?? last?.events.at(-1)?.offset;
         // The feed showed these records before the agent was in: the store client has no view of
         // the stream (dropped at eviction), and the last one is a view it can append after.
-        if (last !== undefined && lastEvent !== undefined) this.options.store.primeAppend(streamPath, { record: { sequence: last.sequence, lastOffset: lastEvent.offset } });
+        if (last !== undefined && lastOffset !== undefined) this.options.store.primeAppend(streamPath, { record: { sequence: last.sequence, lastOffset } });
         return;
       } catch (error) {
         const retryInMs = Math.min(WAKE_RETRY_MAX_MS, WAKE_RETRY_FIRST_MS * 2 ** (attempt - 1));

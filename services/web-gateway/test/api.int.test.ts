@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTestStore, type TestStore } from "./support/store.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway-harness.ts";
 import { enc, http } from "./support/http.ts";
-import { collectLive, userMessage } from "@agentrt/testing";
+import { collectLive, userMessage, waitFor } from "@agentrt/testing";
+import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 
 let ts: TestStore;
 let gw: TestGateway;
@@ -44,6 +45,29 @@ describe("append and read", () => {
     const page2 = await http(gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=${page1.body.nextOffset}&limit=2`);
     expect(page2.body.events.map((e: { payload: { content: string } }) => e.payload.content)).toEqual(["b"]);
     expect(page2.body.nextOffset).toBe(4);
+  });
+
+  it("pages past events this version cannot read (a newer writer's): nextOffset moves on, never the same empty page again", async () => {
+    const path = fresh();
+    await seed(path, 2);
+    // A record @3 as a newer writer would store it: one event of a type this gateway does not know
+    const subject = (ts.store as JetStreamEventStore).subjectOf(path);
+    const record = { v: 1, first: 3, n: 1, at: new Date().toISOString(), path, events: [{ type: "agent/teleported", payload: {} }] };
+    // (a core publish: the stream stores it all the same)
+    ts.nc.publish(subject, new TextEncoder().encode(JSON.stringify(record)));
+    await ts.nc.flush();
+    await waitFor(async () => (await ts.store.lastOffset(path)) === 3 || undefined, { what: "the record to be stored" });
+    const tail = await http(gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=3`);
+    expect(tail.status).toBe(200);
+    expect([tail.body.events, tail.body.nextOffset, tail.body.lastOffset]).toEqual([[], 4, 3]);
+    const sent = await http(gw.url, "POST", `/v1/streams/${enc(path)}/events`, { body: { events: [userMessage("after it")] } });
+    expect(sent.body.events[0].offset).toBe(4);
+    const page = await http(gw.url, "GET", `/v1/streams/${enc(path)}/events?fromOffset=1`);
+    expect(page.body.events.map((e: { offset: number }) => e.offset)).toEqual([1, 2, 4]);
+    expect(page.body.nextOffset).toBe(5);
+    // And a live subscription from the unreadable offset delivers what follows it
+    const live = await collectLive("sse", `${gw.url}/v1/streams/${enc(path)}/subscribe?fromOffset=3`, (frames) => frames.length >= 1);
+    expect(live.messages.map((f) => f.data.offset)).toEqual([4]);
   });
 
   it("returns the original event for a re-sent idempotency key and commits nothing", async () => {

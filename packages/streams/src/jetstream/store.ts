@@ -176,7 +176,8 @@ export class JetStreamEventStore implements EventStore {
     return ephemeralSubject(this.scheme, partitionOfPath(path, this.partitionCount), path);
   }
 
-  private subjectOf(streamPath: string): string {
+  /** The subject this stream's records are stored on (for tools that inspect the stream, and tests that write to it as another writer would). */
+  subjectOf(streamPath: string): string {
     return durableSubject(this.scheme, partitionOfPath(streamPath, this.partitionCount), streamPath);
   }
 
@@ -218,25 +219,34 @@ export class JetStreamEventStore implements EventStore {
       const byCount = Number.isFinite(wanted) ? Math.ceil(wanted / Math.max(1, located.last.count)) + 1 : Number.POSITIVE_INFINITY;
       const byBytes = Number.isFinite(maxBytes) ? Math.ceil(maxBytes / Math.max(1, located.last.data.length)) + 1 : Number.POSITIVE_INFINITY;
       const expectedRecords = Math.min(byCount, byBytes);
+      // The next offset to take: offsets are dense, so exactly that one is taken, and a record
+      // delivered twice can neither repeat an event nor push the end of the range out of the
+      // result. An offset whose event this version cannot read (a newer writer's type or field)
+      // is passed over within the record that holds it: readers skip such events, and waiting
+      // for it had ended every read of the stream there, for good (red-team).
+      let next = fromOffset;
       for await (const record of this.reader.scanLocated(subject, located, expectedRecords, signal)) {
-        if (lastOffsetOf(record) < fromOffset) continue;
+        const recordLast = lastOffsetOf(record);
+        if (recordLast < next) continue;
+        // Only a record that holds `next` may move it: one beyond it leaves a gap, not a skip.
+        if (record.first > next) continue;
         for (const event of eventsOf(record)) {
-          // Offsets are dense: take exactly the next one, so a record delivered twice can
-          // neither repeat an event nor push the end of the range out of the result.
-          if (event.offset !== fromOffset + out.length || out.length >= wanted) continue;
+          if (event.offset < next || out.length >= wanted) continue;
           // A one-event record's size is its event's plus a small envelope: no need to encode it again.
           if (!budget.admit(event, record.count === 1 ? record.data.length : undefined)) {
             full = true;
             break;
           }
           out.push(event);
+          next = event.offset + 1;
         }
         if (full || out.length >= wanted) break;
+        next = recordLast + 1;
       }
       // A read through the stream's end gives the writer its view (services read a stream,
       // then append to it, e.g. the host's started and settled events).
       const end = lastOffsetOf(located.last);
-      if (out.at(-1)?.offset === end) this.writer.warm(path, subject, { lastOffset: end, lastSeq: located.last.seq });
+      if (next > end) this.writer.warm(path, subject, { lastOffset: end, lastSeq: located.last.seq });
       return out;
     }, signal);
   }

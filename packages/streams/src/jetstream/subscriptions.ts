@@ -11,7 +11,7 @@ import type { Msg, NatsConnection, Subscription as CoreSubscription } from "@nat
 import { AsyncQueue } from "../async-queue.ts";
 import type { FeedBatch } from "../event-store.ts";
 import { classifyNatsError } from "./errors.ts";
-import { type RawMsg, type RecordReader, type StoredRecord, eventsOf } from "./records.ts";
+import { type RawMsg, type RecordReader, type StoredRecord, eventsOf, lastOffsetOf } from "./records.ts";
 import { LIVE_TYPES_HEADER } from "./subjects.ts";
 
 const decoder = new TextDecoder();
@@ -314,11 +314,16 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
 
   private pushEvents(record: StoredRecord, through: number): void {
     const weight = Math.ceil(record.data.length / record.count);
+    // A record holding the next offset holds every offset through its last: those whose events
+    // this version cannot read (a newer writer's type or field) are passed over, not waited for
+    // (every later event had waited behind one, for good: red-team).
+    const holdsNext = record.first <= this.nextOffset;
     for (const event of eventsOf(record)) {
       if (event.offset < this.nextOffset || event.offset > through) continue;
       this.queue.push(event, weight);
       this.nextOffset = event.offset + 1;
     }
+    if (holdsNext) this.nextOffset = Math.max(this.nextOffset, Math.min(lastOffsetOf(record), through) + 1);
   }
 
   private onEphemeral(data: Uint8Array): void {
@@ -364,7 +369,7 @@ export class PartitionFeed extends ConsumerSubscription<FeedBatch> {
           if (streamPath === undefined) return undefined;
           const record = spec.reader.recordOf(msg);
           if (record === undefined) return undefined;
-          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record), bytes: msg.data.length }, msg.data.length);
+          this.queue.push({ sequence: msg.seq, streamPath, events: eventsOf(record), bytes: msg.data.length, offsets: { first: record.first, last: lastOffsetOf(record) } }, msg.data.length);
           return this.hasRoom() ? undefined : this.room();
         }),
       `feed ${spec.filter}`,

@@ -204,7 +204,11 @@ export class GatewayApi<S = unknown> {
     const lastOffset = await this.assertOffsetInRange(streamPath, fromOffset);
     const events = await this.gated(ctx, () => this.reads.read(streamPath, this.pageOptions(fromOffset, ctx.signal, limit)));
     const tail = events.at(-1);
-    return { streamPath, events, nextOffset: tail === undefined ? fromOffset : tail.offset + 1, lastOffset };
+    // Nothing from `fromOffset` through an end that was there before the read: every event left
+    // is one this version cannot read (a newer writer's), passed over; the next page starts
+    // after them, not at them again (a client paging by nextOffset had read the same page forever).
+    const nextOffset = tail !== undefined ? tail.offset + 1 : fromOffset <= lastOffset ? lastOffset + 1 : fromOffset;
+    return { streamPath, events, nextOffset, lastOffset };
   }
 
   /** Opens a live subscription after checking the start offset; history then live. */
