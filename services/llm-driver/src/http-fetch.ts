@@ -13,6 +13,7 @@
 
 import { Agent as HttpAgent, type IncomingMessage, type ClientRequest, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { SseFramer, SseFramingError } from "./sse-framing.ts";
 
 type Fetch = typeof globalThis.fetch;
 
@@ -70,7 +71,9 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
             if (status < 200 || status > 599) throw new TypeError(`the model endpoint answered with HTTP status ${status}, which fetch cannot represent`);
             const nullBody = NULL_BODY_STATUSES.has(status) || init?.method === "HEAD";
             const headers = headersOf(res);
-            const response = new Response(nullBody ? null : bodyOf(res), { status, statusText: res.statusMessage ?? "", headers });
+            // An answer that streams events is re-framed an event at a time (sse-framing.ts).
+            const framer = status >= 200 && status < 300 && isEventStream(headers) ? new SseFramer() : undefined;
+            const response = new Response(nullBody ? null : bodyOf(res, framer), { status, statusText: res.statusMessage ?? "", headers });
             if (nullBody) res.resume();
             resolve(response);
           } catch (error) {
@@ -144,8 +147,13 @@ export const MAX_MODEL_LINE_BYTES = 4 * 1024 * 1024;
 
 const cutOff = (): Error => Object.assign(new Error("the model endpoint closed the connection before the response ended"), { code: "ECONNRESET" });
 
-/** The response body as a web stream, paused while its reader is behind; a cut connection is an error, not an end. */
-function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
+const isEventStream = (headers: Headers): boolean => /^\s*text\/event-stream\s*(;|$)/i.test(headers.get("content-type") ?? "");
+
+/**
+ * The response body as a web stream, paused while its reader is behind; a cut connection is an
+ * error, not an end. With a framer, what is enqueued is the events it completes, one a chunk.
+ */
+function bodyOf(res: IncomingMessage, framer?: SseFramer): ReadableStream<Uint8Array> {
   let ended = false;
   let total = 0;
   let lineBytes = 0;
@@ -163,18 +171,34 @@ function bodyOf(res: IncomingMessage): ReadableStream<Uint8Array> {
             : lineBytes > MAX_MODEL_LINE_BYTES
               ? `the model endpoint sent a line of more than ${MAX_MODEL_LINE_BYTES} bytes`
               : undefined;
-        if (over !== undefined) {
+        const fail = (why: string): void => {
           ended = true;
-          controller.error(Object.assign(new Error(`${over}; the call was cut off`), { code: "ERR_MODEL_RESPONSE_TOO_LARGE" }));
+          controller.error(Object.assign(new Error(`${why}; the call was cut off`), { code: "ERR_MODEL_RESPONSE_TOO_LARGE" }));
           res.destroy();
-          return;
+        };
+        if (over !== undefined) return fail(over);
+        const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        if (framer === undefined) controller.enqueue(bytes);
+        else {
+          try {
+            for (const event of framer.push(bytes)) controller.enqueue(event);
+          } catch (error) {
+            if (!(error instanceof SseFramingError)) throw error;
+            return fail(error.message);
+          }
         }
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
         if ((controller.desiredSize ?? 1) <= 0) res.pause();
       });
       res.on("end", () => {
         if (ended) return;
         ended = true;
+        try {
+          for (const event of framer?.end() ?? []) controller.enqueue(event);
+        } catch (error) {
+          if (!(error instanceof SseFramingError)) throw error;
+          controller.error(Object.assign(new Error(`${error.message}; the call was cut off`), { code: error.code }));
+          return;
+        }
         controller.close();
       });
       res.on("error", (error: NodeJS.ErrnoException) => {

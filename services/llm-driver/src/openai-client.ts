@@ -136,6 +136,8 @@ export class OpenAiModelClient implements ModelClient {
 
 function toModelCallError(error: unknown): ModelCallError {
   if (error instanceof ModelCallError) return error;
+  // The client parses each event's data as JSON: its bare "Expected property name…" named no one.
+  if (error instanceof SyntaxError) return new ModelCallError(`the model sent a stream event whose data is not JSON (${error.message})`, { cause: error });
   if (error instanceof APIError) {
     const status = error.status === undefined ? "" : `HTTP ${error.status}: `;
     // The client's "Connection error." alone says nothing of why: the cause does.

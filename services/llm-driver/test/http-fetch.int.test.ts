@@ -13,6 +13,7 @@ import OpenAI, { APIConnectionError, APIError } from "openai";
 import { startFakeModel, type FakeModel } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHttpFetch, type HttpFetch, MAX_MODEL_LINE_BYTES } from "../src/http-fetch.ts";
+import { MAX_MODEL_EVENT_BYTES } from "../src/sse-framing.ts";
 
 const SSE_REPLY = [
   `data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}`,
@@ -170,6 +171,70 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
     })().catch((e: unknown) => e);
     expect(String((error as Error).message)).toContain(`the model endpoint sent a line of more than ${MAX_MODEL_LINE_BYTES} bytes; the call was cut off`);
     await closed;
+    await server.close();
+  });
+
+  it("given floods of bare CRs, blank lines and comments before the reply, when read, then they cost less than as many bytes of real chunks, not the square of their size", async () => {
+    const frame = (content: string) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+    const SIZE = 2 * 1024 * 1024;
+    // What each call streams first: 2 MiB of nothing the client reads, or 2 MiB of reply chunks
+    const junk = ["\r".repeat(64 * 1024), ":\n\n".repeat(16 * 1024), "\n".repeat(64 * 1024), `: ${"c".repeat(1_000)}\n`.repeat(60)];
+    const chunks = frame("x".repeat(40)).repeat(Math.ceil((64 * 1024) / frame("x".repeat(40)).length));
+    let filler: "junk" | "chunks" = "junk";
+    const server = await bareServer((req, res) => {
+      void readBody(req).then(() => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        let sent = 0;
+        let piece = 0;
+        const pump = (): void => {
+          while (!res.destroyed && sent < SIZE) {
+            const next = filler === "junk" ? (junk[piece++ % junk.length] as string) : chunks;
+            sent += next.length;
+            if (!res.write(next)) return void res.once("drain", pump);
+          }
+          res.end(`${frame("done")}data: [DONE]\n\n`);
+        };
+        pump();
+      });
+    });
+    http = createHttpFetch();
+    const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
+    const cpuOf = async (kind: "junk" | "chunks"): Promise<{ ms: number; text: string }> => {
+      filler = kind;
+      const before = process.cpuUsage();
+      const text = await textOf(await chat(client, "hi"));
+      const used = process.cpuUsage(before);
+      return { ms: (used.user + used.system) / 1_000, text };
+    };
+    await cpuOf("chunks"); // warm
+    const real = await cpuOf("chunks");
+    const flood = await cpuOf("junk");
+    // The reply after the flood is whole; the flood cost less CPU than real chunks of its size
+    // (unframed, the client's decoder copied each network chunk's rest per blank line: minutes)
+    expect(flood.text).toBe("done");
+    expect(real.text.length).toBeGreaterThan(400_000);
+    expect(flood.ms, `flood ${flood.ms} ms, real chunks ${real.ms} ms`).toBeLessThan(real.ms);
+    await server.close();
+  }, 60_000);
+
+  it("given an event of short lines that never ends, when read, then it is cut off at its bound, naming it", async () => {
+    const server = await bareServer((req, res) => {
+      void readBody(req).then(() => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const piece = "data: x\n".repeat(8 * 1024);
+        const pump = (): void => {
+          while (!res.destroyed && res.write(piece));
+          if (!res.destroyed) res.once("drain", pump);
+        };
+        pump();
+      });
+    });
+    http = createHttpFetch();
+    const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
+    const error = await (async () => {
+      for await (const _chunk of await chat(client, "hi"));
+    })().catch((e: unknown) => e);
+    expect(String((error as Error).message)).toContain(`the model endpoint sent an event of more than ${MAX_MODEL_EVENT_BYTES} bytes; the call was cut off`);
     await server.close();
   });
 

@@ -71,6 +71,16 @@ describe("chunks of an unexpected shape", () => {
     expect(await collect(url)).toEqual({ text: "a", error: "the model sent an object as delta.content, where the chat completions protocol has text" });
   });
 
+  it("given an event whose data is not JSON, or a chunk nesting past the bound, when streamed, then the call fails saying the model sent it", async () => {
+    const sse = (body: string) => ({ headers: { "content-type": "text/event-stream" }, body });
+    const notJson = await collect(await endpoint([], sse(`data: ${JSON.stringify(chunk({ content: "a" }))}\n\ndata: {not json\n\n`)));
+    expect(notJson.text).toBe("a");
+    expect(notJson.error).toMatch(/^the model sent a stream event whose data is not JSON \(.+\)$/);
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    const deep = await collect(await endpoint([], sse(`data: {"x":${"[".repeat(5_000)}${"]".repeat(5_000)}}\n\n`)));
+    expect(deep.error).toBe("the model endpoint sent a chunk whose JSON nests deeper than 64 levels; the call was cut off");
+  });
+
   it("given a reply cut at the output limit, when streamed, then its finish reason comes with the last chunk, once", async () => {
     const url = await endpoint([chunk({ content: "Hel" }), chunk({ content: "lo" }, "length"), chunk({}, "stop")]);
     expect(await collect(url)).toEqual({ text: "Hello", finishReasons: ["length"] });
