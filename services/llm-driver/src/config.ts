@@ -26,6 +26,8 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   LLM_PROVIDERS: z.string().optional(),
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().optional(),
+  /** The shorthand provider's own name for every `openai/…` model (a local server's loaded model). */
+  OPENAI_MODEL: z.string().min(1).optional(),
   /** JSON `{ "<model prefix>": tokens, ..., "*": defaultTokens }`. */
   LLM_CONTEXT_WINDOWS: z.string().optional(),
   LLM_IDLE_TIMEOUT_MS: ms(45_000),
@@ -55,6 +57,7 @@ export function providersFromConfig(config: DriverConfig): ProvidersConfig {
     providersJson: config.LLM_PROVIDERS === undefined ? undefined : readJsonOrFile("LLM_PROVIDERS", config.LLM_PROVIDERS),
     openaiBaseUrl: config.OPENAI_BASE_URL,
     openaiApiKey: config.OPENAI_API_KEY,
+    openaiModel: config.OPENAI_MODEL,
   });
 }
 

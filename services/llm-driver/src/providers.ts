@@ -11,6 +11,12 @@ export const providerConfigSchema = z.strictObject({
   apiKey: z.string().optional(),
   /** Model names after the provider prefix mapped to the provider's own names. */
   models: z.record(z.string(), z.string().min(1)).optional(),
+  /**
+   * The provider's own name for every model routed here that `models` does not map: a local
+   * server (Ollama, vLLM) serves the one model it has loaded, and refused the agents' default
+   * name ("model gpt-5.6-terra not found").
+   */
+  model: z.string().min(1).optional(),
   api: z.enum(["chat", "responses"]).default("chat"),
   /** Send `prompt_cache_key` = the stream path (OpenAI accepts it; many others reject unknown fields). */
   promptCacheKey: z.boolean().default(false),
@@ -43,7 +49,7 @@ export function parseProvidersConfig(json: unknown): ProvidersConfig {
  * The providers to use: `LLM_PROVIDERS` (JSON, or read from a file by the caller) plus the
  * `OPENAI_BASE_URL` / `OPENAI_API_KEY` shorthand for an `openai` provider. Empty → offline.
  */
-export function resolveProviders(input: { providersJson?: unknown; openaiBaseUrl?: string; openaiApiKey?: string }): ProvidersConfig {
+export function resolveProviders(input: { providersJson?: unknown; openaiBaseUrl?: string; openaiApiKey?: string; openaiModel?: string }): ProvidersConfig {
   const providers: ProvidersConfig = input.providersJson === undefined ? {} : { ...parseProvidersConfig(input.providersJson) };
   if (providers.openai === undefined && (input.openaiApiKey !== undefined || input.openaiBaseUrl !== undefined)) {
     providers.openai = providerConfigSchema.parse({
@@ -51,7 +57,12 @@ export function resolveProviders(input: { providersJson?: unknown; openaiBaseUrl
       apiKey: input.openaiApiKey,
       // Only OpenAI's own endpoint is known to accept the cache key.
       promptCacheKey: input.openaiBaseUrl === undefined || input.openaiBaseUrl.startsWith("https://api.openai.com"),
+      ...(input.openaiModel === undefined ? {} : { model: input.openaiModel }),
     });
+  } else if (input.openaiModel !== undefined) {
+    throw new ProviderConfigError(
+      providers.openai === undefined ? "OPENAI_MODEL names the model of the OPENAI_BASE_URL / OPENAI_API_KEY provider: set one of them too" : "OPENAI_MODEL is for the OPENAI_BASE_URL / OPENAI_API_KEY shorthand; LLM_PROVIDERS has its own `openai`: set its `model` there",
+    );
   }
   return providers;
 }
@@ -73,7 +84,7 @@ export function routeModel(model: string, providers: ProvidersConfig): ModelRout
     baseUrl: provider.baseUrl,
     // Local servers (Ollama, llama.cpp) take any key; the client insists on a string.
     apiKey: provider.apiKey ?? "not-needed",
-    remoteModel: provider.models?.[localName] ?? provider.models?.[model] ?? localName,
+    remoteModel: provider.models?.[localName] ?? provider.models?.[model] ?? provider.model ?? localName,
     api: provider.api,
     promptCacheKey: provider.promptCacheKey,
   };

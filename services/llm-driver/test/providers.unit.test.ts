@@ -48,4 +48,17 @@ describe("provider routing", () => {
     expect(resolveProviders({ openaiApiKey: "sk-y" }).openai).toMatchObject({ baseUrl: "https://api.openai.com/v1", apiKey: "sk-y", promptCacheKey: true, api: "chat" });
     expect(resolveProviders({ openaiBaseUrl: "http://127.0.0.1:9999/v1" }).openai).toMatchObject({ promptCacheKey: false });
   });
+
+  it("given OPENAI_MODEL with a local server, when the agents' default model is routed, then the server's own model is sent; names the provider maps still win", () => {
+    const providers = resolveProviders({ openaiBaseUrl: "http://127.0.0.1:11434/v1", openaiModel: "llama3.1" });
+    expect(routeModel("openai/gpt-5.6-terra", providers).remoteModel).toBe("llama3.1");
+    expect(routeModel("openai/anything", providers).remoteModel).toBe("llama3.1");
+    const mapped = parseProvidersConfig({ local: { baseUrl: "http://x", model: "qwen", models: { big: "qwen-72b" } } });
+    expect([routeModel("local/big", mapped).remoteModel, routeModel("local/small", mapped).remoteModel]).toEqual(["qwen-72b", "qwen"]);
+  });
+
+  it("given OPENAI_MODEL without the shorthand, or beside LLM_PROVIDERS' own openai, then it is refused by name, not ignored", () => {
+    expect(() => resolveProviders({ openaiModel: "llama3.1" })).toThrow("OPENAI_MODEL names the model of the OPENAI_BASE_URL / OPENAI_API_KEY provider: set one of them too");
+    expect(() => resolveProviders({ providersJson: { openai: { baseUrl: "http://x" } }, openaiModel: "m" })).toThrow(/LLM_PROVIDERS has its own `openai`: set its `model` there/);
+  });
 });
