@@ -86,6 +86,17 @@ describe("a gateway Service outside the cluster", () => {
     expect(await notes()).toMatch(/WARNING: the gateway Service is a LoadBalancer, but its NetworkPolicy admits only\nnetworkPolicy.gatewayIngressPeers/);
     expect(await notes("networkPolicy.gatewayIngressPeers[0].ipBlock.cidr=203.0.113.0/24")).not.toContain("WARNING: the gateway Service");
   });
+
+  it("suggests a --set-json that keeps the peers there are, adds the clients' and renders without the warning", async () => {
+    const base = ["install", "rt", chartDir, "-n", "agents", "--dry-run=client", "--set", "webGateway.service.type=LoadBalancer"];
+    const warned = await helm(base);
+    const suggested = /--set-json '([^'=]+)=([^']+)'/.exec(warned.slice(warned.indexOf("NOTES:")));
+    expect(suggested?.[1]).toBe("networkPolicy.gatewayIngressPeers");
+    const defaults = YAML.parse(readFileSync(join(chartDir, "values.yaml"), "utf8")) as { networkPolicy: { gatewayIngressPeers: unknown[] } };
+    expect(JSON.parse(suggested![2]!)).toEqual([...defaults.networkPolicy.gatewayIngressPeers, { ipBlock: { cidr: "203.0.113.0/24" } }]);
+    const out = await helm([...base, "--set-json", `${suggested![1]}=${suggested![2]}`]);
+    expect(out.slice(out.indexOf("NOTES:"))).not.toContain("WARNING: the gateway Service");
+  });
 });
 
 describe("security opt-outs in the install notes", () => {

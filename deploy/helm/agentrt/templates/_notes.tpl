@@ -37,7 +37,10 @@ refuses every request.
 WARNING: the gateway Service is a {{ .Values.webGateway.service.type }}, but its NetworkPolicy admits only
 networkPolicy.gatewayIngressPeers (your ingress controller's pods) and no client addresses: traffic
 arriving through the {{ .Values.webGateway.service.type }} is dropped where the CNI enforces NetworkPolicy.
-Add the clients' addresses, e.g. --set 'networkPolicy.gatewayIngressPeers[1].ipBlock.cidr=203.0.113.0/24'.
+Add the clients' addresses. Helm replaces a list as a whole, and --set on one index does too (the
+other entries are lost), so give every peer, the ones you have and the clients', e.g. for clients
+in 203.0.113.0/24:
+  --set-json '{{ .ValuesPrefix | default "" }}networkPolicy.gatewayIngressPeers={{ toJson (append $np.gatewayIngressPeers (dict "ipBlock" (dict "cidr" "203.0.113.0/24"))) }}'
 {{- end }}
 {{- if and .Values.webGateway.ingress.enabled (not .Values.webGateway.ingress.tls) }}
 

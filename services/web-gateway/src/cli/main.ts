@@ -23,7 +23,11 @@ const commands: Record<string, { run: Command; summary: string }> = {
   list: { run: listCommand, summary: "list [PREFIX]   agents with their summaries" },
   audit: { run: auditCommand, summary: "audit PATH... | --prefix P [--json]   check each stream's invariants; exit 1 on a violation" },
   request: { run: requestCommand, summary: "request PATH (N | --last) [--json]   exactly what the model saw for the request at offset N, or the latest" },
-  keys: { run: keysCommand, summary: "keys create --prefix P --verbs read,append[,operate] [--file F]   mint an API key (hash stored)" },
+  keys: {
+    run: keysCommand,
+    summary:
+      "keys create [--prefix P] [--verbs V,...] [--name N] [--file F]   mint an API key for paths under P with verbs V (read, append, operate, admin); no flags: a read key for /. Prints the key once and stores its salted hash in F (default $AGENTRT_KEYS_FILE, else .data/keys.json)",
+  },
   replay: {
     run: replayCommand,
     summary: "replay FILE [--placeholder-protocol] [--runtime] [--no-project-worker] [--agents-md FILE] [--decide OFFSET@ISO ...]   what the model saw, from a scenario file; the head decision at an offset and time",

@@ -1,5 +1,6 @@
-// `pnpm agents keys create --prefix /agents/team --verbs read,append[,operate] [--name N] [--file keys.json]`:
-// mints an API key, prints it once, and stores only its salted hash in the keys file.
+// `pnpm agents keys create [--prefix /agents/team] [--verbs read,append,operate,admin] [--name N] [--file keys.json]`:
+// mints an API key (by default read under /), prints it once, and stores only its salted hash in the
+// keys file (by default AGENTRT_KEYS_FILE, else .data/keys.json).
 
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
@@ -10,7 +11,7 @@ type Out = (text: string) => void;
 
 export async function keysCommand(args: readonly string[], out: Out): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== "create") throw new Error("usage: agents keys create --prefix PATH --verbs read,append,operate,admin [--name N] [--file FILE]");
+  if (sub !== "create") throw new Error("usage: agents keys create [--prefix PATH] [--verbs read,append,operate,admin] [--name N] [--file FILE] (defaults: read under /)");
   const { flags } = parseArgs(rest, ["prefix", "verbs", "name", "file"]);
   const scope = scopeSchema.parse({ prefix: flags.prefix ?? "/", verbs: String(flags.verbs ?? "read").split(",") });
   const file = typeof flags.file === "string" ? flags.file : (process.env.AGENTRT_KEYS_FILE ?? ".data/keys.json");
