@@ -61,6 +61,7 @@ const CASES: Array<[string, Parameters<typeof renderChart>[0]]> = [
         "llmDriver.providers.ollama.baseUrl": "http://ollama:11434/v1",
         "llmDriver.contextWindows.gpt": "128000",
         "llmDriver.openaiBaseUrl": "https://models.example/v1",
+        "llmDriver.openaiModel": "llama3.1",
         "llmDriver.modelKeys.keys.OPENAI_API_KEY": "sk-test",
       },
     },

@@ -258,6 +258,7 @@ export const valuesSchema: Schema = {
         }),
         contextWindows: { type: "object", description: "LLM_CONTEXT_WINDOWS.", additionalProperties: { type: "integer", minimum: 1 } },
         openaiBaseUrl: str("OPENAI_BASE_URL.", { pattern: "^$|^https?://" }),
+        openaiModel: str("OPENAI_MODEL."),
         concurrency: int("LLM_CONCURRENCY.", { minimum: 1, maximum: 1024 }),
         modelKeys: closed({
           existingSecret: str("Existing Secret of model keys."),

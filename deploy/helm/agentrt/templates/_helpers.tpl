@@ -248,6 +248,9 @@ llmDriver.placement "agent-reducer", the agent-reducer's pods, which run the dri
 {{- if $c.openaiBaseUrl }}
 {{- $env = append $env (dict "name" "OPENAI_BASE_URL" "value" $c.openaiBaseUrl) }}
 {{- end }}
+{{- if $c.openaiModel }}
+{{- $env = append $env (dict "name" "OPENAI_MODEL" "value" $c.openaiModel) }}
+{{- end }}
 {{- $env = append $env (dict "name" "LLM_CONCURRENCY" "value" ($c.concurrency | toString)) }}
 {{- /* Its slots are shared fairly between tenants as the quotas count them. */}}
 {{- $env = append $env (dict "name" "AGENT_TENANT_DEPTH" "value" (.Values.config.quotas.tenantDepth | int64 | toString)) }}
