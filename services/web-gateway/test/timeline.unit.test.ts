@@ -84,6 +84,11 @@ describe("live replies", () => {
     expect(JSON.stringify([...reply.early]).length + reply.text.length).toBeLessThan(100);
   });
 
+  it("given a page opened mid-reply (its first chunks never came), when later chunks arrive, then they are shown in order", () => {
+    const replies = replay([chunkEvent(5, "late "), chunkEvent(7, "!"), chunkEvent(6, "join")]);
+    expect(buildTimeline(requested(), replies).at(-1)).toEqual({ kind: "streaming", requestOffset: 2, text: "late join!" });
+  });
+
   it("given a batch of stored events that settles a reply, then its live state goes; other replies and unsettled ones stay", () => {
     const replies = replay([chunkEvent(0, "a"), live("agent/llm-response-chunks", { llmRequestOffset: 7, sequence: 0, chunks: [] })]);
     offset = 10;

@@ -128,9 +128,21 @@ export function dropSettledReplies(live: LiveReplies, stored: readonly StreamEve
   return kept ?? live;
 }
 
+/**
+ * The text of chunks past a gap, in sequence order: a page opened mid-reply never gets the
+ * reply's first chunks, and what follows is shown all the same.
+ */
+function earlyText(reply: LiveReply): string {
+  if (reply.early.size === 0) return "";
+  return [...reply.early]
+    .sort((a, b) => a[0] - b[0])
+    .map(([, text]) => text)
+    .join("");
+}
+
 /** What the streaming bubble shows: the previews once there are any, else the raw text. */
 export function liveView(reply: LiveReply): { text: string; script?: LiveScript } {
-  if (reply.prose === undefined && reply.script === undefined) return { text: reply.text };
+  if (reply.prose === undefined && reply.script === undefined) return { text: reply.text + earlyText(reply) };
   return reply.script === undefined ? { text: reply.prose ?? "" } : { text: reply.prose ?? "", script: reply.script };
 }
 
