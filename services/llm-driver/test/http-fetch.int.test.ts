@@ -60,6 +60,23 @@ async function textOf(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompleti
   return text;
 }
 
+/** Writes `piece` again and again, as fast as the client reads, until the connection closes. */
+function writeForever(res: ServerResponse, piece: string): void {
+  const pump = (): void => {
+    while (!res.destroyed && res.write(piece));
+    if (!res.destroyed) res.once("drain", pump);
+  };
+  pump();
+}
+
+/** The message a streamed call fails with. */
+async function failureOf(client: OpenAI): Promise<string> {
+  const error = await (async () => {
+    for await (const _chunk of await chat(client, "hi"));
+  })().catch((e: unknown) => e);
+  return String((error as Error).message);
+}
+
 let http: HttpFetch;
 afterEach(() => http?.close());
 
@@ -156,20 +173,13 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
         res.on("close", () => serverSawClose());
         // One line that never ends, 1 MiB at a time, for as long as the client reads.
         const piece = "x".repeat(1024 * 1024);
-        const pump = (): void => {
-          while (!res.destroyed && res.write(piece));
-          if (!res.destroyed) res.once("drain", pump);
-        };
         res.write("data: ");
-        pump();
+        writeForever(res, piece);
       });
     });
     http = createHttpFetch();
     const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
-    const error = await (async () => {
-      for await (const _chunk of await chat(client, "hi"));
-    })().catch((e: unknown) => e);
-    expect(String((error as Error).message)).toContain(`the model endpoint sent a line of more than ${MAX_MODEL_LINE_BYTES} bytes; the call was cut off`);
+    expect(await failureOf(client)).toContain(`the model endpoint sent a line of more than ${MAX_MODEL_LINE_BYTES} bytes; the call was cut off`);
     await closed;
     await server.close();
   });
@@ -222,19 +232,12 @@ describe("the keep-alive node:http fetch under a misbehaving endpoint", () => {
       void readBody(req).then(() => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         const piece = "data: x\n".repeat(8 * 1024);
-        const pump = (): void => {
-          while (!res.destroyed && res.write(piece));
-          if (!res.destroyed) res.once("drain", pump);
-        };
-        pump();
+        writeForever(res, piece);
       });
     });
     http = createHttpFetch();
     const client = new OpenAI({ baseURL: server.url, apiKey: "k", maxRetries: 0, fetch: http.fetch });
-    const error = await (async () => {
-      for await (const _chunk of await chat(client, "hi"));
-    })().catch((e: unknown) => e);
-    expect(String((error as Error).message)).toContain(`the model endpoint sent an event of more than ${MAX_MODEL_EVENT_BYTES} bytes; the call was cut off`);
+    expect(await failureOf(client)).toContain(`the model endpoint sent an event of more than ${MAX_MODEL_EVENT_BYTES} bytes; the call was cut off`);
     await server.close();
   });
 

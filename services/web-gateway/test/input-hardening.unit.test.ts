@@ -73,6 +73,16 @@ describe("singleValuedQuery", () => {
   });
 });
 
+/** The 400 a body is refused with (the test fails if it is taken). */
+function refused(text: string): GatewayError {
+  try {
+    parseJsonBounded(text, 64, "The request body");
+  } catch (error) {
+    return error as GatewayError;
+  }
+  throw new Error(`${text} was accepted`);
+}
+
 describe("JSON depth", () => {
   it("counts nesting, not brackets inside strings", () => {
     expect(jsonDepthExceeds('{"a":"[[[[[[[[[[","b":["\\"[[["]}', 2)).toBe(false);
@@ -91,14 +101,6 @@ describe("JSON depth", () => {
     }
   });
   it("given a lone surrogate in a string or a key, when parsed, then a 400 names where; whole characters, astral ones too, pass", () => {
-    const refused = (text: string) => {
-      try {
-        parseJsonBounded(text, 64, "The request body");
-      } catch (error) {
-        return error as GatewayError;
-      }
-      throw new Error(`${text} was accepted`);
-    };
     const inContent = refused('{"events":[{"type":"agents/context-added","payload":{"role":"user","content":"a\\ud800b"}}]}');
     expect(inContent.code).toBe("invalid_request");
     expect(inContent.message).toBe("The request body holds a string that is not well-formed Unicode (a lone surrogate such as \\ud800) at events[0].payload.content; send whole characters.");
@@ -109,14 +111,6 @@ describe("JSON depth", () => {
     expect(parseJsonBounded('{"content":"\\ud83d\\ude00 ok é"}', 64, "body")).toEqual({ content: "😀 ok é" });
   });
   it("given a key twice in one object, when parsed, then a 400 names the key and where, however it is escaped; the same key in two objects passes", () => {
-    const refused = (text: string) => {
-      try {
-        parseJsonBounded(text, 64, "The request body");
-      } catch (error) {
-        return error as GatewayError;
-      }
-      throw new Error(`${text} was accepted`);
-    };
     const twice = refused('{"events":[{"type":"agents/context-added","payload":{"role":"user","content":"shown","content":"acted on"}}]}');
     expect(twice.code).toBe("invalid_request");
     expect(twice.message).toBe('The request body gives the key "content" twice in one object (at events[0].payload.content); send each key once.');
