@@ -4,6 +4,7 @@
 
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
+import type { EventStore, FeedBatch } from "../src/event-store.ts";
 import { durableSubject } from "../src/jetstream/subjects.ts";
 import { partitionOfPath } from "../src/partition.ts";
 import { type KeyIndexFixture, startKeyIndexFixture } from "./key-index-fixture.ts";
@@ -45,3 +46,18 @@ export const note = (content: string) => ({ type: "agents/context-added", payloa
 
 /** Each event's content (its payload as JSON when it has none). */
 export const contents = (events: readonly { payload: unknown }[]) => events.map((e) => (e.payload as { content?: string }).content ?? JSON.stringify(e.payload));
+
+/** The first `count` batches of one stream on its partition's feed, from the start. */
+export async function feedBatchesOf(store: EventStore, path: string, count: number): Promise<FeedBatch[]> {
+  const feed = store.feed({ partitions: [store.partitionOf(path)] });
+  const batches: FeedBatch[] = [];
+  try {
+    for await (const batch of feed) {
+      if (batch.streamPath === path) batches.push(batch);
+      if (batches.length === count) break;
+    }
+  } finally {
+    await feed.close();
+  }
+  return batches;
+}

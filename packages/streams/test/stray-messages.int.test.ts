@@ -6,9 +6,8 @@
 import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
-import type { FeedBatch } from "../src/event-store.ts";
 import { RecordReader } from "../src/jetstream/records.ts";
-import { contents, note, storeFixture } from "./store-fixture.ts";
+import { contents, feedBatchesOf, note, storeFixture } from "./store-fixture.ts";
 
 const names = { streamName: "EV_STRAY", subjectPrefix: "evs", ephemeralPrefix: "ephs", partitionCount: 4 };
 const fixture = storeFixture(names);
@@ -76,13 +75,7 @@ describe("a message on a stream's subject that is not a record", () => {
       await subscription.close();
       expect(seen).toEqual(["one", "two", "three", "four"]);
       // And the partition feed passes over the stray too
-      const feed = reader.feed({ partitions: [reader.partitionOf(path)] });
-      const batches: FeedBatch[] = [];
-      for await (const batch of feed) {
-        if (batch.streamPath === path) batches.push(batch);
-        if (batches.length === 4) break;
-      }
-      await feed.close();
+      const batches = await feedBatchesOf(reader, path, 4);
       expect(batches.flatMap((b) => contents(b.events))).toEqual(["one", "two", "three", "four"]);
       expect(batches.every((b) => b.sequence !== straySeq)).toBe(true);
     }, 60_000);

@@ -8,8 +8,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "@agentrt/contract";
-import type { FeedBatch } from "../src/event-store.ts";
-import { contents, note, storeFixture } from "./store-fixture.ts";
+import { contents, feedBatchesOf, note, storeFixture } from "./store-fixture.ts";
 
 const names = { streamName: "EV_UNREADABLE", subjectPrefix: "evu", ephemeralPrefix: "ephu", partitionCount: 4 };
 const fixture = storeFixture(names);
@@ -61,13 +60,7 @@ describe("events of a newer writer among an agent's records", () => {
     }
 
     // And the feed hands each record over with the offsets it holds, readable or not
-    const feed = reader.feed({ partitions: [reader.partitionOf(path)] });
-    const batches: FeedBatch[] = [];
-    for await (const batch of feed) {
-      if (batch.streamPath === path) batches.push(batch);
-      if (batches.length === 4) break;
-    }
-    await feed.close();
+    const batches = await feedBatchesOf(reader, path, 4);
     expect(batches.map((b) => [offsets(b.events), b.offsets])).toEqual([
       [[1, 2], { first: 1, last: 2 }],
       [[], { first: 3, last: 3 }],
