@@ -75,18 +75,22 @@ export function addMessage(draft: Draft, event: ContextAddedEvent): void {
 
 /**
  * What a compaction keeps of the history, whatever its cut-off: each key's newest section (in
- * the order of each key's first appearance) and the unkeyed system messages. The fold's
+ * the order of each key's first appearance) and the unkeyed system messages; the rest is the
+ * history a summary replaces through its cut-off. The fold's
  * `compact` and the driver's question whether a compaction could shrink a context both ask it.
  */
-export function keptByCompaction(items: readonly ContextItem[]): { sections: SectionItem[]; systemMessages: ContextItem[] } {
+export function keptByCompaction(items: readonly ContextItem[]): { sections: SectionItem[]; systemMessages: ContextItem[]; history: ContextItem[] } {
   const newestByKey = new Map<string, SectionItem>();
   const systemMessages: ContextItem[] = [];
+  /** The rest: what a compaction's summary replaces through its cut-off. */
+  const history: ContextItem[] = [];
   for (const item of items) {
     if (item.kind === "section") newestByKey.set(item.key, item);
     else if (item.kind === "message" && item.payload.role === "system") systemMessages.push(item);
+    else history.push(item);
   }
   // Map iteration order is first insertion, i.e. each key's first appearance.
-  return { sections: [...newestByKey.values()], systemMessages };
+  return { sections: [...newestByKey.values()], systemMessages, history };
 }
 
 /**
@@ -97,8 +101,8 @@ export function keptByCompaction(items: readonly ContextItem[]): { sections: Sec
 export function compact(draft: Draft, event: ContextAddedEvent): void {
   const cutOff = event.payload.compaction?.replacesHistoryThrough ?? 0;
   draft.lastLlmRequestOffset = Math.max(draft.lastLlmRequestOffset, cutOff);
-  const { sections, systemMessages } = keptByCompaction(draft.items);
-  const afterCutOff = draft.items.filter((item) => item.kind !== "section" && !(item.kind === "message" && item.payload.role === "system") && item.offset > cutOff);
+  const { sections, systemMessages, history } = keptByCompaction(draft.items);
+  const afterCutOff = history.filter((item) => item.offset > cutOff);
   const summary: ContextItem = { kind: "message", offset: event.offset, payload: event.payload };
   replaceItems(draft, [...sections.map((s) => section(s.offset, s.key, s.payload)), ...systemMessages, summary, ...afterCutOff]);
 }
