@@ -22,7 +22,7 @@
 // events' JSON size), least recently used dropped first.
 
 import { type AgentEvent, isRetryable } from "@agentrt/contract";
-import type { EventStore, FeedBatch, FeedSubscription } from "@agentrt/streams";
+import { type EventStore, type FeedBatch, type FeedSubscription, offsetsOfBatch } from "@agentrt/streams";
 import type { Logger } from "./logger.ts";
 
 interface Entry {
@@ -149,9 +149,9 @@ export class StreamCache implements PartitionBatchSink {
    */
   feedBatch(partition: number, batch: FeedBatch): void {
     if (this.stopping || this.fedPartitions?.has(partition) !== true) return;
-    const lastOffset = batch.offsets?.last ?? batch.events.at(-1)?.offset;
-    if (lastOffset === undefined) return;
-    this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset } });
+    const offsets = offsetsOfBatch(batch);
+    if (offsets === undefined) return;
+    this.options.store.primeAppend(batch.streamPath, { record: { sequence: batch.sequence, lastOffset: offsets.last } });
     try {
       this.apply(batch);
     } catch (error) {
@@ -313,21 +313,20 @@ export class StreamCache implements PartitionBatchSink {
 
   /** `bytes`: the record's size when the feed gave it (then the events need not be encoded again to be counted). */
   private extend(streamPath: string, entry: Entry, batch: Pick<FeedBatch, "events" | "bytes" | "offsets">): void {
-    const { events, bytes, offsets } = batch;
-    const fresh = events.filter((e) => e.offset > entry.last);
+    const { events, bytes } = batch;
     // The record's offsets, when known, include events this version cannot read (a newer
     // writer's): passed over like the store's reads pass them, not taken for a gap.
-    const first = offsets?.first ?? fresh[0]?.offset;
-    const last = Math.max(offsets?.last ?? 0, fresh.at(-1)?.offset ?? 0);
-    if (first === undefined || last <= entry.last) return;
-    if (first > entry.last + 1) {
+    const offsets = offsetsOfBatch(batch);
+    if (offsets === undefined || offsets.last <= entry.last) return;
+    const fresh = events.filter((e) => e.offset > entry.last);
+    if (offsets.first > entry.last + 1) {
       // A gap (a batch the feed skipped or we missed): forget the stream rather than guess.
       this.drop(streamPath, entry);
       return;
     }
     entry.events.push(...fresh);
     if (this.entries.get(streamPath) === entry && fresh.length > 0) this.grow(entry, bytes !== undefined && fresh.length === events.length ? bytes : jsonSize(fresh));
-    entry.last = last;
+    entry.last = offsets.last;
     for (const wake of [...entry.waiters]) wake();
   }
 

@@ -114,6 +114,13 @@ export interface FeedBatch {
   readonly offsets?: { readonly first: number; readonly last: number };
 }
 
+/** The offsets a feed batch's record holds: the store's when it gave them, else its events' (undefined: none). */
+export function offsetsOfBatch(batch: Pick<FeedBatch, "events" | "offsets">): { readonly first: number; readonly last: number } | undefined {
+  if (batch.offsets !== undefined) return batch.offsets;
+  const [first, last] = [batch.events[0], batch.events.at(-1)];
+  return first === undefined || last === undefined ? undefined : { first: first.offset, last: last.offset };
+}
+
 export interface FeedOptions {
   /** Partitions to follow; default every partition. */
   readonly partitions?: readonly number[];

@@ -9,7 +9,7 @@
 // being brought in holds up only its own batches: the feed goes on with the others.
 // The worker also follows the partition's live lane for reply previews.
 
-import type { EventStore, FeedBatch, FeedSubscription, LiveFeed } from "@agentrt/streams";
+import { type EventStore, type FeedBatch, type FeedSubscription, type LiveFeed, offsetsOfBatch } from "@agentrt/streams";
 import type { Logger, PartitionBatchSink } from "@agentrt/service-kit";
 import type { ReactionPolicy } from "@agentrt/agent-core";
 import type { ReducerEffects } from "./effects.ts";
@@ -322,7 +322,7 @@ export class PartitionWorker {
       return;
     }
     this.setAside.set(path, [batch]);
-    const folded: Promise<void> = this.foldWhenIn(path, (batch.offsets?.first ?? first.offset) - 1).finally(() => {
+    const folded: Promise<void> = this.foldWhenIn(path, (offsetsOfBatch(batch)?.first ?? first.offset) - 1).finally(() => {
       if (this.bringingIn.get(path) === folded) this.bringingIn.delete(path);
     });
     this.bringingIn.set(path, folded);
@@ -345,7 +345,7 @@ export class PartitionWorker {
         for (const batch of batches) for (const event of batch.events) processor.apply(event);
         const last = batches.at(-1);
         // (The record's last offset: past its last event when it holds some this version cannot read.)
-        const lastOffset = last?.offsets?.last ?? last?.events.at(-1)?.offset;
+        const lastOffset = last === undefined ? undefined : offsetsOfBatch(last)?.last;
         // The feed showed these records before the agent was in: the store client has no view of
         // the stream (dropped at eviction), and the last one is a view it can append after.
         if (last !== undefined && lastOffset !== undefined) this.options.store.primeAppend(streamPath, { record: { sequence: last.sequence, lastOffset } });
