@@ -145,6 +145,9 @@ export const MAX_MODEL_RESPONSE_BYTES = 64 * 1024 * 1024;
  */
 export const MAX_MODEL_LINE_BYTES = 4 * 1024 * 1024;
 
+/** A response cut off at one of its bounds, saying which. */
+const overBound = (why: string): Error => Object.assign(new Error(`${why}; the call was cut off`), { code: "ERR_MODEL_RESPONSE_TOO_LARGE" });
+
 const cutOff = (): Error => Object.assign(new Error("the model endpoint closed the connection before the response ended"), { code: "ECONNRESET" });
 
 const isEventStream = (headers: Headers): boolean => /^\s*text\/event-stream\s*(;|$)/i.test(headers.get("content-type") ?? "");
@@ -173,7 +176,7 @@ function bodyOf(res: IncomingMessage, framer?: SseFramer): ReadableStream<Uint8A
               : undefined;
         const fail = (why: string): void => {
           ended = true;
-          controller.error(Object.assign(new Error(`${why}; the call was cut off`), { code: "ERR_MODEL_RESPONSE_TOO_LARGE" }));
+          controller.error(overBound(why));
           res.destroy();
         };
         if (over !== undefined) return fail(over);
@@ -196,7 +199,7 @@ function bodyOf(res: IncomingMessage, framer?: SseFramer): ReadableStream<Uint8A
           for (const event of framer?.end() ?? []) controller.enqueue(event);
         } catch (error) {
           if (!(error instanceof SseFramingError)) throw error;
-          controller.error(Object.assign(new Error(`${error.message}; the call was cut off`), { code: error.code }));
+          controller.error(overBound(error.message));
           return;
         }
         controller.close();
