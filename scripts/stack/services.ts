@@ -67,7 +67,8 @@ export function stackChildren(options: {
   };
   const extra: Record<ServiceName, Record<string, string>> = {
     "agent-reducer": {},
-    "llm-driver": {},
+    // Ctrl-C should be quick: a reply under way gets 5 s to finish (the supervisor's grace is 10 s).
+    "llm-driver": { LLM_DRAIN_MS: env.LLM_DRAIN_MS ?? "5000" },
     "capability-host": {},
     "web-gateway": {
       HTTP_HOST: LOOPBACK,

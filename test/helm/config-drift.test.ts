@@ -13,7 +13,7 @@ import { DEFAULT_STOP_TIMEOUT_MS } from "@agentrt/service-kit";
 // The schemas are the services' own (their main.ts parses the environment with them).
 import { reducerConfigSchema } from "../../services/agent-reducer/src/config.ts";
 import { hostConfigSchema } from "../../services/capability-host/src/config.ts";
-import { driverConfigSchema } from "../../services/llm-driver/src/config.ts";
+import { DEFAULT_DRAIN_MS, driverConfigSchema } from "../../services/llm-driver/src/config.ts";
 import { gatewayConfigSchema } from "../../services/web-gateway/src/config.ts";
 import type { Manifest } from "./k8s-schema.ts";
 import { byKind, containersOf, envOf, findOne, podTemplates, type PodTemplate } from "./manifests.ts";
@@ -134,7 +134,7 @@ describe("grace periods follow each service's drain limit", () => {
     const defaults = await renderChart();
     const margin = 10;
     expect(grace(defaults, "capability-host")).toBe(Math.ceil((120_000 + 5_000) / 1000) + margin);
-    expect(grace(defaults, "llm-driver")).toBe(DEFAULT_STOP_TIMEOUT_MS / 1000 + margin);
+    expect(grace(defaults, "llm-driver")).toBe(DEFAULT_DRAIN_MS / 1000 + DEFAULT_STOP_TIMEOUT_MS / 1000 + margin);
     expect(grace(defaults, "agent-reducer")).toBe(DEFAULT_STOP_TIMEOUT_MS / 1000 + margin);
     expect(grace(defaults, "web-gateway")).toBe(10 + DEFAULT_STOP_TIMEOUT_MS / 1000 + margin);
     const raised = await renderChart({ set: { "capabilityHost.sandbox.maxRunMs": "600000", "webGateway.shutdownDelaySeconds": "20", "shutdown.marginSeconds": "5" } });
@@ -142,6 +142,20 @@ describe("grace periods follow each service's drain limit", () => {
     expect(grace(raised, "web-gateway")).toBe(20 + 10 + 5);
     const env = envOf(containersOf(findOne(podTemplates(raised), (p) => p.component === "web-gateway"))[0]!);
     expect(env.get("SHUTDOWN_DELAY_MS")?.value).toBe("20000");
+  });
+
+  it("the driver's drain is its LLM_DRAIN_MS and lengthens its grace period, or the reducer's when the driver runs there", async () => {
+    const driverEnv = (manifests: readonly Manifest[], component: string) => envOf(containersOf(findOne(podTemplates(manifests), (p) => p.component === component))[0]!).get("LLM_DRAIN_MS")?.value;
+    const defaults = await renderChart();
+    expect(driverEnv(defaults, "llm-driver")).toBe(String(DEFAULT_DRAIN_MS));
+    const longer = await renderChart({ set: { "llmDriver.drainSeconds": "120" } });
+    expect(driverEnv(longer, "llm-driver")).toBe("120000");
+    expect(grace(longer, "llm-driver")).toBe(120 + DEFAULT_STOP_TIMEOUT_MS / 1000 + 10);
+    expect(grace(longer, "agent-reducer")).toBe(DEFAULT_STOP_TIMEOUT_MS / 1000 + 10);
+    const inReducer = await renderChart({ set: { "llmDriver.placement": "agent-reducer", "llmDriver.drainSeconds": "120" } });
+    expect(driverEnv(inReducer, "agent-reducer")).toBe("120000");
+    expect(grace(inReducer, "agent-reducer")).toBe(120 + DEFAULT_STOP_TIMEOUT_MS / 1000 + 10);
+    await expect(renderChart({ set: { "llmDriver.drainSeconds": "120", "llmDriver.terminationGracePeriodSeconds": "60" } })).rejects.toThrow(/llmDriver.terminationGracePeriodSeconds \(60\) is shorter than the service's own drain/);
   });
 });
 

@@ -260,6 +260,7 @@ export const valuesSchema: Schema = {
         openaiBaseUrl: str("OPENAI_BASE_URL.", { pattern: "^$|^https?://" }),
         openaiModel: str("OPENAI_MODEL."),
         concurrency: int("LLM_CONCURRENCY.", { minimum: 1, maximum: 1024 }),
+        drainSeconds: int("LLM_DRAIN_MS in seconds: how long a stopping driver lets its model calls finish.", { minimum: 0, maximum: 3600 }),
         modelKeys: closed({
           existingSecret: str("Existing Secret of model keys."),
           keys: { type: "object", description: "Env var name -> key.", propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, additionalProperties: { type: "string" } },

@@ -189,7 +189,7 @@ export function workOutcomeOfError(error: unknown, deliveryCount: number): Exclu
 export interface WorkContext {
   /** How many times this item has been delivered (1 on the first attempt). */
   readonly deliveryCount: number;
-  /** Aborted when the consumer stops. */
+  /** Aborted when the consumer stops (not when it only stops taking work). */
   readonly signal: AbortSignal;
 }
 
@@ -215,6 +215,13 @@ export interface ConsumeWorkOptions<K extends WorkKind> {
 export interface WorkConsumer {
   /** Claiming work: not stopped, and the last fetch from the consumer succeeded (readiness). */
   running(): boolean;
+  /**
+   * Takes no more items (one fetched meanwhile goes back at once) and resolves when the fetch
+   * loop has ended; the items being handled go on, heartbeating, their signal not aborted: a
+   * worker that drains lets them finish.
+   */
+  stopTaking(): Promise<void>;
+  /** Stops taking items, aborts the signal of those being handled and waits for them. */
   stop(): Promise<void>;
 }
 
@@ -371,6 +378,8 @@ export async function consumeWork<K extends WorkKind>(
   // Started while NATS elects leaders (a node restarting), the consumer waits for an answer.
   await untilNatsAnswers(`work consumer ${options.durable}`, () => ensureWorkConsumer(jsm, stream, consumerConfig, options.logger), { logger: options.logger });
   const consumer = await untilNatsAnswers(`work consumer ${options.durable}`, () => js.consumers.get(stream, options.durable), { logger: options.logger });
+  // Taking items ends first (stopTaking); the handlers' signal is aborted only by stop().
+  const taking = new AbortController();
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let lastFetchOk = true;
@@ -433,20 +442,21 @@ export async function consumeWork<K extends WorkKind>(
     }
   };
 
-  const reconciler = startReconciler(jsm, stream, consumerConfig, options, abort.signal);
+  const reconciler = startReconciler(jsm, stream, consumerConfig, options, taking.signal);
 
+  const stoppedTaking = new Promise<void>((resolve) => taking.signal.addEventListener("abort", () => resolve(), { once: true }));
   const loop = (async () => {
-    while (!abort.signal.aborted) {
+    while (!taking.signal.aborted) {
       const free = concurrency - inFlight.size;
       if (free <= 0) {
-        await Promise.race(inFlight);
+        await Promise.race([...inFlight, stoppedTaking]);
         continue;
       }
       try {
         const batch = await consumer.fetch({ max_messages: free, expires: 1_000 });
         lastFetchOk = true;
         for await (const msg of batch) {
-          if (abort.signal.aborted) {
+          if (taking.signal.aborted) {
             msg.nak();
             continue;
           }
@@ -454,7 +464,7 @@ export async function consumeWork<K extends WorkKind>(
           inFlight.add(task);
         }
       } catch (error) {
-        if (abort.signal.aborted) break;
+        if (taking.signal.aborted) break;
         lastFetchOk = false;
         options.logger.warn({ err: error }, "work fetch failed; retrying");
         await new Promise((resolve) => setTimeout(resolve, 500));
@@ -462,12 +472,17 @@ export async function consumeWork<K extends WorkKind>(
     }
   })();
 
+  const stopTaking = async (): Promise<void> => {
+    taking.abort();
+    clearInterval(reconciler);
+    await loop;
+  };
   return {
-    running: () => !abort.signal.aborted && lastFetchOk,
+    running: () => !taking.signal.aborted && lastFetchOk,
+    stopTaking,
     async stop() {
+      await stopTaking();
       abort.abort();
-      clearInterval(reconciler);
-      await loop;
       await Promise.allSettled(inFlight);
     },
   };

@@ -118,6 +118,61 @@ describe("work queues", () => {
     await consumerB.stop();
   });
 
+  it("stopTaking takes no new item while the one being handled goes on, heartbeating, its signal not aborted, until stop()", async () => {
+    const ncA = await client();
+    const ncB = await client();
+    const js = jetstream(ncA);
+    // A work-queue stream allows one consumer without a filter: free it of earlier tests' durables.
+    const jsm = await jetstreamManager(ncA);
+    for await (const c of jsm.consumers.list(workStreamName("script"))) await jsm.consumers.delete(workStreamName("script"), c.name);
+    await publishWork(js, "script", 2, { streamPath: "/a/drain", requestedOffset: 1, executionId: "agent-output:1" });
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const handledA: number[] = [];
+    let signalA: AbortSignal | undefined;
+    const consumerA = await consumeWork(js, jsm, {
+      kind: "script",
+      durable: "drain",
+      logger,
+      ackWaitMs: 1000,
+      heartbeatMs: 200,
+      handler: async (item, context) => {
+        handledA.push(item.requestedOffset);
+        signalA = context.signal;
+        await finished;
+        return { type: "ack" };
+      },
+    });
+    await waitFor(() => handledA.length === 1, { timeoutMs: 5000 });
+    await consumerA.stopTaking();
+    expect(consumerA.running()).toBe(false);
+    // A second item, published after A stopped taking: A must not get it, B does.
+    await publishWork(js, "script", 2, { streamPath: "/a/drain", requestedOffset: 2, executionId: "agent-output:2" });
+    const handledB: number[] = [];
+    const consumerB = await consumeWork(jetstream(ncB), await jetstreamManager(ncB), {
+      kind: "script",
+      durable: "drain",
+      logger,
+      ackWaitMs: 1000,
+      handler: async (item) => {
+        handledB.push(item.requestedOffset);
+        return { type: "ack" };
+      },
+    });
+    // Three ack waits pass: A's first item stays with A (heartbeats), B gets only the second.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(handledA).toEqual([1]);
+    expect(handledB).toEqual([2]);
+    expect(signalA?.aborted).toBe(false);
+    finish();
+    await consumerA.stop();
+    expect(signalA?.aborted).toBe(true);
+    await consumerB.stop();
+    const info = await jsm.consumers.info(workStreamName("script"), "drain");
+    expect(info.num_ack_pending + info.num_pending).toBe(0);
+    await jsm.consumers.delete(workStreamName("script"), "drain");
+  });
+
   it("rejects a malformed item without blocking the queue", async () => {
     const nc = await client();
     const js = jetstream(nc);

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { DEFAULT_PUBLISH_TIMEOUT_MS, JetStreamPublisher, openServiceStore } from "@agentrt/streams/jetstream";
 import { reactionPolicy } from "@agentrt/agent-core";
-import { connectNats, countRefusedAppends, eventSigningFor, createLogger, createMetrics, createTracing, tracerOption, ensureWorkStreams, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
+import { connectNats, countRefusedAppends, eventSigningFor, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, ensureWorkStreams, natsConnectionOptions, runService, startOpsServer, stopInOrder, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { startLlmDriver, type StartedLlmDriver } from "@agentrt/llm-driver";
 import { inProcessDriverConfig, loadReducerConfig } from "./config.ts";
 import { natsReducerEffects } from "./effects.ts";
@@ -27,6 +27,8 @@ const driverConfig = inProcessDriverConfig(config);
 void runService({
   name: "agent-reducer",
   logger,
+  // Its driver, when in this process, drains first (LLM_DRAIN_MS), then the reducer stops as usual.
+  stopTimeoutMs: (driverConfig?.LLM_DRAIN_MS ?? 0) + DEFAULT_STOP_TIMEOUT_MS,
   async start() {
     const metrics = createMetrics("agent-reducer");
     // Before anything waits: a service whose event keys are wrong must not start half-trusting.

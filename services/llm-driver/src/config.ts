@@ -22,6 +22,13 @@ const ms = (fallback: number) => z.coerce.number().int().min(1).default(fallback
 export const DEFAULT_WORK_ACK_WAIT_MS = 1_500;
 export const DEFAULT_WORK_HEARTBEAT_MS = 250;
 
+/**
+ * How long a stopping driver lets its model calls run on (LLM_DRAIN_MS): most replies end well
+ * within it, so a rollout neither cuts them off nor pays for them twice; a longer one goes back
+ * to the queue, its model call made again by another driver.
+ */
+export const DEFAULT_DRAIN_MS = 30_000;
+
 export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   LLM_PROVIDERS: z.string().optional(),
   OPENAI_BASE_URL: z.url().optional(),
@@ -44,6 +51,8 @@ export const driverConfigSchema = baseServiceConfigSchema(9465).extend({
   /** A stream no turn used for this long is dropped from the cache (read again on its next turn). */
   LLM_STREAM_CACHE_IDLE_MS: ms(60_000),
   LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** On SIGTERM, how long the model calls under way may run on to their end; those left then go to another driver (0: at once). */
+  LLM_DRAIN_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_DRAIN_MS),
   /** Slots past LLM_CONCURRENCY for a provider and tenant running fewer than two calls (default half of it; 0: LLM_CONCURRENCY is a hard bound). */
   LLM_SPARE_SLOTS: z.coerce.number().int().min(0).max(1024).optional(),
   /** The tenant of a stream, as the quotas count it: the driver's slots are shared fairly between tenants (and providers). */

@@ -13,7 +13,7 @@ import { hostname } from "node:os";
 import { AgentFairShare, consumeWork, type Logger, notVisibleOutcome, type PartitionBatchSink, startWorkClaims, StreamCache, type WorkClaims, type WorkConsumer, type WorkOutcome, workOutcomeOfError } from "@agentrt/service-kit";
 import type { AgentEvent } from "@agentrt/contract";
 import { DEFAULT_TENANT_QUOTA, type EventStore, tenantOf } from "@agentrt/streams";
-import { DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
+import { DEFAULT_DRAIN_MS, DEFAULT_WORK_ACK_WAIT_MS, DEFAULT_WORK_HEARTBEAT_MS } from "./config.ts";
 import { listenForInterrupts } from "./interrupts.ts";
 import type { DriverMetrics } from "./metrics.ts";
 import type { ModelClient } from "./model-client.ts";
@@ -87,6 +87,11 @@ export interface LlmDriverDeps {
     readonly tenantDepth?: number;
     /** Spare slots past the concurrency for a group below its share (default `defaultSpareSlots`; 0: the concurrency is a hard bound). */
     readonly spareSlots?: number;
+    /**
+     * On stop, how long the model calls running here may go on to their end (default
+     * DEFAULT_DRAIN_MS); those still running then go back to the queue. 0: at once.
+     */
+    readonly drainMs?: number;
   };
   /** Work claims (on by default): how often other drivers' claims are probed; this incarnation's id. `false`: only the ack wait frees a dead driver's item. */
   readonly claims?: { readonly probeEveryMs?: number; readonly owner?: string; readonly replicas?: number } | false;
@@ -120,8 +125,10 @@ export class LlmDriver {
   /** Requests handed over in this process (`runHandedOver`) being run now. */
   private readonly handedOver = new Set<Promise<WorkOutcome>>();
   /** Work items from the queue being run now. */
-  private queueRuns = 0;
-  /** Aborted by stop(): handed-over runs stop retrying their settlement. */
+  private readonly queueRuns = new Set<Promise<WorkOutcome>>();
+  /** Set by stop(): nothing new is taken, the runs under way may finish (the drain). */
+  private draining = false;
+  /** Aborted by stop() once the drain is over: the runs left stop, and go back to the queue. */
   private readonly stopping = new AbortController();
   private readonly slots: ReturnType<typeof driverSlotShare>;
 
@@ -203,11 +210,12 @@ export class LlmDriver {
       concurrency: this.slots.claims,
       ...(this.claims === undefined ? {} : { claims: this.claims }),
       handler: async (item, context): Promise<WorkOutcome> => {
-        this.queueRuns += 1;
+        const run = this.runItem(item.streamPath, item.requestOffset, context.signal, context.deliveryCount);
+        this.queueRuns.add(run);
         try {
-          return await this.runItem(item.streamPath, item.requestOffset, context.signal, context.deliveryCount);
+          return await run;
         } finally {
-          this.queueRuns -= 1;
+          this.queueRuns.delete(run);
         }
       },
     });
@@ -225,7 +233,7 @@ export class LlmDriver {
    * the queue, where any driver takes it.
    */
   runHandedOver(streamPath: string, requestOffset: number): Promise<WorkOutcome> | undefined {
-    if (this.stopping.signal.aborted || this.handedOver.size + this.queueRuns >= this.concurrency) return undefined;
+    if (this.draining || this.handedOver.size + this.queueRuns.size >= this.concurrency) return undefined;
     const run: Promise<WorkOutcome> = this.runItem(streamPath, requestOffset, this.stopping.signal)
       .catch((error: unknown) => {
         this.deps.logger.warn({ err: error, streamPath, requestOffset }, "a handed-over request failed to run; it goes to the work queue");
@@ -259,10 +267,19 @@ export class LlmDriver {
     return this.consumer?.running() ?? false;
   }
 
+  /**
+   * Stops taking requests, lets the model calls under way finish for up to the drain (a rollout
+   * then neither cuts a reply off nor pays for it twice), then stops those left: their items go
+   * back to the queue at once and another driver runs them. Interrupts are still answered while
+   * it drains, and its claims and heartbeats go on.
+   */
   async stop(): Promise<void> {
-    this.stopping.abort();
+    this.draining = true;
     // Calls waiting for a slot end "shutdown": their items go back to the queue at once.
     this.slots.share.close();
+    await this.consumer?.stopTaking();
+    await this.drain(this.deps.work?.drainMs ?? DEFAULT_DRAIN_MS);
+    this.stopping.abort();
     this.running.stopAll(new RequestStop("shutdown", "the driver is shutting down"));
     await this.consumer?.stop();
     // Stopped above, so each ends at once (a settlement in flight finishes first).
@@ -271,6 +288,22 @@ export class LlmDriver {
     this.interrupts?.unsubscribe();
     await this.cache?.stop();
     this.openai.close();
+  }
+
+  /** Waits for the runs under way to end, for at most `ms`; says how the drain went. */
+  private async drain(ms: number): Promise<void> {
+    const runs = [...this.handedOver, ...this.queueRuns];
+    if (runs.length === 0) return;
+    const startedAt = Date.now();
+    this.deps.logger.info({ runs: runs.length, drainMs: ms }, "stopping: letting the model calls under way finish");
+    let timer: NodeJS.Timeout | undefined;
+    const ended = await Promise.race([
+      Promise.allSettled(runs).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]);
+    clearTimeout(timer);
+    if (ended) this.deps.logger.info({ runs: runs.length, tookMs: Date.now() - startedAt }, "drained: every model call under way finished");
+    else this.deps.logger.warn({ left: this.handedOver.size + this.queueRuns.size, drainMs: ms }, "drain limit reached: the model calls still running go back to the queue");
   }
 }
 

@@ -1,8 +1,9 @@
 // Composition root of the llm-driver: config, logger, metrics, the driver (start.ts: NATS, the
 // JetStream event store, the work-queue stream, providers or the offline model) and the ops
-// endpoint. SIGTERM stops claiming work, hands running requests back, and drains.
+// endpoint. SIGTERM stops claiming work, lets running requests finish for up to LLM_DRAIN_MS
+// (those left go back to the queue), and drains NATS.
 
-import { createLogger, createMetrics, loadConfig, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
+import { createLogger, createMetrics, DEFAULT_STOP_TIMEOUT_MS, loadConfig, runService, startOpsServer, stopInOrder, trackReadiness } from "@agentrt/service-kit";
 import { driverConfigSchema } from "./config.ts";
 import { startLlmDriver } from "./start.ts";
 
@@ -16,6 +17,8 @@ const logger = createLogger("llm-driver", config.LOG_LEVEL);
 void runService({
   name: "llm-driver",
   logger,
+  // The drain, then the rest of the stop (claims, store, NATS) within the usual limit.
+  stopTimeoutMs: config.LLM_DRAIN_MS + DEFAULT_STOP_TIMEOUT_MS,
   async start() {
     const metrics = createMetrics("llm-driver");
     // Alive (and /readyz "starting") while it waits for NATS, however long that takes.

@@ -17,7 +17,7 @@ export interface StartedLlmDriver {
   readonly nc: NatsConnection;
   /** Start-up phases in epoch ms (logged with "ready"). */
   readonly startup: Record<string, number>;
-  /** Stops the driver (its runs go back to the queue), its claims, store, connection and tracing. */
+  /** Stops the driver (its runs finish within LLM_DRAIN_MS, or go back to the queue), its claims, store, connection and tracing. */
   stop(): Promise<void>;
 }
 
@@ -102,7 +102,7 @@ export async function startLlmDriver(options: {
             idleMs: config.LLM_STREAM_CACHE_IDLE_MS,
           },
         }),
-    work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY, tenantDepth: config.AGENT_TENANT_DEPTH, ...(config.LLM_SPARE_SLOTS === undefined ? {} : { spareSlots: config.LLM_SPARE_SLOTS }) },
+    work: { ackWaitMs: config.LLM_WORK_ACK_WAIT_MS, heartbeatMs: config.LLM_WORK_HEARTBEAT_MS, concurrency: config.LLM_CONCURRENCY, drainMs: config.LLM_DRAIN_MS, tenantDepth: config.AGENT_TENANT_DEPTH, ...(config.LLM_SPARE_SLOTS === undefined ? {} : { spareSlots: config.LLM_SPARE_SLOTS }) },
     startedClaims: claims,
   });
   await driver.start();

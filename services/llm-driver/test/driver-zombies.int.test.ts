@@ -1,104 +1,33 @@
-// Zombie drivers as real processes (`node --import tsx services/llm-driver/src/main.ts`: ONE
-// process, so SIGKILL/SIGSTOP reach the driver itself, not a tsx wrapper whose child survives) on a real
-// nats-server: one SIGKILLed mid-stream, whose connection closes, so another incarnation finds
-// its work claim's owner gone, hands the item back and completes the request (well before the
-// ack wait); one frozen with SIGSTOP, which keeps its presence and so its item until the ack
+// Zombie drivers as real processes (driver-processes.ts) on a real nats-server: one SIGKILLed
+// mid-stream, whose connection closes, so another incarnation finds its work claim's owner gone,
+// hands the item back and completes the request (well before the ack wait); one frozen with SIGSTOP, which keeps its presence and so its item until the ack
 // wait, resumed with SIGCONT after its successor settled: its late settlement must commit
 // nothing. Either way the stream ends with exactly one settlement and one assistant item.
 
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { AgentEvent } from "@agentrt/contract";
 import { workStreamName } from "@agentrt/service-kit";
 import { waitFor } from "@agentrt/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LLM_DRIVER_DURABLE } from "../src/index.ts";
-import { type DriverEnv, publishLlmWork, seedTurn, startDriverEnv, TEST_PARTITIONS, waitForEvent } from "./driver-harness.ts";
+import { type DriverEnv, publishLlmWork, seedTurn, startDriverEnv, waitForEvent } from "./driver-harness.ts";
+import { claimant, type DriverProcess, DriverProcesses, firstChunk as firstChunkOf, outcomeFor } from "./driver-processes.ts";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const ACK_WAIT_MS = 2_000;
 
-interface DriverProcess {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly logs: Record<string, unknown>[];
-  waitForLog(what: string, match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
-}
-
 let env: DriverEnv;
-const children: ChildProcess[] = [];
+const processes = new DriverProcesses(() => env);
 
 beforeAll(async () => {
   env = await startDriverEnv();
 });
-afterEach(() => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGCONT");
-      child.kill("SIGKILL");
-    }
-  }
-});
+afterEach(() => processes.killAll());
 afterAll(async () => env?.close());
 
 /** `defaults`: the driver's own work-queue settings (ack wait, heartbeat), as a user runs it; `env`: overrides. */
-async function spawnDriver(name: string, options: { defaults?: boolean; env?: Record<string, string> } = {}): Promise<DriverProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, "services/llm-driver/src/main.ts")], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NATS_URL: env.nats.url,
-      OPS_PORT: "0",
-      PARTITION_COUNT: String(TEST_PARTITIONS),
-      LLM_PROVIDERS: JSON.stringify({ openai: env.providers.openai }),
-      ...(options.defaults === true ? {} : { LLM_WORK_ACK_WAIT_MS: String(ACK_WAIT_MS), LLM_WORK_HEARTBEAT_MS: "500" }),
-      LOG_LEVEL: "info",
-      ...options.env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(child);
-  const logs: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    try {
-      logs.push({ driver: name, ...(JSON.parse(line) as Record<string, unknown>) });
-    } catch {
-      logs.push({ driver: name, raw: line });
-    }
-  });
-  const proc: DriverProcess = {
-    name,
-    child,
-    logs,
-    waitForLog: (what, match, timeoutMs = 20_000) => waitFor(() => logs.find(match), { timeoutMs, what: `${name}: ${what}` }),
-  };
-  // Process start-up (tsx transpiling the service) is slow on a loaded machine.
-  await proc.waitForLog("ready", (l) => l.msg === "llm-driver ready", 90_000);
-  return proc;
+function spawnDriver(name: string, options: { defaults?: boolean; env?: Record<string, string> } = {}): Promise<DriverProcess> {
+  return processes.spawn(name, { ...(options.defaults === true ? {} : { LLM_WORK_ACK_WAIT_MS: String(ACK_WAIT_MS), LLM_WORK_HEARTBEAT_MS: "500" }), ...options.env });
 }
 
-/** The driver process that claimed request R (it logs "driving request" before calling the model). */
-async function claimant(drivers: readonly DriverProcess[], R: number): Promise<DriverProcess> {
-  const line = await waitFor(() => drivers.flatMap((d) => d.logs).find((l) => l.msg === "driving request" && l.requestOffset === R), {
-    what: `a driver to claim @${R}`,
-  });
-  return drivers.find((d) => d.name === line.driver)!;
-}
-
-async function firstChunk(path: string, fromOffset: number): Promise<void> {
-  const live = env.store.subscribe(path, { fromOffset, ephemeral: true });
-  for await (const event of live) if (event.type === "agent/llm-response-chunks") break;
-  await live.close();
-}
-
-function outcomeFor(events: readonly AgentEvent[], R: number) {
-  return {
-    settled: events.filter((e) => e.type === "agent/llm-request-settled" && e.payload.requestOffset === R),
-    assistant: events.filter((e) => e.type === "agents/context-added" && e.payload.role === "assistant" && e.payload.llmRequestOffset === R),
-  };
-}
+const firstChunk = (path: string, fromOffset: number) => firstChunkOf(env, path, fromOffset);
 
 /**
  * Two drivers (started before the turn: process start-up is slow on a loaded machine); the one

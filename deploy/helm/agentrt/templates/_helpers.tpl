@@ -252,6 +252,7 @@ llmDriver.placement "agent-reducer", the agent-reducer's pods, which run the dri
 {{- $env = append $env (dict "name" "OPENAI_MODEL" "value" $c.openaiModel) }}
 {{- end }}
 {{- $env = append $env (dict "name" "LLM_CONCURRENCY" "value" ($c.concurrency | toString)) }}
+{{- $env = append $env (dict "name" "LLM_DRAIN_MS" "value" (mul (int64 $c.drainSeconds) 1000 | toString)) }}
 {{- /* Its slots are shared fairly between tenants as the quotas count them. */}}
 {{- $env = append $env (dict "name" "AGENT_TENANT_DEPTH" "value" (.Values.config.quotas.tenantDepth | int64 | toString)) }}
 {{- $envFrom := list }}
