@@ -53,7 +53,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function startDriver(concurrency: number, options: { store?: JetStreamEventStore; fedByReducer?: boolean } = {}): Promise<LlmDriver> {
+async function startDriver(concurrency: number, options: { store?: JetStreamEventStore; fedByReducer?: boolean; drainMs?: number } = {}): Promise<LlmDriver> {
   const driver = new LlmDriver({
     nc,
     js: jetstream(nc),
@@ -64,7 +64,7 @@ async function startDriver(concurrency: number, options: { store?: JetStreamEven
     metrics: createDriverMetrics(createMetrics("llm-driver", { collectDefaults: false })),
     settings: { idleTimeoutMs: 45_000, contextWindows: DEFAULT_CONTEXT_WINDOWS },
     streamCache: { afterSequence: options.fedByReducer === true ? "fed by caller" : (await jsm.streams.info(store.streamName)).state.last_seq },
-    work: { ackWaitMs: 5_000, heartbeatMs: 1_000, concurrency },
+    work: { ackWaitMs: 5_000, heartbeatMs: 1_000, concurrency, ...(options.drainMs === undefined ? {} : { drainMs: options.drainMs }) },
   });
   await driver.start();
   running.push(driver);
@@ -155,7 +155,8 @@ describe("a reducer with its llm-driver in its own process", () => {
   });
 
   it("puts a handed-over request its driver stopped running (shutdown) on the queue, where another driver settles it once", async () => {
-    const inProcess = await startDriver(4);
+    // No drain: the run still streaming when it stops is stopped at once (as at a drain's end).
+    const inProcess = await startDriver(4, { drainMs: 0 });
     await startReducer(inProcess);
     const before = await llmItemsEverQueued();
     const path = "/agents/in-process/handed-back";
@@ -171,5 +172,25 @@ describe("a reducer with its llm-driver in its own process", () => {
     const events = await untilAnswered(path, "answer to slow and interrupted");
     expect(settlementsOf(events)).toHaveLength(1);
     expect(model.requests.filter((r) => r.rawBody.includes("slow and interrupted"))).toHaveLength(2);
+  });
+
+  it("lets a handed-over request under way when its driver stops finish there (the drain): one model call, settled once, nothing queued", async () => {
+    const inProcess = await startDriver(4);
+    await startReducer(inProcess);
+    const before = await llmItemsEverQueued();
+    const path = "/agents/in-process/drained";
+    await createBareAgent(store, path, 0);
+    await say(store, path, "slow and finished while stopping");
+    await waitFor(() => model.requests.some((r) => r.rawBody.includes("slow and finished") && r.progress.tokensSent > 0), { timeoutMs: 10_000 });
+    await inProcess.stop();
+    running = running.filter((r) => r !== inProcess);
+    // Stopped only once its run was over: the reply is already stored.
+    const events = await store.read(path);
+    expect(settlementsOf(events)).toHaveLength(1);
+    expect(JSON.stringify(events)).toContain("answer to slow and finished while stopping in many small words");
+    const calls = model.requests.filter((r) => r.rawBody.includes("slow and finished"));
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.progress.clientAborted).toBe(false);
+    expect(await llmItemsEverQueued()).toBe(before);
   });
 });
