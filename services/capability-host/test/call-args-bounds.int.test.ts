@@ -5,7 +5,8 @@
 // an error the script can read; calls within the bounds still run.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_CALL_ARGS_CHARS, MAX_JSON_NODES, MAX_PENDING_CALL_ARGS_CHARS, MAX_PENDING_CALL_NODES } from "../src/sandbox/quickjs-sandbox.ts";
+import { ITX_FILE_MAX_BYTES } from "../src/itx/file-limits.ts";
+import { MAX_CALL_ARGS_CHARS, MAX_JSON_NODES, MAX_PENDING_CALL_ARGS_CHARS, MAX_PENDING_CALL_NODES, maxCallArgsChars, SMALL_CALL_ARGS_CHARS } from "../src/sandbox/quickjs-sandbox.ts";
 import { MAX_ITX_CALLS_IN_FLIGHT } from "../src/itx/in-flight.ts";
 import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
 
@@ -42,12 +43,37 @@ describe("itx call arguments", () => {
     ]);
     expect(settlement).toEqual({
       status: "succeeded",
-      result: { refused: expect.stringMatching(new RegExp(`RangeError: itx kv\\.set: its arguments are \\d+ characters as JSON, past the ${MAX_CALL_ARGS_CHARS} one call may carry`)), small: 1 },
+      result: { refused: expect.stringMatching(new RegExp(`RangeError: itx kv\\.set: its arguments are \\d+ characters as JSON, past the ${MAX_CALL_ARGS_CHARS} one call of it may carry`)), small: 1 },
     });
   });
 
+  it("a call that appends an event, or names a key, a path or a query, is held to the event's bound before anything is copied; a file write of 4 MiB of bytes still fits", { timeout: 60_000 }, async () => {
+    // "€" is one character and three bytes: 20 M of them passed the one bound of every call and
+    // were refused only after the host had copied, parsed and encoded them (2 GB for two scripts).
+    const settlement = await settlementOf(fx, uniquePath("args-small-ops"), [
+      `const big = "€".repeat(${SMALL_CALL_ARGS_CHARS});`,
+      "const out: string[] = [];",
+      "for (const call of [() => itx.chat.sendMessage(big), () => itx.agent.append({ type: \"x/y\", payload: { big } }), () => itx.kv.get(big), () => itx.docs.search({ q: big })]) {",
+      "  try { await call(); out.push(\"called\"); } catch (e) { out.push(String(e)); }",
+      "}",
+      `const bytes = new Uint8Array(${ITX_FILE_MAX_BYTES});`,
+      "for (let i = 0; i < bytes.length; i += 4096) bytes[i] = i % 251;",
+      'await itx.files.write("max.bin", bytes);',
+      'const back = await itx.files.get("max.bin").bytes();',
+      "out.push(String(back.length === bytes.length && back.every((b, i) => b === bytes[i])));",
+      "return out;",
+    ]);
+    expect(settlement.status === "failed" ? settlement.error : settlement.status).toBe("succeeded");
+    const out = settlement.status === "succeeded" ? (settlement.result as string[]) : [];
+    const refusal = (op: string) => new RegExp(`^RangeError: itx ${op.replace(".", "\\.")}: its arguments are \\d+ characters as JSON, past the ${SMALL_CALL_ARGS_CHARS} one call of it may carry; pass less per call\\.$`);
+    expect(out.slice(0, 4)).toEqual([expect.stringMatching(refusal("chat.sendMessage")), expect.stringMatching(refusal("agent.append")), expect.stringMatching(refusal("kv.get")), expect.stringMatching(refusal("docs.search"))]);
+    expect(out[4]).toBe("true");
+    expect(maxCallArgsChars("files.write")).toBe(MAX_CALL_ARGS_CHARS);
+    expect(maxCallArgsChars("chat.sendMessage")).toBe(SMALL_CALL_ARGS_CHARS);
+  });
+
   it("a script that makes its arguments JSON nothing is refused that call, and cannot get later calls past the bound uncounted", { timeout: 60_000 }, async () => {
-    const each = 12 * 1024 * 1024;
+    const each = 4 * 1024 * 1024;
     const fit = Math.floor(MAX_PENDING_CALL_ARGS_CHARS / (each + 100));
     const settlement = await settlementOf(fx, uniquePath("args-not-json"), [
       "let broken = '';",
@@ -55,7 +81,7 @@ describe("itx call arguments", () => {
       'try { await itx.kv.get("a"); broken = "called"; } catch (e) { broken = String(e); }',
       "delete (Array.prototype as any).toJSON;",
       `const s = "y".repeat(${each});`,
-      "const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => itx.docs.search({ q: s })));",
+      'const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => itx.kv.set("k", s)));',
       'return { broken, refused: outcomes.filter((o) => o.status === "rejected" && String(o.reason).includes("await some calls before starting more")).length };',
     ]);
     expect(settlement).toEqual({
@@ -65,9 +91,9 @@ describe("itx call arguments", () => {
   });
 
   it("calls started at once past the bound they may carry together are refused before they are copied", { timeout: 60_000 }, async () => {
-    const each = 12 * 1024 * 1024;
+    const each = 4 * 1024 * 1024;
     const fit = Math.floor(MAX_PENDING_CALL_ARGS_CHARS / (each + 100));
-    await expectRefusedPastFit("args-many", 12, fit, `const s = "y".repeat(${each});`, "itx.docs.search({ q: s })");
+    await expectRefusedPastFit("args-many", 12, fit, `const s = "y".repeat(${each});`, 'itx.kv.set("k", s)');
   });
 });
 

@@ -182,14 +182,17 @@ describe("capability host: hostile and busy scripts", () => {
     // An 18 M-character query held the host's thread 6 s: long enough to lose its liveness lease.
     const code = [
       "const out = {};",
-      'const words = "word ".repeat(3_600_000);',
+      'const words = "word ".repeat(20_000);',
       "try { await itx.docs.search({ q: words }); out.long = \"answered\"; } catch (e) { out.long = String(e.message ?? e); }",
+      // 18 M characters: refused before they leave the sandbox (the bound of a call's arguments).
+      'try { await itx.docs.search({ q: "word ".repeat(3_600_000) }); out.huge = "answered"; } catch (e) { out.huge = String(e.message ?? e); }',
       `out.atLimit = (await itx.docs.search({ q: "send chat message ".repeat(100).slice(0, ${MAX_DOCS_QUERY_CHARS}) })).length > 0;`,
       "out.length = words.length;",
       "return out;",
     ].join("\n");
-    const out = await succeededResult<{ long: string; atLimit: boolean; length: number }>(uniquePath("docs-query"), code);
+    const out = await succeededResult<{ long: string; huge: string; atLimit: boolean; length: number }>(uniquePath("docs-query"), code);
     expect(out.long).toBe(`docs.search({q}): q has ${out.length} characters; a query is at most ${MAX_DOCS_QUERY_CHARS} (a few words)`);
+    expect(out.huge).toMatch(/^itx docs\.search: its arguments are \d+ characters as JSON, past the \d+ one call of it may carry; pass less per call\.$/);
     expect(out.atLimit).toBe(true);
   }, 60_000);
 });

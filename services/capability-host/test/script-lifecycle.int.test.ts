@@ -187,11 +187,11 @@ describe("capability host: script lifecycle", () => {
     expect(await settlementOf(fx, path, code)).toEqual({ status: "succeeded", result: 1 });
   });
 
-  it("reads a file's bytes back exactly, every byte value and every length modulo 3 (bytes cross as base64)", async () => {
+  it("writes and reads a file's bytes back exactly, every byte value, every length modulo 3 and across the encoder's chunks (bytes cross as base64 both ways)", async () => {
     const path = uniquePath("bytes");
     const code = [
       "const out: boolean[] = [];",
-      "for (const length of [0, 1, 2, 3, 4, 5, 256, 1000]) {",
+      "for (const length of [0, 1, 2, 3, 4, 5, 256, 1000, 49151, 49152, 49153, 98306]) {",
       "  const bytes = new Uint8Array(length);",
       "  for (let i = 0; i < length; i++) bytes[i] = (i * 7 + 255) % 256;",
       "  await itx.files.write(`b${length}.bin`, bytes);",
@@ -200,7 +200,7 @@ describe("capability host: script lifecycle", () => {
       "}",
       "return out;",
     ].join("\n");
-    expect(await settlementOf(fx, path, code)).toEqual({ status: "succeeded", result: [true, true, true, true, true, true, true, true] });
+    expect(await settlementOf(fx, path, code)).toEqual({ status: "succeeded", result: [true, true, true, true, true, true, true, true, true, true, true, true] });
   });
 
   it("refuses a stream read from an offset that is not a positive integer (Infinity crosses as null), where it read from offset 1", async () => {

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
+import { ITX_FILE_MAX_BYTES } from "./file-limits.ts";
 import { countUsage, mapAtMost, PerAgentQueue, type Quota, READS_AT_ONCE, type Usage, UsageMeter } from "./usage-meter.ts";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
@@ -36,12 +37,7 @@ export const ITX_KV_KEY_MAX = 512;
 export const DEFAULT_FILE_QUOTA: Quota = { bytes: 256 * 1024 * 1024, entries: ITX_LIST_MAX_ENTRIES };
 export const DEFAULT_KV_QUOTA: Quota = { bytes: 64 * 1024 * 1024, entries: ITX_LIST_MAX_ENTRIES };
 
-/**
- * The largest file a script may write or read through itx.files. A read is handed to the
- * sandbox whole (bytes as an array of numbers), so without a bound one call on a large file
- * held several times its size in the host process.
- */
-export const ITX_FILE_MAX_BYTES = 4 * 1024 * 1024;
+export { ITX_FILE_MAX_BYTES };
 
 /** How long a write waits for another host's write of the same agent's files before it fails (retryable). */
 export const FILES_WRITE_LOCK_WAIT_MS = 30_000;

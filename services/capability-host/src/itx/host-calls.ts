@@ -221,9 +221,18 @@ async function getScriptResult(deps: ItxHostDeps, agentPath: string, executionId
   return settlement;
 }
 
+/**
+ * Base64 as the sandbox writes it (bootstrap.ts `toBase64`): whole groups of four, padded. One
+ * flat character class (with the length checked apart): a group pattern repeated a million times
+ * overflowed the regular expression engine's stack.
+ */
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const isBase64 = (text: string): boolean => text.length % 4 === 0 && BASE64.test(text);
+
 function toBytes(content: unknown): Uint8Array {
   if (typeof content === "string") return new TextEncoder().encode(content);
-  const bytes = (content as { __bytes?: unknown } | null)?.__bytes;
-  if (Array.isArray(bytes) && bytes.every((b) => typeof b === "number")) return Uint8Array.from(bytes as number[]);
+  // A Uint8Array crosses as base64 (bootstrap.ts); a plain object of that shape is the same bytes.
+  const base64 = (content as { __base64?: unknown } | null)?.__base64;
+  if (typeof base64 === "string" && isBase64(base64)) return Buffer.from(base64, "base64");
   throw new ItxInputError("itx.files.write(path, content): content must be a string or a Uint8Array");
 }

@@ -13,6 +13,8 @@ import {
   RELEASE_SYNC,
 } from "quickjs-emscripten";
 import { DEFAULT_MAX_JSON_DEPTH, jsonShapeOf } from "@agentrt/contract";
+import { DEFAULT_MAX_EVENT_BYTES } from "@agentrt/streams";
+import { ITX_FILE_MAX_BYTES } from "../itx/file-limits.ts";
 import { SANDBOX_BOOTSTRAP } from "./bootstrap.ts";
 
 export interface SandboxLimits {
@@ -30,16 +32,34 @@ export interface SandboxLimits {
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryBytes: 64 * 1024 * 1024, stackBytes: 512 * 1024, maxSyncSliceMs: 10_000 };
 
 /**
- * Characters of JSON arguments one itx call may carry out of the sandbox: a 4 MiB file written
- * as bytes is at most 16 Mi (each byte a number and a comma) and some room.
+ * Characters of JSON arguments the largest itx calls may carry out of the sandbox: a file write
+ * (a 4 MiB file is 5.6 Mi characters as base64, or its text, escaped), a KV value or a provider
+ * call (each one NATS message, at most 8 MiB on any server) and some room.
  */
-export const MAX_CALL_ARGS_CHARS = 20 * 1024 * 1024;
+export const MAX_CALL_ARGS_CHARS = 2 * ITX_FILE_MAX_BYTES + 64 * 1024;
 /**
- * Characters of JSON arguments a script's unanswered itx calls may carry together. Each call's
- * arguments are copied out of QuickJS, whose heap cap then no longer counts them: 250 calls of a
- * 16 MB string each, started at once, took the host to 4.5 GB before any bound applied.
+ * Characters of JSON arguments every other itx call may carry: those that append an event (at
+ * most DEFAULT_MAX_EVENT_BYTES as JSON, so at most as many characters) and those that name a
+ * key, a path or a query. One bound for all calls let a script pass 20 M characters of "€" to
+ * chat.sendMessage, refused only once the host had copied, parsed and encoded them: two scripts
+ * of one agent took the host from 458 MB to 2.5 GB (red-team).
  */
-export const MAX_PENDING_CALL_ARGS_CHARS = 48 * 1024 * 1024;
+export const SMALL_CALL_ARGS_CHARS = DEFAULT_MAX_EVENT_BYTES + 64 * 1024;
+/** The calls that may carry MAX_CALL_ARGS_CHARS; the rest SMALL_CALL_ARGS_CHARS. */
+const LARGE_ARGS_OPS: ReadonlySet<string> = new Set(["files.write", "kv.set", "provider.call"]);
+
+/** Characters of JSON arguments one call of `op` may carry. */
+export function maxCallArgsChars(op: string): number {
+  return LARGE_ARGS_OPS.has(op) ? MAX_CALL_ARGS_CHARS : SMALL_CALL_ARGS_CHARS;
+}
+
+/**
+ * Characters of JSON arguments a script's unanswered itx calls may carry together: two of the
+ * largest. Each call's arguments are copied out of QuickJS, whose heap cap then no longer counts
+ * them: 250 calls of a 16 MB string each, started at once, took the host to 4.5 GB before any
+ * bound applied.
+ */
+export const MAX_PENDING_CALL_ARGS_CHARS = 2 * MAX_CALL_ARGS_CHARS;
 
 /**
  * Arrays, objects and object keys one itx call's arguments, or a script's result, may hold as
@@ -53,8 +73,8 @@ export const MAX_PENDING_CALL_ARGS_CHARS = 48 * 1024 * 1024;
 export const MAX_JSON_NODES = 250_000;
 /** Arrays, objects and keys the unanswered itx calls of one script may hold together, parsed in the host. */
 export const MAX_PENDING_CALL_NODES = 500_000;
-/** Characters of JSON a script's result may be: as many as one call's arguments (a result past 4 MiB could not be spilled to a file anyway). */
-export const MAX_RESULT_CHARS = MAX_CALL_ARGS_CHARS;
+/** Characters of JSON a script's result may be (a result past 4 MiB could not be spilled to a file anyway). */
+export const MAX_RESULT_CHARS = 20 * 1024 * 1024;
 
 /** Why an itx call's copied-out arguments are refused (too deep, too many arrays, objects and keys), or undefined. */
 export function callShapeRefusal(op: string, argsText: string, pendingNodes: number): { readonly refusal?: string; readonly nodes: number } {
@@ -98,8 +118,9 @@ export function callArgsRefusal(op: string, chars: number, pendingChars: number)
   if (!Number.isSafeInteger(chars) || chars < 0) {
     return `itx ${op}: its arguments did not become JSON text (is a toJSON or JSON.stringify replaced?); nothing was called.`;
   }
-  if (chars > MAX_CALL_ARGS_CHARS) {
-    return `itx ${op}: its arguments are ${chars} characters as JSON, past the ${MAX_CALL_ARGS_CHARS} one call may carry; pass less per call.`;
+  const max = maxCallArgsChars(op);
+  if (chars > max) {
+    return `itx ${op}: its arguments are ${chars} characters as JSON, past the ${max} one call of it may carry; pass less per call.`;
   }
   if (pendingChars + chars > MAX_PENDING_CALL_ARGS_CHARS) {
     return (
