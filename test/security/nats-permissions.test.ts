@@ -13,7 +13,7 @@ import { REGISTER_SUBJECT, registerSubject, revokeSubject, startCapabilityProvid
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { type NatsConnection, headers as natsHeaders } from "@nats-io/nats-core";
-import { NATS_NAMES, loadEventSigning, natsInboxPrefix, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
+import { NATS_NAMES, NATS_PERMISSIONS, NATS_SERVICE_USERS, loadEventSigning, natsInboxPrefix, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
 import { userMessage, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -203,6 +203,35 @@ describe("the gateway's NATS user is refused what it does not need", () => {
     await expect(jsm.streams.purge(NATS_NAMES.eventStream)).rejects.toThrow(/permission/i);
     await expect(jsm.streams.update(NATS_NAMES.eventStream, { description: "reconfigured by the gateway" })).rejects.toThrow(/permission/i);
     await expect(gw.request(NATS_NAMES.interruptSubject, JSON.stringify({ streamPath: PATH, requestOffset: 1 }), { timeout: 3_000 })).rejects.toThrow(/permission/i);
+  });
+
+  it("cannot reconfigure the key index every service writes: no subjects or sources added, no trim, no seal", async () => {
+    const jsm = await jetstreamManager(gw, { checkAPI: false });
+    const name = `KV_${NATS_NAMES.keyIndexBucket}`;
+    const before = (await (await jetstreamManager(system.nc)).streams.info(name)).config;
+    for (const change of [
+      { subjects: [...before.subjects, `${natsInboxPrefix("capability-host")}.>`, "agentrt.capabilities.call.>"] },
+      { sources: [{ name: `KV_${NATS_NAMES.agentKvBucket}` }] },
+      { max_msgs: 1 },
+      { sealed: true },
+    ]) {
+      await expect(jsm.streams.update(name, { ...before, ...change }), JSON.stringify(change)).rejects.toThrow(/permission/i);
+    }
+    const after = (await (await jetstreamManager(system.nc)).streams.info(name)).config;
+    expect({ subjects: after.subjects, sources: after.sources, max_msgs: after.max_msgs, sealed: after.sealed }).toEqual({ subjects: before.subjects, sources: before.sources, max_msgs: before.max_msgs, sealed: before.sealed });
+  });
+});
+
+describe("no service reconfigures a bucket or object store its code never changes", () => {
+  it("STREAM.UPDATE is granted only on the event stream (to the reducer), the leases (reducer) and the hosts' liveness (host)", () => {
+    const updates = Object.fromEntries(NATS_SERVICE_USERS.map((user) => [user, NATS_PERMISSIONS[user].publish.allow.filter((s) => s.startsWith("$JS.API.STREAM.UPDATE."))]));
+    expect(updates).toEqual({
+      "web-gateway": [],
+      "agent-reducer": [`$JS.API.STREAM.UPDATE.${NATS_NAMES.eventStream}`, `$JS.API.STREAM.UPDATE.KV_${NATS_NAMES.leasesBucket}`],
+      "llm-driver": [],
+      "capability-host": [`$JS.API.STREAM.UPDATE.KV_${NATS_NAMES.hostLivenessBucket}`],
+      "capability-provider": [],
+    });
   });
 });
 

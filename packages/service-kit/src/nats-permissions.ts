@@ -108,11 +108,19 @@ function streamUse(stream: string, options: { create?: boolean; update?: boolean
   return subjects;
 }
 
-/** A KV bucket: its stream (KV_<bucket>) plus puts/deletes on `$KV.<bucket>.>`; watches and key listings use ordered consumers. */
-const kvBucket = (bucket: string): string[] => [...streamUse(`KV_${bucket}`, { create: true, update: true, ephemeralConsumers: true }), `$KV.${bucket}.>`];
+/**
+ * A KV bucket: its stream (KV_<bucket>) plus puts/deletes on `$KV.<bucket>.>`; watches and key
+ * listings use ordered consumers. Opening one creates it when it is missing (nats.js asks for its
+ * info first and never updates it); `update` only where the owner's code changes its config (the
+ * leases' and the hosts' liveness TTLs). With STREAM.UPDATE on the key index every service's
+ * user could add subjects to it (and read what they captured: other services' replies, provider
+ * calls), add sources (a copy of every tenant's KV values and files), trim it (a retried append
+ * committed twice) or seal it for good (no keyed append anywhere) (red-team).
+ */
+const kvBucket = (bucket: string, options: { update?: boolean } = {}): string[] => [...streamUse(`KV_${bucket}`, { create: true, update: options.update === true, ephemeralConsumers: true }), `$KV.${bucket}.>`];
 
-/** An object store: its stream (OBJ_<bucket>), chunk and meta subjects; replacing an object purges its old chunks. */
-const objectStore = (bucket: string): string[] => [...streamUse(`OBJ_${bucket}`, { create: true, update: true, purge: true, ephemeralConsumers: true }), `$O.${bucket}.>`];
+/** An object store: its stream (OBJ_<bucket>), chunk and meta subjects; replacing an object purges its old chunks. Never reconfigured. */
+const objectStore = (bucket: string): string[] => [...streamUse(`OBJ_${bucket}`, { create: true, purge: true, ephemeralConsumers: true }), `$O.${bucket}.>`];
 
 /** Every JetStream client asks the account's API level first. */
 const JS_ACCOUNT = ["$JS.API.INFO"];
@@ -164,7 +172,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...legacyWorkStream,
         `${N.workSubjectPrefix}.llm.>`,
         `${N.workSubjectPrefix}.script.>`,
-        ...kvBucket(N.leasesBucket),
+        // Its TTL follows the lease settings (leases.ts updates it).
+        ...kvBucket(N.leasesBucket, { update: true }),
         `${N.leaseLivenessPrefix}.>`,
         ...kvBucket(N.snapshotsBucket),
         N.interruptSubject,
@@ -204,7 +213,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...objectStore(N.agentFilesBucket),
         ...kvBucket(N.agentFilesIndexBucket),
         // Liveness leases and run records: a host settles another's script orphaned only once its lease expired.
-        ...kvBucket(N.hostLivenessBucket),
+        // Its TTL follows the liveness settings (host-liveness.ts updates it).
+        ...kvBucket(N.hostLivenessBucket, { update: true }),
         ...kvBucket(N.scriptRunsBucket),
         // Work claims: a host that finds another's connection gone hands its items back (its kind's bucket only).
         ...kvBucket(N.scriptWorkClaimsBucket),
