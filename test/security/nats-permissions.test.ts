@@ -10,12 +10,12 @@
 // in the lists are the runtime's own is checked by each service's nats-names unit test.)
 
 import { REGISTER_SUBJECT, registerSubject, revokeSubject, startCapabilityProvider } from "@agentrt/capability-sdk";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { type NatsConnection, headers as natsHeaders } from "@nats-io/nats-core";
-import { NATS_NAMES, NATS_PERMISSIONS, NATS_SERVICE_USERS, loadEventSigning, natsInboxPrefix, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
+import { NATS_NAMES, NATS_PERMISSIONS, NATS_SERVICE_USERS, loadEventSigning, natsInboxPrefix, serveInterrupts, stepDownStreamLeader, workStreamName } from "@agentrt/service-kit";
 import { JetStreamEventStore } from "@agentrt/streams/jetstream";
-import { userMessage, waitFor } from "@agentrt/testing";
+import { testLogger, userMessage, waitFor } from "@agentrt/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareAgent } from "../support/turns.ts";
 import { startNatsUsersSystem, type NatsUsersSystem } from "./support/nats-users-system.ts";
@@ -219,6 +219,77 @@ describe("the gateway's NATS user is refused what it does not need", () => {
     }
     const after = (await (await jetstreamManager(system.nc)).streams.info(name)).config;
     expect({ subjects: after.subjects, sources: after.sources, max_msgs: after.max_msgs, sealed: after.sealed }).toEqual({ subjects: before.subjects, sources: before.sources, max_msgs: before.max_msgs, sealed: before.sealed });
+  });
+});
+
+describe("a request relayed through a JetStream push consumer is not its sender's", () => {
+  // nats-server lets whoever may create a consumer name any deliver subject without the right to
+  // publish there (nats-server#8274): the gateway's user may create consumers on the event stream.
+  async function relay(gw: NatsConnection, name: string, target: string, body: string, options: { group?: string; headers?: Record<string, string> } = {}): Promise<number> {
+    const jsm = await jetstreamManager(gw, { checkAPI: false });
+    const subject = `${NATS_NAMES.durablePrefix}.zz.relay.${name}`;
+    const h = natsHeaders();
+    for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v);
+    await jetstream(gw).publish(subject, body, { headers: h });
+    await jsm.consumers.add(NATS_NAMES.eventStream, {
+      name,
+      deliver_subject: target,
+      ...(options.group === undefined ? {} : { deliver_group: options.group }),
+      ack_policy: AckPolicy.None,
+      filter_subject: subject,
+      deliver_policy: DeliverPolicy.Last,
+    });
+    try {
+      await waitFor(async () => (await jsm.consumers.info(NATS_NAMES.eventStream, name)).delivered.consumer_seq > 0, { timeoutMs: 10_000, what: "the relay to deliver" });
+      // Time for whoever took it to act on it.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return (await jsm.consumers.info(NATS_NAMES.eventStream, name)).delivered.consumer_seq;
+    } finally {
+      await jsm.consumers.delete(NATS_NAMES.eventStream, name);
+    }
+  }
+
+  it("an interrupt relayed by the gateway's user reaches a driver's interrupt handler but is dropped: no running call is stopped", async () => {
+    const driverNc = await system.connectAs("llm-driver");
+    const gw = await system.connectAs("web-gateway");
+    const handled: unknown[] = [];
+    const sub = serveInterrupts(driverNc, (request) => (handled.push(request), { partialText: "stopped" }), testLogger("relay"));
+    try {
+      await driverNc.flush();
+      const delivered = await relay(gw, "relay-interrupt", NATS_NAMES.interruptSubject, JSON.stringify({ streamPath: "/agents/perm/victim", requestOffset: 3 }));
+      expect(delivered).toBeGreaterThan(0);
+      expect(handled).toEqual([]);
+    } finally {
+      sub.unsubscribe();
+      await gw.close();
+      await driverNc.close();
+    }
+  });
+
+  it("a provider call relayed by the gateway's user, with any authority, reaches the provider but is not run", async () => {
+    const providerNc = await system.connectAs("capability-provider");
+    const gw = await system.connectAs("web-gateway");
+    const calls: unknown[] = [];
+    const errors: string[] = [];
+    const provider = await startCapabilityProvider(providerNc, {
+      namespace: "relayed",
+      declarations: "interface Itx { relayed: { read(): Promise<string> } }",
+      methods: { read: (args, caller) => (calls.push({ args, caller }), "secret") },
+      registerTimeoutMs: 10_000,
+      log: { info: () => {}, warn: () => {} },
+      onError: (error) => errors.push(String(error)),
+    });
+    try {
+      const call = { method: "read", args: [], caller: { agentPath: "/agents/someone-else/x", executionId: "forged", authority: { grant: [{ prefix: "/", verbs: ["read", "append"] }] } } };
+      const delivered = await relay(gw, "relay-call", "agentrt.capabilities.call.relayed", JSON.stringify(call), { group: "provider.relayed", headers: { "Agentrt-Call-Accepted": "1" } });
+      expect(delivered).toBeGreaterThan(0);
+      expect(calls).toEqual([]);
+      expect(errors.some((e) => e.includes("relayed through a JetStream consumer"))).toBe(true);
+    } finally {
+      await provider.stop();
+      await gw.close();
+      await providerNc.close();
+    }
   });
 });
 

@@ -44,6 +44,19 @@ export function inboxPrefixOf(natsUser: string): string {
   return `_INBOX_${natsUser}`;
 }
 
+/**
+ * Whether a request reached us as a JetStream delivery (its reply subject is a stream's ack
+ * subject) rather than from its sender. nats-server (2.9 to this day, nats-server#8274) lets
+ * whoever may create a push consumer name any deliver subject without being allowed to publish
+ * there: the gateway's user relayed a provider call carrying any caller's authority, and an
+ * interrupt stopping another tenant's model call, through a consumer of the event stream
+ * (red-team). A real request comes from its sender's inbox; a relayed one is dropped. The same
+ * rule as service-kit's `relayedByJetStream`.
+ */
+export function relayedByJetStream(reply: string | undefined): boolean {
+  return reply !== undefined && reply.startsWith("$JS.");
+}
+
 /** The single registration subject of earlier providers (every namespace on one subject). */
 export const REGISTER_SUBJECT = "agentrt.capabilities.register";
 export const REVOKE_SUBJECT = "agentrt.capabilities.revoke";

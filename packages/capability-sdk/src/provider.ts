@@ -23,6 +23,7 @@ import {
   registerReplySchema,
   type RegisterRequest,
   registerSubject,
+  relayedByJetStream,
   REVOKE_SUBJECT,
   revokeSubject,
 } from "./protocol.ts";
@@ -161,6 +162,8 @@ function serveCalls(nc: NatsConnection, options: CapabilityProviderOptions, inst
     queue: `provider.${options.namespace}`,
     callback: (error, msg) => {
       if (error !== null) return options.onError?.(error);
+      // Relayed through a JetStream consumer by someone who may not publish calls: not a host's.
+      if (relayedByJetStream(msg.reply)) return options.onError?.(new Error(`dropped a call to itx.${options.namespace} relayed through a JetStream consumer (reply ${msg.reply}), not sent by a capability host`));
       // A reply that cannot be sent (the connection closing or lost) is reported, never thrown:
       // thrown from the promise chain below it would end the provider's process.
       const reply = (body: CallReply | CallAccepted): void => {

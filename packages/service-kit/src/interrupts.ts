@@ -74,6 +74,17 @@ export async function requestInterrupt(
  * Serves interrupts: `handle` returns the partial text when this process runs the request
  * (after stopping it), or undefined to stay silent. Malformed requests are refused.
  */
+/**
+ * Whether a request reached us as a JetStream delivery (its reply subject is a stream's ack
+ * subject) rather than from its sender: nats-server lets whoever may create a push consumer name
+ * any deliver subject without being allowed to publish there (nats-server#8274), and the
+ * gateway's user relayed an interrupt that stopped another tenant's model call (red-team). The
+ * same rule as capability-sdk's `relayedByJetStream`, which service-kit does not depend on.
+ */
+export function relayedByJetStream(reply: string | undefined): boolean {
+  return reply !== undefined && reply.startsWith("$JS.");
+}
+
 export function serveInterrupts(
   nc: NatsConnection,
   handle: (request: InterruptRequest) => { partialText: string } | undefined,
@@ -83,6 +94,11 @@ export function serveInterrupts(
     callback: (error, msg) => {
       if (error) {
         logger.warn({ err: error }, "interrupt subscription error");
+        return;
+      }
+      // Relayed through a JetStream consumer by someone who may not publish interrupts: not the reducer's.
+      if (relayedByJetStream(msg.reply)) {
+        logger.warn({ reply: msg.reply }, "dropped an interrupt relayed through a JetStream consumer, not sent by a reducer");
         return;
       }
       let request: InterruptRequest;

@@ -20,6 +20,7 @@ import {
   type RegisterRequest,
   registerRequestSchema,
   registerSubject,
+  relayedByJetStream,
   REVOKE_SUBJECT,
   revokeRequestSchema,
   revokeSubject,
@@ -125,6 +126,11 @@ export class ProviderRegistry {
           // reader and stop the host's connection for good.
           if (error !== null) {
             this.logger.error({ err: error, subject }, "capability host may not subscribe here: load the current NATS permissions (files/nats-authorization.conf); providers registering on it get no answer");
+            return;
+          }
+          // Relayed through a JetStream consumer by someone who may not publish here: not a provider's.
+          if (relayedByJetStream(msg.reply)) {
+            this.logger.warn({ subject: msg.subject, reply: msg.reply }, "dropped a registration relayed through a JetStream consumer, not sent by a provider");
             return;
           }
           const subjectNamespace = subject.endsWith(".*") ? msg.subject.slice(msg.subject.lastIndexOf(".") + 1) : undefined;
