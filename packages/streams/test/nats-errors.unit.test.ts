@@ -4,6 +4,7 @@ import { JetStreamApiError } from "@nats-io/jetstream";
 import { errors } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { classifyNatsError } from "../src/jetstream/errors.ts";
+import { PublishRejectedError } from "../src/jetstream/publisher.ts";
 
 describe("classifyNatsError", () => {
   it("makes a read whose own consumer vanished (a NATS node lost it) retryable", () => {
@@ -32,6 +33,17 @@ describe("classifyNatsError", () => {
     expect(classifyNatsError(notEnabled, "append")).toMatchObject({ code: "unavailable", retryable: true });
     // A "not enabled" for any other reason stays what it is
     expect(classifyNatsError(Object.assign(new Error("jetstream is not enabled"), { name: "JetStreamNotEnabled" }), "append")).toMatchObject({ code: "internal" });
+  });
+
+  it("makes a publish refused because the store is full retryable: it clears once space is freed", () => {
+    // Given what JetStream answers a publish to a full store (a server with max_file_store reached)
+    const full = new PublishRejectedError(503, 10023, "insufficient resources");
+    // When it is classified, then the append is retried (a reaction kept, a work item naked, a 503 to clients)
+    expect(classifyNatsError(full, "append /agents/a")).toMatchObject({ code: "unavailable", retryable: true });
+    expect(classifyNatsError(new PublishRejectedError(500, 10047, "storage resources exceeded"), "append")).toMatchObject({ code: "unavailable", retryable: true });
+    expect(classifyNatsError(new JetStreamApiError({ code: 500, err_code: 10028, description: "insufficient memory resources available" }), "create")).toMatchObject({ code: "unavailable", retryable: true });
+    // A refusal that retrying cannot clear stays final
+    expect(classifyNatsError(new PublishRejectedError(400, 10054, "message size exceeds maximum allowed"), "append")).toMatchObject({ code: "internal", retryable: false });
   });
 
   it("keeps timeouts retryable and other refusals not", () => {

@@ -12,9 +12,20 @@ export function isWrongLastSequence(error: unknown): boolean {
   return error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
 }
 
+/**
+ * nats-server's codes for a store that is full: insufficient resources (10023), memory (10028) or
+ * storage (10047) resources exceeded. Such a refusal clears once space is freed or the store
+ * grown; taken as final, the reducer dropped reactions (a reply the user never saw), drivers and
+ * hosts dropped their work items (a finished script's result lost, later settled "orphaned") and
+ * the gateway answered 500, so clients did not retry (red-team).
+ */
+const STORE_FULL_CODES: ReadonlySet<number> = new Set([10023, 10028, 10047]);
+
 export function isTransient(error: unknown): boolean {
   return (
     error instanceof PublishUnconfirmedError ||
+    (error instanceof PublishRejectedError && (error.status === 503 || STORE_FULL_CODES.has(error.errCode))) ||
+    (error instanceof JetStreamApiError && STORE_FULL_CODES.has(error.code)) ||
     error instanceof errors.TimeoutError ||
     error instanceof errors.NoRespondersError ||
     error instanceof errors.ClosedConnectionError ||
