@@ -14,7 +14,7 @@ import { nanos, type NatsConnection } from "@nats-io/nats-core";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { RunLiveness } from "./script-runner.ts";
-import { parseJsonOrUndefined } from "@agentrt/service-kit";
+import { isWrongRevision, parseJsonOrUndefined } from "@agentrt/service-kit";
 import { createShared } from "@agentrt/streams/jetstream";
 
 export const HOST_LIVENESS_BUCKET = "agentrt_host_liveness";
@@ -46,6 +46,16 @@ const hostKey = (hostId: string): string => `host.${hostId.replace(/[^-_a-zA-Z0-
 
 export class HostLiveness implements RunLiveness {
   private timer: NodeJS.Timeout | undefined;
+  /** The lease's revision as this host last wrote it: a refresh is a compare-and-set on it. */
+  private revision: number | undefined;
+  /** performance.now() when the refresh that last found the lease held was sent. */
+  private confirmedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Bumped whenever this host may have been found dead by another (its lease lapsed, or its
+   * connection dropped): scripts started before run only while theirs is current.
+   */
+  private generation = 0;
+  private refreshing: Promise<void> | undefined;
 
   private constructor(
     private readonly leases: KV,
@@ -95,6 +105,7 @@ export class HostLiveness implements RunLiveness {
     }
     const liveness = new HostLiveness(leases, runs, options);
     await liveness.refresh();
+    liveness.watchConnection();
     const every = Math.max(100, Math.floor(options.ttlMs / 3));
     liveness.timer = setInterval(() => {
       liveness.refresh().catch((error: unknown) => options.logger.warn({ err: error }, "could not refresh the host's liveness lease"));
@@ -103,8 +114,64 @@ export class HostLiveness implements RunLiveness {
     return liveness;
   }
 
-  private async refresh(): Promise<void> {
-    await this.leases.put(hostKey(this.options.hostId), JSON.stringify({ hostId: this.options.hostId, at: Date.now() }));
+  /** One refresh at a time; a caller that needs the lease confirmed joins the one in flight. */
+  private refresh(): Promise<void> {
+    this.refreshing ??= this.writeLease().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  /**
+   * Writes the lease as a compare-and-set on the revision this host last wrote. A host stalled
+   * past its TTL (SIGSTOP, a GC pause, a starved machine) found its lease gone: another host may
+   * have settled its running scripts `orphaned` meanwhile ("NOT re-run"), yet the scripts went
+   * on after it woke, their side effects landing after that settlement (red-team). Finding the
+   * lease lapsed fences every script started before; the lease is then taken anew.
+   */
+  private async writeLease(): Promise<void> {
+    const sentAt = performance.now();
+    const key = hostKey(this.options.hostId);
+    const value = JSON.stringify({ hostId: this.options.hostId, at: Date.now() });
+    if (this.revision !== undefined) {
+      try {
+        this.revision = await this.leases.update(key, value, this.revision);
+        this.confirmedAt = sentAt;
+        return;
+      } catch (error) {
+        if (!isWrongRevision(error)) throw error;
+        this.lapsed("its liveness lease lapsed (the host was stalled past HOST_LIVENESS_TTL_MS)");
+      }
+    }
+    this.revision = await this.leases.put(key, value);
+    this.confirmedAt = sentAt;
+  }
+
+  private lapsed(why: string): void {
+    this.generation++;
+    this.options.logger.warn({ hostId: this.options.hostId, why }, "this host may have been found dead: the scripts it runs are fenced (no further itx calls; none starts its body)");
+  }
+
+  /** A dropped connection is a death another host may have seen (its presence subject had no responders). */
+  private watchConnection(): void {
+    void (async () => {
+      for await (const status of this.options.nc.status()) {
+        if (status.type === "disconnect") this.lapsed("its NATS connection dropped");
+      }
+    })().catch(() => undefined);
+  }
+
+  /** What a script started now is fenced by (see `holds`). */
+  currentGeneration(): number {
+    return this.generation;
+  }
+
+  /**
+   * Whether a script started under `generation` may go on: no lapse since, and the lease
+   * confirmed within half its TTL (an older confirmation is renewed first, so a host that just
+   * woke from a stall learns of the lapse before the script's next call, not after).
+   */
+  async holds(generation: number): Promise<boolean> {
+    if (performance.now() - this.confirmedAt >= this.options.ttlMs / 2) await this.refresh().catch(() => undefined);
+    return generation === this.generation && performance.now() - this.confirmedAt < this.options.ttlMs;
   }
 
   async recordRun(streamPath: string, executionId: string): Promise<void> {

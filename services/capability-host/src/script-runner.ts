@@ -75,6 +75,17 @@ export interface ScriptRunnerDeps {
   readonly onTiming?: (phase: "typecheck" | "sandbox-start" | "run", ms: number) => void;
 }
 
+/**
+ * An itx call of a script whose host may have been found dead since it started: another host may
+ * have settled the script orphaned ("NOT re-run"), so nothing more of it may take effect.
+ */
+export class ScriptFencedError extends Error {
+  constructor(op: string) {
+    super(`itx ${op}: refused: this capability host was stalled or cut off from NATS while the script ran and may have been found dead, so the script may already be settled orphaned; nothing was called.`);
+    this.name = "ScriptFencedError";
+  }
+}
+
 /** Liveness of the host that started a script (see `host-liveness.ts`). */
 export interface RunLiveness {
   /** Records that this host runs the script; called before `started` is appended. */
@@ -86,6 +97,10 @@ export interface RunLiveness {
   runnerOf(streamPath: string, executionId: string): Promise<"self" | "alive" | "gone">;
   /** Drops the record once the script is settled. */
   forgetRun(streamPath: string, executionId: string): Promise<void>;
+  /** The fence a script started now runs under. */
+  currentGeneration(): number;
+  /** Whether a script started under `generation` may go on: this host cannot have been found dead since. */
+  holds(generation: number): Promise<boolean>;
 }
 
 export type ScriptRunOutcome =
@@ -263,6 +278,7 @@ export class ScriptRunner {
     // event is harmless, since a script that was never started is simply run by whoever claims it.
     const recorded = this.deps.liveness?.recordRun(streamPath, executionId);
     recorded?.catch(() => undefined);
+    const fence = this.fenceOf();
     this.at(run, "typechecking");
     const checked = await this.deps.check(parts, budget, { compile: true, deadlineAtMs: checkDeadlineAtMs, agent: streamPath });
     this.deps.onTiming?.("typecheck", checked.durationMs);
@@ -282,16 +298,25 @@ export class ScriptRunner {
     this.at(run, "appending script-run-started");
     const started = await this.appendStarted(run, events);
     if (started !== "started") return started;
+    if (await fence.lapsed()) {
+      // Another host may have found this one dead meanwhile and settled the script orphaned.
+      log.warn("this host may have been found dead before the script's body started; settling orphaned without running it");
+      return this.settle(run, orphanedFailed(), "orphaned");
+    }
     this.at(run, "running");
 
     const limitMs = deadlineAtMs - this.now();
     const ended = new AbortController();
+    const calls = this.deps.hostCalls({ agentPath: streamPath, executionId }, scope, ended.signal);
     const outcome = await this.deps.sandbox
       .run({
         javascript,
         agentPath: streamPath,
         deadlineAtMs,
-        onHostCall: this.deps.hostCalls({ agentPath: streamPath, executionId }, scope, ended.signal),
+        onHostCall: async (op, args) => {
+          if (await fence.lapsed()) throw new ScriptFencedError(op);
+          return calls(op, args);
+        },
       })
       .finally(() => ended.abort());
     this.deps.onTiming?.("sandbox-start", outcome.startMs);
@@ -301,6 +326,17 @@ export class ScriptRunner {
     if (outcome.kind === "threw") return this.settle(run, runtimeFailed(outcome.error), "runtime");
     const settlement = await this.success(streamPath, executionId, outcome.value, this.deps.limits.maxSettlementResultChars, log);
     return this.settle(run, settlement, "succeeded");
+  }
+
+  /**
+   * The fence of a script starting now: lapsed once this host may have been found dead (its
+   * lease lapsed, its connection dropped), when another host may settle the script orphaned.
+   */
+  private fenceOf(): { lapsed(): Promise<boolean> } {
+    const liveness = this.deps.liveness;
+    if (liveness === undefined) return { lapsed: async () => false };
+    const generation = liveness.currentGeneration();
+    return { lapsed: async () => !(await liveness.holds(generation)) };
   }
 
   /**

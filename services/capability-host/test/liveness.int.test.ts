@@ -78,6 +78,42 @@ describe("capability host: orphaning only on proof of death", () => {
     expect(other.logs.some((l) => l.msg === "script settled" && l.outcome === "orphaned")).toBe(false);
   }, 120_000);
 
+  it("a host stalled (SIGSTOP) past its lease: the other host settles its script orphaned, and the woken host's script takes no further effect", async () => {
+    // A short lease, so the stall outlasts it; the script's next side effect comes after the release.
+    const SHORT_TTL_MS = 2_000;
+    const shortLease = { ...env, HOST_LIVENESS_TTL_MS: String(SHORT_TTL_MS) };
+    const runner = await startHostProcess(fx.server.url, shortLease);
+    hosts.push(runner);
+    await runner.waitReady();
+    await runner.waitLog("typecheck worker warm");
+    const path = uniquePath("stalled-past-lease");
+    const code = 'await itx.chat.sendMessage("running");\nwhile ((await itx.kv.get("release")) === null) {}\nawait itx.chat.sendMessage("after the release");\nreturn "real result";';
+    const { executionId } = await requestScript(fx, path, code);
+    await waitFor(async () => (await eventsOf(fx.store, path, "agents/web-message-sent")).length === 1, { timeoutMs: 30_000, what: "the script running" });
+    const other = await startHostProcess(fx.server.url, shortLease);
+    hosts.push(other);
+    await other.waitReady();
+
+    runner.child.kill("SIGSTOP");
+    let settled;
+    try {
+      // Its lease lapses; the other host gets the item again and finds the runner gone.
+      settled = await waitSettled(fx.store, path, executionId, 30_000);
+    } finally {
+      runner.child.kill("SIGCONT");
+    }
+    expect(settled.payload.settlement).toMatchObject({ status: "failed", failureKind: "orphaned" });
+    // Woken, the stalled host learns its lease lapsed before the script's next call takes effect.
+    await runner.waitLog("this host may have been found dead: the scripts it runs are fenced (no further itx calls; none starts its body)", 1, 15_000);
+    await release(path);
+    // Its own settlement (the script threw at the refused call) finds the orphaned one first.
+    await waitFor(() => runner.logs.some((l) => l.msg === "another incarnation settled first (lost race); standing down"), { timeoutMs: 30_000, what: "the woken host to end its script" });
+    const messages = await eventsOf(fx.store, path, "agents/web-message-sent");
+    expect(messages).toHaveLength(1);
+    expect(JSON.stringify(messages)).not.toContain("after the release");
+    expect(await eventsOf(fx.store, path, "capability-host/script-run-settled")).toHaveLength(1);
+  }, 120_000);
+
   it("a host killed mid-script is found gone by presence, and the other host settles the script orphaned without re-running it, before the ack wait or the lease", async () => {
     // An ack wait longer than the lease: neither the item's redelivery nor the lease's expiry can explain a quick orphaning.
     const ACK_WAIT_MS = 12_000;
