@@ -112,6 +112,45 @@ describe("pnpm agents", () => {
     expect(await agents("send", missing, "hello")).toMatch(/^sent @\d+/);
   });
 
+  it("send whose answer is lost after the message landed sends it again with the same key: stored once, and it says so", { timeout: 60_000 }, async () => {
+    const lost = "/agents/cli/lost-answer";
+    await agents("create", lost);
+    // Given a proxy in front of the gateway that passes the first message on but cuts the
+    // connection before its answer comes back (a gateway restarting, a load balancer's reset)
+    const bodies: string[] = [];
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks);
+        const isMessage = req.method === "POST" && req.url?.endsWith("/events") === true;
+        if (isMessage) bodies.push(body.toString());
+        void fetch(`${gw.url}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, ...(body.length > 0 ? { body } : {}) }).then(async (answer) => {
+          const text = await answer.text();
+          if (isMessage && bodies.length === 1) return req.socket.destroy();
+          res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(text);
+        });
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      // When the CLI sends a message through it
+      const { stdout, stderr } = await promisify(execFile)(tsx, [main, "send", lost, "only", "once"], { env: { ...env, AGENTRT_URL: url }, cwd: root });
+      // Then it sent the message twice with one idempotency key, and the stream holds it once
+      expect(bodies).toHaveLength(2);
+      const keys = bodies.map((b) => (JSON.parse(b) as { events: { idempotencyKey?: string }[] }).events[0]?.idempotencyKey);
+      expect(keys[0]).toMatch(/^cli\/send\/[0-9a-f-]{36}$/);
+      expect(keys[1]).toBe(keys[0]);
+      expect(stderr).toContain("sending it again in 0.5 s with the same idempotency key");
+      const stored = (await ts.store.read(lost)).filter((e) => e.type === "agents/context-added" && e.payload.content === "only once");
+      expect(stored).toHaveLength(1);
+      expect(stdout).toBe(`sent @${stored[0]!.offset} (it had landed before the answer was lost)\n`);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
   it("stop, pause and resume append the chat controls' batches", { timeout: 60_000 }, async () => {
     const ctl = "/agents/cli/controls";
     await agents("create", ctl);

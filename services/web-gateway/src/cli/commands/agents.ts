@@ -1,7 +1,8 @@
 // `pnpm agents create|send|state|request|list`: one-shot calls to the gateway's HTTP API.
 
+import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { callGateway, clientEnv, encPath, listAllAgents, parseArgs, type ClientEnv } from "../gateway-client.ts";
+import { callGateway, clientEnv, encPath, listAllAgents, parseArgs, retryUnknownOutcome, type ClientEnv } from "../gateway-client.ts";
 
 type Out = (text: string) => void;
 
@@ -31,10 +32,15 @@ export async function sendCommand(args: readonly string[], out: Out): Promise<nu
   };
   // The gateway refuses a message to a path with no agent (404 "no agent at PATH; create it
   // with `agents create PATH`"), so a typo never creates a stream that blocks `create`.
-  const res = await callGateway<{ events: { offset: number }[] }>(clientEnv(), "POST", `/v1/streams/${encPath(streamPath)}/events`, {
-    events: [{ type: "agents/context-added", payload }],
-  });
-  out(`sent @${res.events[0]?.offset}\n`);
+  // One key for this message: sent again when no answer came back (the gateway restarting, NATS
+  // failing over), it is stored once, and the answer says where.
+  const idempotencyKey = `cli/send/${randomUUID()}`;
+  const env = clientEnv();
+  const res = await retryUnknownOutcome(
+    () => callGateway<{ status: string; events: { offset: number }[] }>(env, "POST", `/v1/streams/${encPath(streamPath)}/events`, { events: [{ type: "agents/context-added", payload, idempotencyKey }] }),
+    (error, delayMs) => process.stderr.write(`no answer for the message (${error.message}); sending it again in ${delayMs / 1000} s with the same idempotency key\n`),
+  );
+  out(`sent @${res.events[0]?.offset}${res.status === "duplicate" ? " (it had landed before the answer was lost)" : ""}\n`);
   return 0;
 }
 
