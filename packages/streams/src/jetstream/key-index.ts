@@ -16,10 +16,10 @@
 // purged, gets a new one, so a header written for an index that is gone claims nothing.
 
 import { createHash, randomUUID } from "node:crypto";
-import { streamPathSegments } from "@agentrt/contract";
+import { AgentRuntimeError, streamPathSegments } from "@agentrt/contract";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
-import { isTransient, isWrongLastSequence } from "./errors.ts";
+import { classifyNatsError, isTransient, isWrongLastSequence } from "./errors.ts";
 import type { JetStreamPublisher } from "./publisher.ts";
 import { createShared } from "./shared-create.ts";
 import { type DirectKvEntry, DirectGets } from "./direct-get.ts";
@@ -61,7 +61,7 @@ export class KeyIndex {
    */
   static async open(js: JetStreamClient, publisher: JetStreamPublisher, bucket: string, replicas: number): Promise<KeyIndex> {
     const kv = await createShared(() => new Kvm(js).create(bucket, { history: 1, replicas, allow_direct: replicas === 1 }));
-    return new KeyIndex(kv, bucket, publisher, await epochOf(kv), replicas === 1 ? new DirectGets(publisher.requests) : undefined);
+    return new KeyIndex(kv, bucket, publisher, await epochOf(kv, bucket), replicas === 1 ? new DirectGets(publisher.requests) : undefined);
   }
 
   /** An entry, read as the KV client reads it (a direct get of the key's last message). */
@@ -170,17 +170,45 @@ export class KeyIndex {
  * The first read of a bucket two stores had just created at once timed out once in CI, on a
  * loaded machine (nats-server 2.9's direct get), and failed the store's open: a read that timed
  * out is asked again, EPOCH_READ_ATTEMPTS times in all.
+ *
+ * Every service's NATS user may write this bucket, so the entry may hold anything: an empty
+ * value, one that is no epoch, or a delete marker. Such an entry had every store that opened
+ * afterwards loop here for good (its create refused, its value never taken). It is replaced,
+ * compare-and-set on its revision, by a new epoch. That is safe for the keys reserved under the
+ * old one: their entries stay and are still checked against the records they name, and a new
+ * epoch claims less, never more: no stream's first record names it yet, so a stream whose
+ * header names the old epoch (written by a store still running with it) is read and marked
+ * once by the first keyed append that needs it, as an older stream is. An entry that will not
+ * take a well-formed epoch after EPOCH_REPAIR_ATTEMPTS tries fails the open, naming the entry.
  */
-async function epochOf(kv: KV): Promise<string> {
-  for (;;) {
+async function epochOf(kv: KV, bucket: string): Promise<string> {
+  let found = "missing";
+  for (let attempt = 1; attempt <= EPOCH_REPAIR_ATTEMPTS; attempt++) {
     const entry = await readEpoch(kv);
-    if (entry !== null && entry.operation === "PUT" && entry.value.length > 0) return entry.string();
+    if (entry !== null && entry.operation === "PUT" && isEpoch(entry.string())) return entry.string();
+    found = entry === null ? "missing" : entry.operation !== "PUT" ? `a ${entry.operation} marker` : `the value ${JSON.stringify(entry.string().slice(0, 64))}`;
     try {
-      await kv.create(EPOCH_KEY, encoder.encode(randomUUID()));
+      // Create where there is no entry; else replace exactly the revision read, so two stores
+      // repairing at once agree on the winner's epoch.
+      if (entry === null) await kv.create(EPOCH_KEY, encoder.encode(randomUUID()));
+      else await kv.update(EPOCH_KEY, encoder.encode(randomUUID()), entry.revision);
     } catch (error) {
-      if (!isWrongLastSequence(error)) throw error;
+      if (!isWrongLastSequence(error)) throw classifyNatsError(error, `replace the key index's epoch (key ${JSON.stringify(EPOCH_KEY)} of bucket ${bucket}), which is ${found}`);
     }
   }
+  throw new AgentRuntimeError(
+    "unavailable",
+    `The key index's epoch (key ${JSON.stringify(EPOCH_KEY)} of bucket ${bucket}, subject $KV.${bucket}.${EPOCH_KEY}) is ${found}, not an epoch, and could not be replaced in ${EPOCH_REPAIR_ATTEMPTS} tries: another client keeps writing it. Stop that writer; the entry is then repaired on the next start.`,
+    { retryable: true, details: { bucket, key: EPOCH_KEY, found } },
+  );
+}
+
+/** Tries at replacing an entry that holds no epoch before the open fails (each a read and a compare-and-set). */
+const EPOCH_REPAIR_ATTEMPTS = 8;
+
+/** An epoch as the stores write it (randomUUID). */
+function isEpoch(value: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 }
 
 const EPOCH_READ_ATTEMPTS = 3;
