@@ -4,7 +4,7 @@
 // propagation), then closes the listeners (live SSE/WebSocket clients reconnect elsewhere and
 // resume from their last offset), then drains NATS.
 
-import { JetStreamEventStore, openServiceStore } from "@agentrt/streams/jetstream";
+import { JetStreamEventStore, type LiveEventsDropped, openServiceStore } from "@agentrt/streams/jetstream";
 import { configuredStreamQuota, connectNats, countRefusedAppends, eventSigningFor, createLogger, createMetrics, createTracing, tracerOption, DEFAULT_STOP_TIMEOUT_MS, loadConfig, natsConnectionOptions, runService, startOpsServer, trackReadiness, untilNatsAnswers } from "@agentrt/service-kit";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertDevModeBindable, Authenticator } from "./auth/authenticator.ts";
@@ -45,7 +45,14 @@ void runService({
     // Alive (and /readyz "starting") while it waits for NATS, however long that takes.
     const ops = await startOpsServer({ host: config.OPS_HOST, port: config.OPS_PORT, metrics });
     const nc = await connectNats({ ...natsConnectionOptions(config), name: "web-gateway", logger });
-    const storeOptions = { partitionCount: config.PARTITION_COUNT, replicas: config.NATS_STREAM_REPLICAS, maxEventBytes: config.MAX_EVENT_BYTES, signing };
+    const storeOptions = {
+      partitionCount: config.PARTITION_COUNT,
+      replicas: config.NATS_STREAM_REPLICAS,
+      maxEventBytes: config.MAX_EVENT_BYTES,
+      signing,
+      // Once per live subscription: live events following offsets the stream has not reached, or more than it holds back.
+      onLiveEventsDropped: (dropped: LiveEventsDropped) => logger.warn(dropped, "dropped live events a live subscription could not hold"),
+    };
     // Started while NATS elects leaders (a node restarting), each store waits for an answer.
     // Registered once: a start-up step may run more than once while NATS does not answer.
     const onRefused = countRefusedAppends(metrics, "web-gateway");

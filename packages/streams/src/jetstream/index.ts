@@ -2,6 +2,7 @@
 // tests. Behind a subpath so code written against the port (and unit tests on the memory
 // store) does not load the NATS client.
 export { DEFAULT_PUBLISH_TIMEOUT_MS, JetStreamEventStore, type JetStreamEventStoreOptions } from "./store.ts";
+export type { LiveEventsDropped } from "./subscriptions.ts";
 export { openServiceStore } from "./service-store.ts";
 // The lean acknowledged publish the store appends with, for a service's other hot publishes.
 export { JetStreamPublisher, PublishDuplicateError, PublishRejectedError, PublishUnconfirmedError } from "./publisher.ts";

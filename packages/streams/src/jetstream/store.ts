@@ -34,7 +34,7 @@ import { RecordReader, eventsOf, lastOffsetOf } from "./records.ts";
 import { JetStreamPublisher } from "./publisher.ts";
 import { DirectGets } from "./direct-get.ts";
 import { ensureEventStream } from "./stream-setup.ts";
-import { type Closable, LivePartitionFeed, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
+import { type Closable, type LiveEventsDropped, LivePartitionFeed, PartitionFeed, StreamSubscription } from "./subscriptions.ts";
 import { LIVE_TYPES_HEADER, type SubjectScheme, durableSubject, ephemeralSubject, partitionOfSubject, pathOfSubject, prefixFilter } from "./subjects.ts";
 import type { RecordSigning } from "./signing.ts";
 import { BatchWriter } from "./writer.ts";
@@ -68,6 +68,8 @@ export interface JetStreamEventStoreOptions {
   readonly maxEventBytes?: number;
   /** Signing what it publishes and checking what it reads (signing.ts; default neither). */
   readonly signing?: RecordSigning;
+  /** Told once per live subscription, at the first live-lane event it drops (subscriptions.ts, HELD_LIVE_MAX_EVENTS): to be logged. */
+  readonly onLiveEventsDropped?: (dropped: LiveEventsDropped) => void;
 }
 
 const encoder = new TextEncoder();
@@ -86,6 +88,7 @@ export class JetStreamEventStore implements EventStore {
   private readonly open = new Set<Closable>();
   private readonly now: () => Date;
   private readonly maxEventBytes: number;
+  private readonly onLiveEventsDropped: JetStreamEventStoreOptions["onLiveEventsDropped"];
   /** Where stream quotas keep their counted usage (`StreamQuota`), shared by every process: entries of the key index's bucket. */
   readonly usageLedger: UsageLedger;
 
@@ -98,8 +101,10 @@ export class JetStreamEventStore implements EventStore {
       consistentReads: boolean;
       index: KeyIndex;
       publisher: JetStreamPublisher;
+      onLiveEventsDropped: JetStreamEventStoreOptions["onLiveEventsDropped"];
     },
   ) {
+    this.onLiveEventsDropped = options.onLiveEventsDropped;
     this.partitionCount = options.partitionCount;
     this.streamName = options.streamName;
     this.scheme = options.scheme;
@@ -159,6 +164,7 @@ export class JetStreamEventStore implements EventStore {
         now: options.now ?? (() => new Date()),
         maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
         signing: options.signing ?? {},
+        onLiveEventsDropped: options.onLiveEventsDropped,
       });
     });
   }
@@ -295,6 +301,7 @@ export class JetStreamEventStore implements EventStore {
         subject: durableSubject(this.scheme, partition, path),
         ephemeralSubject: options?.ephemeral === true ? ephemeralSubject(this.scheme, partition, path) : undefined,
         fromOffset,
+        ...(this.onLiveEventsDropped === undefined ? {} : { onLiveDropped: this.onLiveEventsDropped }),
       },
       (self) => this.open.delete(self),
     );

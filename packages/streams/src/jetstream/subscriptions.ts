@@ -3,13 +3,14 @@
 // search), so there is no gap at the switch; events below the next expected offset are
 // dropped, so there is no duplicate either. Live-lane events come from a core subscription
 // opened BEFORE history is read, and are held back until the durable offset they follow has
-// been delivered, so a subscriber sees them where they happened.
+// been delivered, so a subscriber sees them where they happened; how many are held is bounded
+// (HELD_LIVE_MAX_EVENTS), since whoever may publish on the live lane names those offsets.
 
 import { type AgentEvent, AgentRuntimeError, parseStoredEvent } from "@agentrt/contract";
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import type { Msg, NatsConnection, Subscription as CoreSubscription } from "@nats-io/nats-core";
 import { AsyncQueue } from "../async-queue.ts";
-import type { FeedBatch } from "../event-store.ts";
+import { type FeedBatch, MAX_BATCH_EVENTS } from "../event-store.ts";
 import { classifyNatsError } from "./errors.ts";
 import { type RawMsg, type RecordReader, type StoredRecord, eventsOf, lastOffsetOf } from "./records.ts";
 import { LIVE_TYPES_HEADER } from "./subjects.ts";
@@ -237,6 +238,37 @@ abstract class ConsumerSubscription<T> implements Closable, AsyncIterable<T> {
   }
 }
 
+/**
+ * Live-lane events a subscription holds back, waiting for the durable offset they follow: past
+ * this many, or this many bytes of them, the one farthest ahead is dropped. Every service's NATS
+ * user may publish on the live lane and names the offset an event follows: the driver's user
+ * sent 300 events of 800 KB following offset 10^9 to an agent a client followed live, and the
+ * gateway held them all (131 MB → 413 MB, growing for as long as they came).
+ */
+export const HELD_LIVE_MAX_EVENTS = 1_024;
+export const HELD_LIVE_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How far past the durable end this subscription has seen a live event may follow and still be
+ * held. Its publisher follows the offset it knew when it published, which this subscription's
+ * consumer brings a moment later: a few records in flight, each of at most MAX_BATCH_EVENTS.
+ * One further ahead names an offset the stream has not reached: it is dropped on arrival. (A
+ * subscriber so far behind that the stream moved on that much meanwhile misses live events,
+ * which are never stored anyway; the durable events that follow them carry what they showed.)
+ */
+export const LIVE_AHEAD_MAX_OFFSETS = 4 * MAX_BATCH_EVENTS;
+
+/** Live events dropped by a subscription, reported once per subscription (the first drop). */
+export interface LiveEventsDropped {
+  readonly subject: string;
+  /** `ahead`: it followed an offset implausibly far past the durable end; `bound`: more were held than the bounds allow. */
+  readonly reason: "ahead" | "bound";
+  /** The offset the first dropped event followed. */
+  readonly offset: number;
+  /** The durable end this subscription had seen (undefined: not known yet). */
+  readonly durableEnd: number | undefined;
+}
+
 export interface StreamSubscriptionSpec {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
@@ -245,16 +277,32 @@ export interface StreamSubscriptionSpec {
   readonly subject: string;
   readonly ephemeralSubject: string | undefined;
   readonly fromOffset: number;
+  /** Told once, at the first live event this subscription drops (to be logged). */
+  readonly onLiveDropped?: (dropped: LiveEventsDropped) => void;
+}
+
+interface HeldLiveEvent {
+  readonly event: AgentEvent;
+  readonly bytes: number;
 }
 
 export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
   private nextOffset: number;
-  private readonly heldEphemeral: AgentEvent[] = [];
+  /** Live-lane events waiting for their durable offset, in arrival order. */
+  private heldEphemeral: HeldLiveEvent[] = [];
+  private heldBytes = 0;
+  /** The newest durable offset this subscription knows the stream holds (undefined: not known yet). */
+  private durableEnd: number | undefined;
+  private droppedLive = 0;
   private core: CoreSubscription | undefined;
+  private readonly onLiveDropped: ((dropped: LiveEventsDropped) => void) | undefined;
+  private readonly subject: string;
 
   constructor(spec: StreamSubscriptionSpec, detach: (self: Closable) => void) {
     super(detach);
     this.nextOffset = spec.fromOffset;
+    this.subject = spec.subject;
+    this.onLiveDropped = spec.onLiveDropped;
     if (spec.ephemeralSubject !== undefined) {
       // Opened before history is read: live-lane events published from now on are not missed.
       this.core = spec.nc.subscribe(spec.ephemeralSubject, {
@@ -270,17 +318,21 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
   private async run(spec: StreamSubscriptionSpec): Promise<void> {
     const located = await spec.reader.locate(spec.subject, spec.fromOffset);
     let startSeq = located?.startSeq ?? 0;
+    let end = located === undefined ? undefined : lastOffsetOf(located.last);
     if (located === undefined) {
       // `fromOffset` was past the end when located; the batch holding it may have been
       // committed since, and then it IS the last record. Starting AT the last record (not
       // after it) cannot miss it, and offsets below `fromOffset` are dropped below.
       const last = await spec.reader.last(spec.subject);
       startSeq = last === undefined ? 0 : last.seq;
+      end = last === undefined ? 0 : lastOffsetOf(last);
     }
+    this.sawDurableEnd(end);
     if (this.closed) return;
     await this.consume({ js: spec.js, streamName: spec.streamName, filter: spec.subject, startSeq }, (msg) => {
       const record = spec.reader.recordOf(msg);
       if (record === undefined) return undefined;
+      this.sawDurableEnd(lastOffsetOf(record));
       // Records are delivered one after another, in order, even when a gap must be read first.
       this.chained++;
       this.delivering = this.delivering
@@ -332,15 +384,84 @@ export class StreamSubscription extends ConsumerSubscription<AgentEvent> {
   }
 
   private onEphemeral(data: Uint8Array): void {
-    this.heldEphemeral.push(...liveEventsOf(data, undefined));
+    const events = liveEventsOf(data, undefined);
+    const bytes = Math.ceil(data.length / Math.max(1, events.length));
+    for (const event of events) {
+      if (this.tooFarAhead(event.offset)) {
+        this.dropped("ahead", event.offset);
+        continue;
+      }
+      this.heldEphemeral.push({ event, bytes });
+      this.heldBytes += bytes;
+    }
     this.releaseEphemeral();
+    this.holdWithinBounds();
   }
 
-  /** Delivers held live-lane events whose durable predecessor has been delivered. */
-  private releaseEphemeral(): void {
-    while (this.heldEphemeral.length > 0 && (this.heldEphemeral[0] as AgentEvent).offset < this.nextOffset) {
-      this.queue.push(this.heldEphemeral.shift() as AgentEvent);
+  /** Whether a live event following `offset` follows one the stream cannot have reached yet. */
+  private tooFarAhead(offset: number): boolean {
+    if (this.durableEnd === undefined) return false;
+    return offset > Math.max(this.durableEnd, this.nextOffset - 1) + LIVE_AHEAD_MAX_OFFSETS;
+  }
+
+  /** Takes a durable end the stream is known to have reached; held live events that now look too far ahead are dropped. */
+  private sawDurableEnd(end: number | undefined): void {
+    if (end === undefined || end <= (this.durableEnd ?? -1)) return;
+    const first = this.durableEnd === undefined;
+    this.durableEnd = end;
+    if (!first) return;
+    // Live events held before the end was known: judged now.
+    const kept: HeldLiveEvent[] = [];
+    for (const held of this.heldEphemeral) {
+      if (this.tooFarAhead(held.event.offset)) {
+        this.heldBytes -= held.bytes;
+        this.dropped("ahead", held.event.offset);
+      } else {
+        kept.push(held);
+      }
     }
+    this.heldEphemeral = kept;
+  }
+
+  /** Drops the held live events farthest ahead (the newest of equals) until the rest fit the bounds. */
+  private holdWithinBounds(): void {
+    while (this.heldEphemeral.length > HELD_LIVE_MAX_EVENTS || this.heldBytes > HELD_LIVE_MAX_BYTES) {
+      let farthest = this.heldEphemeral.length - 1;
+      for (let i = farthest - 1; i >= 0; i--) {
+        if ((this.heldEphemeral[i] as HeldLiveEvent).event.offset > (this.heldEphemeral[farthest] as HeldLiveEvent).event.offset) farthest = i;
+      }
+      const [held] = this.heldEphemeral.splice(farthest, 1) as [HeldLiveEvent];
+      this.heldBytes -= held.bytes;
+      this.dropped("bound", held.event.offset);
+    }
+  }
+
+  private dropped(reason: LiveEventsDropped["reason"], offset: number): void {
+    if (this.droppedLive++ === 0) this.onLiveDropped?.({ subject: this.subject, reason, offset, durableEnd: this.durableEnd });
+  }
+
+  /**
+   * Delivers held live-lane events whose durable predecessor has been delivered, in the order
+   * they came. Each is looked at, not just the first: one following a later offset (sent so, or
+   * from a publisher that knew more) must not hold back those behind it.
+   */
+  private releaseEphemeral(): void {
+    if (this.heldEphemeral.length === 0) return;
+    const kept: HeldLiveEvent[] = [];
+    for (const held of this.heldEphemeral) {
+      if (held.event.offset < this.nextOffset) {
+        this.queue.push(held.event);
+        this.heldBytes -= held.bytes;
+      } else {
+        kept.push(held);
+      }
+    }
+    this.heldEphemeral = kept;
+  }
+
+  /** What this subscription holds of the live lane, and how many live events it dropped (tests, debugging). */
+  get heldLive(): { readonly events: number; readonly bytes: number; readonly dropped: number } {
+    return { events: this.heldEphemeral.length, bytes: this.heldBytes, dropped: this.droppedLive };
   }
 
   protected override onClose(): void {
