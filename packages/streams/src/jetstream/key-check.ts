@@ -3,9 +3,15 @@
 // A reservation names the record meant to carry the key:
 //   - that record exists and carries the key     → the key is taken: a duplicate;
 //   - that offset is taken by a record without it → stale (its writer lost): replace it (CAS);
-//   - that offset is not written yet              → pending: whoever commits there carries the
+//   - that offset is the next one to be written   → pending: whoever commits there carries the
 //     key, so a writer whose next record starts there may carry it too (the publish's
-//     expected-last-sequence check lets only one of them win, and the loser then finds it).
+//     expected-last-sequence check lets only one of them win, and the loser then finds it);
+//   - that offset is further past the stream's end → impossible, so stale: replace it (CAS).
+//     A writer reserves the offset right after its view of the stream, and views are never
+//     ahead of the stream, so no writer can ever publish a record there. Such an entry is
+//     one a NATS user wrote by hand (every service's user may write the bucket: the gateway's
+//     reserved `agent/settle/R` at offset 999 999 999, and the driver's settlement and the
+//     reducer's expiry were refused for good), or one left by a stream an operator purged.
 
 import { type AgentEvent, AgentRuntimeError } from "@agentrt/contract";
 import type { KeyIndex } from "./key-index.ts";
@@ -20,8 +26,6 @@ export type KeyVerdict =
 
 export interface KeyCheck {
   readonly verdicts: Map<string, KeyVerdict>;
-  /** True when a pending reservation cannot be ours (our view is not right before it): catch up and retry. */
-  readonly retry: boolean;
 }
 
 export async function checkKeys(
@@ -39,15 +43,20 @@ export async function checkKeys(
   const found = await Promise.all(keys.map(async (key) => ({ key, reservation: await deps.index.lookup(streamPath, key) })));
   const verdicts = new Map<string, KeyVerdict>();
   // Looked up first, then caught up: a record committed in between only makes the truth newer.
+  // So the view is at least where the stream was when each reservation was written, and a
+  // reservation's writer can publish at most at the offset right after the view: one further
+  // ahead is impossible, and replaced (compare-and-set on the revision looked up, so an entry a
+  // writer changed meanwhile is not). The catch-up reads the stream's end as every writer does
+  // (through the leader when the stream is replicated). Such a reservation used to send the
+  // append to catch up and look again until it gave up: one written by hand refused every
+  // append of its key, for good.
   if (found.some((f) => f.reservation !== undefined)) await catchUp(deps.reader, subject, view);
-  let retry = false;
   for (const { key, reservation } of found) {
     if (reservation === undefined) {
       verdicts.set(key, { kind: "absent" });
-    } else if (reservation.first < 1) {
+    } else if (reservation.first < 1 || reservation.first > view.lastOffset + 1) {
       verdicts.set(key, { kind: "stale", revision: reservation.revision });
-    } else if (reservation.first > view.lastOffset) {
-      if (reservation.first !== view.lastOffset + 1) retry = true;
+    } else if (reservation.first === view.lastOffset + 1) {
       verdicts.set(key, { kind: "pending", first: reservation.first });
     } else {
       const events = await eventsAt(deps.reader, subject, reservation.first);
@@ -60,7 +69,7 @@ export async function checkKeys(
       }
     }
   }
-  return { verdicts, retry };
+  return { verdicts };
 }
 
 /** The events of the record holding `offset` (none when there is no such record). */

@@ -263,11 +263,6 @@ export class BatchWriter {
         // A batch past its head is refused whatever its keys' entries say: no lookup for them.
         const unheld = group.flatMap((m) => (pastItsHead(m, view) ? [] : m.batch.indexKeys)).filter((key) => !held.has(key));
         const check = unheld.length === 0 ? undefined : await checkKeys(this.options, streamPath, subject, view, unheld, ridersOf(group));
-        if (check?.retry === true) {
-          held = new Map();
-          await catchUp(this.options.reader, subject, view);
-          continue;
-        }
         verdicts = check?.verdicts ?? new Map();
         // Replaced from the revision we wrote: a writer that moved the entry since makes the
         // compare-and-set fail, and the next attempt looks the key up.
