@@ -8,7 +8,7 @@
 
 import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
 import { AgentRuntimeError, isAgentRuntimeError, mendIllFormedText, type AgentEvent } from "@agentrt/contract";
-import { inSpan, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
+import { inSpan, isTransientFailure, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
 import type { EventStore } from "@agentrt/streams";
 import type { Logger } from "pino";
@@ -147,6 +147,9 @@ interface Run {
   readonly shutdown: AbortSignal | undefined;
 }
 
+/** Settlements kept in memory while they cannot be stored (see `ScriptRunner.unstored`). */
+const KEPT_SETTLEMENTS = 100;
+
 export class ScriptRunner {
   private readonly now: () => number;
 
@@ -160,6 +163,14 @@ export class ScriptRunner {
   private readonly handling = new Map<string, number>();
   /** The step each script's handling is at (for the log of a handling that runs long). */
   private readonly phases = new Map<string, string>();
+  /**
+   * Settlements this host made but could not store (NATS down past every retry), by stream and
+   * execution id: when the work item comes back, the script is found started by this host and not
+   * running here, and its kept settlement is stored instead of `orphaned`. A 16 s outage had
+   * turned a finished script's real result into "the host stopped; NOT re-run" (red-team). The
+   * oldest are forgotten past KEPT_SETTLEMENTS (they then settle `orphaned`, as before).
+   */
+  private readonly unstored = new Map<string, { readonly settlement: Settlement; readonly outcome: ScriptRunOutcome }>();
 
   /** The step the handling of this script is at, or undefined when none runs here. */
   phaseOf(streamPath: string, executionId: string): string | undefined {
@@ -247,6 +258,11 @@ export class ScriptRunner {
           // Not running here: its started append reported failure but landed (an unknown outcome
           // during a NATS failover), or its settlement failed past every retry. Taken for a live
           // run, it was put back every second for as long as this host lived.
+          const kept = this.unstored.get(`${streamPath}\u0000${executionId}`);
+          if (kept !== undefined) {
+            log.info("script was run here and its settlement could not be stored then; storing it now");
+            return this.settle(run, kept.settlement, kept.outcome);
+          }
           log.warn("script was started by this host but is not running here; settling orphaned without re-running it");
           return this.settle(run, orphanedFailed(), "orphaned");
         }
@@ -405,14 +421,27 @@ export class ScriptRunner {
     // Retried here across a NATS blip: thrown back to the queue, a settlement (the result of a
     // script that ran, or an orphan's) waited for a redelivery up to 30 s after NATS was back
     // (chaos soak). The key makes a retry of an append that did land answer `duplicate`.
-    const result = await retryTransient(
-      () =>
-        this.deps.store.append(streamPath, [
-          // The script's result and errors are its text, not the host's: mended to well-formed Unicode.
-          { type: "capability-host/script-run-settled", payload: { executionId, settlement: mendIllFormedText(settlement) }, idempotencyKey: settledKey(executionId) },
-        ]),
-      { signal: run.shutdown, onRetry: (error, attempt, delayMs) => log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying") },
-    );
+    const key = `${streamPath}\u0000${executionId}`;
+    let result;
+    try {
+      result = await retryTransient(
+        () =>
+          this.deps.store.append(streamPath, [
+            // The script's result and errors are its text, not the host's: mended to well-formed Unicode.
+            { type: "capability-host/script-run-settled", payload: { executionId, settlement: mendIllFormedText(settlement) }, idempotencyKey: settledKey(executionId) },
+          ]),
+        { signal: run.shutdown, now: this.now, onRetry: (error, attempt, delayMs) => log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying") },
+      );
+    } catch (error) {
+      // Kept for the item's return (see `unstored`), when storing it may work later; an orphan's own settlement needs no keeping.
+      if (outcome !== "orphaned" && isTransientFailure(error)) {
+        this.unstored.delete(key);
+        this.unstored.set(key, { settlement, outcome });
+        if (this.unstored.size > KEPT_SETTLEMENTS) this.unstored.delete(this.unstored.keys().next().value as string);
+      }
+      throw error;
+    }
+    this.unstored.delete(key);
     if (result.status === "duplicate") {
       log.info("another incarnation settled first (lost race); standing down");
       return "lost-race";
