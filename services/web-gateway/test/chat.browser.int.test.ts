@@ -181,4 +181,36 @@ describe("web UI", () => {
     // Nowhere on the pages is the control itself
     for (const text of [await page.locator("body").innerText(), table]) expect(text).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
   });
+
+  it("a message whose answer is lost after it landed is sent again with the same key and stored once", { timeout: 60_000 }, async () => {
+    // Given the first send reaches the gateway but its answer never reaches the page (a reset)
+    const sent: string[] = [];
+    await page.route("**/v1/streams/**/events", async (route) => {
+      if (route.request().method() !== "POST") return route.continue();
+      sent.push(route.request().postData() ?? "");
+      if (sent.length === 1) {
+        await route.fetch();
+        return route.abort("connectionreset");
+      }
+      return route.continue();
+    });
+    try {
+      await page.goto(`${gw.url}/#/agent/${encodeURIComponent(PATH)}`);
+      await page.getByTestId("conn-status").filter({ hasText: "live" }).waitFor({ timeout: 15_000 });
+      await page.getByTestId("composer").fill("Sent once, answered late");
+      await page.getByTestId("send").click();
+      await page.getByTestId("msg-user").filter({ hasText: "Sent once, answered late" }).waitFor({ timeout: 15_000 });
+      await waitFor(() => sent.length === 2, { timeoutMs: 10_000, what: "the page to send the message again" });
+    } finally {
+      await page.unroute("**/v1/streams/**/events");
+    }
+    // Then both sends carried one key, the stream holds the message once, and the composer is clear
+    const keys = sent.map((body) => (JSON.parse(body) as { events: { idempotencyKey?: string }[] }).events[0]?.idempotencyKey);
+    expect(keys[0]).toMatch(/^ui\/send\/[0-9a-f]{32}$/);
+    expect(keys[1]).toBe(keys[0]);
+    const stored = (await ts.store.read(PATH)).filter((e) => e.type === "agents/context-added" && e.payload.content === "Sent once, answered late");
+    expect(stored).toHaveLength(1);
+    await waitFor(async () => (await page.getByTestId("composer").inputValue()) === "", { timeoutMs: 5_000, what: "the composer to clear" });
+    expect(await page.getByTestId("msg-user").filter({ hasText: "Sent once, answered late" }).count()).toBe(1);
+  });
 });

@@ -38,15 +38,47 @@ async function call<T>(method: string, url: string, body?: unknown): Promise<T> 
   return json as T;
 }
 
+/** Waits before each retry of a call whose outcome is unknown (as the CLI's `retryUnknownOutcome`). */
+const RETRY_DELAYS_MS = [500, 1_000, 2_000];
+
+/**
+ * Calls again while no answer came back (fetch's TypeError: the gateway restarting, a connection
+ * reset) or the gateway says it is unavailable (502-504), after 0.5, 1 and 2 s. Only for a request
+ * with an idempotency key: a retry of one that landed answers `duplicate`, stored once.
+ */
+async function retryUnknownOutcome<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const unknown = error instanceof TypeError || (error instanceof ApiError && error.status >= 502 && error.status <= 504);
+      const delayMs = RETRY_DELAYS_MS[attempt];
+      if (!unknown || delayMs === undefined) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+/** A fresh idempotency key (getRandomValues works on a page served over plain http too, randomUUID does not). */
+function newKey(prefix: string): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 export const api = {
   listAgents: (prefix?: string) =>
     call<{ agents: AgentSummary[] }>("GET", `/v1/agents${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ""}`),
   createAgent: (streamPath: string, promptFile?: string) =>
     call<{ streamPath: string }>("POST", "/v1/agents", { streamPath, ...(promptFile ? { promptFile } : {}) }),
-  sendMessage: (streamPath: string, content: string) =>
-    call("POST", `/v1/streams/${enc(streamPath)}/events`, {
-      events: [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } } }],
-    }),
+  /** One key per message: sent again when its answer was lost, it is stored once. */
+  sendMessage: (streamPath: string, content: string) => {
+    const idempotencyKey = newKey("ui/send/");
+    return retryUnknownOutcome(() =>
+      call("POST", `/v1/streams/${enc(streamPath)}/events`, {
+        events: [{ type: "agents/context-added", payload: { role: "user", content, actor: { type: "user", origin: "web" } }, idempotencyKey }],
+      }),
+    );
+  },
   /** Appends one atomic batch (the chat's Stop, Pause and Resume send the core's batches). */
   appendEvents: (streamPath: string, events: readonly unknown[]) => call("POST", `/v1/streams/${enc(streamPath)}/events`, { events }),
   renderedRequest: (streamPath: string, offset: number) =>
