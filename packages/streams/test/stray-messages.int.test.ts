@@ -114,6 +114,25 @@ describe("a message on a stream's subject that is not a record", () => {
     expect(await store.read(path).then(contents)).toEqual(["one", "two", "three"]);
   }, 60_000);
 
+  it("is not held by a chain of squatted claims, each naming the last: the append lands at once", async () => {
+    // Given the next offset's plain claim squatted, and then each id a writer would derive from
+    // the message holding the one before (`@N~<its seq>`), 210 links published in advance (red-team:
+    // every append to the agent refused for the duplicate window)
+    const path = "/stray/chained";
+    const store = await fixture.fx.openStore();
+    await store.append(path, [note("one")]);
+    const elsewhere = subjectOf("/stray/chain-elsewhere");
+    let seq = await stray(path, "x", { subject: elsewhere, msgID: `${subjectOf(path)}@2` });
+    for (let link = 0; link < 210; link++) seq = await stray(path, "x", { subject: elsewhere, msgID: `${subjectOf(path)}@2~${seq}` });
+    // When the agent is appended to, by this store and by a fresh one
+    const started = performance.now();
+    expect((await store.append(path, [note("two")])).events.map((e) => e.offset)).toEqual([2]);
+    expect((await (await fixture.fx.openStore()).append(path, [note("three")])).events.map((e) => e.offset)).toEqual([3]);
+    // Then both land, each after a few attempts, not one per link
+    expect(await store.read(path).then(contents)).toEqual(["one", "two", "three"]);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  }, 60_000);
+
   it("costs a few gets at the end of a long stream, not a walk through its history", async () => {
     // Given an agent with 600 records, other agents' records after them, and one stray at its end
     const path = "/stray/long";

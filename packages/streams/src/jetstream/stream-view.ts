@@ -14,10 +14,18 @@ export interface StreamViewState {
    * Writers racing for the offset see the same message, so still only one claim is stored.
    */
   claimAfter?: number | undefined;
+  /**
+   * Claims of the next offset found squatted since the view last moved to a record. Past one,
+   * the claim also carries a random part: each id a squatter could foresee (`…~<the seq of its
+   * last message>`) it could publish first, and a chain of 210 such messages refused every
+   * append to an agent for the whole duplicate window (red-team). Honest writers racing for the
+   * offset then no longer share an id, and only the expected last sequence keeps them apart.
+   */
+  squats?: number;
 }
 
 export function emptyView(): StreamViewState {
-  return { lastOffset: 0, lastSeq: 0, claimAfter: undefined };
+  return { lastOffset: 0, lastSeq: 0, claimAfter: undefined, squats: 0 };
 }
 
 /** Takes a record as the end of the view: its sequence and last offset. */
@@ -25,6 +33,7 @@ export function endAtRecord(view: StreamViewState, seq: number, lastOffset: numb
   view.lastSeq = seq;
   view.lastOffset = Math.max(view.lastOffset, lastOffset);
   view.claimAfter = undefined;
+  view.squats = 0;
 }
 
 function applyRecord(view: StreamViewState, record: StoredRecord): void {

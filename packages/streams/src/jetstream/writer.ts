@@ -14,6 +14,7 @@
 // moves them from the revisions it wrote, without looking them up again. Keys that ride with a
 // settlement key in their batch have no entries of their own (PreparedBatch.indexKeys).
 
+import { randomBytes } from "node:crypto";
 import { type AgentEvent, AgentRuntimeError, idempotencyKeysOf, settlementKeyRiddenBy } from "@agentrt/contract";
 import { type PreparedBatch, decideAppend, recordJson } from "../batch.ts";
 import { type AppendHint, type AppendOptions, type AppendResult, MAX_BATCH_BYTES, MAX_BATCH_EVENTS } from "../event-store.ts";
@@ -315,7 +316,12 @@ export class BatchWriter {
           ...(claimsIndex ? ([[KEYS_INDEXED_HEADER, this.options.index.epoch]] as [string, string][]) : []),
           ...(signer === undefined ? [] : signatureHeaders(signer, subject, view.lastSeq, body)),
         ];
-        const claim = view.claimAfter === undefined ? `${subject}@${first}` : `${subject}@${first}~${view.claimAfter}`;
+        const claim =
+          view.claimAfter === undefined
+            ? `${subject}@${first}`
+            : (view.squats ?? 0) > 1
+              ? `${subject}@${first}~${view.claimAfter}.${randomBytes(12).toString("hex")}`
+              : `${subject}@${first}~${view.claimAfter}`;
         const ack = await this.publishOnce(subject, body, view.lastSeq, claim, headers.length === 0 ? undefined : headers);
         this.options.reader.wrote(ack);
         endAtRecord(view, ack, view.lastOffset + committed.length);
@@ -334,7 +340,10 @@ export class BatchWriter {
           // The claim is held by a stored message, and still no record holds the offset: not a
           // writer's record but a message sent to squat the claim (from any subject). One
           // publish had refused every writer of the stream for the duplicate window.
-          if (error instanceof PublishDuplicateError && error.seq !== 0 && view.lastOffset < first) view.claimAfter = error.seq;
+          if (error instanceof PublishDuplicateError && error.seq !== 0 && view.lastOffset < first) {
+            view.claimAfter = error.seq;
+            view.squats = (view.squats ?? 0) + 1;
+          }
           continue;
         } else {
           throw error;
