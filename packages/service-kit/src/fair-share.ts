@@ -6,7 +6,9 @@
 // tenant. An agent that already has `waitingPerAgent` items waiting, or whose tenant has
 // `waitingPerTenant`, is refused another (its work item goes back to the queue for later), so a
 // flood cannot fill the worker's claims. With `spare` slots, a tenant running fewer than its
-// guaranteed few starts at once even when a flood holds every slot.
+// guaranteed few starts at once even when a flood holds every slot. With `perTenant`, a tenant
+// runs at most that many at once, all its agents together, so the other slots stay free for
+// other tenants.
 // Pure bookkeeping: no timers, no IO.
 
 export interface FairShareLimits {
@@ -20,6 +22,13 @@ export interface FairShareLimits {
    * no bound beyond its agents'.
    */
   readonly waitingPerTenant?: number;
+  /**
+   * Items one tenant may run at once, all its agents together: fair turns only order what
+   * waits, and per-agent limits hold one agent, so a tenant's two agents each running two long
+   * scripts held all four of the capability host's slots, and another tenant's `return 1` waited
+   * 37 s for one (red-team). Default: no bound beyond `total`.
+   */
+  readonly perTenant?: number;
   /**
    * Slots past `total`, at most `extra` of them, for a tenant that runs fewer than `perTenant`:
    * fair turns only order what waits, so work that holds its slots for long (a provider that
@@ -36,7 +45,7 @@ type Wake = (leave: Leave | undefined) => void;
 export class AgentFairShare {
   private running = 0;
   private readonly runningOf = new Map<string, number>();
-  /** Running, by tenant (kept only with spare slots). */
+  /** Running, by tenant (kept only with spare slots or a per-tenant limit). */
   private readonly runningOfTenant = new Map<string, number>();
   private readonly waiting = new Map<string, Wake[]>();
   /** Items waiting, by tenant. */
@@ -58,7 +67,7 @@ export class AgentFairShare {
       ...(spare === undefined ? [] : Object.entries(spare).map(([name, value]): [string, unknown] => [`spare.${name}`, value])),
     ];
     for (const [name, value] of checked) {
-      if (value === undefined && name === "waitingPerTenant") continue;
+      if (value === undefined && (name === "waitingPerTenant" || name === "perTenant")) continue;
       if (!Number.isInteger(value) || (value as number) < 1) throw new RangeError(`${name} must be an integer ≥ 1, got ${String(value)}`);
     }
   }
@@ -105,7 +114,7 @@ export class AgentFairShare {
     return agent === undefined ? this.running : (this.runningOf.get(agent) ?? 0);
   }
 
-  /** Items running now for one tenant (counted only with spare slots). */
+  /** Items running now for one tenant (counted only with spare slots or a per-tenant limit). */
   tenantRunningCount(tenant: string): number {
     return this.runningOfTenant.get(tenant) ?? 0;
   }
@@ -118,7 +127,8 @@ export class AgentFairShare {
    * Free slots go round-robin to the tenants with work waiting, and within a tenant
    * round-robin to its agents; an agent at its own limit keeps its place, and a tenant all of
    * whose waiting agents are at theirs is passed over until one of their items ends. With every
-   * slot taken, only a tenant below its spare share starts, in a spare slot.
+   * slot taken, only a tenant below its spare share starts, in a spare slot. A tenant at its
+   * per-tenant limit keeps its place and is passed over like one whose agents are all at theirs.
    */
   private grant(): void {
     if (this.closed) return;
@@ -145,7 +155,7 @@ export class AgentFairShare {
       else this.waitingOfTenant.set(tenant, tenantWaiting);
       this.running++;
       this.runningOf.set(agent, (this.runningOf.get(agent) ?? 0) + 1);
-      const counted = this.limits.spare !== undefined;
+      const counted = this.limits.spare !== undefined || this.limits.perTenant !== undefined;
       if (counted) this.runningOfTenant.set(tenant, (this.runningOfTenant.get(tenant) ?? 0) + 1);
       let left = false;
       wake(() => {
@@ -159,11 +169,13 @@ export class AgentFairShare {
     }
   }
 
-  /** A slot is free, or the tenant is below its spare share (the caller checks the ceiling). */
+  /** The tenant is below its own limit, and a slot is free or it is below its spare share (the caller checks the ceiling). */
   private mayStart(tenant: string): boolean {
+    const tenantRunning = this.runningOfTenant.get(tenant) ?? 0;
+    if (tenantRunning >= (this.limits.perTenant ?? Number.POSITIVE_INFINITY)) return false;
     if (this.running < this.limits.total) return true;
     const spare = this.limits.spare;
-    return spare !== undefined && (this.runningOfTenant.get(tenant) ?? 0) < spare.perTenant;
+    return spare !== undefined && tenantRunning < spare.perTenant;
   }
 
   /** The first of `agents` (taken off the turn) below its own limit; those at it go to the back. */

@@ -139,6 +139,32 @@ describe("fair share of script slots", () => {
     expect(share.tenantRunningCount("/t/a")).toBe(0);
   });
 
+  it("given one tenant at its per-tenant limit, when another tenant enters, then it starts in a slot the first could not take", async () => {
+    const tenantOf = (agent: string) => agent.split("/").slice(0, 3).join("/");
+    const share = new AgentFairShare({ total: 4, perAgent: 2, waitingPerAgent: 2, perTenant: 2 }, tenantOf);
+    const log: string[] = [];
+    // Given /t/a's two agents with two scripts each: only two run, though four slots are free
+    const flood = enterAll(share, ["/t/a/1", "/t/a/1", "/t/a/2", "/t/a/2"], log);
+    await flush();
+    expect(log).toEqual(["/t/a/10", "/t/a/11"]);
+    expect(share.tenantRunningCount("/t/a")).toBe(2);
+    expect(share.runningCount()).toBe(2);
+    // When /t/b enters, then it starts at once
+    enterAll(share, ["/t/b/1"], log);
+    await flush();
+    expect(log.at(-1)).toBe("/t/b/10");
+    // When one of /t/a's ends, then its waiting agent takes the slot, still two of /t/a at once
+    (await flood[0]!)!();
+    await flush();
+    expect(log.at(-1)).toBe("/t/a/22");
+    expect(share.tenantRunningCount("/t/a")).toBe(2);
+    expect(share.runningCount()).toBe(3);
+  });
+
+  it("rejects a per-tenant limit that is not a positive integer", () => {
+    expect(() => new AgentFairShare({ total: 2, perAgent: 1, waitingPerAgent: 1, perTenant: 0 })).toThrow(/perTenant must be an integer ≥ 1, got 0/);
+  });
+
   it("rejects spare limits that are not positive integers, naming the field", () => {
     expect(() => new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1, spare: { perTenant: 0, extra: 2 } })).toThrow(/spare\.perTenant must be an integer ≥ 1, got 0/);
     expect(() => new AgentFairShare({ total: 1, perAgent: 1, waitingPerAgent: 1, spare: { perTenant: 1, extra: 1.5 } })).toThrow(/spare\.extra must be an integer ≥ 1, got 1.5/);

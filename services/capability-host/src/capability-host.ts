@@ -43,6 +43,13 @@ export interface CapabilityHostOptions {
   readonly concurrency?: number;
   /** Scripts of one agent run at once per host (more wait behind that agent's own limit). */
   readonly perAgentConcurrency?: number;
+  /**
+   * Scripts of one tenant (all its agents) run at once per host (default
+   * `defaultPerTenantConcurrency`: all but a quarter of the slots, at least one of them left),
+   * so the other slots stay free for other tenants. Not applied with tenants off
+   * (tenant depth 0: each agent its own, held by `perAgentConcurrency`).
+   */
+  readonly perTenantConcurrency?: number;
   /** Deliveries of an item naming a script the stream never shows before it is dropped (default MAX_NOT_VISIBLE_DELIVERIES). */
   readonly maxNotVisibleDeliveries?: number;
   /** Typecheck worker threads (each holds a warm checker). */
@@ -227,8 +234,15 @@ export class CapabilityHost {
     const concurrency = this.options.concurrency ?? 4;
     const perAgent = Math.min(concurrency, this.options.perAgentConcurrency ?? 2);
     // Tenants as the stream quota counts them (none at depth 0: each agent its own), each with
-    // at most `concurrency` scripts waiting: another tenant always finds claims free.
-    const fairShare = new AgentFairShare({ total: concurrency, perAgent, waitingPerAgent: perAgent, waitingPerTenant: concurrency }, tenantsOf(this.options));
+    // at most `concurrency` scripts waiting: another tenant always finds claims free. And each
+    // running at most `perTenant`: slots are held for as long as a script runs, so turns alone
+    // let one tenant's long scripts hold every slot while another's `return 1` waited (red-team).
+    const tenants = tenantsOf(this.options);
+    const perTenant = tenants === undefined ? undefined : Math.min(concurrency, this.options.perTenantConcurrency ?? defaultPerTenantConcurrency(concurrency));
+    const fairShare = new AgentFairShare(
+      { total: concurrency, perAgent, waitingPerAgent: perAgent, waitingPerTenant: concurrency, ...(perTenant === undefined ? {} : { perTenant }) },
+      tenants,
+    );
     this.fairShare = fairShare;
     // Claims beyond the running slots wait in the fair share (heartbeating), so another agent's
     // item is claimed and served while one agent's flood waits behind its own limit.
@@ -303,6 +317,12 @@ export class CapabilityHost {
     await this.cache?.stop();
   }
 }
+
+/**
+ * Scripts one tenant runs at once on a host by default: all but a quarter of its slots (at least
+ * one left for other tenants; 3 of 4), so a tenant's agents still run more than one agent may.
+ */
+export const defaultPerTenantConcurrency = (concurrency: number): number => Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4)));
 
 /** The tenant of an agent as the stream quota counts them, or undefined at depth 0 (no tenants: each agent its own). */
 function tenantsOf(options: CapabilityHostOptions): ((agent: string) => string) | undefined {

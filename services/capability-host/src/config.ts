@@ -16,6 +16,8 @@ export const hostConfigSchema = baseServiceConfigSchema(9_103).extend({
   SCRIPT_CONCURRENCY: int(1, 4),
   /** Scripts of one agent run at once by this process (an agent's flood waits behind its own limit). */
   SCRIPT_CONCURRENCY_PER_AGENT: int(1, 2),
+  /** Scripts of one tenant (all its agents) run at once by this process (default: all but a quarter of `SCRIPT_CONCURRENCY`, leaving at least one: 3 of 4). */
+  SCRIPT_CONCURRENCY_PER_TENANT: z.coerce.number().int().min(1).optional(),
   /**
    * A claimed script's heartbeat window: a host that stops heartbeating (frozen, cut off) has its
    * item redelivered after this; the other replica then checks the host's liveness lease. A killed

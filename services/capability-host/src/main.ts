@@ -54,6 +54,7 @@ void runService({
       concurrency: config.SCRIPT_CONCURRENCY,
       replicas: config.NATS_STREAM_REPLICAS,
       perAgentConcurrency: config.SCRIPT_CONCURRENCY_PER_AGENT,
+      ...(config.SCRIPT_CONCURRENCY_PER_TENANT === undefined ? {} : { perTenantConcurrency: config.SCRIPT_CONCURRENCY_PER_TENANT }),
       typecheckWorkers: config.SCRIPT_TYPECHECK_WORKERS,
       livenessTtlMs: config.HOST_LIVENESS_TTL_MS,
       ackWaitMs: config.SCRIPT_WORK_ACK_WAIT_MS,
