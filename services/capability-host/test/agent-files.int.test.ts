@@ -72,6 +72,20 @@ describe("itx.files listing", () => {
     expect((await files.list("/agents/noisy", "f/")).length).toBe(1_500);
   }, 60_000);
 
+  it("lists 2 000 files in one pass: the sizes come with the keys, not one request per file", async () => {
+    // Given an agent with 2 000 indexed files
+    const { index, files } = await storage();
+    await inBatches(Array.from({ length: 2_000 }, (_, i) => `f/${i}.txt`), (p) => indexFile(index, "/agents/many", p, { size: 7, revision: 1 }));
+    // When it lists them
+    const before = nc.stats().outMsgs;
+    const listed = await files.list("/agents/many", "");
+    const sent = nc.stats().outMsgs - before;
+    // Then every file is there with its size, for a few requests (a listing then a get per file sent over 2 000)
+    expect(listed).toHaveLength(2_000);
+    expect(listed.every((f) => f.size === 7)).toBe(true);
+    expect(sent).toBeLessThan(20);
+  }, 60_000);
+
   it("lists by prefix, within the agent only: not a sub-agent's files, nor a sibling's whose path starts the same", async () => {
     const { files } = await storage();
     const mine = ["notes/a.md", "notes/b/c.md", "notesx.md", "todo.md", "ünï/ß.md"];
