@@ -18,6 +18,7 @@ import type { Quota } from "./itx/usage-meter.ts";
 import { DocsIndex } from "./itx/docs-index.ts";
 import { createHostCallHandler } from "./itx/host-calls.ts";
 import { limitInFlight } from "./itx/in-flight.ts";
+import { ListingBudget, type ListingBudgetLimits, ListingGate } from "./itx/listing-budget.ts";
 import { guardHostCalls, providerAuthority } from "./authority/script-authority.ts";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -70,6 +71,8 @@ export interface CapabilityHostOptions {
   readonly fileQuota?: Quota;
   /** What one agent's itx.kv keys may hold (default `DEFAULT_KV_QUOTA`: 64 MiB in 10 000 keys). */
   readonly kvQuota?: Quota;
+  /** Entries one tenant's listings (itx.kv.list, itx.files.list) may read on this host (default `DEFAULT_LISTING_BUDGET`: 20 000 a second, one full listing at once). */
+  readonly listingBudget?: ListingBudgetLimits;
   /**
    * Holds each agent's event stream to a quota: a script's append to a stream at its quota is
    * refused (`quota_exceeded`); the host's own settlements never are. Default: the default quota,
@@ -173,6 +176,9 @@ export class CapabilityHost {
     const agentFiles = new AgentFiles(files, filesIndex, options.fileQuota, undefined, liveness === undefined ? undefined : { self: hostId, gone: (owner) => liveness.isGone(owner, false) });
     // One for the host: its per-agent queue keeps an agent's writes one at a time across scripts.
     const agentKvStore = new AgentKv(agentKv, options.kvQuota);
+    // One for the host: each tenant's listings draw on one budget, whichever of its scripts lists.
+    const tenants = tenantsOf(options);
+    const listings = new ListingGate({ budget: new ListingBudget(options.listingBudget), ...(tenants === undefined ? {} : { tenantOf: tenants }) });
     // What scripts append through itx is held to the stream quota; the runner's settlements are not.
     const scriptAppends = quotaStore(options.store, options.streamQuota ?? new StreamQuota(options.store));
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...options.limits };
@@ -212,6 +218,7 @@ export class CapabilityHost {
             providerCallTimeoutMs: options.providerCallTimeoutMs ?? 30_000,
             ...(options.project === undefined ? {} : { birthBatch: projectBirthBatch(options.project) }),
             typecheck: (code) => docsChecks.typecheck(code),
+            listings,
           },
           {
             ...caller,

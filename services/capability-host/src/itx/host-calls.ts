@@ -23,6 +23,7 @@ import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
 import { type AgentFiles, type AgentKv, ItxInputError } from "./agent-storage.ts";
 import type { DocsIndex } from "./docs-index.ts";
+import type { ListingGate } from "./listing-budget.ts";
 import { resultSpillPath } from "../codemode.ts";
 import { ItxGrantError, resolveAgentPath } from "../authority/script-authority.ts";
 
@@ -40,6 +41,8 @@ export interface ItxHostDeps {
   readonly providerCallTimeoutMs: number;
   /** The birth batch of a sub-agent (the project worker's `birthBatch`), when a project is configured. */
   readonly birthBatch?: (streamPath: string) => EventInput[];
+  /** Holds listings (itx.kv.list, itx.files.list) to their tenant's budget, one per agent at a time (listing-budget.ts). */
+  readonly listings?: ListingGate;
 }
 
 export interface ScriptCaller {
@@ -76,6 +79,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
   let sequence = 0;
   const key = (builder: (executionId: string, sequence: number) => string): string => builder(caller.executionId, ++sequence);
   const resolvePath = (path: unknown): string => resolveAgentPath(caller.agentPath, str(path, "the agent path"));
+  const listing = <T>(list: () => Promise<readonly T[]>): Promise<readonly T[]> => (deps.listings === undefined ? list() : deps.listings.run(caller.agentPath, list));
 
   return async (op, args) => {
     switch (op) {
@@ -141,7 +145,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "kv.delete":
         return deps.kv.delete(caller.agentPath, args[0]);
       case "kv.list":
-        return deps.kv.list(caller.agentPath, typeof args[0] === "string" ? args[0] : "");
+        return listing(() => deps.kv.list(caller.agentPath, typeof args[0] === "string" ? args[0] : ""));
       case "files.bytes": {
         // As base64, decoded in the sandbox (bootstrap.ts): an array of numbers held several times the file's size here.
         const bytes = await deps.files.bytes(caller.agentPath, args[0]);
@@ -152,7 +156,7 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "files.write":
         return deps.files.write(caller.agentPath, args[0], toBytes(args[1]));
       case "files.list":
-        return deps.files.list(caller.agentPath, typeof args[0] === "string" ? args[0] : "");
+        return listing(() => deps.files.list(caller.agentPath, typeof args[0] === "string" ? args[0] : ""));
       case "capabilityHost.getScriptResult":
         return getScriptResult(deps, caller.agentPath, str(args[0], "getScriptResult(id): id"));
       case "docs.search":
