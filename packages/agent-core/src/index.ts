@@ -32,6 +32,6 @@ export * from "./request-status.ts";
 export * from "./replay.ts";
 export * from "./codemode/index.ts";
 export * from "./display/index.ts";
-export { firstUnbornInput, isUserInput, needsAgent, noAgentMessage } from "./birth-rule.ts";
+export { firstUnbornInput, isAgentMessage, isUserInput, needsAgent, noAgentMessage } from "./birth-rule.ts";
 export * from "./project-worker/index.ts";
 export * from "./audit/audit.ts";

@@ -1,6 +1,6 @@
-// Given whether a stream is born, when a batch is appended through the API, then user input or
-// a script request that would land before any birth is named (the gateway refuses it with 404), and nothing
-// else is held back.
+// Given whether a stream is born, when a batch is appended through the API, then user input,
+// another agent's message or a script request that would land before any birth is named (the
+// gateway refuses it with 404, the capability host the script's call), and nothing else is held back.
 
 import { describe, expect, it } from "vitest";
 import type { EventInput } from "@agentrt/contract";
@@ -32,6 +32,15 @@ describe("user input needs a birth", () => {
     expect(firstUnbornInput([script], false)).toBe(0);
     expect(firstUnbornInput([born, script], false)).toBeNull();
     expect(firstUnbornInput([script], true)).toBeNull();
+  });
+
+  it("holds another agent's message (itx.agents.get(p).message()) like user input: it too would be an unborn stream's first event", () => {
+    const message: EventInput = { type: "agents/context-added", payload: { role: "developer", content: "hi", actor: { type: "agent", path: "/agents/web/a" } } };
+    expect(firstUnbornInput([message], false)).toBe(0);
+    expect(firstUnbornInput([born, message], false)).toBeNull();
+    expect(firstUnbornInput([message], true)).toBeNull();
+    // An operator's steering (another actor) is not held
+    expect(firstUnbornInput([{ type: "agents/context-added", payload: { role: "developer", content: "note", actor: { type: "integration", name: "ops" } } }], false)).toBeNull();
   });
 
   it("events that are not user input or script requests are never held (other roles and other writers)", () => {

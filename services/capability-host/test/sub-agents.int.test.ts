@@ -1,6 +1,6 @@
 // Sub-agents from a script: `itx.agents.get(name).create()` commits the project worker's birth
 // batch (from the project's tagged prompt file) atomically and once; `.message(text)` lands
-// as developer context with actor {type: "agent", path: <caller>}.
+// as developer context with actor {type: "agent", path: <caller>}, only to an agent that exists.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type HostFixture, requestScript, settlementOf, startFixture, uniquePath, waitSettled } from "./harness.ts";
@@ -50,6 +50,8 @@ it("create() births the sub-agent with the project's batch once; message() is de
 it("two agents message one board from runs with the same id: both messages land, neither squats the other's key", async () => {
   const board = uniquePath("board");
   const [p1, p2] = [uniquePath("sender"), uniquePath("sender")];
+  // The board is an agent (a message to a path with no agent is refused: the test below).
+  await fx.store.append(board, [{ type: "agent/created", payload: {} }]);
   for (const sender of [p1, p2]) {
     // Each sender may append to the board (its grant, as a key with that scope gives it).
     await fx.store.append(sender, [{ type: "agent/created", payload: { grant: [{ prefix: board, verbs: ["append"] }] } }]);
@@ -83,4 +85,28 @@ it("a sub-agent may message its creator and nothing beside it: not a sibling, no
   });
   expect(await fx.store.lastOffset(`${parent}/evil`)).toBe(0);
   expect((await fx.store.read(`${parent}/c`)).some((e) => e.type === "agents/context-added" && e.payload.content === "hi c")).toBe(false);
+});
+
+it("message() to a path with no agent is refused, naming the path and create(), and writes nothing; create() there still births it", async () => {
+  // Given an agent and a path under it with no agent
+  const path = uniquePath("early");
+  const child = `${path}/later`;
+  // When its script messages the path before creating it, then creates it
+  const code = [
+    'const refused = await itx.agents.get("later").message("are you there?").then(() => "sent", (e: unknown) => (e instanceof Error ? e.message : String(e)));',
+    'const created = await itx.agents.get("later").create();',
+    'await itx.agents.get("later").message("now you are");',
+    "return { refused, created };",
+  ].join("\n");
+  // Then the message is refused with an error saying what to do, and the path is still free for its birth
+  expect(await settlementOf(fx, path, code)).toEqual({
+    status: "succeeded",
+    result: {
+      refused: `itx.agents.get("later").message(): no agent at ${child}; create it first with itx.agents.get("later").create()`,
+      created: { path: child, created: true },
+    },
+  });
+  const events = await fx.store.read(child);
+  expect(events[0]).toMatchObject({ type: "agent/created" });
+  expect(events.flatMap((e) => (e.type === "agents/context-added" && e.payload.role === "developer" ? [e.payload.content] : []))).toEqual(["now you are"]);
 });

@@ -55,7 +55,7 @@ interface ItxAgentHandle {
   readonly path: string;
   /** Creates the agent (its birth batch) if it does not exist yet; returns its path. */
   create(): Promise<{ path: string; created: boolean }>;
-  /** Sends a message to that agent: developer context with actor {type: "agent", path: <you>}. */
+  /** Sends a message to that agent: developer context with actor {type: "agent", path: <you>}. Refused when no agent lives there yet: create() it first. */
   message(text: string): Promise<void>;
 }
 

@@ -18,10 +18,11 @@ import {
   withBirthGrant,
 } from "@agentrt/contract";
 import type { Caller } from "@agentrt/capability-sdk";
+import { firstUnbornInput } from "@agentrt/agent-core";
 import type { EventStore } from "@agentrt/streams";
 import type { HostCallHandler } from "../sandbox/index.ts";
 import type { ProviderRegistry } from "../providers/registry.ts";
-import { type AgentFiles, type AgentKv, ItxInputError } from "./agent-storage.ts";
+import { type AgentFiles, type AgentKv, ItxInputError, shownInput } from "./agent-storage.ts";
 import type { DocsIndex } from "./docs-index.ts";
 import type { ListingGate } from "./listing-budget.ts";
 import { resultSpillPath } from "../codemode.ts";
@@ -129,13 +130,20 @@ export function createHostCallHandler(deps: ItxHostDeps, caller: ScriptCaller): 
       case "agents.message": {
         const path = resolvePath(args[0]);
         const content = str(args[1], "message(text): text");
-        await deps.store.append(path, [
+        const batch: EventInput[] = [
           {
             type: "agents/context-added",
             payload: { role: "developer", content, actor: { type: "agent", path: caller.agentPath } },
             idempotencyKey: key((executionId, sequence) => idempotencyKeys.itxAgentMessage(senderDigest(caller.agentPath), executionId, sequence)),
           },
-        ]);
+        ];
+        // The core's birth rule, as the gateway applies it: sent to a path with no agent, the
+        // message became its stream's first event, and create() there answered created: false for good.
+        if (firstUnbornInput(batch, await isBorn(deps.store, path)) !== null) {
+          const named = shownInput(args[0]);
+          throw new ItxInputError(`itx.agents.get(${named}).message(): no agent at ${path}; create it first with itx.agents.get(${named}).create()`);
+        }
+        await deps.store.append(path, batch);
         return undefined;
       }
       case "kv.get":
@@ -203,6 +211,12 @@ async function appendOwn(store: EventStore, caller: ScriptCaller, raw: unknown, 
   const event = parseEventInput(input);
   const result = await store.append(caller.agentPath, [event]);
   return result.events[0]!;
+}
+
+/** Whether an agent lives at `path`: its stream begins with its birth (`create` commits one only on an empty stream). */
+async function isBorn(store: EventStore, path: string): Promise<boolean> {
+  const [first] = await store.read(path, { fromOffset: 1, limit: 1 });
+  return first?.type === "agent/created";
 }
 
 /**
