@@ -7,10 +7,10 @@
 // Every append is keyed, so a twin incarnation's late append commits nothing.
 
 import { decideScriptRun, runDeadline, type ScriptRunDecision, type ScriptRunRequested } from "@agentrt/agent-core";
-import { AgentRuntimeError, isAgentRuntimeError, mendIllFormedText, type AgentEvent } from "@agentrt/contract";
+import { AgentRuntimeError, ContractViolationError, isAgentRuntimeError, mendIllFormedText, type AgentEvent } from "@agentrt/contract";
 import { inSpan, isTransientFailure, retryTransient, triggerOffsetOfRequestKey, turnContext } from "@agentrt/service-kit";
 import type { Tracer } from "@opentelemetry/api";
-import type { EventStore } from "@agentrt/streams";
+import { type EventStore, jsonBytes } from "@agentrt/streams";
 import type { Logger } from "pino";
 import type { AgentFiles } from "./itx/agent-storage.ts";
 import type { HostCallHandler, ScriptSandbox } from "./sandbox/quickjs-sandbox.ts";
@@ -23,6 +23,7 @@ import {
   orphanedFailed,
   runtimeFailed,
   type Settlement,
+  settlementRefusedFailed,
   settledKey,
   sliceFailed,
   sourceTooLargeFailed,
@@ -42,11 +43,14 @@ export interface ScriptLimits {
   readonly maxRunMs: number;
   /** The execution deadline is expiresAt minus this (codemode.md: 15 s). */
   readonly deadlineMarginMs: number;
-  /** Longest serialized result kept in the settlement; longer ones are spilled (`oversized`). */
-  readonly maxSettlementResultChars: number;
+  /**
+   * Largest result kept in the settlement, in UTF-8 bytes of its JSON as the event holds it
+   * (escapes included); larger ones are spilled (`oversized`).
+   */
+  readonly maxSettlementResultBytes: number;
 }
 
-export const DEFAULT_SCRIPT_LIMITS: ScriptLimits = { typecheckBudgetMs: 2_000, maxSourceBytes: 64 * 1024, maxRunMs: 120_000, deadlineMarginMs: 15_000, maxSettlementResultChars: 256_000 };
+export const DEFAULT_SCRIPT_LIMITS: ScriptLimits = { typecheckBudgetMs: 2_000, maxSourceBytes: 64 * 1024, maxRunMs: 120_000, deadlineMarginMs: 15_000, maxSettlementResultBytes: 256_000 };
 
 /** Conditional `started` appends tried before the item goes back to the queue (see appendStarted). */
 const START_ATTEMPTS = 5;
@@ -340,7 +344,7 @@ export class ScriptRunner {
     if (outcome.kind === "slice") return this.settle(run, sliceFailed(outcome.limitMs), "deadline");
     if (outcome.kind === "deadline") return this.settle(run, deadlineFailed("execution", Math.round(limitMs)), "deadline");
     if (outcome.kind === "threw") return this.settle(run, runtimeFailed(outcome.error), "runtime");
-    const settlement = await this.success(streamPath, executionId, outcome.value, this.deps.limits.maxSettlementResultChars, log);
+    const settlement = await this.success(streamPath, executionId, outcome.value, this.deps.limits.maxSettlementResultBytes, log);
     return this.settle(run, settlement, "succeeded");
   }
 
@@ -400,10 +404,13 @@ export class ScriptRunner {
    * the workspace file the renderer names, and settled as `oversized` (size, type, preview).
    * (Results merely longer than the history limit stay inline: the renderer spills those.)
    */
-  private async success(streamPath: string, executionId: string, value: unknown, limitChars: number, log: Logger): Promise<Settlement> {
+  private async success(streamPath: string, executionId: string, value: unknown, limitBytes: number, log: Logger): Promise<Settlement> {
     if (value === undefined) return { status: "succeeded" };
     const serialized = typeof value === "string" ? value : JSON.stringify(value);
-    if (serialized.length <= limitChars) return { status: "succeeded", result: value };
+    // Measured as the settlement event holds it: escaped JSON, in UTF-8 bytes. Counted in
+    // characters, 250 000 "\u0001" (6 bytes each, escaped) passed as 250 000, the store refused
+    // the 1.5 MB settlement, and the script never settled (red-team rt3).
+    if (jsonBytes(value) <= limitBytes) return { status: "succeeded", result: value };
     try {
       await this.deps.files.write(streamPath, resultSpillPath(executionId, value), new TextEncoder().encode(serialized));
     } catch (error) {
@@ -415,7 +422,7 @@ export class ScriptRunner {
     };
   }
 
-  private async settle(run: Run, settlement: Settlement, outcome: ScriptRunOutcome): Promise<ScriptRunOutcome> {
+  private async settle(run: Run, settlement: Settlement, outcome: ScriptRunOutcome, refusedBefore = false): Promise<ScriptRunOutcome> {
     const { streamPath, executionId, log } = run;
     this.at(run, `settling (${outcome})`);
     // Retried here across a NATS blip: thrown back to the queue, a settlement (the result of a
@@ -433,6 +440,13 @@ export class ScriptRunner {
         { signal: run.shutdown, now: this.now, onRetry: (error, attempt, delayMs) => log.warn({ err: error, attempt, retryInMs: delayMs }, "settlement append failed transiently; retrying") },
       );
     } catch (error) {
+      // A settlement the store refuses (too large, not well-formed) is refused however often it
+      // is sent: thrown, its work item was terminated and the script never settled (then taken
+      // for orphaned). It settles failed instead, saying why.
+      if (!refusedBefore && error instanceof ContractViolationError) {
+        log.warn({ err: error, outcome }, "the store refused the script's settlement; settling it failed");
+        return this.settle(run, settlementRefusedFailed(error.message), "runtime", true);
+      }
       // Kept for the item's return (see `unstored`), when storing it may work later; an orphan's own settlement needs no keeping.
       if (outcome !== "orphaned" && isTransientFailure(error)) {
         this.unstored.delete(key);

@@ -97,6 +97,18 @@ export function runtimeFailed(error: string): Failed {
   };
 }
 
+/** The script ran, but the store refused its settlement (`reason`, the store's message): nothing of its result is kept. */
+export function settlementRefusedFailed(reason: string): Failed {
+  return {
+    status: "failed",
+    error: keptFailureText(`The script ran, but the event store refused its settlement: ${reason} Its result is not kept; return less, or write large data to itx.files and return its path.`),
+    failureKind: "runtime",
+    phase: "execution",
+    executionMayHaveOccurred: true,
+    cancellation: "not-applicable",
+  };
+}
+
 export function deadlineFailed(phase: "typecheck" | "before-execution" | "execution", limitMs: number): Failed {
   const ran = phase === "execution";
   return {
