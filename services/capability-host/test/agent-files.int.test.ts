@@ -290,6 +290,20 @@ describe("itx.kv quota", () => {
     await kv.set("/agents/b", "one", "x".repeat(140));
   });
 
+  it("counts an agent's 2 000 keys in one pass: their sizes come with them, not one request per key", async () => {
+    // Given 2 000 keys set before quotas (no usage counted yet)
+    const { raw, kv } = await kvWith({ bytes: 1_000_000, entries: 10_000 });
+    await inBatches(Array.from({ length: 2_000 }, (_, i) => i), (i) => raw.put(`agents/counted.k${i}`, "12345"));
+    // When a set has the agent's usage counted afresh
+    const before = nc.stats().outMsgs;
+    await kv.set("/agents/counted", "one-more", 1);
+    const sent = nc.stats().outMsgs - before;
+    // Then it counted every key's bytes, for a few requests (the keys then a get per key sent over 2 000)
+    expect(sent).toBeLessThan(30);
+    // (2 000 × 5 bytes and "1": a value of 1 000 002 bytes of JSON takes it to 1 010 003 in 2 002 keys)
+    await expect(kv.set("/agents/counted", "too-big", "x".repeat(1_000_000))).rejects.toThrow(/would take this agent's keys to 1010003 bytes in 2002 keys/);
+  });
+
   it("lets exactly as many of 10 sets at once succeed as the quota holds, and counts keys set before quotas", async () => {
     const { raw, kv } = await kvWith({ bytes: 1_000_000, entries: 5 });
     await raw.put("agents/old.before", JSON.stringify("set before quotas"));

@@ -10,7 +10,7 @@ import { isWrongRevision } from "@agentrt/service-kit";
 import type { KV } from "@nats-io/kv";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
 import { ITX_FILE_MAX_BYTES } from "./file-limits.ts";
-import { countUsage, PerAgentQueue, type Quota, type Usage, UsageMeter } from "./usage-meter.ts";
+import { PerAgentQueue, type Quota, type Usage, UsageMeter } from "./usage-meter.ts";
 
 export const AGENT_KV_BUCKET = "AGENT_KV";
 export const AGENT_FILES_BUCKET = "AGENT_FILES";
@@ -129,11 +129,21 @@ export class AgentKv {
     return entry === null || entry.operation !== "PUT" ? undefined : entry.value.length;
   }
 
-  /** The agent's keys and their values' bytes, counted from the bucket. */
+  /**
+   * The agent's keys and their values' bytes, counted from the bucket in one pass (one consumer):
+   * the keys and then a get per key made a recount 10 000 requests, and a script at its quota
+   * asks for one with every set it is refused.
+   */
   private async usage(agentPath: string): Promise<Usage> {
-    const keys: string[] = [];
-    for await (const k of await this.kv.keys(`${agentPath.slice(1)}.>`)) keys.push(k);
-    return countUsage(keys, (k) => this.sizeOf(k));
+    const sizes = new Map<string, number>();
+    // The bucket keeps one entry per key (history 1); a later entry of a key replaces an earlier.
+    for await (const entry of await this.kv.history({ key: `${agentPath.slice(1)}.>` })) {
+      if (entry.operation === "PUT") sizes.set(entry.key, entry.length);
+      else sizes.delete(entry.key);
+    }
+    let bytes = 0;
+    for (const size of sizes.values()) bytes += size;
+    return { bytes, entries: sizes.size };
   }
 
   async list(agentPath: string, prefix: string): Promise<string[]> {

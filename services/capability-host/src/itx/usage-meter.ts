@@ -22,8 +22,6 @@ export interface Usage {
 }
 
 const CAS_ATTEMPTS = 10;
-/** Store reads one listing or count keeps in flight at once. */
-export const READS_AT_ONCE = 32;
 
 export class UsageMeter {
   constructor(
@@ -86,24 +84,4 @@ export class PerAgentQueue {
       if (this.running.get(agentPath) === mine) this.running.delete(agentPath);
     }
   }
-}
-
-/** The usage of entries whose sizes `sizeOf` reads (undefined: gone), a few reads at a time. */
-export async function countUsage(keys: readonly string[], sizeOf: (key: string) => Promise<number | undefined>): Promise<Usage> {
-  const sizes = (await mapAtMost(keys, READS_AT_ONCE, sizeOf)).filter((size) => size !== undefined);
-  return { bytes: sizes.reduce((sum, size) => sum + size, 0), entries: sizes.length };
-}
-
-/** `fn` over `items`, at most `atOnce` at a time, the results in the items' order. */
-export async function mapAtMost<T, R>(items: readonly T[], atOnce: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
-  return results;
 }
