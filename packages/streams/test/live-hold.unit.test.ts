@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { recordJson } from "../src/batch.ts";
 import { type RecordReader, type StoredRecord, toStoredRecord } from "../src/jetstream/records.ts";
 import { HELD_LIVE_MAX_BYTES, HELD_LIVE_MAX_EVENTS, LIVE_AHEAD_MAX_OFFSETS, type LiveEventsDropped, StreamSubscription } from "../src/jetstream/subscriptions.ts";
+import { jetStreamDelivering } from "./delivering-consumer.ts";
 
 const PATH = "/agents/live/hold";
 const SUBJECT = "ev.0.agents.live.hold";
@@ -53,21 +54,7 @@ function subscribe(stored: readonly StoredRecord[], located: Promise<void> = Pro
       return { startSeq: offset, last: stored.at(-1) as StoredRecord };
     },
   } as unknown as RecordReader;
-  const js = {
-    consumers: {
-      get: async () => ({
-        consume: async () => ({
-          stop: () => undefined,
-          async *status() {},
-          async *[Symbol.asyncIterator]() {
-            for (const r of stored) yield { seq: r.seq, subject: r.subject, data: r.data, info: { pending: 0 } };
-            await new Promise(() => undefined);
-          },
-        }),
-        delete: async () => true,
-      }),
-    },
-  };
+  const js = jetStreamDelivering(stored);
   const reports: LiveEventsDropped[] = [];
   const subscription = new StreamSubscription(
     { nc: nc as never, js: js as never, reader, streamName: "AGENT_EVENTS", subject: SUBJECT, ephemeralSubject: "eph.0.agents.live.hold", fromOffset: 1, onLiveDropped: (d) => reports.push(d) },

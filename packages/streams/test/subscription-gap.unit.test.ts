@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { recordJson } from "../src/batch.ts";
 import { type RecordReader, type StoredRecord, toStoredRecord } from "../src/jetstream/records.ts";
 import { StreamSubscription } from "../src/jetstream/subscriptions.ts";
+import { jetStreamDelivering } from "./delivering-consumer.ts";
 
 const SUBJECT = "ev.0.agents.gap";
 const encoder = new TextEncoder();
@@ -28,21 +29,7 @@ describe("a subscription whose consumer skips a record", () => {
         for (const r of stored) if (r.seq >= fromSeq && r.seq <= untilSeq) yield r;
       },
     } as unknown as RecordReader;
-    const js = {
-      consumers: {
-        get: async () => ({
-          consume: async () => ({
-            stop: () => undefined,
-            async *status() {},
-            async *[Symbol.asyncIterator]() {
-              for (const r of delivered) yield { seq: r.seq, subject: r.subject, data: r.data, info: { pending: 0 } };
-              await new Promise(() => undefined); // live: nothing more arrives
-            },
-          }),
-          delete: async () => true,
-        }),
-      },
-    };
+    const js = jetStreamDelivering(delivered);
     const subscription = new StreamSubscription(
       { nc: {} as never, js: js as never, reader, streamName: "AGENT_EVENTS", subject: SUBJECT, ephemeralSubject: undefined, fromOffset: 1 },
       () => undefined,
