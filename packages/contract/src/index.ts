@@ -13,3 +13,4 @@ export * from "./service-emits.ts";
 export * from "./json-schema.ts";
 export * from "./json-depth.ts";
 export * from "./well-formed.ts";
+export * from "./unknown-outcome.ts";

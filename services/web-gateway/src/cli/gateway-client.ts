@@ -2,6 +2,8 @@
 // `AGENTRT_API_KEY`. Errors come back as the gateway's `{error: {code, message}}`; a gateway
 // that cannot be reached is reported with the URL tried and how to point the CLI elsewhere.
 
+import { isUnavailableStatus, retryWhileOutcomeUnknown } from "@agentrt/contract";
+
 export class GatewayCallError extends Error {
   constructor(
     readonly status: number,
@@ -96,27 +98,16 @@ export async function boundedText(res: Response, maxBytes: number, env: ClientEn
   return text + decoder.decode();
 }
 
-/** Waits before each retry of a call whose outcome is unknown (`retryUnknownOutcome`). */
-const RETRY_DELAYS_MS = [500, 1_000, 2_000];
-
 /**
- * Calls again while no answer came back (the gateway restarting, the connection cut) or the
- * gateway says it is unavailable (502, 503, 504: NATS failing over, a store full), after 0.5, 1
- * and 2 s. Only for a request that carries an idempotency key: a retry of one that did land
- * answers `duplicate` with what was stored, so it is never stored twice.
+ * Sends a keyed append again while its outcome is unknown (the contract's
+ * `retryWhileOutcomeUnknown`): no answer came back, or the gateway answered 502-504.
  */
-export async function retryUnknownOutcome<T>(call: () => Promise<T>, onRetry: (error: Error, delayMs: number) => void = () => undefined): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call();
-    } catch (error) {
-      const unknown = error instanceof GatewayUnreachableError || (error instanceof GatewayCallError && error.status >= 502 && error.status <= 504);
-      const delayMs = RETRY_DELAYS_MS[attempt];
-      if (!unknown || delayMs === undefined) throw error;
-      onRetry(error, delayMs);
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-    }
-  }
+export function retryUnknownOutcome<T>(call: () => Promise<T>, onRetry: (error: Error, delayMs: number) => void = () => undefined): Promise<T> {
+  return retryWhileOutcomeUnknown(
+    call,
+    (error) => error instanceof GatewayUnreachableError || (error instanceof GatewayCallError && isUnavailableStatus(error.status)),
+    (error, delayMs) => onRetry(error as Error, delayMs),
+  );
 }
 
 export async function callGateway<T>(env: ClientEnv, method: string, path: string, body?: unknown): Promise<T> {

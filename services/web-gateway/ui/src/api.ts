@@ -1,6 +1,7 @@
 // The UI's client of the gateway's HTTP API. The API key (when the gateway is not in dev
 // mode) is kept in localStorage and sent as a bearer token.
 
+import { isUnavailableStatus, retryWhileOutcomeUnknown } from "@agentrt/contract";
 import type { AgentSummary, RenderedRequest, StreamEvent } from "./types.ts";
 
 export type { AgentSummary, RenderedRequest, StreamEvent };
@@ -38,25 +39,12 @@ async function call<T>(method: string, url: string, body?: unknown): Promise<T> 
   return json as T;
 }
 
-/** Waits before each retry of a call whose outcome is unknown (as the CLI's `retryUnknownOutcome`). */
-const RETRY_DELAYS_MS = [500, 1_000, 2_000];
-
 /**
- * Calls again while no answer came back (fetch's TypeError: the gateway restarting, a connection
- * reset) or the gateway says it is unavailable (502-504), after 0.5, 1 and 2 s. Only for a request
- * with an idempotency key: a retry of one that landed answers `duplicate`, stored once.
+ * Sends a keyed append again while its outcome is unknown (the contract's
+ * `retryWhileOutcomeUnknown`): no answer came back (fetch's TypeError), or the gateway answered 502-504.
  */
-async function retryUnknownOutcome<T>(call: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call();
-    } catch (error) {
-      const unknown = error instanceof TypeError || (error instanceof ApiError && error.status >= 502 && error.status <= 504);
-      const delayMs = RETRY_DELAYS_MS[attempt];
-      if (!unknown || delayMs === undefined) throw error;
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-    }
-  }
+function retryUnknownOutcome<T>(call: () => Promise<T>): Promise<T> {
+  return retryWhileOutcomeUnknown(call, (error) => error instanceof TypeError || (error instanceof ApiError && isUnavailableStatus(error.status)));
 }
 
 /** A fresh idempotency key (getRandomValues works on a page served over plain http too, randomUUID does not). */
